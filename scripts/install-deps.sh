@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs the build and test dependencies from Debian's archive (no other network is needed).
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config catch2 libfmt-dev libbenchmark-dev libutf8proc-dev
+      nlohmann-json3-dev python3)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq || true
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
