@@ -264,7 +264,20 @@ std::string PyReplace(std::string_view s, std::string_view old_s, std::string_vi
   return out;
 }
 
-std::string PyUpper(std::string_view s) { return MapCodePoints(s, ToUpper); }
+std::string PyUpper(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t pos = 0;
+  while (pos < s.size()) {
+    const char32_t cp = DecodeUtf8(s, &pos);
+    if (cp == 0xDF) {
+      out += "SS";  // the one full case mapping users meet in practice (German sharp s)
+    } else {
+      AppendUtf8(ToUpper(cp), &out);
+    }
+  }
+  return out;
+}
 std::string PyLower(std::string_view s) { return MapCodePoints(s, ToLower); }
 
 std::string PyTitle(std::string_view s) {
