@@ -128,5 +128,115 @@ TEST_CASE("fixture vocabulary: peer ids for rendered chat prompts", "[tokenizer]
   }
 }
 
+// ---- the genuine Qwen3.5 vocabulary (tests/data/tokenizer/README.md)
+
+// Decompresses the committed vocabulary-only GGUF with Debian's xz (10.9 MB -> memory).
+const gguf::File& RealVocabGguf() {
+  static const std::vector<uint8_t> bytes = [] {
+    const std::string cmd = "xz -dc '" + kData + "/tokenizer/qwen35-vocab.gguf.xz'";
+    std::vector<uint8_t> out;
+    FILE* pipe = popen(cmd.c_str(), "r");
+    if (pipe == nullptr) FAIL("cannot run: " << cmd);
+    uint8_t buf[1 << 16];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.insert(out.end(), buf, buf + n);
+    if (pclose(pipe) != 0) FAIL("failed (is xz-utils installed?): " << cmd);
+    return out;
+  }();
+  static const gguf::File file = [] {
+    gguf::Error err;
+    auto f = gguf::File::FromMemory(bytes.data(), bytes.size(), /*copy=*/false, &err);
+    if (!f) FAIL(err.ToString());
+    return std::move(*f);
+  }();
+  return file;
+}
+
+const Tokenizer& RealTokenizer(bool nfc = true) {
+  static const auto make = [](bool n) {
+    TokenizerOptions o;
+    o.nfc = n;
+    auto t = Tokenizer::FromGguf(RealVocabGguf(), o);
+    if (!t.ok()) FAIL(t.status().ToString());
+    return std::move(*t);
+  };
+  static const std::unique_ptr<Tokenizer> with_nfc = make(true), without_nfc = make(false);
+  return nfc ? *with_nfc : *without_nfc;
+}
+
+const nlohmann::json& HfVectors() {
+  static const nlohmann::json j = nlohmann::json::parse(ReadFile(kData + "/tokenizer/qwen35-hf-vectors.json"));
+  return j;
+}
+
+TEST_CASE("real vocabulary: layout and special tokens", "[tokenizer][real]") {
+  const Tokenizer& tok = RealTokenizer();
+  CHECK(tok.n_vocab() == 248320);
+  const auto& ids = tok.special_ids();
+  CHECK(ids.endoftext == 248044);
+  CHECK(ids.im_start == 248045);
+  CHECK(ids.im_end == 248046);
+  CHECK(ids.tool_call == 248058);
+  CHECK(ids.tool_call_end == 248059);
+  CHECK(ids.tool_response == 248066);
+  CHECK(ids.think == 248068);
+  CHECK(ids.think_end == 248069);
+  CHECK(ids.eos == 248046);
+  CHECK(ids.eot == 248046);
+  CHECK(std::vector<int32_t>(tok.eog_ids().begin(), tok.eog_ids().end()) ==
+        std::vector<int32_t>{248044, 248046, 248063, 248064, 248065});
+  CHECK(tok.unused_ids().size() == 248320 - 248077);
+  CHECK(tok.unused_ids().front() == 248077);
+  CHECK(tok.TokenToPiece(248100).empty());
+  CHECK(tok.GetTokenType(248068) == TokenType::kUserDefined);
+  CHECK(tok.GetTokenType(248045) == TokenType::kControl);
+  // Spec §2.1: ids shared with Qwen2.
+  CHECK(tok.Encode("\n") == std::vector<int32_t>{198});
+  CHECK(tok.Encode(" ") == std::vector<int32_t>{220});
+  CHECK(tok.Encode("\n\n") == std::vector<int32_t>{271});
+  CHECK(tok.Encode("0123456789") == std::vector<int32_t>{15, 16, 17, 18, 19, 20, 21, 22, 23, 24});
+  CHECK(tok.FindToken("user").value_or(-1) == 846);
+  CHECK(tok.FindToken("assistant").value_or(-1) == 74455);
+}
+
+TEST_CASE("real vocabulary: Hugging Face ordinary encodings", "[tokenizer][real][golden]") {
+  const Tokenizer& tok = RealTokenizer();
+  const auto& cases = HfVectors()["ordinary"];
+  REQUIRE(cases.size() == 26);
+  for (const auto& c : cases) {
+    const std::string text = c["text"];
+    INFO("'" << text << "'");
+    std::vector<int32_t> ids;
+    tok.Encode(text, SpecialTokens::kNone, &ids);
+    CHECK(ids == c["ids"].get<std::vector<int32_t>>());
+    CHECK(tok.Decode(ids) == unicode::NfcUtf8(text));
+  }
+}
+
+TEST_CASE("real vocabulary: Hugging Face encodings with added tokens", "[tokenizer][real][golden]") {
+  const Tokenizer& tok = RealTokenizer();
+  for (const char* group : {"encode", "chat"}) {
+    const auto& cases = HfVectors()[group];
+    REQUIRE(cases.size() >= 5);
+    for (const auto& c : cases) {
+      const std::string text = c["text"];
+      INFO(group << " " << c["name"].get<std::string>());
+      const auto ids = tok.Encode(text, /*parse_special=*/true);
+      CHECK(ids == c["ids"].get<std::vector<int32_t>>());
+      CHECK(tok.Decode(ids, /*special=*/true) == unicode::NfcUtf8(text));
+    }
+  }
+}
+
+TEST_CASE("real vocabulary: NFC on vs off on decomposed input", "[tokenizer][real]") {
+  const std::string decomposed = "e\xCC\x81";  // e + U+0301
+  // Spec §1 correction: HF gives the single token of "é" (933); the peer keeps e + mark.
+  CHECK(RealTokenizer(true).Encode(decomposed) == std::vector<int32_t>{933});
+  const auto peer = RealTokenizer(false).Encode(decomposed);
+  CHECK(peer.size() == 2);
+  CHECK(RealTokenizer(false).Decode(peer) == decomposed);
+  CHECK(RealTokenizer(true).Encode("Hello, world!") == std::vector<int32_t>{9419, 11, 1814, 0});
+}
+
 }  // namespace
 }  // namespace qwenrt
