@@ -28,7 +28,11 @@ float VecDotBF16_F32(const uint16_t* w, const float* a, int64_t n);
 }  // namespace qwenrt
 
 // The SIMD kernels (cpu/vec_dot_x86.cpp) need AVX2 + FMA + F16C; otherwise cpu/vec_dot_scalar.cpp.
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define QWENRT_X86_DOT 1
+#else
 #define QWENRT_X86_DOT 0
+#endif
 
 namespace qwenrt::cpu {
 

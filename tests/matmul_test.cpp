@@ -168,6 +168,7 @@ void CheckMatMul(gguf::Type type, int64_t rows, int64_t cols, int64_t T, ThreadP
 }
 
 TEST_CASE("cpu::MatMul matches the reference on odd shapes", "[cpu]") {
+  WARN("dot kernels: " << cpu::DotKernelIsa());
   ThreadPool pool(3);
   for (gguf::Type type : kAllTypes) {
     for (int64_t rows : {1, 7, 63}) {
