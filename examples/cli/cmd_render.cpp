@@ -14,11 +14,7 @@
 
 #include "chat_template.h"
 #include "cli_command.h"
-
-#if __has_include("qwenrt/gguf.hpp")
 #include "qwenrt/gguf.hpp"
-#define QWENRT_CLI_HAS_GGUF 1
-#endif
 
 namespace qwenrt::cli {
 namespace {
@@ -36,7 +32,6 @@ bool ReadFile(const std::string& path, std::string* out) {
 }
 
 bool LoadTemplateFromModel(const std::string& path, std::string* source) {
-#ifdef QWENRT_CLI_HAS_GGUF
   gguf::Error err;
   auto file = gguf::File::Open(path, &err);
   if (!file) {
@@ -48,11 +43,6 @@ bool LoadTemplateFromModel(const std::string& path, std::string* source) {
     return false;
   }
   return true;
-#else
-  (void)source;
-  std::fprintf(stderr, "render: --model %s: this build has no GGUF reader; use --template\n", path.c_str());
-  return false;
-#endif
 }
 
 nlohmann::ordered_json RenderCase(const ChatTemplate& tmpl, nlohmann::ordered_json c) {
