@@ -58,7 +58,10 @@ inline void Tile(const float* A, int64_t lda, const float* B, int64_t ldb, int64
   for (int64_t m = 0; m < depth; ++m) {
     VecF b[kNV];
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) b[v] = Load(B + m * ldb + v * kLanes);
+    for (int v = 0; v < kNV; ++v) {
+      b[v] = Load(B + m * ldb + v * kLanes);
+      KeepInRegister(b[v]);
+    }
 #pragma GCC unroll 4
     for (int r = 0; r < kR; ++r) {
       const VecF ar = Set1(A[r * lda + m]);
@@ -208,22 +211,24 @@ void RunHead(const Args& a, int64_t h) {
       return use_ratio ? float(e_pos[i] * e_neg[j]) : std::exp(gamma[i] - gamma[j]);
     };
 
-    // The next chunk's rows of this head are strided in memory (one row per token); ask for them
-    // now so they arrive while this chunk computes.
-    for (int64_t i = t0 + kC; i < std::min(T, t0 + 2 * kC); ++i) {
-      Prefetch<0>(a.k + (i * Hk + hk) * Dk, Dk);
-      Prefetch<0>(a.q + (i * Hk + hk) * Dk, Dk);
-      Prefetch<0>(a.v + (i * Hv + h) * Dv, Dv);
-      Prefetch<1>(a.out + (i * Hv + h) * Dv, Dv);
-    }
-
     // P = K S0 and Q S0.
     Gemm(np, Dvp, Dk, kA, lda, s.S, Dvp, nullptr, 0, nullptr, 0, U, Dvp);
     Gemm(np, Dvp, Dk, qA, lda, s.S, Dvp, nullptr, 0, nullptr, 0, O, Dvp);
 
     // Lower triangles of K K^T and Q K^T (row block i0 needs columns < i0 + kR), then
     // -A_ij = -beta_i decay_ij (k_i . k_j) for j < i, and M_ij (q_i . k_j) for j <= i.
+    // The next chunk's rows of this head are strided in memory (one row per token): ask for them
+    // a few rows at a time while this chunk computes (a burst would overflow the miss queue).
+    auto prefetch_next = [&](int64_t i0) {
+      for (int64_t i = t0 + kC + i0; i < std::min(T, t0 + kC + i0 + kR); ++i) {
+        Prefetch<0>(a.k + (i * Hk + hk) * Dk, Dk);
+        Prefetch<0>(a.q + (i * Hk + hk) * Dk, Dk);
+        Prefetch<0>(a.v + (i * Hv + h) * Dv, Dv);
+        Prefetch<1>(a.out + (i * Hv + h) * Dv, Dv);
+      }
+    };
     for (int64_t i0 = 0; i0 < np; i0 += kR) {
+      prefetch_next(i0);
       const int64_t w = RoundUp(i0 + kR, kLanes);
       Gemm(kR, w, Dk, kA + i0 * lda, lda, s.KT, kC, nullptr, 0, nullptr, 0, An + i0 * kC, kC);
       Gemm(kR, w, Dk, qA + i0 * lda, lda, s.KT, kC, nullptr, 0, nullptr, 0, Mqk + i0 * kC, kC);

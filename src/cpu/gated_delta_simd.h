@@ -59,6 +59,17 @@ inline VecF Fma(VecF a, VecF b, VecF c) { return {a.v * b.v + c.v}; }
 inline float ReduceAdd(VecF a) { return a.v; }
 #endif
 
+// Makes `a` opaque to the optimiser so it stays in a register: GCC otherwise re-reads a loaded
+// vector from memory at each use (folding the load into every FMA), which makes small GEMM tiles
+// load-bound instead of FMA-bound.
+inline void KeepInRegister(VecF& a) {
+#if defined(__GNUC__) && (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)))
+  asm("" : "+v"(a.v));
+#else
+  (void)a;
+#endif
+}
+
 // sum_i a[i] * b[i], with two vector accumulators to hide FMA latency, and a scalar tail.
 inline float Dot(const float* a, const float* b, int64_t n) {
   VecF acc0 = Zero(), acc1 = Zero();
