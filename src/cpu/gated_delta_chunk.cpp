@@ -110,6 +110,49 @@ inline void Prefetch(const float* p, int64_t n) {
 #endif
 }
 
+#if defined(__AVX2__)
+// dst[c][r] = src[r][c] for one 8 x 8 tile (unpack/shuffle/permute, 24 shuffles per 64 floats).
+inline void Transpose8x8(const float* src, int64_t lds, float* dst, int64_t ldd) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+#endif
+
+// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols: 8 x 8 tiles (SIMD when available),
+// scalar at the edges.
+void Transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst,
+               int64_t ldd) {
+  constexpr int64_t kB = 8;
+  for (int64_t r0 = 0; r0 < rows; r0 += kB) {
+    for (int64_t c0 = 0; c0 < cols; c0 += kB) {
+      const int64_t r1 = std::min(rows, r0 + kB), c1 = std::min(cols, c0 + kB);
+#if defined(__AVX2__)
+      if (r1 - r0 == kB && c1 - c0 == kB) {
+        Transpose8x8(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd);
+        continue;
+      }
+#endif
+      for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t r = r0; r < r1; ++r) dst[c * ldd + r] = src[r * lds + c];
+      }
+    }
+  }
+}
+
 struct Args {
   GatedDeltaShape shape;
   const float *q, *k, *v, *g, *beta;
@@ -151,9 +194,7 @@ void RunHead(const Args& a, int64_t h) {
 
   // State in: S[i][j] = St[j][i], zero padding rows/columns.
   std::fill(s.S, s.S + Dkp * Dvp, 0.0f);
-  for (int64_t j = 0; j < Dv; ++j) {
-    for (int64_t i = 0; i < Dk; ++i) s.S[i * Dvp + j] = St[j * Dk + i];
-  }
+  Transpose(St, Dk, Dv, Dk, s.S, Dvp);
   std::fill(s.KT, s.KT + Dkp * kC, 0.0f);
 
   float* U = s.PQ;            // [kC, Dvp]
@@ -187,9 +228,7 @@ void RunHead(const Args& a, int64_t h) {
       qA = s.KQ + kC * Dk;
       lda = Dk;
     }
-    for (int64_t i = 0; i < np; ++i) {
-      for (int64_t m = 0; m < Dk; ++m) s.KT[m * kC + i] = kA[i * lda + m];
-    }
+    Transpose(kA, lda, np, Dk, s.KT, kC);
     if (np < kC) {  // columns read by the rounded-up triangle widths below
       for (int64_t m = 0; m < Dk; ++m) std::fill(s.KT + m * kC + np, s.KT + (m + 1) * kC, 0.0f);
     }
@@ -286,9 +325,7 @@ void RunHead(const Args& a, int64_t h) {
   }
 
   // State out.
-  for (int64_t j = 0; j < Dv; ++j) {
-    for (int64_t i = 0; i < Dk; ++i) St[j * Dk + i] = s.S[i * Dvp + j];
-  }
+  Transpose(s.S, Dvp, Dk, Dv, St, Dk);
 }
 
 }  // namespace
