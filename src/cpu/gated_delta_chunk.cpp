@@ -44,8 +44,14 @@ int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 // C[r][0:kNV*kLanes] = s[r * s_stride] * C0[r][...] + sum_{m < depth} A[r][m] * B[m][...], r < kR.
 // C0 == nullptr starts from zero; C0 may be C (each tile is read before it is written).
+// Kept out of line: inlined into the big RunHead, GCC spills the B vectors to the stack.
+#if defined(__GNUC__)
+#define QWENRT_GD_NOINLINE __attribute__((noinline))
+#else
+#define QWENRT_GD_NOINLINE
+#endif
 template <int kNV>
-inline void Tile(const float* A, int64_t lda, const float* B, int64_t ldb, int64_t depth,
+QWENRT_GD_NOINLINE void Tile(const float* A, int64_t lda, const float* B, int64_t ldb, int64_t depth,
                  const float* C0, int64_t ldc0, const float* s, int64_t s_stride, float* C,
                  int64_t ldc) {
   VecF acc[kR][kNV];
