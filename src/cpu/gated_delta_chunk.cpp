@@ -16,8 +16,9 @@
 // vector B), so the state is kept per head in the natural layout S[Dk][Dv] (transposed in and out
 // once per call). The last partial chunk is zero-padded to a multiple of 4 rows with g = 0 and
 // beta = 0 tokens, which is exact (they do not touch the state; their outputs are dropped).
-// exp(gamma_i - gamma_j) is formed as exp(gamma_i) * exp(-gamma_j) in double (2n exps instead of
-// n^2/2), falling back to f32 exp of the difference if |gamma| could overflow a double.
+// gamma is summed in double and exp(gamma_i - gamma_j) is formed as exp(gamma_i) * exp(-gamma_j)
+// in double (2n exps instead of n^2/2), falling back to exp of the difference if |gamma| could
+// overflow a double.
 //
 // Work items are value heads over the ThreadPool. Scratch: one grow-only thread_local buffer per
 // worker thread (~290 KB at Dk = Dv = 128); allocated on first use and when a larger shape
@@ -207,8 +208,8 @@ void RunHead(const Args& a, int64_t h) {
   float* O = s.PQ + kC * Dvp;  // [kC, Dvp]
   float* An = s.KK;           // [kC, kC]  -A
   float* Mqk = s.KK + kC * kC;  // [kC, kC]
-  float gamma[kC], bt[kC], gam[kC], one[1] = {1.0f};
-  double e_pos[kC], e_neg[kC];
+  float bt[kC], gam[kC], one[1] = {1.0f};
+  double gamma[kC], e_pos[kC], e_neg[kC];
 
   for (int64_t t0 = 0; t0 < T; t0 += kC) {
     const int64_t n = std::min(kC, T - t0), np = RoundUp(n, kR);
@@ -238,7 +239,9 @@ void RunHead(const Args& a, int64_t h) {
     if (np < kC) {  // columns read by the rounded-up triangle widths below
       for (int64_t m = 0; m < Dk; ++m) std::fill(s.KT + m * kC + np, s.KT + (m + 1) * kC, 0.0f);
     }
-    float acc = 0.0f, max_abs = 0.0f;
+    // gamma in double: a chunk's cumulative log-decay can reach hundreds, where an f32 sum has an
+    // absolute error of ~1e-4 and so would put a relative error of ~1e-4 into exp(gamma_i - gamma_j).
+    double acc = 0.0, max_abs = 0.0;
     for (int64_t i = 0; i < np; ++i) {
       const bool real = i < n;
       acc += real ? a.g[(t0 + i) * Hv + h] : 0.0f;
@@ -246,14 +249,14 @@ void RunHead(const Args& a, int64_t h) {
       bt[i] = real ? a.beta[(t0 + i) * Hv + h] : 0.0f;
       max_abs = std::max(max_abs, std::fabs(acc));
     }
-    const bool use_ratio = max_abs < 600.0f;  // exp(+-gamma) stays finite in double
+    const bool use_ratio = max_abs < 600.0;  // exp(+-gamma) stays finite in double
     for (int64_t i = 0; i < np; ++i) {
-      e_pos[i] = std::exp(double(gamma[i]));
-      e_neg[i] = std::exp(-double(gamma[i]));
+      e_pos[i] = std::exp(gamma[i]);
+      e_neg[i] = std::exp(-gamma[i]);
       gam[i] = float(e_pos[i]);
     }
     auto decay = [&](int64_t i, int64_t j) {  // exp(gamma_i - gamma_j), j <= i
-      return use_ratio ? float(e_pos[i] * e_neg[j]) : std::exp(gamma[i] - gamma[j]);
+      return float(use_ratio ? e_pos[i] * e_neg[j] : std::exp(gamma[i] - gamma[j]));
     };
 
     // P = K S0 and Q S0.
@@ -344,6 +347,15 @@ void GatedDeltaChunk(const GatedDeltaShape& shape, const float* q, const float* 
   pool.ParallelFor(shape.Hv, [&a](int64_t begin, int64_t end, int) {
     for (int64_t h = begin; h < end; ++h) RunHead(a, h);
   });
+}
+
+void GatedDelta(const GatedDeltaShape& shape, const float* q, const float* k, const float* v,
+                const float* g, const float* beta, float* state, float* out, ThreadPool& pool) {
+  if (shape.T < kGatedDeltaChunkMinTokens) {
+    GatedDeltaRecurrent(shape, q, k, v, g, beta, state, out, pool);
+  } else {
+    GatedDeltaChunk(shape, q, k, v, g, beta, state, out, pool);
+  }
 }
 
 }  // namespace qwenrt::cpu
