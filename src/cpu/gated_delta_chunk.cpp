@@ -28,13 +28,13 @@
 #include <cstring>
 #include <vector>
 
-#include "cpu/gated_delta_simd.h"
+#include "cpu/simd_f32.h"
 #include "gated_delta.h"
 
 namespace qwenrt::cpu {
 namespace {
 
-using namespace gd_simd;
+using namespace simd;
 
 constexpr int64_t kC = kGatedDeltaChunkSize;
 constexpr int kR = 4;                          // rows per micro-kernel tile

@@ -11,13 +11,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "cpu/gated_delta_simd.h"
+#include "cpu/simd_f32.h"
 #include "gated_delta.h"
 
 namespace qwenrt::cpu {
 namespace {
 
-using namespace gd_simd;
+using namespace simd;
 
 constexpr int64_t kColBlock = 16;  // value columns per work item
 constexpr int64_t kTokTile = 16;   // tokens per tile (q and k of a tile: 16 KB at Dk = 128)

@@ -1,15 +1,17 @@
-// A minimal f32 SIMD vocabulary for the gated-delta CPU kernels: one vector type `VecF` of
-// `kLanes` floats with load/store/fma/reduce, backed by AVX-512 or AVX2+FMA when the compiler
-// targets them, and by a portable one-lane scalar fallback otherwise. Internal to src/cpu/.
+// A minimal f32 SIMD vocabulary for the CPU kernels (gated delta rule, causal conv): one vector
+// type `VecF` of `kLanes` floats with load/store/fma/reduce/exp, backed by AVX-512 or AVX2+FMA
+// when the compiler targets them, and by a portable one-lane scalar fallback otherwise.
+// Internal to src/cpu/.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 
-namespace qwenrt::cpu::gd_simd {
+namespace qwenrt::cpu::simd {
 
 #if defined(__AVX512F__)
 inline constexpr int kLanes = 16;
@@ -21,9 +23,19 @@ inline void Store(float* p, VecF a) { _mm512_storeu_ps(p, a.v); }
 inline VecF Add(VecF a, VecF b) { return {_mm512_add_ps(a.v, b.v)}; }
 inline VecF Mul(VecF a, VecF b) { return {_mm512_mul_ps(a.v, b.v)}; }
 inline VecF Fma(VecF a, VecF b, VecF c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }  // a*b + c
+inline VecF Sub(VecF a, VecF b) { return {_mm512_sub_ps(a.v, b.v)}; }
+inline VecF Div(VecF a, VecF b) { return {_mm512_div_ps(a.v, b.v)}; }
+// The maskz forms here avoid GCC 12's _mm512_undefined_ps, which trips -Wmaybe-uninitialized.
+inline VecF Min(VecF a, VecF b) { return {_mm512_maskz_min_ps(0xFFFF, a.v, b.v)}; }
+inline VecF Max(VecF a, VecF b) { return {_mm512_maskz_max_ps(0xFFFF, a.v, b.v)}; }
+inline VecF RoundNearest(VecF a) {
+  return {_mm512_maskz_roundscale_ps(0xFFFF, a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+}
+// a * 2^n for integral n in [-126, 127]
+inline VecF Ldexp(VecF a, VecF n) { return {_mm512_maskz_scalef_ps(0xFFFF, a.v, n.v)}; }
 inline float ReduceAdd(VecF a) {
-  // Butterfly within the 512-bit register. The maskz forms avoid GCC 12's _mm512_undefined_ps
-  // (used by _mm512_reduce_add_ps and the 512->256 casts), which trips -Wmaybe-uninitialized.
+  // Butterfly within the 512-bit register (maskz forms: see Min; _mm512_reduce_add_ps and the
+  // 512->256 casts use _mm512_undefined_ps too).
   __m512 s = _mm512_add_ps(a.v, _mm512_maskz_shuffle_f32x4(0xFFFF, a.v, a.v, 0x4E));
   s = _mm512_add_ps(s, _mm512_maskz_shuffle_f32x4(0xFFFF, s, s, 0xB1));
   s = _mm512_add_ps(s, _mm512_maskz_permute_ps(0xFFFF, s, 0x4E));
@@ -40,6 +52,18 @@ inline void Store(float* p, VecF a) { _mm256_storeu_ps(p, a.v); }
 inline VecF Add(VecF a, VecF b) { return {_mm256_add_ps(a.v, b.v)}; }
 inline VecF Mul(VecF a, VecF b) { return {_mm256_mul_ps(a.v, b.v)}; }
 inline VecF Fma(VecF a, VecF b, VecF c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
+inline VecF Sub(VecF a, VecF b) { return {_mm256_sub_ps(a.v, b.v)}; }
+inline VecF Div(VecF a, VecF b) { return {_mm256_div_ps(a.v, b.v)}; }
+inline VecF Min(VecF a, VecF b) { return {_mm256_min_ps(a.v, b.v)}; }
+inline VecF Max(VecF a, VecF b) { return {_mm256_max_ps(a.v, b.v)}; }
+inline VecF RoundNearest(VecF a) {
+  return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+}
+inline VecF Ldexp(VecF a, VecF n) {  // a * 2^n for integral n in [-126, 127]: build 2^n's bits
+  const __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(n.v), _mm256_set1_epi32(127));
+  const __m256i bits = _mm256_slli_epi32(biased, 23);
+  return {_mm256_mul_ps(a.v, _mm256_castsi256_ps(bits))};
+}
 inline float ReduceAdd(VecF a) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -56,8 +80,36 @@ inline void Store(float* p, VecF a) { *p = a.v; }
 inline VecF Add(VecF a, VecF b) { return {a.v + b.v}; }
 inline VecF Mul(VecF a, VecF b) { return {a.v * b.v}; }
 inline VecF Fma(VecF a, VecF b, VecF c) { return {a.v * b.v + c.v}; }
+inline VecF Sub(VecF a, VecF b) { return {a.v - b.v}; }
+inline VecF Div(VecF a, VecF b) { return {a.v / b.v}; }
+inline VecF Min(VecF a, VecF b) { return {a.v < b.v ? a.v : b.v}; }
+inline VecF Max(VecF a, VecF b) { return {a.v > b.v ? a.v : b.v}; }
+inline VecF RoundNearest(VecF a) { return {std::nearbyint(a.v)}; }
+inline VecF Ldexp(VecF a, VecF n) { return {std::ldexp(a.v, int(n.v))}; }
 inline float ReduceAdd(VecF a) { return a.v; }
 #endif
+
+// exp(x) for each lane, relative error < 2e-7 (about 1-2 ulp), for any finite x (results are
+// clamped to [exp(-87.3), exp(88.3)], i.e. no denormals and no infinity). exp(x) = 2^n exp(r) with
+// n = round(x / ln 2), r = x - n ln 2 in [-0.347, 0.347] (ln 2 split in two for exactness), and
+// exp(r) by its degree-7 Taylor polynomial (truncation error 0.347^8 / 8! < 6e-9).
+inline VecF Exp(VecF x) {
+  x = Min(Max(x, Set1(-87.3f)), Set1(88.3f));
+  const VecF n = RoundNearest(Mul(x, Set1(1.44269504088896341f)));
+  VecF r = Fma(n, Set1(-0.693359375f), x);  // ln 2 = 0.693359375 - 2.12194440e-4
+  r = Fma(n, Set1(2.12194440e-4f), r);
+  VecF p = Set1(1.0f / 5040);
+  p = Fma(p, r, Set1(1.0f / 720));
+  p = Fma(p, r, Set1(1.0f / 120));
+  p = Fma(p, r, Set1(1.0f / 24));
+  p = Fma(p, r, Set1(1.0f / 6));
+  p = Fma(p, r, Set1(0.5f));
+  p = Fma(p, Mul(r, r), Add(r, Set1(1.0f)));
+  return Ldexp(p, n);
+}
+
+// SiLU(x) = x * sigmoid(x) = x / (1 + exp(-x)).
+inline VecF Silu(VecF x) { return Div(x, Add(Set1(1.0f), Exp(Sub(Zero(), x)))); }
 
 // Makes `a` opaque to the optimiser so it stays in a register: GCC otherwise re-reads a loaded
 // vector from memory at each use (folding the load into every FMA), which makes small GEMM tiles
@@ -100,4 +152,4 @@ inline void Scale(float* y, float a, int64_t n) {
   for (; i < n; ++i) y[i] *= a;
 }
 
-}  // namespace qwenrt::cpu::gd_simd
+}  // namespace qwenrt::cpu::simd
