@@ -1,0 +1,163 @@
+// Model loading: parse (gguf.hpp) → config → weight views → optional deep tensor check →
+// fingerprint. Everything after the parse only reads the mapped bytes.
+#include "model.h"
+
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "gguf_meta.h"
+#include "quant.h"
+
+namespace qwenrt {
+namespace {
+
+Status FromGgufError(const gguf::Error& err) {
+  if (err.code == gguf::ErrorCode::kIo) return IoError("{}", err.message);
+  return BadFormat("{}", err.message);
+}
+
+class Fnv1a {
+ public:
+  void Add(const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < n; ++i) h_ = (h_ ^ p[i]) * 0x100000001b3ull;
+  }
+  void Add(std::string_view s) {
+    const uint64_t n = s.size();
+    Add(&n, sizeof n);  // length-prefixed so that ("ab","c") != ("a","bc")
+    Add(s.data(), s.size());
+  }
+  void Add(int64_t v) { Add(&v, sizeof v); }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = 0xcbf29ce484222325ull;
+};
+
+void AddStringArray(Fnv1a& h, const gguf::File& f, const char* key) {
+  const gguf::Value* v = f.Find(key);
+  if (v == nullptr || v->type() != gguf::ValueType::ARRAY ||
+      meta::ArrayType(*v) != gguf::ValueType::STRING) {
+    h.Add(int64_t{-1});
+    return;
+  }
+  h.Add(static_cast<int64_t>(meta::ArraySize(*v)));
+  for (size_t i = 0; i < meta::ArraySize(*v); ++i) h.Add(meta::ArrayString(*v, i));
+}
+
+std::string Fingerprint(const gguf::File& f, const ModelConfig& c) {
+  Fnv1a h;
+  h.Add(c.arch);
+  h.Add(static_cast<int64_t>(f.tensors().size()));
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    h.Add(t.name);
+    h.Add(static_cast<int64_t>(t.type));
+    h.Add(static_cast<int64_t>(t.n_dims));
+    for (int d = 0; d < t.n_dims; ++d) h.Add(t.ne[d]);
+  }
+  AddStringArray(h, f, "tokenizer.ggml.tokens");
+  AddStringArray(h, f, "tokenizer.ggml.merges");
+  std::string tmpl;
+  if (!meta::GetString(f, "tokenizer.chat_template", false, "", &tmpl).ok()) tmpl.clear();
+  h.Add(tmpl);
+  return fmt::format("{:016x}", h.value());
+}
+
+bool Finite16(const uint8_t* p) { return std::isfinite(Fp16ToFp32(static_cast<uint16_t>(p[0] | p[1] << 8))); }
+
+// Deep check (gguf-and-quants.md §5 item 27): NaN/Inf in float data and in block scales.
+Status CheckTensorData(const gguf::TensorInfo& t) {
+  const uint8_t* p = t.data;
+  const uint64_t n = t.nbytes;
+  bool ok = true;
+  switch (t.type) {
+    case gguf::Type::F32:
+      for (uint64_t i = 0; ok && i + 4 <= n; i += 4) {
+        float x;
+        std::memcpy(&x, p + i, 4);
+        ok = std::isfinite(x);
+      }
+      break;
+    case gguf::Type::F16:
+      for (uint64_t i = 0; ok && i + 2 <= n; i += 2) ok = Finite16(p + i);
+      break;
+    case gguf::Type::BF16:
+      for (uint64_t i = 0; ok && i + 2 <= n; i += 2) {
+        ok = std::isfinite(Bf16ToFp32(static_cast<uint16_t>(p[i] | p[i + 1] << 8)));
+      }
+      break;
+    case gguf::Type::Q8_0:
+      for (uint64_t i = 0; ok && i + 34 <= n; i += 34) ok = Finite16(p + i);
+      break;
+    case gguf::Type::Q4_K:
+    case gguf::Type::Q5_K: {
+      const uint64_t bs = static_cast<uint64_t>(gguf::TypeSize(t.type));
+      for (uint64_t i = 0; ok && i + bs <= n; i += bs) ok = Finite16(p + i) && Finite16(p + i + 2);
+      break;
+    }
+    case gguf::Type::Q6_K:
+      for (uint64_t i = 0; ok && i + 210 <= n; i += 210) ok = Finite16(p + i + 208);
+      break;
+    default:
+      break;
+  }
+  if (!ok) return BadFormat("tensor '{}' contains NaN or Inf values", t.name);
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<const Model>> Model::Build(gguf::File file, const LoadOptions& options) {
+  auto progress = [&](float x) -> Status {
+    if (options.progress && !options.progress(x)) return Cancelled("model load cancelled");
+    return OkStatus();
+  };
+  try {
+    QWENRT_RETURN_IF_ERROR(progress(0.1f));
+    std::shared_ptr<Model> m(new Model(std::move(file)));
+    QWENRT_ASSIGN_OR_RETURN(m->config_, ConfigFromGguf(m->file_));
+    QWENRT_ASSIGN_OR_RETURN(m->weights_, WeightsFromGguf(m->file_, m->config_));
+    QWENRT_RETURN_IF_ERROR(progress(0.3f));
+    if (options.check_tensors) {
+      const auto& tensors = m->file_.tensors();
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        QWENRT_RETURN_IF_ERROR(CheckTensorData(tensors[i]));
+        QWENRT_RETURN_IF_ERROR(progress(0.3f + 0.6f * static_cast<float>(i + 1) / tensors.size()));
+      }
+    }
+    m->fingerprint_ = Fingerprint(m->file_, m->config_);
+    QWENRT_RETURN_IF_ERROR(progress(1.0f));
+    return std::shared_ptr<const Model>(std::move(m));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("out of memory while loading the model");
+  }
+}
+
+StatusOr<std::shared_ptr<const Model>> Model::Load(const std::string& path, const LoadOptions& options) {
+  gguf::Error err;
+  std::optional<gguf::File> f;
+  try {
+    f = gguf::File::Open(path, &err);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("out of memory while reading '{}'", path);
+  }
+  if (!f) return FromGgufError(err);
+  return Build(std::move(*f), options);
+}
+
+StatusOr<std::shared_ptr<const Model>> Model::LoadFromMemory(const void* data, size_t size,
+                                                             const LoadOptions& options) {
+  if (data == nullptr && size != 0) return InvalidArgument("LoadFromMemory: null data");
+  gguf::Error err;
+  std::optional<gguf::File> f;
+  try {
+    f = gguf::File::FromMemory(data, size, /*copy=*/true, &err);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("out of memory while copying a {}-byte model image", size);
+  }
+  if (!f) return FromGgufError(err);
+  return Build(std::move(*f), options);
+}
+
+}  // namespace qwenrt
