@@ -2,20 +2,13 @@
 // fingerprint. Everything after the parse only reads the mapped bytes.
 #include "model.h"
 
-#include <cmath>
-#include <cstring>
 #include <new>
 
 #include "gguf_meta.h"
-#include "quant.h"
+#include "gguf_status.h"
 
 namespace qwenrt {
 namespace {
-
-Status FromGgufError(const gguf::Error& err) {
-  if (err.code == gguf::ErrorCode::kIo) return IoError("{}", err.message);
-  return BadFormat("{}", err.message);
-}
 
 class Fnv1a {
  public:
@@ -64,48 +57,6 @@ std::string Fingerprint(const gguf::File& f, const ModelConfig& c) {
   return fmt::format("{:016x}", h.value());
 }
 
-bool Finite16(const uint8_t* p) { return std::isfinite(Fp16ToFp32(static_cast<uint16_t>(p[0] | p[1] << 8))); }
-
-// Deep check (gguf-and-quants.md §5 item 27): NaN/Inf in float data and in block scales.
-Status CheckTensorData(const gguf::TensorInfo& t) {
-  const uint8_t* p = t.data;
-  const uint64_t n = t.nbytes;
-  bool ok = true;
-  switch (t.type) {
-    case gguf::Type::F32:
-      for (uint64_t i = 0; ok && i + 4 <= n; i += 4) {
-        float x;
-        std::memcpy(&x, p + i, 4);
-        ok = std::isfinite(x);
-      }
-      break;
-    case gguf::Type::F16:
-      for (uint64_t i = 0; ok && i + 2 <= n; i += 2) ok = Finite16(p + i);
-      break;
-    case gguf::Type::BF16:
-      for (uint64_t i = 0; ok && i + 2 <= n; i += 2) {
-        ok = std::isfinite(Bf16ToFp32(static_cast<uint16_t>(p[i] | p[i + 1] << 8)));
-      }
-      break;
-    case gguf::Type::Q8_0:
-      for (uint64_t i = 0; ok && i + 34 <= n; i += 34) ok = Finite16(p + i);
-      break;
-    case gguf::Type::Q4_K:
-    case gguf::Type::Q5_K: {
-      const uint64_t bs = static_cast<uint64_t>(gguf::TypeSize(t.type));
-      for (uint64_t i = 0; ok && i + bs <= n; i += bs) ok = Finite16(p + i) && Finite16(p + i + 2);
-      break;
-    }
-    case gguf::Type::Q6_K:
-      for (uint64_t i = 0; ok && i + 210 <= n; i += 210) ok = Finite16(p + i + 208);
-      break;
-    default:
-      break;
-  }
-  if (!ok) return BadFormat("tensor '{}' contains NaN or Inf values", t.name);
-  return OkStatus();
-}
-
 }  // namespace
 
 StatusOr<std::shared_ptr<const Model>> Model::Build(gguf::File file, const LoadOptions& options) {
@@ -122,7 +73,8 @@ StatusOr<std::shared_ptr<const Model>> Model::Build(gguf::File file, const LoadO
     if (options.check_tensors) {
       const auto& tensors = m->file_.tensors();
       for (size_t i = 0; i < tensors.size(); ++i) {
-        QWENRT_RETURN_IF_ERROR(CheckTensorData(tensors[i]));
+        gguf::Error err;
+        if (!gguf::CheckTensorData(tensors[i], &err)) return GgufStatus(err);
         QWENRT_RETURN_IF_ERROR(progress(0.3f + 0.6f * static_cast<float>(i + 1) / tensors.size()));
       }
     }
@@ -142,7 +94,7 @@ StatusOr<std::shared_ptr<const Model>> Model::Load(const std::string& path, cons
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory while reading '{}'", path);
   }
-  if (!f) return FromGgufError(err);
+  if (!f) return GgufStatus(err);
   return Build(std::move(*f), options);
 }
 
@@ -156,7 +108,7 @@ StatusOr<std::shared_ptr<const Model>> Model::LoadFromMemory(const void* data, s
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory while copying a {}-byte model image", size);
   }
-  if (!f) return FromGgufError(err);
+  if (!f) return GgufStatus(err);
   return Build(std::move(*f), options);
 }
 

@@ -14,15 +14,18 @@
 
 namespace qwenrt {
 
+struct ModelLoadOptions {
+  // Scan every tensor's data for NaN/Inf (F32/F16/BF16) and non-finite block scales (gguf checklist
+  // item 27). Costs one pass over the file.
+  bool check_tensors = false;
+  // Called with a fraction in [0, 1] as loading proceeds; returning false cancels (-> Cancelled).
+  std::function<bool(float)> progress;
+};
+
 class Model {
  public:
-  struct LoadOptions {
-    // Scan every tensor's data for NaN/Inf (F32/F16/BF16) and non-finite block scales (gguf checklist
-    // item 27). Costs one pass over the file.
-    bool check_tensors = false;
-    // Called with a fraction in [0, 1] as loading proceeds; returning false cancels (-> Cancelled).
-    std::function<bool(float)> progress;
-  };
+  using LoadOptions = ModelLoadOptions;
+
 
   // Maps the file and validates it. Errors: Io (cannot open/map), BadFormat (malformed file,
   // inconsistent metadata, wrong tensor shape/type, unknown tensor), Unsupported (architecture,
