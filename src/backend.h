@@ -30,6 +30,10 @@ class Backend {
   // q: [T, H, Dh]; k, v: [n_past+T, Hkv, Dh]; out: [T, H, Dh]
   virtual void Attention(const AttentionShape& s, const float* q, const float* k, const float* v,
                          float* out) = 0;
+  // Precision of the attention inputs before K/V enter the cache: kRef keeps f32; kCpu rounds q, k
+  // and v to f16 values, as the peer's CPU path does (F16 KV cache, Q converted to F16 for Q·K;
+  // spec §14.2). Storage stays f32 for now. q: [nq]; k, v: [nkv].
+  virtual void RoundAttentionInputs(float* q, int64_t nq, float* k, float* v, int64_t nkv) = 0;
   // x: [T, C]; w: [C, Kc]; state: [C, Kc-1] updated; y: [T, C]
   virtual void GdnConv(const float* x, const float* w, float* state, float* y, int64_t T, int64_t C,
                        int64_t Kc) = 0;

@@ -87,6 +87,7 @@ void FullAttentionLayer(Step& s, const AttentionWeights& w, const RopeParams& ro
   ref::Rope(a.q.data(), T, H, Dh, s.n_past, rope);
   ref::Rope(a.k.data(), T, Hkv, Dh, s.n_past, rope);
 
+  s.be.RoundAttentionInputs(a.q.data(), T * H * Dh, a.k.data(), a.v.data(), T * Hkv * Dh);
   const int64_t row = Hkv * Dh;
   std::copy(a.k.data(), a.k.data() + T * row, k_cache + s.n_past * row);
   std::copy(a.v.data(), a.v.data() + T * row, v_cache + s.n_past * row);

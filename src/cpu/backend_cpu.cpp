@@ -35,6 +35,11 @@ class CpuBackend final : public Backend {
                  float* out) override {
     cpu::Attention(s, q, k, v, out, scores_.data(), pool_);
   }
+  void RoundAttentionInputs(float* q, int64_t nq, float* k, float* v, int64_t nkv) override {
+    cpu::RoundToF16(q, nq);
+    cpu::RoundToF16(k, nkv);
+    cpu::RoundToF16(v, nkv);
+  }
   void GdnConv(const float* x, const float* w, float* state, float* y, int64_t T, int64_t C,
                int64_t Kc) override {
     cpu::GdnConv(x, w, state, y, T, C, Kc, pool_);

@@ -21,4 +21,7 @@ void Attention(const AttentionShape& s, const float* q, const float* k, const fl
 void GdnConv(const float* x, const float* w, float* state, float* y, int64_t T, int64_t C, int64_t Kc,
              ThreadPool& pool);
 
+// x[i] = nearest f16 value of x[i] (round to nearest even), in place. n elements.
+void RoundToF16(float* x, int64_t n);
+
 }  // namespace qwenrt::cpu

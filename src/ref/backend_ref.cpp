@@ -27,6 +27,7 @@ class RefBackend final : public Backend {
                  float* out) override {
     ref::Attention(s, q, k, v, out, scores_.data());
   }
+  void RoundAttentionInputs(float*, int64_t, float*, float*, int64_t) override {}
   void GdnConv(const float* x, const float* w, float* state, float* y, int64_t T, int64_t C,
                int64_t Kc) override {
     ref::GdnConv(x, w, state, y, T, C, Kc);
