@@ -33,6 +33,7 @@ bool ParseInt(const char* s, int64_t lo, int64_t* out) {
 int RunEval(int argc, char** argv) {
   std::string model_path, tokens_path, out_path, backend = "cpu";
   int64_t threads = std::max(1u, std::thread::hardware_concurrency()), ubatch = 512;
+  int64_t chunk_min = qwenrt::BackendOptions().gdn_chunk_min_tokens;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return Fail("missing value after '" + a + "'");
@@ -47,6 +48,8 @@ int RunEval(int argc, char** argv) {
       backend = v;
     } else if (a == "--threads") {
       if (!ParseInt(v, 1, &threads)) return Fail(std::string("bad --threads value '") + v + "'");
+    } else if (a == "--gdn-chunk-min") {
+      if (!ParseInt(v, 1, &chunk_min)) return Fail(std::string("bad --gdn-chunk-min value '") + v + "'");
     } else if (a == "--ubatch") {
       if (!ParseInt(v, 1, &ubatch)) return Fail(std::string("bad --ubatch value '") + v + "'");
     } else {
@@ -86,6 +89,7 @@ int RunEval(int argc, char** argv) {
   qwenrt::ThreadPool pool(static_cast<int>(threads));
   qwenrt::ForwardContext::Options opts;
   opts.max_ubatch = ubatch;
+  opts.backend.gdn_chunk_min_tokens = chunk_min;
   auto ctx = qwenrt::ForwardContext::Create(**model, kind, &pool, opts);
   if (!ctx.ok()) return Fail(ctx.status().ToString());
   auto kv = qwenrt::KvCache::Create(c, static_cast<int64_t>(tokens.size()));
@@ -119,7 +123,8 @@ int RunEval(int argc, char** argv) {
 }
 
 const bool kRegistered = qwenrt::cli::RegisterCommand(
-    "eval", {"eval --model M.gguf --tokens T.txt --out O.f32 [--backend ref|cpu] [--threads N] [--ubatch N]",
+    "eval", {"eval --model M.gguf --tokens T.txt --out O.f32 [--backend ref|cpu] [--threads N] [--ubatch N]"
+             " [--gdn-chunk-min N]",
              RunEval});
 
 }  // namespace
