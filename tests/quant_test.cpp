@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "quant.h"
+#include "quantize.h"
 
 namespace qwenrt {
 namespace {
@@ -357,6 +358,93 @@ TEST_CASE("Q8_0 quantization properties", "[ref]") {
     }
   }
   CHECK(q[2].qs[6] == 127);
+}
+
+// Rows that exercise the quantizers: gaussian with a different scale per 32 elements, an all-positive
+// and an all-negative stretch, an all-zero stretch and one outlier.
+std::vector<float> QuantizerInput(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) x[i] = nd(rng) * 0.02f * (1 + static_cast<float>((i / 32) % 5));
+  for (int64_t i = 64; i < 96; ++i) x[i] = std::fabs(x[i]) + 0.05f;
+  for (int64_t i = 96; i < 128; ++i) x[i] = -std::fabs(x[i]) - 0.05f;
+  for (int64_t i = 256; i < 288; ++i) x[i] = 0;
+  x[300] = 1.5f;
+  return x;
+}
+
+double RelRms(const std::vector<float>& x, const std::vector<float>& y) {
+  double e = 0, s = 0;
+  for (size_t i = 0; i < x.size(); ++i) e += (x[i] - y[i]) * double(x[i] - y[i]), s += double(x[i]) * x[i];
+  return std::sqrt(e / s);
+}
+
+TEST_CASE("QuantizeRow round trip meets the documented error bounds", "[ref]") {
+  const int64_t n = 1024;
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const auto x = QuantizerInput(n, seed);
+    std::vector<float> y(n);
+    // Q4_K: |e| <= (range_sub32 / 15 + d) / 2 + dmin / 2.
+    {
+      std::vector<BlockQ4K> q(n / 256);
+      REQUIRE(QuantizeRow(gguf::Type::Q4_K, x.data(), q.data(), n));
+      REQUIRE(ref::DequantizeRow(gguf::Type::Q4_K, q.data(), y.data(), n));
+      for (int64_t s = 0; s < n / 32; ++s) {
+        float lo = 0, hi = 0;
+        for (int l = 0; l < 32; ++l) lo = std::min(lo, x[32 * s + l]), hi = std::max(hi, x[32 * s + l]);
+        const BlockQ4K& b = q[s / 8];
+        const float bound = ((hi - lo) / 15 + Fp16ToFp32(b.d)) / 2 + Fp16ToFp32(b.dmin) / 2 + 1e-7f;
+        for (int l = 0; l < 32; ++l) REQUIRE(std::fabs(y[32 * s + l] - x[32 * s + l]) <= bound);
+        if (hi == lo) for (int l = 0; l < 32; ++l) REQUIRE(y[32 * s + l] == 0);
+      }
+      CHECK(RelRms(x, y) < 0.12);  // measured 0.094-0.098 (min/max scales, no search)
+    }
+    // Q6_K: |e| <= (amax_group16 / 31.5 + d) / 2.
+    {
+      std::vector<BlockQ6K> q(n / 256);
+      REQUIRE(QuantizeRow(gguf::Type::Q6_K, x.data(), q.data(), n));
+      REQUIRE(ref::DequantizeRow(gguf::Type::Q6_K, q.data(), y.data(), n));
+      for (int64_t g = 0; g < n / 16; ++g) {
+        float amax = 0;
+        for (int j = 0; j < 16; ++j) amax = std::max(amax, std::fabs(x[16 * g + j]));
+        const float bound = (amax / 31.5f + Fp16ToFp32(q[g / 16].d)) / 2 + 1e-7f;
+        for (int j = 0; j < 16; ++j) REQUIRE(std::fabs(y[16 * g + j] - x[16 * g + j]) <= bound);
+      }
+      CHECK(RelRms(x, y) < 0.04);  // measured 0.031 (the outlier group inflates the 8-bit scale step)
+    }
+    // Q8_0.
+    {
+      std::vector<BlockQ8_0> q(n / 32);
+      REQUIRE(QuantizeRow(gguf::Type::Q8_0, x.data(), q.data(), n));
+      REQUIRE(ref::DequantizeRow(gguf::Type::Q8_0, q.data(), y.data(), n));
+      for (int64_t b = 0; b < n / 32; ++b) {
+        float amax = 0;
+        for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[32 * b + j]));
+        const float d = amax / 127;
+        const float bound = amax / 254 + 127 * std::fabs(Fp16ToFp32(q[b].d) - d) + 1e-7f;
+        for (int j = 0; j < 32; ++j) REQUIRE(std::fabs(y[32 * b + j] - x[32 * b + j]) <= bound);
+      }
+      CHECK(RelRms(x, y) < 0.01);
+    }
+    // Float types: F32 exact, F16 / BF16 = the rounding conversions.
+    std::vector<uint16_t> h(n);
+    REQUIRE(QuantizeRow(gguf::Type::F16, x.data(), h.data(), n));
+    for (int64_t i = 0; i < n; ++i) REQUIRE(h[i] == Fp32ToFp16(x[i]));
+    REQUIRE(QuantizeRow(gguf::Type::BF16, x.data(), h.data(), n));
+    for (int64_t i = 0; i < n; ++i) REQUIRE(h[i] == Fp32ToBf16(x[i]));
+    REQUIRE(QuantizeRow(gguf::Type::F32, x.data(), y.data(), n));
+    REQUIRE(y == x);
+  }
+  std::vector<uint8_t> buf(1024);
+  std::vector<float> z(256, 0.f);
+  CHECK_FALSE(QuantizeRow(gguf::Type::Q5_K, z.data(), buf.data(), 256));
+  CHECK_FALSE(QuantizeRow(gguf::Type::Q4_K, z.data(), buf.data(), 100));
+  // An all-zero row quantizes to zeros.
+  REQUIRE(QuantizeRow(gguf::Type::Q4_K, z.data(), buf.data(), 256));
+  std::vector<float> back(256, 1.f);
+  REQUIRE(ref::DequantizeRow(gguf::Type::Q4_K, buf.data(), back.data(), 256));
+  CHECK(back == z);
 }
 
 }  // namespace
