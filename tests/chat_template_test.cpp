@@ -251,6 +251,13 @@ TEST_CASE("hostile templates hit limits, not the stack or memory", "[chat_templa
   CHECK_THAT(render(nots + "x }}"), Catch::Contains("nested too deeply"));
 }
 
+TEST_CASE("reference cycles through namespaces are released", "[chat_template]") {
+  // Run under ASan/LSan to see the point: a namespace holding itself (or a list holding it)
+  // would otherwise leak on every render.
+  CHECK(Run("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{% set ns.l = [ns, ns] %}{{ ns.me.me.a }}") == "1");
+  CHECK(Run("{% set ns = namespace() %}{% for i in [1, 2] %}{% set ns.loop = loop %}{% endfor %}{{ ns.loop.index }}") == "2");
+}
+
 TEST_CASE("truncated and mutated real template never crash", "[chat_template][fuzz]") {
   const std::string src = ReadFile(DataPath("chat/qwen3.5-chat-template.jinja"));
   const json golden = json::parse(ReadFile(DataPath("chat/render-golden.json")));
