@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 namespace qwenrt::capi {
 namespace {
 
@@ -21,10 +23,9 @@ void ClearLastError() {
 void SetLastError(std::string_view function, std::string_view code_name,
                   std::string_view message) noexcept {
   try {
-    t_last_error.clear();
-    t_last_error.reserve(function.size() + code_name.size() + message.size() + 4);
-    t_last_error.append(function).append(": ").append(code_name);
-    if (!message.empty()) t_last_error.append(": ").append(message);
+    std::string text = message.empty() ? fmt::format("{}: {}", function, code_name)
+                                       : fmt::format("{}: {}: {}", function, code_name, message);
+    t_last_error.swap(text);
     t_fallback = nullptr;
   } catch (...) {
     t_fallback = "OUT_OF_MEMORY: could not store the error message";

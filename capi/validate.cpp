@@ -107,4 +107,15 @@ Status CheckCString(const char* text, const char* what, bool null_ok) {
   return CheckUtf8(text, what);
 }
 
+Status CopyString(std::string_view text, char* buf, size_t capacity, size_t* needed) {
+  *needed = text.size() + 1;
+  if (capacity < text.size() + 1) {
+    return BufferTooSmall("{} bytes (with the terminating NUL) do not fit in capacity {}", text.size() + 1,
+                          capacity);
+  }
+  if (!text.empty()) std::memcpy(buf, text.data(), text.size());
+  buf[text.size()] = '\0';
+  return OkStatus();
+}
+
 }  // namespace qwenrt::capi

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -58,5 +59,18 @@ Status CheckUtf8(std::string_view text, const char* what);
 
 // A C string argument: null is allowed (as "") only when `null_ok`; the text must be valid UTF-8.
 Status CheckCString(const char* text, const char* what, bool null_ok);
+
+// Copies `text` and a NUL into a caller buffer: *needed = text.size() + 1 always; BUFFER_TOO_SMALL
+// when capacity is less. `needed` must not be null; `buf` may be null only with capacity 0.
+Status CopyString(std::string_view text, char* buf, size_t capacity, size_t* needed);
+
+// Copies `n` elements into a caller array: *count = n always; BUFFER_TOO_SMALL when capacity < n.
+template <typename T>
+Status CopyArray(const T* src, size_t n, T* dst, size_t capacity, size_t* count, const char* what) {
+  *count = n;
+  if (n > capacity) return BufferTooSmall("{} {} do not fit in capacity {}", n, what, capacity);
+  if (n > 0) std::memcpy(dst, src, n * sizeof(T));
+  return OkStatus();
+}
 
 }  // namespace qwenrt::capi

@@ -25,7 +25,8 @@ class SessionParams(Structure):
     _fields_ = [("struct_size", c_uint32), ("n_ctx", c_int32), ("n_threads", c_int32),
                 ("backend", c_int), ("checkpoint_budget", c_uint64),
                 ("checkpoint_interval", c_int32), ("history_mode", c_int),
-                ("log_callback", LogCallback), ("log_user_data", c_void_p)]
+                ("log_callback", LogCallback), ("log_user_data", c_void_p),
+                ("split_invariant", c_bool)]
 
 
 class SamplingParams(Structure):
