@@ -14,6 +14,8 @@
 // 5–7e-3, which is the same effect as chunked-vs-recurrent on one split (1.5e-2 mean/std) and well
 // below the quantization noise of either form against exact math (5e-2). Bound there: max 0.1,
 // mean/std 0.02, top-1 >= 0.95.
+#include <thread>
+
 #include <catch2/catch.hpp>
 
 #include "model_test_util.h"
@@ -173,6 +175,26 @@ TEST_CASE("KV cache grows, copies and truncates without losing contents", "[ref]
   CHECK(out1 == out2);
   r.rec->Reset();
   CHECK(r.rec->ssm(0)[0] == 0.0f);
+}
+
+}  // namespace
+}  // namespace qwenrt::test
+
+namespace qwenrt::test {
+namespace {
+
+TEST_CASE("one Model shared by two threads gives the single-thread results", "[cpu]") {
+  auto model = LoadFixture("tinymoe-s1-q4km");
+  const auto seq_a = ReadTokens("tokens/seqA.txt"), seq_b = ReadTokens("tokens/seqB.txt");
+  const auto expect_a = Runner(model, BackendKind::kCpu).Run(seq_a);
+  const auto expect_b = Runner(model, BackendKind::kCpu).Run(seq_b);
+  std::vector<float> got_a, got_b;
+  std::thread ta([&] { got_a = Runner(model, BackendKind::kCpu).Run(seq_a); });
+  std::thread tb([&] { got_b = Runner(model, BackendKind::kCpu).Run(seq_b); });
+  ta.join();
+  tb.join();
+  CHECK(got_a == expect_a);
+  CHECK(got_b == expect_b);
 }
 
 }  // namespace
