@@ -199,3 +199,24 @@ TEST_CASE("one Model shared by two threads gives the single-thread results", "[c
 
 }  // namespace
 }  // namespace qwenrt::test
+
+namespace qwenrt::test {
+namespace {
+
+TEST_CASE("last-token logits equal the last row of all logits, across internal ubatches", "[ref][cpu]") {
+  auto model = LoadFixture("tiny-s1-q4km");
+  const int64_t V = model->config().n_vocab;
+  const auto seq = ReadTokens("tokens/seqB.txt");
+  for (BackendKind kind : {BackendKind::kRef, BackendKind::kCpu}) {
+    Runner all(model, kind, 16);
+    const auto logits = all.Run(seq);
+    Runner last(model, kind, 16);
+    std::vector<float> out(V, -1.0f);
+    REQUIRE(Forward(*last.ctx, *last.kv, *last.rec, seq, false, out.data()).ok());
+    CHECK(out == std::vector<float>(logits.end() - V, logits.end()));
+    CHECK(last.kv->size() == static_cast<int64_t>(seq.size()));
+  }
+}
+
+}  // namespace
+}  // namespace qwenrt::test
