@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "status.h"
+
 namespace qwenrt {
 
 // What the store reports about one checkpoint.
@@ -50,7 +52,7 @@ std::vector<PrefillBatch> PlanPrefill(int64_t start, int64_t end, int64_t ubatch
 // Eviction order: first the least recently used snapshot that is not the newest of its turn; when
 // only such "newest of a turn" snapshots are left, the least recently used of those, except that
 // the newest snapshot of the latest turn is never evicted (the budget may then be exceeded by it).
-// `Snapshot` needs `size_t bytes() const` and `Snapshot Copy() const`.
+// `Snapshot` needs `size_t bytes() const` and `StatusOr<Snapshot> Copy() const`.
 // Not thread-safe: it belongs to one Session.
 template <typename Snapshot>
 class CheckpointStore {
@@ -66,13 +68,17 @@ class CheckpointStore {
   CheckpointStore(CheckpointStore&&) noexcept = default;
   CheckpointStore& operator=(CheckpointStore&&) noexcept = default;
 
-  // Deep copy (cost: the bytes held); used by Session::Fork.
-  CheckpointStore Copy() const {
+  // Deep copy (cost: the bytes held); used by Session::Fork. Errors: those of Snapshot::Copy.
+  StatusOr<CheckpointStore> Copy() const {
     CheckpointStore c(budget_);
     c.tick_ = tick_;
     c.evictions_ = evictions_;
     c.entries_.reserve(entries_.size());
-    for (const Entry& e : entries_) c.entries_.push_back({e.pos, e.turn, e.last_used, e.snapshot.Copy()});
+    for (const Entry& e : entries_) {
+      auto snap = e.snapshot.Copy();
+      if (!snap.ok()) return snap.status();
+      c.entries_.push_back(Entry{e.pos, e.turn, e.last_used, std::move(snap).value()});
+    }
     c.bytes_ = bytes_;
     return c;
   }

@@ -13,7 +13,7 @@ struct FakeSnapshot {
   size_t size = 0;
   int id = 0;
   size_t bytes() const { return size; }
-  FakeSnapshot Copy() const { return *this; }
+  StatusOr<FakeSnapshot> Copy() const { return *this; }
 };
 
 std::vector<int64_t> Positions(const CheckpointStore<FakeSnapshot>& s) {
@@ -117,7 +117,9 @@ TEST_CASE("CheckpointStore copy is deep and independent", "[checkpoint]") {
   CheckpointStore<FakeSnapshot> a(1000);
   a.Put(1, 1, {10, 1});
   a.Put(2, 1, {10, 2});
-  CheckpointStore<FakeSnapshot> b = a.Copy();
+  auto copied = a.Copy();
+  REQUIRE(copied.ok());
+  CheckpointStore<FakeSnapshot> b = std::move(copied).value();
   b.DropAfter(1);
   b.Put(5, 2, {10, 9});
   CHECK(Positions(a) == std::vector<int64_t>{1, 2});
