@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "session.h"
+#include "session_file.h"
 
 namespace qwenrt {
 namespace {
