@@ -131,50 +131,60 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
   if (h.n_tokens > max_context_)
     return ContextFull("session file holds {} tokens, more than this session's context of {}", h.n_tokens,
                        max_context_);
-  // Each section's size is checked against h before anything big is allocated.
   const size_t n = static_cast<size_t>(h.n_tokens);
+  const uint64_t state_bytes = StateBytes(h);
+  const size_t row = static_cast<size_t>(h.kv_row_floats);
 
+  // Pass 1: the section table against the SESS shapes, before anything big is allocated.
+  int seen_toks = 0, seen_logt = 0, seen_kvca = 0, seen_recs = 0, seen_samp = 0;
+  int64_t seen_ckpt = 0;
+  for (size_t i = 1; i < file.sections.size(); ++i) {
+    const SessionSection& s = file.sections[i];
+    const uint64_t len = s.payload.size();
+    bool ok = false;
+    if (s.tag == kTagToks) ok = !seen_toks++ && len == n * 4;
+    else if (s.tag == kTagLogt) ok = !seen_logt++ && (len == 0 || (n > 0 && len == static_cast<uint64_t>(h.n_vocab) * 4));
+    else if (s.tag == kTagKvca) ok = !seen_kvca++ && len == static_cast<uint64_t>(h.n_attn_layers) * 2 * n * row * 4;
+    else if (s.tag == kTagRecs) ok = !seen_recs++ && len == state_bytes;
+    else if (s.tag == kTagCkpt) ok = ++seen_ckpt <= h.n_checkpoints && len == 16 + state_bytes;
+    else if (s.tag == kTagSamp) ok = !seen_samp++;
+    else return BadFormat("session file: unknown section {}", SectionTagName(s.tag));
+    if (!ok) return BadFormat("session file: {} section repeated or of the wrong size ({} bytes)",
+                              SectionTagName(s.tag), len);
+  }
+  if (!seen_toks || !seen_logt || !seen_kvca || !seen_recs || !seen_samp || seen_ckpt != h.n_checkpoints)
+    return BadFormat("session file: missing sections");
+
+  // Pass 2: decode into fresh objects.
   std::vector<int32_t> transcript;
   std::vector<float> logits;
   bool has_logits = false;
   std::vector<uint8_t> blob;
-  int seen_toks = 0, seen_logt = 0, seen_kvca = 0, seen_recs = 0, seen_samp = 0;
-  int64_t seen_ckpt = 0;
-  const uint64_t state_bytes = StateBytes(h);
-  const size_t row = static_cast<size_t>(h.kv_row_floats);
   try {
     QWENRT_ASSIGN_OR_RETURN(KvCache kv, KvCache::Create(cfg, max_context_, std::max<int64_t>(h.n_tokens, 1)));
     QWENRT_ASSIGN_OR_RETURN(RecurrentState rec, RecurrentState::Create(cfg));
     CheckpointStore<RecurrentState> cps(checkpoints_.budget());
     for (size_t i = 1; i < file.sections.size(); ++i) {
       const SessionSection& s = file.sections[i];
-      const std::string name = SectionTagName(s.tag) + " section";
-      ByteCursor c(s.payload, name);
+      ByteCursor c(s.payload, SectionTagName(s.tag) + " section");
       if (s.tag == kTagToks) {
-        if (seen_toks++ || s.payload.size() != n * 4) return BadFormat("session file: bad {}", name);
         transcript.resize(n);
         QWENRT_RETURN_IF_ERROR(c.Bytes(transcript.data(), n * 4));
         for (int32_t t : transcript)
           if (t < 0 || t >= h.n_vocab) return BadFormat("session file: token {} outside the vocabulary", t);
       } else if (s.tag == kTagLogt) {
-        if (seen_logt++ || (s.payload.size() != 0 && s.payload.size() != static_cast<size_t>(h.n_vocab) * 4))
-          return BadFormat("session file: bad {}", name);
         has_logits = !s.payload.empty();
         logits.assign(static_cast<size_t>(h.n_vocab), 0.0f);
         if (has_logits) QWENRT_RETURN_IF_ERROR(c.Floats(logits.data(), logits.size()));
       } else if (s.tag == kTagKvca) {
-        if (seen_kvca++ || s.payload.size() != static_cast<uint64_t>(h.n_attn_layers) * 2 * n * row * 4)
-          return BadFormat("session file: bad {}", name);
         for (int64_t a = 0; a < kv.n_layers(); ++a) {
           QWENRT_RETURN_IF_ERROR(c.Floats(kv.k(a), n * row));
           QWENRT_RETURN_IF_ERROR(c.Floats(kv.v(a), n * row));
         }
         kv.Commit(h.n_tokens);
       } else if (s.tag == kTagRecs) {
-        if (seen_recs++ || s.payload.size() != state_bytes) return BadFormat("session file: bad {}", name);
         QWENRT_RETURN_IF_ERROR(GetState(c, rec));
       } else if (s.tag == kTagCkpt) {
-        if (s.payload.size() != 16 + state_bytes) return BadFormat("session file: bad {}", name);
         int64_t pos = 0;
         uint64_t turn = 0;
         QWENRT_RETURN_IF_ERROR(c.I64(&pos));
@@ -185,17 +195,10 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
         QWENRT_ASSIGN_OR_RETURN(RecurrentState snap, RecurrentState::Create(cfg));
         QWENRT_RETURN_IF_ERROR(GetState(c, snap));
         cps.Put(pos, turn, std::move(snap));
-        ++seen_ckpt;
       } else if (s.tag == kTagSamp) {
-        if (seen_samp++) return BadFormat("session file: two {}s", name);
         blob.assign(s.payload.begin(), s.payload.end());
-      } else {
-        return BadFormat("session file: unknown section {}", name);
       }
     }
-    if (!seen_toks || !seen_logt || !seen_kvca || !seen_recs || !seen_samp || seen_ckpt != h.n_checkpoints)
-      return BadFormat("session file: missing sections");
-    if (has_logits && n == 0) return BadFormat("session file: logits without tokens");
 
     // Everything checked: replace the session's state (nothing below can fail).
     kv_ = std::move(kv);

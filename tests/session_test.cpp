@@ -3,7 +3,9 @@
 // into a new Model, fork, cancellation, and errors that leave the session untouched.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -259,10 +261,13 @@ TEST_CASE("KV growth keeps everything: 4197 then 4279 tokens, and across a doubl
   q.initial_capacity = 100;
   auto t = NewSession(m, q);
   REQUIRE(t->Feed(Prefix(all, 250), {}, &r).ok());
-  CHECK(t->capacity() == 400);
+  const int64_t cap1 = t->capacity();
+  CHECK(cap1 >= 250);
+  CHECK(cap1 < 420);
   REQUIRE(t->Feed(Prefix(all, 420), o, &r).ok());
   CHECK(r.reused_tokens == 250);
-  CHECK(t->capacity() == 800);
+  CHECK(r.prefilled_tokens == 170);
+  CHECK(t->capacity() >= 420);  // grew again (by doubling), contents kept
   std::vector<float> full420 = FullLogits(m, q, Prefix(all, 420));
   CHECK(SameRows(full420, 250, t->logits(), V));
 }
@@ -331,6 +336,23 @@ TEST_CASE("Save and load into a new Model continues bit-identically", "[ref]") {
     CHECK(loaded->LoadFromMemory(cut, nullptr).code() == StatusCode::kBadFormat);
     CHECK(loaded->LoadFromMemory(std::vector<uint8_t>{}, nullptr).code() == StatusCode::kBadFormat);
     CHECK(loaded->LoadFromFile(path + ".missing", nullptr).code() == StatusCode::kIo);
+    // Consistent checksum but inconsistent contents (a token id outside the vocabulary).
+    {
+      std::vector<uint8_t> forged = *mem;
+      auto parsed = ParseSessionFile(forged, m2->fingerprint());
+      REQUIRE(parsed.ok());
+      size_t toks_at = 0;
+      for (const auto& sec : parsed->sections)
+        if (sec.tag == SectionTag("TOKS")) toks_at = static_cast<size_t>(sec.payload.data() - forged.data());
+      REQUIRE(toks_at > 0);
+      int32_t bad_id = 100000;
+      std::memcpy(forged.data() + toks_at + 8, &bad_id, 4);
+      uint32_t crc = Crc32(forged.data() + kSessionHeaderSize, forged.size() - kSessionHeaderSize);
+      std::memcpy(forged.data() + 24, &crc, 4);
+      Status fs = loaded->LoadFromMemory(forged, nullptr);
+      CHECK(fs.code() == StatusCode::kBadFormat);
+      CHECK(fs.message().find("vocabulary") != std::string::npos);
+    }
     auto other = NewSession(Tiny(), p);
     Status st = other->LoadFromFile(path, nullptr);
     CHECK(st.code() == StatusCode::kInvalidArgument);
@@ -521,6 +543,65 @@ TEST_CASE("Checkpoint budget bounds the bytes held", "[ref]") {
   REQUIRE(e->Feed(all, {}, &r).ok());
   CHECK(e->checkpoint_bytes() <= 8 * snap);
   CHECK(e->checkpoints().size() == 8);
+}
+
+}  // namespace
+}  // namespace qwenrt
+
+namespace qwenrt {
+namespace {
+
+// The CPU path on the Q4_K_M fixture. With split_invariant the resumed session must match a full
+// re-prefill bit for bit; with the default (chunked delta rule for long ubatches) the tokens a turn
+// decoded one by one are recomputed in chunks by the full prefill, which rounds differently, so only
+// closeness and the reuse numbers are checked there.
+TEST_CASE("CPU path: turn 2 and a divergence reuse the session; split-invariant mode is exact", "[cpu]") {
+  auto m = Tiny();
+  const int64_t V = m->config().n_vocab;
+  for (bool invariant : {true, false}) {
+    INFO("split_invariant " << invariant);
+    SessionParams p;
+    p.backend = BackendKind::kCpu;
+    p.n_threads = 2;
+    p.ubatch = 128;
+    p.split_invariant = invariant;
+    auto s = NewSession(m, p);
+    std::vector<int32_t> prompt = RandomTokens(300, 21);
+    REQUIRE(s->Feed(prompt, {}, nullptr).ok());
+    std::vector<int32_t> reply;
+    REQUIRE(s->Generate(Greedy(16), &reply, nullptr).ok());
+    std::vector<int32_t> turn2 = Concat(Concat(prompt, reply), RandomTokens(25, 22));
+    std::vector<int32_t> turn3 = Concat(Concat(Prefix(turn2, 339), RandomTokens(9, 23)), RandomTokens(20, 24));
+    FeedOptions o;
+    o.all_logits = true;
+    FeedReport r;
+    REQUIRE(s->Feed(turn2, o, &r).ok());
+    CHECK(r.reused_tokens == 316);
+    CHECK(r.prefilled_tokens == 25);
+    std::vector<float> got2 = Copy(s->logits());
+    REQUIRE(s->Feed(turn3, o, &r).ok());
+    CHECK(r.checkpoint_pos == 337);  // 4 before the end of turn 2's prompt (341)
+    CHECK(r.prefilled_tokens == static_cast<int64_t>(turn3.size()) - 337);
+    std::vector<float> got3 = Copy(s->logits());
+    std::vector<float> full2 = FullLogits(m, p, turn2);
+    std::vector<float> full3 = FullLogits(m, p, turn3);
+    if (invariant) {
+      CHECK(SameRows(full2, 316, got2, V));
+      CHECK(SameRows(full3, 337, got3, V));
+    } else {
+      auto close = [&](const std::vector<float>& full, int64_t from, const std::vector<float>& got) {
+        float max_abs = 0, max_diff = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+          max_abs = std::max(max_abs, std::fabs(full[from * V + i]));
+          max_diff = std::max(max_diff, std::fabs(full[from * V + i] - got[i]));
+        }
+        INFO("max |diff| " << max_diff << " of max |logit| " << max_abs);
+        CHECK(max_diff <= 0.05f * max_abs);
+      };
+      close(full2, 316, got2);
+      close(full3, 337, got3);
+    }
+  }
 }
 
 }  // namespace
