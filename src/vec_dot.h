@@ -39,7 +39,12 @@ namespace qwenrt::cpu {
 // Multi-token dot kernel: for t < ntok (1 <= ntok <= kMaxDotTokens),
 //   out[t * out_stride] = dot(weight row `w`, activation row `a + t * a_stride` bytes)
 // over n elements. Unpacking a weight block once for several tokens is what makes prefill fast.
+// With AVX-512VL there are 32 vector registers: 8 tokens' accumulators fit without spilling.
+#if QWENRT_X86_DOT && defined(__AVX512VL__)
+inline constexpr int kMaxDotTokens = 8;
+#else
 inline constexpr int kMaxDotTokens = 4;
+#endif
 using DotKernel = void (*)(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
                            int64_t out_stride);
 

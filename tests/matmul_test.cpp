@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "matmul.h"
+#include "qwenrt/gguf.hpp"
 #include "quant.h"
 #include "thread_pool.h"
 #include "vec_dot.h"
@@ -138,7 +139,9 @@ void CheckMatMul(gguf::Type type, int64_t rows, int64_t cols, int64_t T, ThreadP
   const gguf::Type at = q8 ? gguf::Type::Q8_0 : gguf::Type::Q8_K;
   const int64_t ab = (kq || q8) ? RowBytes(at, cols) : 0;
   std::vector<uint8_t> a(static_cast<size_t>(ab));
-  std::vector<float> wf(static_cast<size_t>(cols)), xq(static_cast<size_t>(cols));
+  std::vector<float> wf(static_cast<size_t>(rows * cols)), xq(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r)
+    REQUIRE(ref::DequantizeRow(type, w.data() + r * wm.row_bytes, wf.data() + r * cols, cols));
   double max_rel_tight = 0, max_rel_bound = 0;
   for (int64_t t = 0; t < T; ++t) {
     const float* xt = x.data() + t * cols;
@@ -147,11 +150,11 @@ void CheckMatMul(gguf::Type type, int64_t rows, int64_t cols, int64_t T, ThreadP
     if (kq || q8) REQUIRE(ref::DequantizeRow(at, a.data(), xq.data(), cols));
     for (int64_t r = 0; r < rows; ++r) {
       const uint8_t* wr = w.data() + r * wm.row_bytes;
-      REQUIRE(ref::DequantizeRow(type, wr, wf.data(), cols));
+      const float* wfr = wf.data() + r * cols;
       double mag = 0, qerr = 0;  // sum |w x|, and the activation-rounding bound sum |w| |x - x_q|
       for (int64_t c = 0; c < cols; ++c) {
-        mag += std::fabs(double(wf[c]) * xt[c]);
-        if (kq || q8) qerr += std::fabs(double(wf[c])) * std::fabs(double(xt[c]) - xq[c]);
+        mag += std::fabs(double(wfr[c]) * xt[c]);
+        if (kq || q8) qerr += std::fabs(double(wfr[c])) * std::fabs(double(xt[c]) - xq[c]);
       }
       const float cpu = y_cpu[t * rows + r];
       const float dot = RefDot(type, wr, a.data(), xt, cols);
@@ -171,11 +174,11 @@ TEST_CASE("cpu::MatMul matches the reference on odd shapes", "[cpu]") {
   WARN("dot kernels: " << cpu::DotKernelIsa());
   ThreadPool pool(3);
   for (gguf::Type type : kAllTypes) {
-    for (int64_t rows : {1, 7, 63}) {
-      for (int64_t T : {1, 7}) CheckMatMul(type, rows, 512, T, pool);
+    for (int64_t rows : {1, 7, 63, 500}) {
+      for (int64_t T : {1, 7, 63}) CheckMatMul(type, rows, 512, T, pool);
     }
-    CheckMatMul(type, 500, 256, 3, pool);
-    CheckMatMul(type, 33, 1024, 63, pool);
+    CheckMatMul(type, 33, 1280, 9, pool);  // 5 super-blocks per row
+    if (BlockElems(type) == 1) CheckMatMul(type, 7, 37, 5, pool);  // float kernels' scalar tails
   }
 }
 
@@ -201,6 +204,46 @@ TEST_CASE("CheckWeightMatrix rejects bad shapes and types", "[ref]") {
   WeightMatrix short_rows = MakeWeightMatrix(gguf::Type::Q6_K, 256, 2, buf);
   short_rows.row_bytes = 100;
   CHECK(CheckWeightMatrix(short_rows).code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("MatMul on real quantized weights of the tiny fixture", "[ref][cpu][golden]") {
+  gguf::Error err;
+  auto file = gguf::File::Open(std::string(QWENRT_TEST_DATA) + "/tiny-s1-q4km.gguf", &err);
+  REQUIRE(file.has_value());
+  ThreadPool pool(2);
+  for (const char* name : {"blk.0.ffn_down.weight", "blk.1.ffn_gate.weight", "blk.3.attn_v.weight",
+                           "blk.2.ssm_beta.weight", "token_embd.weight"}) {
+    CAPTURE(name);
+    const gguf::TensorInfo* t = file->FindTensor(name);
+    REQUIRE(t != nullptr);
+    const WeightMatrix wm{t->type, t->ne[0], t->ne[1], t->data, t->row_bytes()};
+    REQUIRE(CheckWeightMatrix(wm).ok());
+    const int64_t T = 5, cols = wm.cols, rows = wm.rows;
+    const auto x = RandomActivations(T * cols, 77);
+    std::vector<float> y_ref(T * rows), y_cpu(T * rows), wf(cols * rows);
+    ref::MatMul(wm, x.data(), y_ref.data(), T);
+    cpu::MatMul(wm, x.data(), y_cpu.data(), T, pool);
+    REQUIRE(ref::DequantizeRow(wm.type, wm.data, wf.data(), cols * rows));
+    std::vector<BlockQ8K> q(cols / kQK_K);
+    std::vector<float> xq(cols);
+    for (int64_t tt = 0; tt < T; ++tt) {
+      const float* xt = x.data() + tt * cols;
+      QuantizeRowQ8K(xt, q.data(), cols);
+      REQUIRE(ref::DequantizeRow(gguf::Type::Q8_K, q.data(), xq.data(), cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        double want = 0, mag = 0, qerr = 0;
+        for (int64_t c = 0; c < cols; ++c) {
+          const double wv = wf[r * cols + c];
+          want += wv * xt[c];
+          mag += std::fabs(wv * xt[c]);
+          qerr += std::fabs(wv) * std::fabs(double(xt[c]) - xq[c]);
+        }
+        // ref: f32 accumulation of `cols` products: |error| <= cols * eps * sum|w x| (loose form).
+        REQUIRE(std::fabs(y_ref[tt * rows + r] - want) <= 1e-7 * cols * mag + 1e-30);
+        REQUIRE(std::fabs(double(y_cpu[tt * rows + r]) - y_ref[tt * rows + r]) <= qerr + 2e-5 * mag + 1e-30);
+      }
+    }
+  }
 }
 
 }  // namespace

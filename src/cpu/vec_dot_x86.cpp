@@ -42,22 +42,25 @@ inline float HsumPs(__m256 v) {
 
 inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-// The 8 scales and 8 mins of a Q4_K / Q5_K block as i16: mins16 = [m0 m0 m1 m1 ... m7 m7] (matches
-// bsums, two 16-groups per sub-block).
+// The 8 scales and 8 mins of a Q4_K / Q5_K block: sc[j] as bytes, mins16 = [m0 m0 m1 m1 ... m7 m7] as
+// i16 (matches bsums: two 16-groups per sub-block). Word-wise version of spec §3.5.1: with u0..u2 the
+// three little-endian words of the 12 bytes, scales 0-3 = u0 & 0x3f.., scales 4-7 = low nibbles of u2
+// with the top two bits of bytes 0-3 above them; mins likewise from u1 and the high nibbles of u2.
 struct ScalesK {
-  int16_t sc[8];
+  alignas(8) uint8_t sc[8];
   __m256i mins16;
 };
 inline ScalesK UnpackScales(const uint8_t* b) {
+  constexpr uint32_t k6 = 0x3F3F3F3F, k4 = 0x0F0F0F0F, k2 = 0x03030303;
+  uint32_t u[3];
+  __builtin_memcpy(u, b, 12);
+  const uint32_t sc_lo = u[0] & k6, sc_hi = (u[2] & k4) | (((u[0] >> 6) & k2) << 4);
+  const uint32_t m_lo = u[1] & k6, m_hi = ((u[2] >> 4) & k4) | (((u[1] >> 6) & k2) << 4);
   ScalesK s;
-  alignas(32) int16_t m16[16];
-  for (int j = 0; j < 8; ++j) {
-    uint8_t sc, m;
-    UnpackScaleMinK(b, j, &sc, &m);
-    s.sc[j] = sc;
-    m16[2 * j] = m16[2 * j + 1] = m;
-  }
-  s.mins16 = _mm256_load_si256(reinterpret_cast<const __m256i*>(m16));
+  const uint64_t sc = sc_lo | (static_cast<uint64_t>(sc_hi) << 32);
+  __builtin_memcpy(s.sc, &sc, 8);
+  const __m128i m = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(m_lo | (static_cast<uint64_t>(m_hi) << 32))));
+  s.mins16 = _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m));
   return s;
 }
 
@@ -210,10 +213,16 @@ void Dispatch(int ntok, Args... args) {
     case 1: K<1>::Run(args...); break;
     case 2: K<2>::Run(args...); break;
     case 3: K<3>::Run(args...); break;
-    default: K<4>::Run(args...); break;
+    case 4: K<4>::Run(args...); break;
+#if defined(__AVX512VL__)
+    case 5: K<5>::Run(args...); break;
+    case 6: K<6>::Run(args...); break;
+    case 7: K<7>::Run(args...); break;
+    case 8: K<8>::Run(args...); break;
+#endif
+    default: break;
   }
 }
-static_assert(kMaxDotTokens == 4, "Dispatch covers 1..4 tokens");
 
 template <int NT> struct Q4KK {
   static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
