@@ -136,9 +136,10 @@ class Session {
 
   // Samples from last_logits(), appends the token to *out and evaluates it, until max_tokens,
   // a stop token (appended, not evaluated), on_token returning false, or cancellation (returns
-  // Cancelled; everything sampled so far is in *out and evaluated). Errors: FailedPrecondition-like
-  // InvalidArgument (no logits yet: Feed first; no sampler; sampler returned an invalid id — that
-  // token is not appended), ContextFull (stops before overflowing; tokens so far stay).
+  // Cancelled; everything sampled so far is in *out and evaluated). Errors: InvalidArgument (no
+  // logits yet — Feed first; no sampler; null out; the sampler returned an id outside the
+  // vocabulary — that token is not appended), ContextFull (stops before overflowing; the tokens
+  // generated so far stay). After any error the transcript is exactly what was evaluated.
   Status Generate(const GenerateOptions& options, std::vector<int32_t>* out, GenerateReport* report);
 
   // Snapshots the live state as a checkpoint at the current position (no-op when empty).
@@ -149,8 +150,8 @@ class Session {
 
   // A new independent Session with a deep copy of the KV (valid prefix only), the recurrent state,
   // the transcript, the checkpoints and the last logits, plus its own ThreadPool/ForwardContext.
-  // Cost: O(KV bytes for size() positions + checkpoint bytes) memory and copy time.
-  // Errors: OutOfMemory.
+  // Cost: O(KV bytes for size() positions + checkpoint bytes) memory and copy time. The fork gets
+  // the same params (trace callback included). Errors: OutOfMemory.
   StatusOr<std::unique_ptr<Session>> Fork() const;
 
   // Save: transcript, KV (valid prefix), recurrent state, checkpoints, last logits and the caller's
