@@ -516,6 +516,36 @@ TEST_CASE("Errors leave the session as it was", "[ref]") {
   CHECK(Session::Create(nullptr, RefParams()).status().code() == StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("On-demand and decode-time checkpoints are restorable; Reset forgets everything", "[ref]") {
+  auto m = Micro();
+  const int64_t V = m->config().n_vocab;
+  SessionParams p = RefParams();
+  p.checkpoint_every = 10;
+  auto s = NewSession(m, p);
+  std::vector<int32_t> prompt = RandomTokens(55, 31);
+  REQUIRE(s->Feed(prompt, {}, nullptr).ok());
+  std::vector<int32_t> reply;
+  REQUIRE(s->Generate(Greedy(12), &reply, nullptr).ok());  // positions 56..67: decode checkpoint at 60
+  REQUIRE(s->Checkpoint().ok());                           // and one at 67
+  std::vector<int64_t> pos;
+  for (const auto& c : s->checkpoints()) pos.push_back(c.pos);
+  CHECK(std::find(pos.begin(), pos.end(), 60) != pos.end());
+  CHECK(pos.back() == 67);
+  std::vector<int32_t> history = Concat(prompt, reply);
+  FeedReport r;
+  std::vector<int32_t> b = Concat(Prefix(history, 63), RandomTokens(5, 32));
+  REQUIRE(s->Feed(b, {}, &r).ok());
+  CHECK(r.checkpoint_pos == 60);
+  CHECK(SameRows(FullLogits(m, p, b), static_cast<int64_t>(b.size()) - 1, s->last_logits(), V));
+  s->Reset();
+  CHECK(s->size() == 0);
+  CHECK(s->checkpoints().empty());
+  CHECK(s->last_logits().empty());
+  REQUIRE(s->Feed(b, {}, &r).ok());
+  CHECK(r.reused_tokens == 0);
+  CHECK(r.prefilled_tokens == static_cast<int64_t>(b.size()));
+}
+
 TEST_CASE("Checkpoint budget bounds the bytes held", "[ref]") {
   auto m = Micro();
   SessionParams p = RefParams();
