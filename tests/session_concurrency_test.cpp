@@ -13,6 +13,7 @@ namespace qwenrt {
 namespace {
 
 const std::string kTiny = std::string(QWENRT_TEST_DATA) + "/tiny-s1-q4km.gguf";
+const std::string kMicro = std::string(QWENRT_TEST_DATA) + "/micro-s1-f32.gguf";
 
 std::vector<int32_t> RandomTokens(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -65,8 +66,8 @@ ChatResult RunChat(std::shared_ptr<const Model> model, BackendKind backend, uint
   return out;
 }
 
-void CheckParallelEqualsSequential(BackendKind backend, int n_sessions) {
-  auto m = Model::Load(kTiny);
+void CheckParallelEqualsSequential(const std::string& path, BackendKind backend, int n_sessions) {
+  auto m = Model::Load(path);
   REQUIRE(m.ok());
   std::shared_ptr<const Model> model = *m;
   std::vector<ChatResult> sequential, parallel(static_cast<size_t>(n_sessions));
@@ -88,11 +89,11 @@ void CheckParallelEqualsSequential(BackendKind backend, int n_sessions) {
 }
 
 TEST_CASE("Two threads driving two sessions on one Model == sequential", "[cpu]") {
-  CheckParallelEqualsSequential(BackendKind::kCpu, 2);
+  CheckParallelEqualsSequential(kTiny, BackendKind::kCpu, 2);
 }
 
-TEST_CASE("Four sessions on four threads, reference path == sequential", "[ref]") {
-  CheckParallelEqualsSequential(BackendKind::kRef, 4);
+TEST_CASE("Four sessions on four threads, reference path (micro model) == sequential", "[ref]") {
+  CheckParallelEqualsSequential(kMicro, BackendKind::kRef, 4);
 }
 
 }  // namespace
