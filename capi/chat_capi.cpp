@@ -228,7 +228,8 @@ Status Generate(qwenrt_session* s, const GenerateInput& in, qwenrt_stop_reason* 
                        scratch.assign(text);  // NUL-terminated copy for the callback
                        return cb(kind, scratch.c_str(), scratch.size(), user);
                      });
-  QWENRT_ASSIGN_OR_RETURN(SamplerFn sampler, MakeSampler(in.sampling, tok, session.transcript()));
+  auto sampler_error = std::make_shared<Status>();
+  QWENRT_ASSIGN_OR_RETURN(SamplerFn sampler, MakeSampler(in.sampling, tok, session.transcript(), sampler_error));
 
   auto t0 = std::chrono::steady_clock::now();
   auto t_first = t0;
@@ -249,6 +250,7 @@ Status Generate(qwenrt_session* s, const GenerateInput& in, qwenrt_stop_reason* 
   std::vector<int32_t> out;
   GenerateReport gr;
   Status st = FinishCancellable(s, session.Generate(go, &out, &gr));
+  if (!sampler_error->ok()) st = *sampler_error;
   if (st.code() == StatusCode::kContextFull) st = OkStatus();  // a full context ends the reply
   if (st.ok() || st.code() == StatusCode::kCancelled) stream.Finish();
 

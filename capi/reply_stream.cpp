@@ -49,7 +49,6 @@ ReplyStream::ReplyStream(const Tokenizer& tokenizer, bool in_reasoning, std::vec
       stops_(std::move(stop_strings)),
       sink_(std::move(sink)),
       mode_(in_reasoning ? Mode::kReasoning : Mode::kContent) {
-  std::erase_if(stops_, [](const std::string& s) { return s.empty(); });
   // Content right after the prompt starts immediately; after </think> its leading newlines go.
   content_started_ = true;
 }
@@ -95,40 +94,18 @@ bool ReplyStream::EmitContent(std::string_view text, bool final) {
     size_t lead = 0;
     while (lead < text.size() && text[lead] == '\n') ++lead;
     text.remove_prefix(lead);
-    if (text.empty()) return true;
-    content_started_ = true;
+    if (!text.empty()) content_started_ = true;
   }
-  content_held_.append(text);
-  if (stops_.empty()) {
-    std::string out;
-    out.swap(content_held_);
-    return Send(QWENRT_PIECE_CONTENT, out);
-  }
-  // A full stop string: emit what precedes it and stop.
-  size_t first = std::string::npos;
-  for (const std::string& s : stops_) first = std::min(first, content_held_.find(s));
-  if (first != std::string::npos) {
-    std::string out = content_held_.substr(0, first);
-    content_held_.clear();
+  if (stops_.stopped()) return false;
+  piece_out_.clear();
+  bool stop = stops_.Push(text, &piece_out_);
+  if (final && !stop) stops_.Flush(&piece_out_);
+  bool more = Send(QWENRT_PIECE_CONTENT, piece_out_);
+  if (stop) {
     stopped_by_string_ = true;
-    Send(QWENRT_PIECE_CONTENT, out);
     return false;
   }
-  // Hold the longest suffix that is a prefix of a stop string.
-  size_t hold = 0;
-  if (!final) {
-    for (const std::string& s : stops_) {
-      for (size_t n = std::min(s.size() - 1, content_held_.size()); n > hold; --n) {
-        if (content_held_.compare(content_held_.size() - n, n, s, 0, n) == 0) {
-          hold = n;
-          break;
-        }
-      }
-    }
-  }
-  std::string out = content_held_.substr(0, content_held_.size() - hold);
-  content_held_.erase(0, content_held_.size() - hold);
-  return Send(QWENRT_PIECE_CONTENT, out);
+  return more;
 }
 
 bool ReplyStream::Push(int32_t token) {

@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "qwenrt/qwenrt.h"
+#include "sampler.h"
 #include "status.h"
 #include "tokenizer.h"
 
@@ -56,14 +58,14 @@ class ReplyStream {
 
   const Tokenizer& tok_;
   StreamDecoder decoder_;
-  std::vector<std::string> stops_;
+  StopStrings stops_;               // holds back text that may start a stop string
   Sink sink_;
   Mode mode_;
   bool content_started_ = false;    // leading newlines of the content are skipped until text comes
   std::string reasoning_newlines_;  // trailing newlines of the reasoning, held until more text comes
-  std::string content_held_;        // content that may be the start of a stop string
   std::string tool_block_;          // text of the tool call being generated
   std::string piece_;               // scratch for the decoder
+  std::string piece_out_;           // scratch for the stop-string filter
   std::string content_, reasoning_;
   std::vector<std::string> tool_calls_;
   bool stopped_by_sink_ = false;

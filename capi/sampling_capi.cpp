@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "sampler.h"
 #include "validate.h"
 
 namespace qwenrt::capi {
@@ -39,21 +40,32 @@ Status ReadSamplingParams(const qwenrt_sampling_params* in, qwenrt_sampling_para
 }
 
 StatusOr<SamplerFn> MakeSampler(const qwenrt_sampling_params& p, const Tokenizer& tokenizer,
-                                std::span<const int32_t> history) {
-  // TODO(capi): wire src/sampler.h (issue 4) when it lands; until then only greedy decoding.
-  if (p.temperature != 0.0f || p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f ||
-      p.frequency_penalty != 0.0f) {
-    return Unsupported("only greedy sampling (temperature 0, no penalties) is available in this build");
-  }
-  std::vector<int32_t> unused(tokenizer.unused_ids().begin(), tokenizer.unused_ids().end());
-  std::sort(unused.begin(), unused.end());
-  return SamplerFn([unused](const float* logits, int64_t n) -> int32_t {
-    int64_t best = -1;
-    for (int64_t i = 0; i < n; ++i) {
-      if (std::binary_search(unused.begin(), unused.end(), static_cast<int32_t>(i))) continue;
-      if (best < 0 || logits[i] > logits[best]) best = i;
+                                std::span<const int32_t> history, std::shared_ptr<Status> error) {
+  SamplerParams sp;
+  sp.temperature = p.temperature;
+  sp.top_k = p.top_k;
+  sp.top_p = p.top_p;
+  sp.min_p = p.min_p;
+  sp.repetition_penalty = p.repeat_penalty;
+  sp.presence_penalty = p.presence_penalty;
+  sp.frequency_penalty = p.frequency_penalty;
+  sp.penalty_last_n = p.repeat_last_n;
+  sp.seed = p.seed;
+  QWENRT_ASSIGN_OR_RETURN(Sampler created, Sampler::Create(sp, tokenizer.n_vocab()));
+  auto sampler = std::make_shared<Sampler>(std::move(created));
+  QWENRT_RETURN_IF_ERROR(sampler->SetBanned(tokenizer.unused_ids()));
+  // The penalty window starts with the end of the transcript, as if those tokens had been sampled.
+  size_t window = static_cast<size_t>(std::max(p.repeat_last_n, 0));
+  size_t from = history.size() > window ? history.size() - window : 0;
+  for (size_t i = from; i < history.size(); ++i) sampler->Accept(history[i]);
+  return SamplerFn([sampler, error](const float* logits, int64_t n) -> int32_t {
+    StatusOr<int32_t> tok = sampler->Sample(std::span<const float>(logits, static_cast<size_t>(n)));
+    if (!tok.ok()) {
+      *error = tok.status();
+      return -1;  // Session::Generate stops on an invalid id; the caller reports *error
     }
-    return static_cast<int32_t>(best < 0 ? 0 : best);
+    sampler->Accept(*tok);
+    return *tok;
   });
 }
 

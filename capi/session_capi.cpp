@@ -170,17 +170,20 @@ void ClearReply(qwenrt_session* s) {
 // Blob layout (little-endian): u32 version (1), then three strings (u64 length + bytes): the last
 // reply's content, reasoning and tool calls (JSON).
 std::vector<uint8_t> EncodeChatState(const qwenrt_session& s) {
-  std::vector<uint8_t> out;
-  auto put = [&](const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    out.insert(out.end(), b, b + n);
-  };
-  uint32_t version = 1;
-  put(&version, sizeof version);
-  for (const std::string* str : {&s.reply_content, &s.reply_reasoning, &s.reply_tool_calls}) {
-    uint64_t n = str->size();
-    put(&n, sizeof n);
-    put(str->data(), str->size());
+  const std::string* fields[3] = {&s.reply_content, &s.reply_reasoning, &s.reply_tool_calls};
+  size_t total = sizeof(uint32_t);
+  for (const std::string* f : fields) total += sizeof(uint64_t) + f->size();
+  std::vector<uint8_t> out(total);
+  uint8_t* at = out.data();
+  const uint32_t version = 1;
+  std::memcpy(at, &version, sizeof version);
+  at += sizeof version;
+  for (const std::string* f : fields) {
+    const uint64_t n = f->size();
+    std::memcpy(at, &n, sizeof n);
+    at += sizeof n;
+    if (n > 0) std::memcpy(at, f->data(), n);
+    at += n;
   }
   return out;
 }

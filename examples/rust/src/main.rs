@@ -1,7 +1,7 @@
 //! Two-turn chat over the qwenrt C ABI, declared by hand with `extern "C"` (no crates, no bindgen).
 //! Exits non-zero unless turn 2 reused turn 1. usage: two_turn_chat MODEL.gguf [MAX_TOKENS]
-use std::ffi::{c_char, c_void, CStr, CString};
-use std::os::raw::c_int;
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_int, c_void};
 
 #[repr(C)]
 struct Model {
@@ -137,7 +137,8 @@ fn turn(session: *mut Session, msgs: &[Message], gp: &GenerateParams) -> Result<
         st = unsafe { qwenrt_session_get_reply(session, PIECE_CONTENT, buf.as_mut_ptr() as *mut c_char, buf.len(), &mut needed) };
     }
     check(st, "get_reply")?;
-    let reply = CStr::from_bytes_until_nul(&buf).map_err(|e| e.to_string())?.to_string_lossy().into_owned();
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    let reply = String::from_utf8_lossy(&buf[..len]).into_owned();
     Ok((reply, report))
 }
 
