@@ -636,3 +636,34 @@ TEST_CASE("CPU path: turn 2 and a divergence reuse the session; split-invariant 
 
 }  // namespace
 }  // namespace qwenrt
+
+namespace qwenrt {
+namespace {
+
+TEST_CASE("MoE model: extension and divergence equal a full re-prefill (CPU, split-invariant)", "[cpu]") {
+  auto m = Load(std::string(QWENRT_TEST_DATA) + "/tinymoe-s1-q4km.gguf");
+  const int64_t V = m->config().n_vocab;
+  SessionParams p;
+  p.backend = BackendKind::kCpu;
+  p.n_threads = 2;
+  p.split_invariant = true;
+  auto s = NewSession(m, p);
+  std::vector<int32_t> prompt = RandomTokens(150, 41);
+  REQUIRE(s->Feed(prompt, {}, nullptr).ok());
+  std::vector<int32_t> reply;
+  REQUIRE(s->Generate(Greedy(10), &reply, nullptr).ok());
+  FeedOptions o;
+  o.all_logits = true;
+  FeedReport r;
+  std::vector<int32_t> turn2 = Concat(Concat(prompt, reply), RandomTokens(20, 42));
+  REQUIRE(s->Feed(turn2, o, &r).ok());
+  CHECK(r.reused_tokens == 160);
+  CHECK(SameRows(FullLogits(m, p, turn2), 160, s->logits(), V));
+  std::vector<int32_t> turn3 = Concat(Prefix(turn2, 178), RandomTokens(30, 43));
+  REQUIRE(s->Feed(turn3, o, &r).ok());
+  CHECK(r.checkpoint_pos == 176);
+  CHECK(SameRows(FullLogits(m, p, turn3), 176, s->logits(), V));
+}
+
+}  // namespace
+}  // namespace qwenrt
