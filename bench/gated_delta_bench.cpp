@@ -60,7 +60,7 @@ void BM_GatedDelta(benchmark::State& st) {
 void Args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"T", "Hv", "threads"});
   for (int64_t threads : {1, 2}) {
-    for (int64_t T : {1, 64, 512}) b->Args({T, 16, threads});
+    for (int64_t T : {1, 16, 32, 64, 512}) b->Args({T, 16, threads});
     b->Args({512, 32, threads});
   }
   b->UseRealTime();

@@ -65,6 +65,15 @@ void GatedDeltaChunk(const GatedDeltaShape& shape, const float* q, const float* 
 
 // Tokens per chunk of GatedDeltaChunk.
 inline constexpr int64_t kGatedDeltaChunkSize = 64;
+
+// Below this many tokens GatedDeltaRecurrent is faster (the chunked form has a fixed per-call cost
+// of moving the state in and out); measured at Hk = Hv = 16, Dk = Dv = 128, see docs/gated-delta.md.
+inline constexpr int64_t kGatedDeltaChunkMinTokens = 16;
+
+// The one the forward pass should call: GatedDeltaRecurrent for T < kGatedDeltaChunkMinTokens,
+// else GatedDeltaChunk. Same arguments and results (up to rounding) as both.
+void GatedDelta(const GatedDeltaShape& shape, const float* q, const float* k, const float* v,
+                const float* g, const float* beta, float* state, float* out, ThreadPool& pool);
 }  // namespace cpu
 
 }  // namespace qwenrt

@@ -7,17 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-// TODO(quant): drop the fallback once include/qwenrt/gguf.hpp has landed on main.
-#if __has_include("qwenrt/gguf.hpp")
 #include "qwenrt/gguf.hpp"
-#else
-namespace qwenrt::gguf {
-enum class Type : uint32_t {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, BF16 = 30
-};
-}  // namespace qwenrt::gguf
-#endif
 
 namespace qwenrt {
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "matmul.h"
+#include "qwenrt/gguf.hpp"
 #include "quant.h"
 #include "thread_pool.h"
 #include "vec_dot.h"
@@ -203,6 +204,46 @@ TEST_CASE("CheckWeightMatrix rejects bad shapes and types", "[ref]") {
   WeightMatrix short_rows = MakeWeightMatrix(gguf::Type::Q6_K, 256, 2, buf);
   short_rows.row_bytes = 100;
   CHECK(CheckWeightMatrix(short_rows).code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("MatMul on real quantized weights of the tiny fixture", "[ref][cpu][golden]") {
+  gguf::Error err;
+  auto file = gguf::File::Open(std::string(QWENRT_TEST_DATA) + "/tiny-s1-q4km.gguf", &err);
+  REQUIRE(file.has_value());
+  ThreadPool pool(2);
+  for (const char* name : {"blk.0.ffn_down.weight", "blk.1.ffn_gate.weight", "blk.3.attn_v.weight",
+                           "blk.2.ssm_beta.weight", "token_embd.weight"}) {
+    CAPTURE(name);
+    const gguf::TensorInfo* t = file->FindTensor(name);
+    REQUIRE(t != nullptr);
+    const WeightMatrix wm{t->type, t->ne[0], t->ne[1], t->data, t->row_bytes()};
+    REQUIRE(CheckWeightMatrix(wm).ok());
+    const int64_t T = 5, cols = wm.cols, rows = wm.rows;
+    const auto x = RandomActivations(T * cols, 77);
+    std::vector<float> y_ref(T * rows), y_cpu(T * rows), wf(cols * rows);
+    ref::MatMul(wm, x.data(), y_ref.data(), T);
+    cpu::MatMul(wm, x.data(), y_cpu.data(), T, pool);
+    REQUIRE(ref::DequantizeRow(wm.type, wm.data, wf.data(), cols * rows));
+    std::vector<BlockQ8K> q(cols / kQK_K);
+    std::vector<float> xq(cols);
+    for (int64_t tt = 0; tt < T; ++tt) {
+      const float* xt = x.data() + tt * cols;
+      QuantizeRowQ8K(xt, q.data(), cols);
+      REQUIRE(ref::DequantizeRow(gguf::Type::Q8_K, q.data(), xq.data(), cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        double want = 0, mag = 0, qerr = 0;
+        for (int64_t c = 0; c < cols; ++c) {
+          const double wv = wf[r * cols + c];
+          want += wv * xt[c];
+          mag += std::fabs(wv * xt[c]);
+          qerr += std::fabs(wv) * std::fabs(double(xt[c]) - xq[c]);
+        }
+        // ref: f32 accumulation of `cols` products: |error| <= cols * eps * sum|w x| (loose form).
+        REQUIRE(std::fabs(y_ref[tt * rows + r] - want) <= 1e-7 * cols * mag + 1e-30);
+        REQUIRE(std::fabs(double(y_cpu[tt * rows + r]) - y_ref[tt * rows + r]) <= qerr + 2e-5 * mag + 1e-30);
+      }
+    }
+  }
 }
 
 }  // namespace

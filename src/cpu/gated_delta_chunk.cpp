@@ -16,8 +16,9 @@
 // vector B), so the state is kept per head in the natural layout S[Dk][Dv] (transposed in and out
 // once per call). The last partial chunk is zero-padded to a multiple of 4 rows with g = 0 and
 // beta = 0 tokens, which is exact (they do not touch the state; their outputs are dropped).
-// exp(gamma_i - gamma_j) is formed as exp(gamma_i) * exp(-gamma_j) in double (2n exps instead of
-// n^2/2), falling back to f32 exp of the difference if |gamma| could overflow a double.
+// gamma is summed in double and exp(gamma_i - gamma_j) is formed as exp(gamma_i) * exp(-gamma_j)
+// in double (2n exps instead of n^2/2), falling back to exp of the difference if |gamma| could
+// overflow a double.
 //
 // Work items are value heads over the ThreadPool. Scratch: one grow-only thread_local buffer per
 // worker thread (~290 KB at Dk = Dv = 128); allocated on first use and when a larger shape
@@ -27,13 +28,13 @@
 #include <cstring>
 #include <vector>
 
-#include "cpu/gated_delta_simd.h"
+#include "cpu/simd_f32.h"
 #include "gated_delta.h"
 
 namespace qwenrt::cpu {
 namespace {
 
-using namespace gd_simd;
+using namespace simd;
 
 constexpr int64_t kC = kGatedDeltaChunkSize;
 constexpr int kR = 4;                          // rows per micro-kernel tile
@@ -44,8 +45,14 @@ int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 // C[r][0:kNV*kLanes] = s[r * s_stride] * C0[r][...] + sum_{m < depth} A[r][m] * B[m][...], r < kR.
 // C0 == nullptr starts from zero; C0 may be C (each tile is read before it is written).
+// Kept out of line: inlined into the big RunHead, GCC spills the B vectors to the stack.
+#if defined(__GNUC__)
+#define QWENRT_GD_NOINLINE __attribute__((noinline))
+#else
+#define QWENRT_GD_NOINLINE
+#endif
 template <int kNV>
-inline void Tile(const float* A, int64_t lda, const float* B, int64_t ldb, int64_t depth,
+QWENRT_GD_NOINLINE void Tile(const float* A, int64_t lda, const float* B, int64_t ldb, int64_t depth,
                  const float* C0, int64_t ldc0, const float* s, int64_t s_stride, float* C,
                  int64_t ldc) {
   VecF acc[kR][kNV];
@@ -58,7 +65,10 @@ inline void Tile(const float* A, int64_t lda, const float* B, int64_t ldb, int64
   for (int64_t m = 0; m < depth; ++m) {
     VecF b[kNV];
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) b[v] = Load(B + m * ldb + v * kLanes);
+    for (int v = 0; v < kNV; ++v) {
+      b[v] = Load(B + m * ldb + v * kLanes);
+      KeepInRegister(b[v]);
+    }
 #pragma GCC unroll 4
     for (int r = 0; r < kR; ++r) {
       const VecF ar = Set1(A[r * lda + m]);
@@ -107,6 +117,49 @@ inline void Prefetch(const float* p, int64_t n) {
 #endif
 }
 
+#if defined(__AVX2__)
+// dst[c][r] = src[r][c] for one 8 x 8 tile (unpack/shuffle/permute, 24 shuffles per 64 floats).
+inline void Transpose8x8(const float* src, int64_t lds, float* dst, int64_t ldd) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+#endif
+
+// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols: 8 x 8 tiles (SIMD when available),
+// scalar at the edges.
+void Transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst,
+               int64_t ldd) {
+  constexpr int64_t kB = 8;
+  for (int64_t r0 = 0; r0 < rows; r0 += kB) {
+    for (int64_t c0 = 0; c0 < cols; c0 += kB) {
+      const int64_t r1 = std::min(rows, r0 + kB), c1 = std::min(cols, c0 + kB);
+#if defined(__AVX2__)
+      if (r1 - r0 == kB && c1 - c0 == kB) {
+        Transpose8x8(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd);
+        continue;
+      }
+#endif
+      for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t r = r0; r < r1; ++r) dst[c * ldd + r] = src[r * lds + c];
+      }
+    }
+  }
+}
+
 struct Args {
   GatedDeltaShape shape;
   const float *q, *k, *v, *g, *beta;
@@ -148,17 +201,15 @@ void RunHead(const Args& a, int64_t h) {
 
   // State in: S[i][j] = St[j][i], zero padding rows/columns.
   std::fill(s.S, s.S + Dkp * Dvp, 0.0f);
-  for (int64_t j = 0; j < Dv; ++j) {
-    for (int64_t i = 0; i < Dk; ++i) s.S[i * Dvp + j] = St[j * Dk + i];
-  }
+  Transpose(St, Dk, Dv, Dk, s.S, Dvp);
   std::fill(s.KT, s.KT + Dkp * kC, 0.0f);
 
   float* U = s.PQ;            // [kC, Dvp]
   float* O = s.PQ + kC * Dvp;  // [kC, Dvp]
   float* An = s.KK;           // [kC, kC]  -A
   float* Mqk = s.KK + kC * kC;  // [kC, kC]
-  float gamma[kC], bt[kC], gam[kC], one[1] = {1.0f};
-  double e_pos[kC], e_neg[kC];
+  float bt[kC], gam[kC], one[1] = {1.0f};
+  double gamma[kC], e_pos[kC], e_neg[kC];
 
   for (int64_t t0 = 0; t0 < T; t0 += kC) {
     const int64_t n = std::min(kC, T - t0), np = RoundUp(n, kR);
@@ -184,13 +235,13 @@ void RunHead(const Args& a, int64_t h) {
       qA = s.KQ + kC * Dk;
       lda = Dk;
     }
-    for (int64_t i = 0; i < np; ++i) {
-      for (int64_t m = 0; m < Dk; ++m) s.KT[m * kC + i] = kA[i * lda + m];
-    }
+    Transpose(kA, lda, np, Dk, s.KT, kC);
     if (np < kC) {  // columns read by the rounded-up triangle widths below
       for (int64_t m = 0; m < Dk; ++m) std::fill(s.KT + m * kC + np, s.KT + (m + 1) * kC, 0.0f);
     }
-    float acc = 0.0f, max_abs = 0.0f;
+    // gamma in double: a chunk's cumulative log-decay can reach hundreds, where an f32 sum has an
+    // absolute error of ~1e-4 and so would put a relative error of ~1e-4 into exp(gamma_i - gamma_j).
+    double acc = 0.0, max_abs = 0.0;
     for (int64_t i = 0; i < np; ++i) {
       const bool real = i < n;
       acc += real ? a.g[(t0 + i) * Hv + h] : 0.0f;
@@ -198,24 +249,15 @@ void RunHead(const Args& a, int64_t h) {
       bt[i] = real ? a.beta[(t0 + i) * Hv + h] : 0.0f;
       max_abs = std::max(max_abs, std::fabs(acc));
     }
-    const bool use_ratio = max_abs < 600.0f;  // exp(+-gamma) stays finite in double
+    const bool use_ratio = max_abs < 600.0;  // exp(+-gamma) stays finite in double
     for (int64_t i = 0; i < np; ++i) {
-      e_pos[i] = std::exp(double(gamma[i]));
-      e_neg[i] = std::exp(-double(gamma[i]));
+      e_pos[i] = std::exp(gamma[i]);
+      e_neg[i] = std::exp(-gamma[i]);
       gam[i] = float(e_pos[i]);
     }
     auto decay = [&](int64_t i, int64_t j) {  // exp(gamma_i - gamma_j), j <= i
-      return use_ratio ? float(e_pos[i] * e_neg[j]) : std::exp(gamma[i] - gamma[j]);
+      return float(use_ratio ? e_pos[i] * e_neg[j] : std::exp(gamma[i] - gamma[j]));
     };
-
-    // The next chunk's rows of this head are strided in memory (one row per token); ask for them
-    // now so they arrive while this chunk computes.
-    for (int64_t i = t0 + kC; i < std::min(T, t0 + 2 * kC); ++i) {
-      Prefetch<0>(a.k + (i * Hk + hk) * Dk, Dk);
-      Prefetch<0>(a.q + (i * Hk + hk) * Dk, Dk);
-      Prefetch<0>(a.v + (i * Hv + h) * Dv, Dv);
-      Prefetch<1>(a.out + (i * Hv + h) * Dv, Dv);
-    }
 
     // P = K S0 and Q S0.
     Gemm(np, Dvp, Dk, kA, lda, s.S, Dvp, nullptr, 0, nullptr, 0, U, Dvp);
@@ -223,7 +265,18 @@ void RunHead(const Args& a, int64_t h) {
 
     // Lower triangles of K K^T and Q K^T (row block i0 needs columns < i0 + kR), then
     // -A_ij = -beta_i decay_ij (k_i . k_j) for j < i, and M_ij (q_i . k_j) for j <= i.
+    // The next chunk's rows of this head are strided in memory (one row per token): ask for them
+    // a few rows at a time while this chunk computes (a burst would overflow the miss queue).
+    auto prefetch_next = [&](int64_t i0) {
+      for (int64_t i = t0 + kC + i0; i < std::min(T, t0 + kC + i0 + kR); ++i) {
+        Prefetch<0>(a.k + (i * Hk + hk) * Dk, Dk);
+        Prefetch<0>(a.q + (i * Hk + hk) * Dk, Dk);
+        Prefetch<0>(a.v + (i * Hv + h) * Dv, Dv);
+        Prefetch<1>(a.out + (i * Hv + h) * Dv, Dv);
+      }
+    };
     for (int64_t i0 = 0; i0 < np; i0 += kR) {
+      prefetch_next(i0);
       const int64_t w = RoundUp(i0 + kR, kLanes);
       Gemm(kR, w, Dk, kA + i0 * lda, lda, s.KT, kC, nullptr, 0, nullptr, 0, An + i0 * kC, kC);
       Gemm(kR, w, Dk, qA + i0 * lda, lda, s.KT, kC, nullptr, 0, nullptr, 0, Mqk + i0 * kC, kC);
@@ -281,9 +334,7 @@ void RunHead(const Args& a, int64_t h) {
   }
 
   // State out.
-  for (int64_t j = 0; j < Dv; ++j) {
-    for (int64_t i = 0; i < Dk; ++i) St[j * Dk + i] = s.S[i * Dvp + j];
-  }
+  Transpose(s.S, Dvp, Dk, Dv, St, Dk);
 }
 
 }  // namespace
@@ -296,6 +347,15 @@ void GatedDeltaChunk(const GatedDeltaShape& shape, const float* q, const float* 
   pool.ParallelFor(shape.Hv, [&a](int64_t begin, int64_t end, int) {
     for (int64_t h = begin; h < end; ++h) RunHead(a, h);
   });
+}
+
+void GatedDelta(const GatedDeltaShape& shape, const float* q, const float* k, const float* v,
+                const float* g, const float* beta, float* state, float* out, ThreadPool& pool) {
+  if (shape.T < kGatedDeltaChunkMinTokens) {
+    GatedDeltaRecurrent(shape, q, k, v, g, beta, state, out, pool);
+  } else {
+    GatedDeltaChunk(shape, q, k, v, g, beta, state, out, pool);
+  }
 }
 
 }  // namespace qwenrt::cpu

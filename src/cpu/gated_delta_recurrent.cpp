@@ -11,13 +11,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "cpu/gated_delta_simd.h"
+#include "cpu/simd_f32.h"
 #include "gated_delta.h"
 
 namespace qwenrt::cpu {
 namespace {
 
-using namespace gd_simd;
+using namespace simd;
 
 constexpr int64_t kColBlock = 16;  // value columns per work item
 constexpr int64_t kTokTile = 16;   // tokens per tile (q and k of a tile: 16 KB at Dk = 128)
@@ -84,7 +84,10 @@ void ColumnsFixed(const Args& a, int64_t h, int64_t j0, int64_t j1, int64_t t0, 
       const VecF va = Set1(alpha[t - t0]);
       VecF kv[kN];
 #pragma GCC unroll 16
-      for (int n = 0; n < kN; ++n) kv[n] = Load(kt + n * kLanes);
+      for (int n = 0; n < kN; ++n) {
+        kv[n] = Load(kt + n * kLanes);
+        if constexpr (kCols > 1) KeepInRegister(kv[n]);
+      }
       float r[kCols];
 #pragma GCC unroll 16
       for (int c = 0; c < kCols; ++c) {
@@ -100,7 +103,10 @@ void ColumnsFixed(const Args& a, int64_t h, int64_t j0, int64_t j1, int64_t t0, 
       }
       VecF qv[kN];
 #pragma GCC unroll 16
-      for (int n = 0; n < kN; ++n) qv[n] = Load(qt + n * kLanes);
+      for (int n = 0; n < kN; ++n) {
+        qv[n] = Load(qt + n * kLanes);
+        if constexpr (kCols > 1) KeepInRegister(qv[n]);
+      }
       float* ot = a.out + (t * Hv + h) * Dv + j;
 #pragma GCC unroll 16
       for (int c = 0; c < kCols; ++c) ot[c] = DotRegs<kN>(s[c], qv);

@@ -1,0 +1,542 @@
+// Tokenizer tests: the peer's ids on the fixture vocabulary (texts and rendered chat prompts),
+// round trips, streaming detokenization, NFC on/off, hostile bytes, metadata validation, and the
+// genuine Qwen3.5 vocabulary against Hugging Face vectors (tests/data/tokenizer/README.md).
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pretokenizer.h"
+#include "qwenrt/gguf.hpp"
+#include "qwenrt/gguf_writer.hpp"
+#include "tokenizer.h"
+#include "unicode.h"
+
+namespace qwenrt {
+namespace {
+
+const std::string kData = QWENRT_TEST_DATA;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::vector<int32_t>> ReadIdLines(const std::string& path) {
+  std::vector<std::vector<int32_t>> lines;
+  std::istringstream in(ReadFile(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::vector<int32_t> ids;
+    int32_t id;
+    while (ls >> id) ids.push_back(id);
+    lines.push_back(std::move(ids));
+  }
+  return lines;
+}
+
+const gguf::File& FixtureGguf() {
+  static const gguf::File file = [] {
+    gguf::Error err;
+    auto f = gguf::File::Open(kData + "/tiny-s1-q4km.gguf", &err);
+    if (!f) FAIL(err.ToString());
+    return std::move(*f);
+  }();
+  return file;
+}
+
+const Tokenizer& FixtureTokenizer(bool nfc = true) {
+  static const auto make = [](bool n) {
+    TokenizerOptions o;
+    o.nfc = n;
+    auto t = Tokenizer::FromGguf(FixtureGguf(), o);
+    if (!t.ok()) FAIL(t.status().ToString());
+    return std::move(*t);
+  };
+  static const std::unique_ptr<Tokenizer> with_nfc = make(true), without_nfc = make(false);
+  return nfc ? *with_nfc : *without_nfc;
+}
+
+// The fixture vocabulary's metadata, for building variants.
+VocabData FixtureVocab() {
+  const gguf::File& f = FixtureGguf();
+  VocabData v;
+  gguf::Error err;
+  REQUIRE(f.GetStringArray("tokenizer.ggml.tokens", &v.tokens, &err));
+  REQUIRE(f.GetI32Array("tokenizer.ggml.token_type", &v.token_types, &err));
+  REQUIRE(f.GetStringArray("tokenizer.ggml.merges", &v.merges, &err));
+  return v;
+}
+
+TEST_CASE("fixture vocabulary: peer ids for texts.inp", "[tokenizer][golden]") {
+  const auto cases = SplitVocabTestFile(ReadFile(kData + "/tokenizer/texts.inp"));
+  const auto expected = ReadIdLines(kData + "/tokenizer/texts.fixture-vocab.out");
+  REQUIRE(cases.size() == expected.size());
+  REQUIRE(cases.size() >= 40);
+  // The peer does not normalize: with NFC off every case matches.
+  const Tokenizer& peer = FixtureTokenizer(/*nfc=*/false);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    INFO("case " << i << ": '" << cases[i] << "'");
+    CHECK(peer.Encode(cases[i], /*parse_special=*/false) == expected[i]);
+    CHECK(peer.Decode(expected[i]) == cases[i]);
+  }
+  // With NFC on, cases already in NFC match too; the decomposed ones (e + U+0301 ...; the
+  // fixture README says there are none, there are three) tokenize as their NFC form.
+  const Tokenizer& tok = FixtureTokenizer(/*nfc=*/true);
+  int decomposed = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    INFO("case " << i << ": '" << cases[i] << "'");
+    const std::string nfc = unicode::NfcUtf8(cases[i]);
+    if (nfc == cases[i]) {
+      CHECK(tok.Encode(cases[i]) == expected[i]);
+    } else {
+      ++decomposed;
+      CHECK(tok.Encode(cases[i]) != expected[i]);
+      CHECK(tok.Encode(cases[i]) == peer.Encode(nfc));
+      CHECK(tok.Decode(tok.Encode(cases[i])) == nfc);
+    }
+  }
+  CHECK(decomposed == 3);
+}
+
+TEST_CASE("fixture vocabulary: peer ids for rendered chat prompts", "[tokenizer][golden]") {
+  const auto cases = SplitVocabTestFile(ReadFile(kData + "/tokenizer/chat.inp"));
+  const auto expected = ReadIdLines(kData + "/tokenizer/chat.fixture-vocab.out");
+  REQUIRE(cases.size() == expected.size());
+  REQUIRE(!cases.empty());
+  const Tokenizer& tok = FixtureTokenizer();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    INFO("case " << i << ": '" << cases[i] << "'");
+    CHECK(tok.Encode(cases[i], /*parse_special=*/true) == expected[i]);
+    CHECK(tok.Decode(expected[i], /*special=*/true) == cases[i]);
+  }
+}
+
+std::vector<std::string> PreTokenize(std::string_view text) {
+  std::vector<uint32_t> cps;
+  unicode::DecodeAll(text, &cps);
+  std::vector<PreToken> pieces;
+  PreTokenizeQwen35(cps, &pieces);
+  std::vector<std::string> out;
+  for (const PreToken& p : pieces) {
+    std::string piece;
+    for (uint32_t i = p.begin; i < p.end; ++i) unicode::AppendUtf8(cps[i], &piece);
+    out.push_back(piece);
+  }
+  return out;
+}
+
+TEST_CASE("pre-tokenizer: spec examples", "[tokenizer]") {
+  using V = std::vector<std::string>;
+  CHECK(PreTokenize("Hello  world") == V{"Hello", " ", " world"});
+  CHECK(PreTokenize("ied 4 \u00bd") == V{"ied", " ", "4", " ", "\u00bd"});
+  CHECK(PreTokenize("x = 1;\n\n") == V{"x", " =", " ", "1", ";\n\n"});
+  CHECK(PreTokenize("e\u0301") == V{"e\u0301"});
+  CHECK(PreTokenize("I'm DON'T we'RE") == V{"I", "'m", " DON", "'T", " we", "'RE"});
+  CHECK(PreTokenize("    Hello\n    Hello") == V{"   ", " Hello", "\n", "   ", " Hello"});
+  CHECK(PreTokenize("a\r\nb\rc") == V{"a", "\r\n", "b", "\r", "c"});
+  CHECK(PreTokenize("3333") == V{"3", "3", "3", "3"});
+  CHECK(PreTokenize("").empty());
+}
+
+// Random strings over every class the scanner distinguishes, split by the reference regex
+// (scripts/gen_pretokenize_vectors.py). QWENRT_PRETOKENIZE_VECTORS may point to a larger set.
+TEST_CASE("pre-tokenizer: identical to the reference regex", "[tokenizer][golden]") {
+  const char* env = std::getenv("QWENRT_PRETOKENIZE_VECTORS");
+  const std::string path = env ? env : kData + "/tokenizer/pretokenize-regex.json";
+  const auto cases = nlohmann::json::parse(ReadFile(path));
+  REQUIRE(cases.size() >= 1000);
+  size_t mismatches = 0;
+  for (const auto& c : cases) {
+    const std::string text = c["text"];
+    const auto want = c["pieces"].get<std::vector<std::string>>();
+    const auto got = PreTokenize(text);
+    if (got != want && ++mismatches <= 5) {
+      std::string g, w;
+      for (const auto& p : got) g += "[" + p + "]";
+      for (const auto& p : want) w += "[" + p + "]";
+      FAIL_CHECK("text '" << text << "': got " << g << " want " << w);
+    }
+  }
+  CHECK(mismatches == 0);
+}
+
+bool IsValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const int len = unicode::ValidSequenceLength(s.data() + i, s.size() - i);
+    if (len <= 0) return false;
+    i += static_cast<size_t>(len);
+  }
+  return true;
+}
+
+// What the tokenizer's input becomes: lenient decode (invalid byte -> U+FFFD), re-encoded.
+std::string Sanitized(std::string_view text) {
+  std::vector<uint32_t> cps;
+  unicode::DecodeAll(text, &cps);
+  std::string out;
+  for (uint32_t cp : cps) unicode::AppendUtf8(cp, &out);
+  return out;
+}
+
+TEST_CASE("round trip: decode(encode(x)) == x", "[tokenizer]") {
+  const Tokenizer& tok = FixtureTokenizer();
+  for (const std::string& text :
+       {std::string("Hello, world! 123"), std::string("  \t\n\r\n  x"), std::string("\xF0\x9F\xA6\x99 llama"),
+        std::string("\xE4\xB8\xAD\xE6\x96\x87 + \xD0\xBD\xD0\xB5\xD1\x89\xD0\xBE"), std::string("<think>why</think>ok"),
+        std::string("it's we'll THEY'VE"), std::string("a\0b", 3)}) {
+    INFO(text);
+    CHECK(tok.Decode(tok.Encode(text)) == text);
+    CHECK(tok.Decode(tok.Encode(text, true), true) == text);
+  }
+}
+
+TEST_CASE("special tokens: CONTROL only with parse_special, USER_DEFINED always", "[tokenizer]") {
+  const Tokenizer& tok = FixtureTokenizer();
+  const auto& sp = tok.special_ids();
+  REQUIRE(sp.im_start >= 0);
+  REQUIRE(sp.think >= 0);
+  REQUIRE(tok.GetTokenType(sp.think) == TokenType::kUserDefined);
+  REQUIRE(tok.GetTokenType(sp.im_start) == TokenType::kControl);
+  const std::string text = "<think>a<|im_start|>b";
+  const auto plain = tok.Encode(text, false);
+  const auto parsed = tok.Encode(text, true);
+  CHECK(plain.front() == sp.think);
+  CHECK(std::count(plain.begin(), plain.end(), sp.im_start) == 0);
+  CHECK(parsed == std::vector<int32_t>{sp.think, tok.Encode("a")[0], sp.im_start, tok.Encode("b")[0]});
+  std::vector<int32_t> none;
+  tok.Encode(text, SpecialTokens::kNone, &none);
+  CHECK(std::count(none.begin(), none.end(), sp.think) == 0);
+  // Decoding: CONTROL text only when asked; markup always.
+  CHECK(tok.Decode(parsed) == "<think>ab");
+  CHECK(tok.Decode(parsed, true) == text);
+  // Longest first: "</tool_call>" is not split into "<" + "/tool_call>" or similar.
+  CHECK(tok.Encode("</tool_call>", false) == std::vector<int32_t>{sp.tool_call_end});
+  CHECK(tok.Encode("<tool_call></tool_call><tool_call>", false) ==
+        std::vector<int32_t>{sp.tool_call, sp.tool_call_end, sp.tool_call});
+}
+
+TEST_CASE("EOG set and unused ids of the fixture vocabulary", "[tokenizer]") {
+  const Tokenizer& tok = FixtureTokenizer();
+  const auto& sp = tok.special_ids();
+  CHECK(tok.IsEog(sp.im_end));
+  CHECK(tok.IsEog(sp.endoftext));
+  for (const char* t : {"<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"}) {
+    if (auto id = tok.FindToken(t)) CHECK(tok.IsEog(*id));
+  }
+  CHECK_FALSE(tok.IsEog(sp.im_start));
+  CHECK_FALSE(tok.IsEog(sp.think_end));
+  CHECK_FALSE(tok.IsEog(tok.Encode("a")[0]));
+  CHECK_FALSE(tok.IsEog(-1));
+  CHECK(tok.TokenToPiece(-5).empty());
+  CHECK(tok.TokenToPiece(tok.n_vocab()).empty());
+}
+
+int32_t ByteToken(const Tokenizer& tok, uint8_t b) {
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    if (tok.TokenToPiece(id) == std::string(1, static_cast<char>(b))) return id;
+  }
+  FAIL("no token for byte " << int{b});
+  return -1;
+}
+
+TEST_CASE("streaming detokenizer never splits a UTF-8 character", "[tokenizer]") {
+  const Tokenizer& tok = FixtureTokenizer();
+  // The fixture vocabulary has few merges, so most non-ASCII characters span several tokens.
+  const std::string text =
+      "na\xC3\xAFve \xF0\x9F\x98\xB6\xE2\x80\x8D\xF0\x9F\x8C\xAB\xEF\xB8\x8F \xE4\xB8\xAD\xE6\x96\x87 "
+      "\xE1\x9E\x80\xE1\x9E\xB6 \xD0\x91\xD1\x8A\xD0\xBB <think>x</think> end";
+  const auto ids = tok.Encode(text, true);
+  int held = 0;
+  for (bool special : {false, true}) {
+    StreamDecoder stream(tok, special);
+    std::string all;
+    for (int32_t id : ids) {
+      std::string chunk;
+      stream.Push(id, &chunk);
+      CHECK(IsValidUtf8(chunk));
+      if (stream.pending() > 0) ++held;
+      all += chunk;
+    }
+    stream.Flush(&all);
+    CHECK(all == tok.Decode(ids, special));
+  }
+  CHECK(held > 0);  // some characters really were split across tokens
+  // A 4-byte character fed byte by byte appears only with its last byte.
+  StreamDecoder stream(tok);
+  const std::string emoji = "\xF0\x9F\xA6\x99";
+  std::string out;
+  for (size_t i = 0; i < 4; ++i) {
+    stream.Push(ByteToken(tok, static_cast<uint8_t>(emoji[i])), &out);
+    CHECK(out.size() == (i == 3 ? 4u : 0u));
+  }
+  CHECK(out == emoji);
+}
+
+TEST_CASE("streaming detokenizer replaces bytes that can never form a character", "[tokenizer]") {
+  const Tokenizer& tok = FixtureTokenizer();
+  const auto byte_id = [&](uint8_t b) { return ByteToken(tok, b); };
+  StreamDecoder stream(tok);
+  std::string out;
+  stream.Push(byte_id(0xE4), &out);  // lead byte of a 3-byte character ...
+  CHECK(out.empty());
+  stream.Push(byte_id('A'), &out);  // ... interrupted
+  CHECK(out == "\xEF\xBF\xBD" "A");
+  out.clear();
+  stream.Push(byte_id(0x80), &out);  // stray continuation byte
+  CHECK(out == "\xEF\xBF\xBD");
+  out.clear();
+  stream.Push(byte_id(0xF0), &out);
+  stream.Push(byte_id(0x9F), &out);
+  stream.Flush(&out);  // stream ends inside a character
+  CHECK(out == "\xEF\xBF\xBD");
+  CHECK(stream.pending() == 0);
+}
+
+TEST_CASE("hostile bytes: never crash, invalid UTF-8 becomes U+FFFD", "[tokenizer]") {
+  const Tokenizer& tok = FixtureTokenizer();
+  const Tokenizer& peer = FixtureTokenizer(false);
+  // Peer semantics (spec §3.2): invalid byte -> U+FFFD consuming one byte; surrogates and
+  // overlong forms are decoded arithmetically (so an overlong NUL becomes a real NUL).
+  CHECK(peer.Decode(peer.Encode(std::string("\xC0\x80", 2))) == std::string("\0", 1));
+  CHECK(peer.Decode(peer.Encode("\xED\xA0\x80")) == "\xED\xA0\x80");
+  CHECK(peer.Decode(peer.Encode("a\xFF" "b")) == "a\xEF\xBF\xBD" "b");
+  CHECK(peer.Decode(peer.Encode("\xF5\x80\x80\x80")) == "\xEF\xBF\xBD");
+  CHECK(peer.Decode(peer.Encode("\xE4\xB8")) == "\xEF\xBF\xBD\xEF\xBF\xBD");
+  std::mt19937 rng(1234);
+  for (int iter = 0; iter < 2000; ++iter) {
+    std::string text(static_cast<size_t>(rng() % 40), '\0');
+    for (char& c : text) {
+      // Mostly bytes that matter: continuation bytes, leads, ASCII separators, U+0301 bytes.
+      static const uint8_t kPool[] = {0x80, 0xBF, 0xC0, 0xC3, 0xA9, 0xCC, 0x81, 0xE4, 0xB8, 0xAD,
+                                      0xED, 0xA0, 0xF0, 0x9F, 0xF4, 0xF8, 0xFF, ' ', '\n', 'e', '\'', '<', '1'};
+      c = static_cast<char>(rng() % 3 ? kPool[rng() % sizeof(kPool)] : rng() % 256);
+    }
+    INFO("iteration " << iter);
+    const auto ids = tok.Encode(text, true);
+    for (int32_t id : ids) REQUIRE((id >= 0 && id < tok.n_vocab()));
+    CHECK(tok.Decode(ids, true) == unicode::NfcUtf8(Sanitized(text)));
+    CHECK(peer.Decode(peer.Encode(text, true), true) == Sanitized(text));
+  }
+}
+
+TEST_CASE("NFC on vs off on decomposed input (fixture vocabulary)", "[tokenizer]") {
+  const Tokenizer& nfc = FixtureTokenizer(true);
+  const Tokenizer& peer = FixtureTokenizer(false);
+  CHECK(nfc.nfc());
+  CHECK_FALSE(peer.nfc());
+  const std::string decomposed = "cafe\xCC\x81 re\xCC\x81sume\xCC\x81 \xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB";  // + Hangul jamo
+  const std::string composed = "caf\xC3\xA9 r\xC3\xA9sum\xC3\xA9 \xED\x95\x9C";
+  CHECK(unicode::NfcUtf8(decomposed) == composed);
+  CHECK(nfc.Encode(decomposed) == nfc.Encode(composed));
+  CHECK(nfc.Encode(decomposed) == peer.Encode(composed));
+  CHECK(peer.Encode(decomposed) != peer.Encode(composed));
+  CHECK(peer.Decode(peer.Encode(decomposed)) == decomposed);
+  // Canonical reordering of marks and singletons (U+212B ANGSTROM SIGN -> U+00C5).
+  CHECK(unicode::NfcUtf8("a\xCC\xA3\xCC\x81") == unicode::NfcUtf8("a\xCC\x81\xCC\xA3"));
+  CHECK(unicode::NfcUtf8("\xE2\x84\xAB") == "\xC3\x85");
+  // Already-NFC text is untouched, including CJK and emoji.
+  CHECK(unicode::NfcUtf8(composed + " \xE4\xB8\xAD \xF0\x9F\x98\x80") == composed + " \xE4\xB8\xAD \xF0\x9F\x98\x80");
+}
+
+TEST_CASE("the tokenizer is safe to share between threads", "[tokenizer]") {
+  const Tokenizer& tok = FixtureTokenizer();
+  const auto cases = SplitVocabTestFile(ReadFile(kData + "/tokenizer/texts.inp"));
+  std::vector<std::vector<int32_t>> want;
+  for (const auto& c : cases) want.push_back(tok.Encode(c));
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int rep = 0; rep < 20; ++rep) {
+        for (size_t i = 0; i < cases.size(); ++i) {
+          if (tok.Encode(cases[i]) != want[i]) ++bad;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(bad == 0);
+}
+
+std::vector<uint8_t> WriteVocab(const VocabData& v, const std::string& skip_key = "",
+                                const std::string& pre = "qwen35", int64_t eos = -1) {
+  gguf::Writer w;
+  w.AddString("tokenizer.ggml.model", v.model);
+  w.AddString("tokenizer.ggml.pre", pre);
+  if (skip_key != "tokens") w.AddStringArray("tokenizer.ggml.tokens", v.tokens);
+  if (skip_key != "token_type") w.AddI32Array("tokenizer.ggml.token_type", v.token_types);
+  if (skip_key != "merges") w.AddStringArray("tokenizer.ggml.merges", v.merges);
+  if (eos >= 0) w.AddU32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(eos));
+  std::vector<uint8_t> bytes;
+  gguf::Error err;
+  REQUIRE(w.WriteToBuffer(&bytes, &err));
+  return bytes;
+}
+
+Status LoadVocab(const std::vector<uint8_t>& bytes) {
+  gguf::Error err;
+  auto f = gguf::File::FromMemory(bytes.data(), bytes.size(), true, &err);
+  REQUIRE(f);
+  auto t = Tokenizer::FromGguf(*f);
+  return t.ok() ? OkStatus() : t.status();
+}
+
+TEST_CASE("bad tokenizer metadata is rejected with a clear error", "[tokenizer]") {
+  const VocabData good = FixtureVocab();
+  CHECK(LoadVocab(WriteVocab(good)).ok());
+  CHECK(LoadVocab(WriteVocab(good, "merges")).code() == StatusCode::kBadFormat);
+  CHECK(LoadVocab(WriteVocab(good, "tokens")).code() == StatusCode::kBadFormat);
+  CHECK(LoadVocab(WriteVocab(good, "token_type")).code() == StatusCode::kBadFormat);
+  CHECK(LoadVocab(WriteVocab(good, "", "llama3")).code() == StatusCode::kUnsupported);
+  const Status eos = LoadVocab(WriteVocab(good, "", "qwen35", static_cast<int64_t>(good.tokens.size())));
+  CHECK(eos.code() == StatusCode::kBadFormat);
+  CHECK(eos.message().find("eos_token_id") != std::string::npos);
+  VocabData short_types = good;
+  short_types.token_types.pop_back();
+  const Status st = LoadVocab(WriteVocab(short_types));
+  CHECK(st.code() == StatusCode::kBadFormat);
+  CHECK(st.message().find("token_type") != std::string::npos);
+  VocabData bad_merge = good;
+  bad_merge.merges[0] = "nospace";
+  CHECK(LoadVocab(WriteVocab(bad_merge)).code() == StatusCode::kBadFormat);
+  VocabData unknown_part = good;
+  unknown_part.merges[0] = "\xC4\xA0zzzq zzzq";
+  CHECK(LoadVocab(WriteVocab(unknown_part)).code() == StatusCode::kBadFormat);
+  VocabData no_bytes = good;
+  for (size_t i = 0; i < no_bytes.tokens.size(); ++i) {
+    if (no_bytes.tokens[i] == "A") no_bytes.tokens[i] = "[X]", no_bytes.token_types[i] = 5;
+  }
+  CHECK(LoadVocab(WriteVocab(no_bytes)).code() == StatusCode::kBadFormat);
+  VocabData bad_type = good;
+  bad_type.token_types[3] = 99;
+  CHECK(LoadVocab(WriteVocab(bad_type)).code() == StatusCode::kBadFormat);
+}
+
+// ---- the genuine Qwen3.5 vocabulary (tests/data/tokenizer/README.md)
+
+// Decompresses the committed vocabulary-only GGUF with Debian's xz (10.9 MB -> memory).
+const gguf::File& RealVocabGguf() {
+  static const std::vector<uint8_t> bytes = [] {
+    const std::string cmd = "xz -dc '" + kData + "/tokenizer/qwen35-vocab.gguf.xz'";
+    std::vector<uint8_t> out;
+    FILE* pipe = popen(cmd.c_str(), "r");
+    if (pipe == nullptr) FAIL("cannot run: " << cmd);
+    uint8_t buf[1 << 16];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.insert(out.end(), buf, buf + n);
+    if (pclose(pipe) != 0) FAIL("failed (is xz-utils installed?): " << cmd);
+    return out;
+  }();
+  static const gguf::File file = [] {
+    gguf::Error err;
+    auto f = gguf::File::FromMemory(bytes.data(), bytes.size(), /*copy=*/false, &err);
+    if (!f) FAIL(err.ToString());
+    return std::move(*f);
+  }();
+  return file;
+}
+
+const Tokenizer& RealTokenizer(bool nfc = true) {
+  static const auto make = [](bool n) {
+    TokenizerOptions o;
+    o.nfc = n;
+    auto t = Tokenizer::FromGguf(RealVocabGguf(), o);
+    if (!t.ok()) FAIL(t.status().ToString());
+    return std::move(*t);
+  };
+  static const std::unique_ptr<Tokenizer> with_nfc = make(true), without_nfc = make(false);
+  return nfc ? *with_nfc : *without_nfc;
+}
+
+const nlohmann::json& HfVectors() {
+  static const nlohmann::json j = nlohmann::json::parse(ReadFile(kData + "/tokenizer/qwen35-hf-vectors.json"));
+  return j;
+}
+
+TEST_CASE("real vocabulary: layout and special tokens", "[tokenizer][real]") {
+  const Tokenizer& tok = RealTokenizer();
+  CHECK(tok.n_vocab() == 248320);
+  const auto& ids = tok.special_ids();
+  CHECK(ids.endoftext == 248044);
+  CHECK(ids.im_start == 248045);
+  CHECK(ids.im_end == 248046);
+  CHECK(ids.tool_call == 248058);
+  CHECK(ids.tool_call_end == 248059);
+  CHECK(ids.tool_response == 248066);
+  CHECK(ids.think == 248068);
+  CHECK(ids.think_end == 248069);
+  CHECK(ids.eos == 248046);
+  CHECK(ids.eot == 248046);
+  CHECK(std::vector<int32_t>(tok.eog_ids().begin(), tok.eog_ids().end()) ==
+        std::vector<int32_t>{248044, 248046, 248063, 248064, 248065});
+  CHECK(tok.unused_ids().size() == 248320 - 248077);
+  CHECK(tok.unused_ids().front() == 248077);
+  CHECK(tok.TokenToPiece(248100).empty());
+  CHECK(tok.GetTokenType(248068) == TokenType::kUserDefined);
+  CHECK(tok.GetTokenType(248045) == TokenType::kControl);
+  // Spec §2.1: ids shared with Qwen2.
+  CHECK(tok.Encode("\n") == std::vector<int32_t>{198});
+  CHECK(tok.Encode(" ") == std::vector<int32_t>{220});
+  CHECK(tok.Encode("\n\n") == std::vector<int32_t>{271});
+  CHECK(tok.Encode("0123456789") == std::vector<int32_t>{15, 16, 17, 18, 19, 20, 21, 22, 23, 24});
+  CHECK(tok.FindToken("user").value_or(-1) == 846);
+  CHECK(tok.FindToken("assistant").value_or(-1) == 74455);
+}
+
+TEST_CASE("real vocabulary: Hugging Face ordinary encodings", "[tokenizer][real][golden]") {
+  const Tokenizer& tok = RealTokenizer();
+  const auto& cases = HfVectors()["ordinary"];
+  REQUIRE(cases.size() == 26);
+  for (const auto& c : cases) {
+    const std::string text = c["text"];
+    INFO("'" << text << "'");
+    std::vector<int32_t> ids;
+    tok.Encode(text, SpecialTokens::kNone, &ids);
+    CHECK(ids == c["ids"].get<std::vector<int32_t>>());
+    CHECK(tok.Decode(ids) == unicode::NfcUtf8(text));
+  }
+}
+
+TEST_CASE("real vocabulary: Hugging Face encodings with added tokens", "[tokenizer][real][golden]") {
+  const Tokenizer& tok = RealTokenizer();
+  for (const char* group : {"encode", "chat"}) {
+    const auto& cases = HfVectors()[group];
+    REQUIRE(cases.size() >= 5);
+    for (const auto& c : cases) {
+      const std::string text = c["text"];
+      INFO(group << " " << c["name"].get<std::string>());
+      const auto ids = tok.Encode(text, /*parse_special=*/true);
+      CHECK(ids == c["ids"].get<std::vector<int32_t>>());
+      CHECK(tok.Decode(ids, /*special=*/true) == unicode::NfcUtf8(text));
+    }
+  }
+}
+
+TEST_CASE("real vocabulary: NFC on vs off on decomposed input", "[tokenizer][real]") {
+  const std::string decomposed = "e\xCC\x81";  // e + U+0301
+  // Spec §1 correction: HF gives the single token of "é" (933); the peer keeps e + mark.
+  CHECK(RealTokenizer(true).Encode(decomposed) == std::vector<int32_t>{933});
+  const auto peer = RealTokenizer(false).Encode(decomposed);
+  CHECK(peer.size() == 2);
+  CHECK(RealTokenizer(false).Decode(peer) == decomposed);
+  CHECK(RealTokenizer(true).Encode("Hello, world!") == std::vector<int32_t>{9419, 11, 1814, 0});
+}
+
+}  // namespace
+}  // namespace qwenrt
