@@ -9,12 +9,25 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <random>
 #include <vector>
 
 #include "conv.h"
 #include "thread_pool.h"
+
+// Counts heap allocations program-wide, for the "no allocation" test.
+static std::atomic<long> g_allocations{0};
+void* operator new(std::size_t n) {
+  ++g_allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace qwenrt {
 namespace {
@@ -186,6 +199,17 @@ TEST_CASE("T = 0 leaves the state unchanged; other kernel sizes", "[ref][cpu]") 
     CHECK(RelErr(got.y, want.y) <= kTol);
     CHECK(got.state == want.state);
   }
+}
+
+TEST_CASE("cpu::CausalConvSilu does not allocate", "[cpu]") {
+  ThreadPool pool(3);
+  const Inputs in = MakeInputs({7, 8192, 4}, 12);
+  std::vector<float> state = in.state, y(in.x.size());
+  const long before = g_allocations.load();
+  for (int i = 0; i < 3; ++i) {
+    cpu::CausalConvSilu(in.shape, in.x.data(), in.w.data(), state.data(), y.data(), pool);
+  }
+  CHECK(g_allocations.load() - before == 0);
 }
 
 }  // namespace
