@@ -54,9 +54,9 @@ void MatMul(const WeightMatrix& w, const float* x, float* y, int64_t T, ThreadPo
   Job job{&w, nullptr, nullptr, 0, y, T};
   void (*quantize)(const float*, void*, int64_t) = nullptr;
   switch (w.type) {
-    case gguf::Type::Q4_K: job.kernel = DotQ4K_Q8K; quantize = QuantizeRowQ8K; break;
-    case gguf::Type::Q5_K: job.kernel = DotQ5K_Q8K; quantize = QuantizeRowQ8K; break;
-    case gguf::Type::Q6_K: job.kernel = DotQ6K_Q8K; quantize = QuantizeRowQ8K; break;
+    case gguf::Type::Q4_K: job.kernel = DotQ4K_Q8K; quantize = cpu::QuantizeRowQ8K; break;
+    case gguf::Type::Q5_K: job.kernel = DotQ5K_Q8K; quantize = cpu::QuantizeRowQ8K; break;
+    case gguf::Type::Q6_K: job.kernel = DotQ6K_Q8K; quantize = cpu::QuantizeRowQ8K; break;
     case gguf::Type::Q8_0: job.kernel = DotQ8_0_Q8_0; quantize = QuantizeRowQ8_0; break;
     case gguf::Type::F32: job.kernel = DotF32_F32; break;
     case gguf::Type::F16: job.kernel = DotF16_F32; break;
@@ -70,8 +70,8 @@ void MatMul(const WeightMatrix& w, const float* x, float* y, int64_t T, ThreadPo
     job.act = act;
     const size_t stride = job.act_stride;
     const int64_t cols = w.cols;
-    if (T == 1) {
-      quantize(x, act, cols);
+    if (T * cols <= 16384) {  // a few tokens: cheaper inline than waking the pool
+      for (int64_t t = 0; t < T; ++t) quantize(x + t * cols, act + t * stride, cols);
     } else {
       struct Q { void (*fn)(const float*, void*, int64_t); const float* x; uint8_t* act; size_t stride;
                  int64_t cols; } q{quantize, x, act, stride, cols};
