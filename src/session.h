@@ -185,6 +185,8 @@ class Session {
   int64_t n_vocab() const { return model_->config().n_vocab; }
   std::vector<CheckpointInfo> checkpoints() const { return checkpoints_.List(); }
   size_t checkpoint_bytes() const { return checkpoints_.bytes(); }
+  // One evicted snapshot kept for reuse by the next checkpoint (0 or state_bytes()); not in the budget.
+  size_t spare_checkpoint_bytes() const { return checkpoints_.spare_bytes(); }
   size_t state_bytes() const { return rec_.bytes(); }   // one checkpoint costs this much
   size_t kv_bytes() const { return kv_.bytes(); }
   const SessionParams& params() const { return params_; }

@@ -368,6 +368,27 @@ TEST_CASE("Save and load into a new Model continues bit-identically", "[ref]") {
   std::filesystem::remove(path);
 }
 
+TEST_CASE("An empty session saves, loads and forks", "[ref]") {
+  auto m = Micro();
+  auto s = NewSession(m, RefParams());
+  auto mem = s->SaveToMemory();
+  REQUIRE(mem.ok());
+  auto t = NewSession(m, RefParams());
+  REQUIRE(t->Feed(RandomTokens(10, 51), {}, nullptr).ok());
+  std::vector<uint8_t> blob = {9};
+  REQUIRE(t->LoadFromMemory(*mem, &blob).ok());
+  CHECK(blob.empty());
+  CHECK(t->size() == 0);
+  CHECK(t->last_logits().empty());
+  CHECK(t->checkpoints().empty());
+  auto f = s->Fork();
+  REQUIRE(f.ok());
+  std::vector<int32_t> a = RandomTokens(20, 52);
+  REQUIRE((*f)->Feed(a, {}, nullptr).ok());
+  REQUIRE(t->Feed(a, {}, nullptr).ok());
+  CHECK(Copy((*f)->last_logits()) == Copy(t->last_logits()));
+}
+
 TEST_CASE("Fork: both branches equal their uninterrupted equivalents", "[ref]") {
   auto m = Micro();
   SessionParams p = RefParams();
@@ -632,6 +653,37 @@ TEST_CASE("CPU path: turn 2 and a divergence reuse the session; split-invariant 
       close(full3, 337, got3);
     }
   }
+}
+
+}  // namespace
+}  // namespace qwenrt
+
+namespace qwenrt {
+namespace {
+
+TEST_CASE("MoE model: extension and divergence equal a full re-prefill (CPU, split-invariant)", "[cpu]") {
+  auto m = Load(std::string(QWENRT_TEST_DATA) + "/tinymoe-s1-q4km.gguf");
+  const int64_t V = m->config().n_vocab;
+  SessionParams p;
+  p.backend = BackendKind::kCpu;
+  p.n_threads = 2;
+  p.split_invariant = true;
+  auto s = NewSession(m, p);
+  std::vector<int32_t> prompt = RandomTokens(150, 41);
+  REQUIRE(s->Feed(prompt, {}, nullptr).ok());
+  std::vector<int32_t> reply;
+  REQUIRE(s->Generate(Greedy(10), &reply, nullptr).ok());
+  FeedOptions o;
+  o.all_logits = true;
+  FeedReport r;
+  std::vector<int32_t> turn2 = Concat(Concat(prompt, reply), RandomTokens(20, 42));
+  REQUIRE(s->Feed(turn2, o, &r).ok());
+  CHECK(r.reused_tokens == 160);
+  CHECK(SameRows(FullLogits(m, p, turn2), 160, s->logits(), V));
+  std::vector<int32_t> turn3 = Concat(Prefix(turn2, 178), RandomTokens(30, 43));
+  REQUIRE(s->Feed(turn3, o, &r).ok());
+  CHECK(r.checkpoint_pos == 176);
+  CHECK(SameRows(FullLogits(m, p, turn3), 176, s->logits(), V));
 }
 
 }  // namespace
