@@ -513,6 +513,72 @@ static void TestTwoTurnChat(qwenrt_model *model) {
   qwenrt_session_free(s);
 }
 
+/* ---- transcript history: turn 2 appends to the exact tokens of turn 1 ----------------------- */
+
+static void TestTranscriptHistory(qwenrt_model *model) {
+  qwenrt_session *s = NULL, *loaded = NULL;
+  qwenrt_session_params sp = qwenrt_session_default_params();
+  qwenrt_message msgs[5];
+  qwenrt_chat chat = qwenrt_chat_default();
+  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_report r = NewReport();
+  int32_t *before = (int32_t *)malloc(4096 * sizeof(int32_t)), *after = (int32_t *)malloc(4096 * sizeof(int32_t));
+  size_t n_before = 0, n_after = 0, blob_size = 0;
+  char *reply, *reply2;
+  void *blob;
+  int64_t turn1_prompt;
+
+  sp.history_mode = QWENRT_HISTORY_TRANSCRIPT;
+  sp.n_threads = 2;
+  ASSERT_OK(qwenrt_session_create(model, &sp, &s));
+  ASSERT_OK(qwenrt_session_create(model, &sp, &loaded));
+  gp.max_tokens = 6;
+  msgs[0] = Msg(QWENRT_ROLE_USER, "Hello! Who are you?");
+  chat.messages = msgs;
+  chat.n_messages = 1;
+  ASSERT_OK(qwenrt_session_chat(s, &chat, NULL, &gp, &r));
+  turn1_prompt = r.prompt_tokens;
+  ASSERT_OK(qwenrt_session_get_tokens(s, before, 4096, &n_before));
+  reply = GetReply(s, QWENRT_PIECE_CONTENT);
+  msgs[1] = Msg(QWENRT_ROLE_ASSISTANT, reply);
+  msgs[2] = Msg(QWENRT_ROLE_USER, "Tell me more.");
+  chat.n_messages = 3;
+  r = NewReport();
+  ASSERT_OK(qwenrt_session_feed_chat(s, &chat, &r));
+  /* Everything turn 1 evaluated (its prompt and its reply, reasoning included) is kept. */
+  EXPECT(r.reused_tokens == (int64_t)n_before && r.common_prefix == (int64_t)n_before);
+  EXPECT(r.prefilled_tokens == r.prompt_tokens - (int64_t)n_before && r.prefilled_tokens > 3);
+  ASSERT_OK(qwenrt_session_get_tokens(s, after, 4096, &n_after));
+  EXPECT(n_after == (size_t)r.prompt_tokens && memcmp(after, before, n_before * sizeof(int32_t)) == 0);
+  ASSERT_OK(qwenrt_session_generate(s, NULL, &gp, NULL));
+
+  /* The transcript bookkeeping survives save / load: turn 3 in another session appends again. */
+  EXPECT_STATUS(qwenrt_session_save_memory(s, NULL, 0, &blob_size), QWENRT_BUFFER_TOO_SMALL, NULL);
+  blob = malloc(blob_size);
+  ASSERT_OK(qwenrt_session_save_memory(s, blob, blob_size, &blob_size));
+  ASSERT_OK(qwenrt_session_load_memory(loaded, blob, blob_size));
+  ASSERT_OK(qwenrt_session_get_tokens(loaded, before, 4096, &n_before));
+  reply2 = GetReply(loaded, QWENRT_PIECE_CONTENT);
+  msgs[3] = Msg(QWENRT_ROLE_ASSISTANT, reply2);
+  msgs[4] = Msg(QWENRT_ROLE_USER, "And then?");
+  chat.n_messages = 5;
+  r = NewReport();
+  ASSERT_OK(qwenrt_session_feed_chat(loaded, &chat, &r));
+  EXPECT(r.reused_tokens == (int64_t)n_before && r.prefilled_tokens > 3);
+  /* A conversation that does not continue the transcript is rendered whole (template history). */
+  chat.n_messages = 1;
+  r = NewReport();
+  ASSERT_OK(qwenrt_session_feed_chat(loaded, &chat, &r));
+  EXPECT(r.prompt_tokens == turn1_prompt && r.common_prefix == turn1_prompt);
+  free(reply);
+  free(reply2);
+  free(blob);
+  free(before);
+  free(after);
+  qwenrt_session_free(loaded);
+  qwenrt_session_free(s);
+}
+
 /* ---- struct_size compatibility -------------------------------------------------------------- */
 
 /* What an older header's qwenrt_session_params could have looked like: a prefix of today's. */
@@ -583,9 +649,19 @@ static void TestStructSize(qwenrt_model *model) {
   msgs[0].struct_size = 0;
   EXPECT_STATUS(qwenrt_session_feed_chat(s, &chat, NULL), QWENRT_INVALID_ARGUMENT, "struct_size");
   msgs[0].struct_size = sizeof msgs[0];
-  chat.struct_size = sizeof chat + 8; /* larger chat struct whose tail is garbage */
-  EXPECT_STATUS(qwenrt_session_feed_chat(s, &chat, NULL), QWENRT_INVALID_ARGUMENT, NULL);
-  chat.struct_size = sizeof chat;
+  {
+    struct {
+      qwenrt_chat c;
+      uint64_t extra; /* a newer header's field, set: this library must refuse it */
+    } big;
+    memset(&big, 0, sizeof big);
+    big.c = chat;
+    big.c.struct_size = sizeof big;
+    big.extra = 7;
+    EXPECT_STATUS(qwenrt_session_feed_chat(s, &big.c, NULL), QWENRT_INVALID_ARGUMENT, "does not know");
+    big.extra = 0;
+    ASSERT_OK(qwenrt_session_feed_chat(s, &big.c, NULL));
+  }
 
   /* An out-struct: a smaller report gets only its fields; a larger one gets zeros past ours. */
   ASSERT_OK(qwenrt_session_feed_chat(s, &chat, NULL));
@@ -930,6 +1006,7 @@ int main(void) {
   model = LoadModel();
   TestText(model);
   TestTwoTurnChat(model);
+  TestTranscriptHistory(model);
   TestStructSize(model);
   TestMisuse(model);
   TestCancel(model);
