@@ -296,6 +296,49 @@ static void TestText(qwenrt_model *model) {
                           "</think>\n\n") == 0);
   EXPECT_STATUS(qwenrt_chat_render(model, &chat, rendered, 8, &needed), QWENRT_BUFFER_TOO_SMALL, "");
   EXPECT(needed == strlen(rendered) + 1 || needed > 8);
+  /* A tool loop (spec tokenizer-and-chat.md 6.7): reasoning of the turn after the last query is kept,
+   * the call is serialised with Python spellings, the tool result becomes a user turn. */
+  {
+    qwenrt_message tool_msgs[4];
+    qwenrt_tool_call call = {"get_weather", "{\"city\": \"Paris\", \"metric\": true}"};
+    char big[8192];
+    const char *tail =
+        "<|im_start|>user\nWeather in Paris?<|im_end|>\n"
+        "<|im_start|>assistant\n<think>\nNeed the tool.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
+        "<parameter=city>\nParis\n</parameter>\n<parameter=metric>\nTrue\n</parameter>\n</function>\n"
+        "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n{\"temp\": 20}\n</tool_response>"
+        "<|im_end|>\n<|im_start|>assistant\n<think>\n";
+    tool_msgs[0] = Msg(QWENRT_ROLE_SYSTEM, "Be brief.");
+    tool_msgs[1] = Msg(QWENRT_ROLE_USER, "Weather in Paris?");
+    tool_msgs[2] = Msg(QWENRT_ROLE_ASSISTANT, "");
+    tool_msgs[2].reasoning = "Need the tool.";
+    tool_msgs[2].tool_calls = &call;
+    tool_msgs[2].n_tool_calls = 1;
+    tool_msgs[3] = Msg(QWENRT_ROLE_TOOL, "{\"temp\": 20}");
+    chat.messages = tool_msgs;
+    chat.n_messages = 4;
+    chat.enable_thinking = true;
+    chat.tools_json = "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
+                      "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}}]";
+    ASSERT_OK(qwenrt_chat_render(model, &chat, big, sizeof big, &needed));
+    EXPECT(strncmp(big, "<|im_start|>system\n# Tools\n", 27) == 0);
+    EXPECT(strstr(big, "\n\nBe brief.<|im_end|>\n") != NULL);
+    EXPECT(strlen(big) > strlen(tail) && strcmp(big + strlen(big) - strlen(tail), tail) == 0);
+    call.arguments_json = "[1, 2]";
+    EXPECT_STATUS(qwenrt_chat_render(model, &chat, big, sizeof big, &needed), QWENRT_INVALID_ARGUMENT,
+                  "object");
+    call.arguments_json = "{\"city\": ";
+    EXPECT_STATUS(qwenrt_chat_render(model, &chat, big, sizeof big, &needed), QWENRT_INVALID_ARGUMENT,
+                  "JSON");
+    tool_msgs[1].n_tool_calls = 1; /* tool calls on a user message */
+    tool_msgs[1].tool_calls = &call;
+    call.arguments_json = NULL;
+    EXPECT_STATUS(qwenrt_chat_render(model, &chat, big, sizeof big, &needed), QWENRT_INVALID_ARGUMENT,
+                  "assistant");
+    chat.tools_json = NULL;
+    chat.messages = msgs;
+  }
+
   /* Template errors and bad messages. */
   msgs[1] = Msg(QWENRT_ROLE_SYSTEM, "late system");
   chat.n_messages = 2;
@@ -958,7 +1001,7 @@ static bool CheckPiece(qwenrt_piece_kind kind, const char *text, size_t len, voi
   return true;
 }
 
-static void TestVariedText(void) {
+static void TestVariedText(qwenrt_model *tiny) {
   qwenrt_model *micro = NULL;
   qwenrt_session *s;
   qwenrt_message msgs[1];
@@ -995,6 +1038,19 @@ static void TestVariedText(void) {
     ASSERT_OK(qwenrt_session_chat(s, &chat, NULL, &gp, NULL));
     EXPECT(u.pieces > 0 && u.bad == 0);
   }
+  /* A session saved with one model is refused by a session of another. */
+  {
+    size_t size = 0;
+    void *blob;
+    qwenrt_session *other = NewSession(tiny, 0);
+    EXPECT_STATUS(qwenrt_session_save_memory(s, NULL, 0, &size), QWENRT_BUFFER_TOO_SMALL, NULL);
+    blob = malloc(size);
+    ASSERT_OK(qwenrt_session_save_memory(s, blob, size, &size));
+    EXPECT_STATUS(qwenrt_session_load_memory(other, blob, size), QWENRT_INVALID_ARGUMENT, "model");
+    EXPECT(qwenrt_session_n_tokens(other) == 0);
+    free(blob);
+    qwenrt_session_free(other);
+  }
   free(col);
   qwenrt_session_free(s);
   qwenrt_model_free(micro);
@@ -1011,7 +1067,7 @@ int main(void) {
   TestMisuse(model);
   TestCancel(model);
   TestParallel(model);
-  TestVariedText();
+  TestVariedText(model);
   /* Freeing the model while no session uses it any more. */
   qwenrt_model_free(model);
   printf("capi_test: %d checks, %d failures\n", g_checks, g_failures);
