@@ -1,0 +1,55 @@
+// Built-in behaviour of template values, shared by the evaluator and the filters: the object
+// protocol (attribute and item access, slicing, iteration, Python methods of str/dict/list) and
+// Jinja2's filters and tests. Errors carry the text Jinja2/Python would give, without location;
+// the evaluator adds the line and column.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "jinja_value.h"
+#include "status.h"
+
+namespace qwenrt::jinja {
+
+// Size limit for any single string or list a builtin produces (hostile templates can otherwise
+// double a string in a loop until memory runs out).
+inline constexpr size_t kMaxValueBytes = 64u << 20;
+inline constexpr size_t kMaxListItems = 1u << 22;
+
+// ---- object protocol (jinja_methods.cpp) ----
+
+// `obj.name` as Jinja2's `environment.getattr`: Python attribute first (bound str/dict/list
+// methods, object attributes), then item lookup. A missing attribute is an Undefined value
+// carrying Jinja2's message; access on an undefined `obj` is an error.
+StatusOr<Value> GetAttr(const Value& obj, std::string_view name);
+// `obj[key]` as Jinja2's `environment.getitem`: item lookup first, then attribute for string keys.
+StatusOr<Value> GetItem(const Value& obj, const Value& key);
+// `obj[start:stop:step]` for lists, tuples and strings (code points), with Python semantics.
+// Null pointers mean omitted bounds.
+StatusOr<Value> Slice(const Value& obj, const Value* start, const Value* stop, const Value* step);
+// The items `for x in v` visits: list items, dict keys, string code points; undefined is empty.
+StatusOr<std::vector<Value>> Iterate(const Value& v);
+// Jinja2's "attribute" argument of filters (`map(attribute='a.b')`): dotted path, integer parts
+// index lists.
+StatusOr<Value> GetDotted(const Value& obj, std::string_view path);
+// Python `len()` (code points for strings).
+StatusOr<int64_t> Length(const Value& v);
+// Python `x in container`.
+StatusOr<bool> Contains(const Value& container, const Value& item);
+
+// ---- filters and tests (jinja_filters.cpp) ----
+
+// Applies filter `name`; `found` is false when no such filter exists (the result is then an error).
+StatusOr<Value> CallFilter(std::string_view name, const Value& operand, const CallArgs& args);
+StatusOr<bool> CallTest(std::string_view name, const Value& operand, const CallArgs& args);
+bool HasFilter(std::string_view name);
+bool HasTest(std::string_view name);
+
+// Binds `args` to parameter `names` by position, then by keyword; unbound parameters are left
+// undefined. Too many positional or unknown keyword arguments are errors naming `fname`.
+Status BindArgs(std::string_view fname, const CallArgs& args, std::initializer_list<std::string_view> names,
+                std::vector<Value>* out);
+
+}  // namespace qwenrt::jinja
