@@ -298,7 +298,7 @@ Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec, std::span<
     return InvalidArgument("Forward: the recurrent state was not created for this model");
   }
   QWENRT_RETURN_IF_ERROR(kv.Reserve(kv.size() + T));
-  QWENRT_RETURN_IF_ERROR(ctx.backend_->Reserve(kv.size() + T));
+  QWENRT_RETURN_IF_ERROR(ctx.backend_->Reserve(kv.capacity()));  // grows with the cache only
   // Nothing below can fail: the state is only touched from here on.
   for (int64_t b = 0; b < T; b += ctx.max_ubatch_) {
     const int64_t n = std::min(ctx.max_ubatch_, T - b);

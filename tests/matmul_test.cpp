@@ -214,6 +214,36 @@ TEST_CASE("cpu::QuantizeRowQ8K is bit-identical to the reference", "[cpu]") {
   }
 }
 
+TEST_CASE("cpu::MatMulMulti equals separate MatMul calls", "[cpu]") {
+  ThreadPool pool(3);
+  const int64_t cols = 512;
+  const gguf::Type types[] = {gguf::Type::Q6_K, gguf::Type::Q4_K, gguf::Type::Q4_K, gguf::Type::Q8_0,
+                              gguf::Type::F16,  gguf::Type::F32,  gguf::Type::Q5_K, gguf::Type::BF16};
+  const int64_t rows[] = {70, 16, 1, 33, 5, 17, 40, 3};
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<WeightMatrix> ws;
+  for (int i = 0; i < 8; ++i) {
+    data.push_back(RandomRows(types[i], rows[i], cols, 900 + i));
+    ws.push_back(MakeWeightMatrix(types[i], cols, rows[i], data.back().data()));
+  }
+  for (int64_t T : {1, 9, 63}) {
+    for (int n : {1, 3, 8}) {
+      CAPTURE(T, n);
+      const auto x = RandomActivations(T * cols, static_cast<uint32_t>(T));
+      std::vector<std::vector<float>> multi(n), single(n);
+      std::vector<float*> ys(n);
+      for (int i = 0; i < n; ++i) {
+        multi[i].assign(T * rows[i], NAN);
+        single[i].assign(T * rows[i], NAN);
+        ys[i] = multi[i].data();
+        cpu::MatMul(ws[i], x.data(), single[i].data(), T, pool);
+      }
+      cpu::MatMulMulti(ws.data(), n, x.data(), ys.data(), T, pool);
+      for (int i = 0; i < n; ++i) REQUIRE(std::memcmp(multi[i].data(), single[i].data(), multi[i].size() * 4) == 0);
+    }
+  }
+}
+
 TEST_CASE("CheckWeightMatrix rejects bad shapes and types", "[ref]") {
   uint8_t buf[1024] = {};
   CHECK(CheckWeightMatrix(MakeWeightMatrix(gguf::Type::Q4_K, 256, 2, buf)).ok());

@@ -19,7 +19,7 @@ class CpuBackend final : public Backend {
   Status Reserve(int64_t n_kv) override {
     const size_t need = static_cast<size_t>(pool_.size()) * static_cast<size_t>(n_kv);
     try {
-      if (scores_.size() < need) scores_.resize(2 * need);  // grows with the context only
+      if (scores_.size() < need) scores_.resize(need);
     } catch (const std::bad_alloc&) {
       return OutOfMemory("out of memory for attention scores over {} positions", n_kv);
     }

@@ -11,7 +11,7 @@ class RefBackend final : public Backend {
  public:
   Status Reserve(int64_t n_kv) override {
     try {
-      if (scores_.size() < static_cast<size_t>(n_kv)) scores_.resize(static_cast<size_t>(2 * n_kv));
+      if (scores_.size() < static_cast<size_t>(n_kv)) scores_.resize(static_cast<size_t>(n_kv));
     } catch (const std::bad_alloc&) {
       return OutOfMemory("out of memory for attention scores over {} positions", n_kv);
     }
