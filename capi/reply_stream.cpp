@@ -5,7 +5,27 @@
 
 namespace qwenrt::capi {
 
-std::string ParseToolCall(std::string_view block) {
+namespace {
+
+// The JSON-schema type of parameter `key` of tool `name` in `tools`, or "" when unknown.
+std::string ParameterType(const nlohmann::ordered_json& tools, const std::string& name, const std::string& key) {
+  if (!tools.is_array()) return "";
+  for (const auto& t : tools) {
+    const auto& fn = t.contains("function") ? t["function"] : t;
+    if (!fn.is_object() || fn.value("name", "") != name) continue;
+    const auto* props = fn.contains("parameters") && fn["parameters"].is_object() && fn["parameters"].contains("properties")
+                            ? &fn["parameters"]["properties"]
+                            : nullptr;
+    if (props == nullptr || !props->is_object() || !props->contains(key)) return "";
+    const auto& p = (*props)[key];
+    return p.is_object() && p.contains("type") && p["type"].is_string() ? p["type"].get<std::string>() : "";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string ParseToolCall(std::string_view block, const nlohmann::ordered_json& tools) {
   nlohmann::ordered_json call;
   auto fail = [&]() {
     nlohmann::ordered_json raw;
@@ -18,7 +38,8 @@ std::string ParseToolCall(std::string_view block) {
   if (f == std::string_view::npos) return fail();
   size_t name_end = block.find('>', f);
   if (name_end == std::string_view::npos) return fail();
-  call["name"] = std::string(block.substr(f + 10, name_end - (f + 10)));
+  const std::string name(block.substr(f + 10, name_end - (f + 10)));
+  call["name"] = name;
   nlohmann::ordered_json args = nlohmann::ordered_json::object();
   size_t at = name_end + 1;
   while (true) {
@@ -34,8 +55,12 @@ std::string ParseToolCall(std::string_view block) {
     size_t v_end = close;
     if (v_end > v && block[v_end - 1] == '\n') --v_end;
     std::string value(block.substr(v, v_end - v));
-    nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(value, nullptr, false);
-    args[key] = parsed.is_discarded() ? nlohmann::ordered_json(value) : parsed;
+    if (ParameterType(tools, name, key) == "string") {
+      args[key] = value;
+    } else {
+      nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(value, nullptr, false);
+      args[key] = parsed.is_discarded() ? nlohmann::ordered_json(value) : parsed;
+    }
     at = close + 12;
   }
   call["arguments"] = std::move(args);
@@ -43,10 +68,11 @@ std::string ParseToolCall(std::string_view block) {
 }
 
 ReplyStream::ReplyStream(const Tokenizer& tokenizer, bool in_reasoning, std::vector<std::string> stop_strings,
-                         Sink sink)
+                         nlohmann::ordered_json tools, Sink sink)
     : tok_(tokenizer),
       decoder_(tokenizer, false),
       stops_(std::move(stop_strings)),
+      tools_(std::move(tools)),
       sink_(std::move(sink)),
       mode_(in_reasoning ? Mode::kReasoning : Mode::kContent) {
   // Content right after the prompt starts immediately; after </think> its leading newlines go.
@@ -113,7 +139,7 @@ bool ReplyStream::Push(int32_t token) {
   if (mode_ == Mode::kToolCall) {
     if (token == ids.tool_call_end) {
       decoder_.Flush(&tool_block_);
-      tool_calls_.push_back(ParseToolCall(tool_block_));
+      tool_calls_.push_back(ParseToolCall(tool_block_, tools_));
       tool_block_.clear();
       mode_ = Mode::kContent;
       content_started_ = false;
