@@ -1,10 +1,9 @@
 // Shared CUDA helpers for the kernels in cuda/: QWENRT_CUDA_TRY (a failed CUDA runtime or cuBLAS call
-// becomes a DEVICE Status, never an exit or abort), warp reductions, fp16/bf16 decoding of raw GGUF
-// bytes, and a move-only device buffer. Only included by .cu files; no CUDA header leaves cuda/.
+// becomes a DEVICE Status, never an exit or abort), warp reductions, a move-only device buffer and a
+// launch timer. Only included by .cu files; no CUDA header leaves cuda/.
 #pragma once
 
 #include <cublas_v2.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -58,13 +57,6 @@ __device__ __forceinline__ float WarpSum(float v) {
   for (int off = kWarpSize / 2; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
   return v;
 }
-
-// Little-endian u16 from a possibly unaligned byte pointer (GGUF blocks are 2-byte aligned at best).
-__device__ __forceinline__ uint16_t LoadU16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] | (static_cast<uint16_t>(p[1]) << 8));
-}
-__device__ __forceinline__ float Fp16Bits(uint16_t h) { return __half2float(__ushort_as_half(h)); }
-__device__ __forceinline__ float Bf16Bits(uint16_t h) { return __uint_as_float(static_cast<uint32_t>(h) << 16); }
 
 // Move-only owner of a cudaMalloc'd allocation.
 class DeviceBuffer {

@@ -7,12 +7,8 @@
 // Shapes: W rows x cols (row r at w + r*row_bytes, cols % block size == 0); x [T, cols]; y [T, rows].
 // Grid:   block = 128 threads = 4 warps, one warp per weight row; grid = (ceil(rows / 4), T) (tokens
 //         beyond 65535 in further launches). Lane l of the warp owns fixed positions inside every
-//         block so a warp reads each block's quant bytes with consecutive lanes on consecutive bytes:
-//           F32/F16/BF16: columns l, l+32, ...
-//           Q8_0:  element l of each 32-element block
-//           Q4_K/Q5_K: element 32s + l of sub-block s = 0..7 of each 256-element super-block
-//                  (qs byte 32g + l holds s = 2g in its low and s = 2g+1 in its high nibble)
-//           Q6_K:  elements 128n + 32m + l (n = 0,1; m = 0..3) of each super-block
+//         block (src/quant_lanes.h) so a warp reads each block's quant bytes with consecutive lanes
+//         on consecutive bytes; the 32 lane sums meet in a shuffle reduction.
 // Versions: v1 (this): byte loads, one row per warp, x re-read from L1/L2 by every warp.
 //         TODO(gguf): on an H200, compare against 2 rows per warp and x staged in shared memory for
 //         T > 1 (scripts/gpu-check.sh prints us/launch and GB/s of weights).
@@ -23,6 +19,7 @@
 #include <string>
 
 #include "cuda_ops.h"
+#include "quant_lanes.h"
 
 namespace qwenrt::cuda {
 namespace {
@@ -30,109 +27,8 @@ namespace {
 constexpr int kRowsPerBlock = 4;
 constexpr int kMatVecThreads = kRowsPerBlock * kWarpSize;
 
-// Each Dot* returns this lane's partial sum of W[r][:] . x over the whole row.
-
-__device__ float DotF32(const uint8_t* row, const float* x, int64_t cols, int lane) {
-  const float* w = reinterpret_cast<const float*>(row);  // F32 rows are 4-byte aligned
-  float acc = 0.0f;
-  for (int64_t c = lane; c < cols; c += kWarpSize) acc += w[c] * x[c];
-  return acc;
-}
-
-__device__ float DotF16(const uint8_t* row, const float* x, int64_t cols, int lane) {
-  float acc = 0.0f;
-  for (int64_t c = lane; c < cols; c += kWarpSize) acc += Fp16Bits(LoadU16(row + 2 * c)) * x[c];
-  return acc;
-}
-
-__device__ float DotBF16(const uint8_t* row, const float* x, int64_t cols, int lane) {
-  float acc = 0.0f;
-  for (int64_t c = lane; c < cols; c += kWarpSize) acc += Bf16Bits(LoadU16(row + 2 * c)) * x[c];
-  return acc;
-}
-
-// Q8_0 block: d (fp16) at 0, qs[32] (int8) at 2; 34 bytes.
-__device__ float DotQ8_0(const uint8_t* row, const float* x, int64_t cols, int lane) {
-  float acc = 0.0f;
-  const int64_t nb = cols / 32;
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * 34;
-    const float d = Fp16Bits(LoadU16(blk));
-    const float q = static_cast<float>(static_cast<int8_t>(blk[2 + lane]));
-    acc += (d * q) * x[b * 32 + lane];
-  }
-  return acc;
-}
-
-// Scale and min of sub-block s from the 12 packed bytes (spec §3.5.1).
-__device__ __forceinline__ void ScaleMinK(const uint8_t* b, int s, int* sc, int* m) {
-  if (s < 4) {
-    *sc = b[s] & 63;
-    *m = b[s + 4] & 63;
-  } else {
-    *sc = (b[s + 4] & 0x0F) | ((b[s - 4] >> 6) << 4);
-    *m = (b[s + 4] >> 4) | ((b[s] >> 6) << 4);
-  }
-}
-
-// Q4_K (144 bytes: d, dmin, scales[12], qs[128]) and Q5_K (176 bytes: d, dmin, scales[12], qh[32],
-// qs[128]).
-template <bool kFiveBit>
-__device__ float DotQ45K(const uint8_t* row, const float* x, int64_t cols, int lane) {
-  constexpr int kBlockBytes = kFiveBit ? 176 : 144;
-  constexpr int kQsOffset = kFiveBit ? 48 : 16;
-  float acc = 0.0f;
-  const int64_t nb = cols / 256;
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * kBlockBytes;
-    const float d = Fp16Bits(LoadU16(blk)), dmin = Fp16Bits(LoadU16(blk + 2));
-    const uint8_t* scales = blk + 4;
-    const uint8_t* qs = blk + kQsOffset;
-    const int qh = kFiveBit ? blk[16 + lane] : 0;
-    const float* xb = x + b * 256 + lane;
-#pragma unroll
-    for (int g = 0; g < 4; ++g) {
-      const int byte = qs[32 * g + lane];
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int s = 2 * g + half;
-        int sc, m;
-        ScaleMinK(scales, s, &sc, &m);
-        int q = half == 0 ? (byte & 0x0F) : (byte >> 4);
-        if (kFiveBit) q += ((qh >> s) & 1) << 4;
-        const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
-        acc += (d1 * static_cast<float>(q) - m1) * xb[32 * s];
-      }
-    }
-  }
-  return acc;
-}
-
-// Q6_K (210 bytes: ql[128], qh[64], scales[16] int8, d fp16 at 208).
-__device__ float DotQ6K(const uint8_t* row, const float* x, int64_t cols, int lane) {
-  float acc = 0.0f;
-  const int64_t nb = cols / 256;
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + b * 210;
-    const float d = Fp16Bits(LoadU16(blk + 208));
-    const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
-    const float* xb = x + b * 256;
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-      const uint8_t* ql = blk + 64 * n;
-      const int lo0 = ql[lane], lo1 = ql[lane + 32];
-      const int hi = blk[128 + 32 * n + lane];
-      const int q[4] = {(lo0 & 0x0F) | (((hi >> 0) & 3) << 4), (lo1 & 0x0F) | (((hi >> 2) & 3) << 4),
-                        (lo0 >> 4) | (((hi >> 4) & 3) << 4), (lo1 >> 4) | (((hi >> 6) & 3) << 4)};
-#pragma unroll
-      for (int m = 0; m < 4; ++m) {
-        const int e = 128 * n + 32 * m + lane;
-        acc += (d * static_cast<float>(scales[e / 16]) * static_cast<float>(q[m] - 32)) * xb[e];
-      }
-    }
-  }
-  return acc;
-}
+// The per-lane dot products (lanes::Dot*) live in quant_lanes.h, shared with the CPU emulation
+// test of the lane mapping.
 
 template <gguf::Type kType>
 __global__ void __launch_bounds__(kMatVecThreads)
@@ -146,20 +42,20 @@ __global__ void __launch_bounds__(kMatVecThreads)
   const float* xt = x + t * cols;
   float acc;
   if constexpr (kType == gguf::Type::F32) {
-    acc = DotF32(row, xt, cols, lane);
+    acc = lanes::DotF32(row, xt, cols, lane);
   } else if constexpr (kType == gguf::Type::F16) {
-    acc = DotF16(row, xt, cols, lane);
+    acc = lanes::DotF16(row, xt, cols, lane);
   } else if constexpr (kType == gguf::Type::BF16) {
-    acc = DotBF16(row, xt, cols, lane);
+    acc = lanes::DotBF16(row, xt, cols, lane);
   } else if constexpr (kType == gguf::Type::Q8_0) {
-    acc = DotQ8_0(row, xt, cols, lane);
+    acc = lanes::DotQ8_0(row, xt, cols, lane);
   } else if constexpr (kType == gguf::Type::Q4_K) {
-    acc = DotQ45K<false>(row, xt, cols, lane);
+    acc = lanes::DotQ45K<false>(row, xt, cols, lane);
   } else if constexpr (kType == gguf::Type::Q5_K) {
-    acc = DotQ45K<true>(row, xt, cols, lane);
+    acc = lanes::DotQ45K<true>(row, xt, cols, lane);
   } else {
     static_assert(kType == gguf::Type::Q6_K, "unhandled weight type");
-    acc = DotQ6K(row, xt, cols, lane);
+    acc = lanes::DotQ6K(row, xt, cols, lane);
   }
   acc = WarpSum(acc);
   if (lane == 0) y[t * rows + r] = acc;

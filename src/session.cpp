@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <thread>
 
 namespace qwenrt {
@@ -110,9 +111,14 @@ Status Session::Run(std::span<const int32_t> tokens, float* logits, bool all_log
 }
 
 void Session::TakeCheckpoint(uint64_t turn, int64_t* created) {
-  auto snap = rec_.Copy();
-  if (!snap.ok()) return;  // out of memory: run on without this checkpoint
-  checkpoints_.Put(size(), turn, std::move(snap).value());
+  if (std::optional<RecurrentState> spare = checkpoints_.TakeSpare()) {
+    spare->CopyFrom(rec_);  // reuse an evicted snapshot's memory
+    checkpoints_.Put(size(), turn, std::move(*spare));
+  } else {
+    auto snap = rec_.Copy();
+    if (!snap.ok()) return;  // out of memory: run on without this checkpoint
+    checkpoints_.Put(size(), turn, std::move(snap).value());
+  }
   if (created) ++*created;
 }
 
@@ -271,10 +277,16 @@ Status Session::Generate(const GenerateOptions& options, std::vector<int32_t>* o
   return status;
 }
 
+void Session::set_checkpoint_budget(int64_t bytes) {
+  params_.checkpoint_budget_bytes = bytes < 0 ? -1 : bytes;
+  checkpoints_.set_budget(bytes < 0 ? 8 * std::max<size_t>(rec_.bytes(), 1) : static_cast<size_t>(bytes));
+}
+
 Status Session::Checkpoint() {
   if (size() == 0) return OkStatus();
-  QWENRT_ASSIGN_OR_RETURN(RecurrentState snap, rec_.Copy());
-  checkpoints_.Put(size(), turn_, std::move(snap));
+  int64_t created = 0;
+  TakeCheckpoint(turn_, &created);
+  if (created == 0) return OutOfMemory("Checkpoint: cannot allocate a {}-byte snapshot", rec_.bytes());
   return OkStatus();
 }
 

@@ -6,8 +6,8 @@
 // token-serial delta rule, attention per query), so any split gives bit-identical results (measured:
 // 0); we allow 1e-6·max|logit| as slack for the compiler. CPU path with the recurrent delta rule
 // (gdn_chunk_min_tokens = ∞): also row-independent (per-row Q8_K activation quantization, per-query
-// attention), so the same bound holds (measured: 0). CPU path with the chunked delta rule for
-// ubatches >= 64: the chunk form reassociates the sums of the recurrence (spec §10), so different
+// attention), so the same bound holds (measured: 0). CPU path with the default chunked delta rule for
+// ubatches >= cpu::kGatedDeltaChunkMinTokens: the chunk form reassociates the sums of the recurrence (spec §10), so different
 // splits differ by f32 rounding: 4e-6·max|logit| on the f32 model (bound: 1e-4). On the Q4_K_M models
 // the Q8_K activation quantization amplifies any such perturbation (an activation that crosses a
 // rounding boundary moves by a full quantization step): measured max|Δ| 1–2e-2·max|logit|, mean|Δ|/std
@@ -39,10 +39,10 @@ struct PathCase {
   const char* name;
 };
 
-const PathCase kPaths[] = {
+const PathCase kPaths[] = {  // not constexpr: reads the default threshold
     {BackendKind::kRef, 64, 1e-6, "ref"},
     {BackendKind::kCpu, INT64_MAX, 1e-6, "cpu recurrent"},
-    {BackendKind::kCpu, 64, 1e-4, "cpu chunked"},
+    {BackendKind::kCpu, BackendOptions().gdn_chunk_min_tokens, 1e-4, "cpu chunked"},
 };
 
 TEST_CASE("prefill at once == one token at a time == uneven ubatches", "[ref][cpu]") {
@@ -57,9 +57,22 @@ TEST_CASE("prefill at once == one token at a time == uneven ubatches", "[ref][cp
       const auto at_once_b = r.Run(seq_b);
       r.Reset();
       const auto one_by_one = r.Run(seq_b, {1});
-      const double d1 = MaxRel(one_by_one, at_once_b);
-      WARN(m << " " << p.name << ": one-by-one vs at-once max|d|/max = " << d1);
-      CHECK(d1 <= p.tol);
+      // Chunked form on a quantized model: see the tolerance note at the top.
+      const bool loose = p.chunk_min < INT64_MAX && std::string(m).find("q4km") != std::string::npos;
+      auto check_close = [&](const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+        const double d = MaxRel(got, want);
+        const Distance dd = Compare(got, want, model->config().n_vocab);
+        WARN(m << " " << p.name << ": " << what << " max|d|/max = " << d << " mean|d|/std = "
+               << dd.mean_over_std << " top-1 = " << dd.top1);
+        if (loose) {
+          CHECK(d <= 0.1);
+          CHECK(dd.mean_over_std <= 0.02);
+          CHECK(dd.top1 >= 0.95);
+        } else {
+          CHECK(d <= p.tol);
+        }
+      };
+      check_close(one_by_one, at_once_b, "one-by-one vs at-once");
 
       auto seq_a = ReadTokens("tokens/seqA.txt");
       seq_a.resize(150);  // 7 + 64 + 1 + 78: the last piece is long enough for the chunked form
@@ -67,17 +80,7 @@ TEST_CASE("prefill at once == one token at a time == uneven ubatches", "[ref][cp
       const auto at_once_a = r.Run(seq_a);
       r.Reset();
       const auto uneven = r.Run(seq_a, {7, 64, 1, 1000});
-      const double d2 = MaxRel(uneven, at_once_a);
-      const Distance dd = Compare(uneven, at_once_a, model->config().n_vocab);
-      WARN(m << " " << p.name << ": ubatches 7,64,1,rest vs at-once max|d|/max = " << d2
-             << " mean|d|/std = " << dd.mean_over_std << " top-1 = " << dd.top1);
-      if (p.chunk_min < INT64_MAX && std::string(m).find("q4km") != std::string::npos) {
-        CHECK(d2 <= 0.1);
-        CHECK(dd.mean_over_std <= 0.02);
-        CHECK(dd.top1 >= 0.95);
-      } else {
-        CHECK(d2 <= p.tol);
-      }
+      check_close(uneven, at_once_a, "ubatches 7,64,1,rest vs at-once");
 
       // A context with a small max_ubatch splits internally; same results.
       if (p.chunk_min == INT64_MAX || p.kind == BackendKind::kRef) {

@@ -27,37 +27,6 @@ double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
-TEST_CASE("cpu::GdnConv is bit-identical to ref, including the rolling window", "[cpu]") {
-  ThreadPool pool(3);
-  for (int64_t Kc : {2, 4}) {
-    for (int64_t C : {5, 300, 1031}) {
-      for (int64_t T : {1, 2, 7, 65}) {
-        INFO("Kc " << Kc << " C " << C << " T " << T);
-        const auto x = Random(T * C, 1), w = Random(C * Kc, 2), s0 = Random(C * (Kc - 1), 3);
-        std::vector<float> s_ref = s0, s_cpu = s0, y_ref(T * C), y_cpu(T * C);
-        ref::GdnConv(x.data(), w.data(), s_ref.data(), y_ref.data(), T, C, Kc);
-        cpu::GdnConv(x.data(), w.data(), s_cpu.data(), y_cpu.data(), T, C, Kc, pool);
-        CHECK(y_ref == y_cpu);
-        CHECK(s_ref == s_cpu);
-      }
-    }
-  }
-  // Splitting the input in two calls equals one call (the window carries the history).
-  const int64_t C = 300, Kc = 4, T = 9;
-  const auto x = Random(T * C, 4), w = Random(C * Kc, 5);
-  std::vector<float> s1(C * 3, 0.0f), s2(C * 3, 0.0f), y1(T * C), y2(T * C);
-  ref::GdnConv(x.data(), w.data(), s1.data(), y1.data(), T, C, Kc);
-  ref::GdnConv(x.data(), w.data(), s2.data(), y2.data(), 2, C, Kc);
-  ref::GdnConv(x.data() + 2 * C, w.data(), s2.data(), y2.data() + 2 * C, T - 2, C, Kc);
-  CHECK(y1 == y2);
-  CHECK(s1 == s2);
-  // Hand check, one channel: y_t = w0*x_{t-3} + w1*x_{t-2} + w2*x_{t-1} + w3*x_t, state = zeros.
-  std::vector<float> xs = {1, 2, 3, 4, 5}, ws = {1, 10, 100, 1000}, st(3, 0.0f), ys(5);
-  ref::GdnConv(xs.data(), ws.data(), st.data(), ys.data(), 5, 1, 4);
-  CHECK(ys == std::vector<float>{1000, 2100, 3210, 4321, 5432});
-  CHECK(st == std::vector<float>{3, 4, 5});
-}
-
 TEST_CASE("cpu::Attention matches ref (GQA, causal over cache + batch)", "[cpu]") {
   ThreadPool pool(3);
   for (int64_t T : {1, 7, 63}) {

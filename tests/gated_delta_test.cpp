@@ -26,15 +26,30 @@
 #include "gated_delta.h"
 #include "thread_pool.h"
 
-// Counts heap allocations program-wide, for the "no allocation in steady state" test.
+// Counts heap allocations program-wide, for the "no allocation in steady state" test. Every form
+// of new/delete that can pair with another is replaced (plain, array, nothrow), so that with
+// AddressSanitizer each allocation is released by its own family.
 static std::atomic<long> g_allocations{0};
-void* operator new(std::size_t n) {
+static void* CountedAlloc(std::size_t n) noexcept {
   ++g_allocations;
-  if (void* p = std::malloc(n ? n : 1)) return p;
+  return std::malloc(n ? n : 1);
+}
+void* operator new(std::size_t n) {
+  if (void* p = CountedAlloc(n)) return p;
   throw std::bad_alloc();
 }
+void* operator new[](std::size_t n) {
+  if (void* p = CountedAlloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return CountedAlloc(n); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return CountedAlloc(n); }
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace qwenrt {
 namespace {

@@ -1,7 +1,9 @@
 // CUDA kernels (src/cuda_ops.h) against the scalar references: RMSNorm, the dequantizing mat-vec for
 // every supported weight type (vs ref::MatMul) and the token-serial gated delta rule (vs
 // ref::GatedDelta, output and final state), on odd sizes. Without a device every GPU case skips with
-// a warning; built without CUDA the file checks that the stubs report UNSUPPORTED.
+// a warning; built without CUDA the file checks that the stubs report UNSUPPORTED. The lane mapping of
+// the mat-vec kernel (quant_lanes.h) is also checked on the CPU by emulating a warp, so that part is
+// tested on every machine.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include "gated_delta.h"
 #include "matmul.h"
 #include "quant.h"
+#include "quant_lanes.h"
 
 namespace qwenrt {
 namespace {
@@ -89,6 +92,64 @@ std::vector<uint8_t> RandomWeights(gguf::Type type, int64_t cols, int64_t rows, 
 }
 
 }  // namespace
+
+TEST_CASE("lane decoders: fp16 / bf16 decoding is exact", "[cuda]") {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float want = Fp16ToFp32(static_cast<uint16_t>(h));
+    const float got = lanes::HalfToFloat(static_cast<uint16_t>(h));
+    if (std::isnan(want)) {
+      REQUIRE(std::isnan(got));
+    } else {
+      REQUIRE(std::memcmp(&want, &got, 4) == 0);
+    }
+    const float bw = Bf16ToFp32(static_cast<uint16_t>(h)), bg = lanes::Bf16ToFloat(static_cast<uint16_t>(h));
+    REQUIRE(std::memcmp(&bw, &bg, 4) == 0);
+  }
+}
+
+TEST_CASE("lane mapping of the CUDA mat-vec (a warp emulated on the CPU) matches ref::MatMul", "[cuda]") {
+  // Every element of a row must be visited by exactly one lane with the right decode: the sum of the
+  // 32 lane partials equals the reference dot product up to summation order.
+  struct Case {
+    gguf::Type type;
+    int64_t cols;
+  };
+  const Case cases[] = {{gguf::Type::F32, 1},    {gguf::Type::F32, 77},    {gguf::Type::F16, 33},
+                        {gguf::Type::BF16, 130}, {gguf::Type::Q8_0, 96},   {gguf::Type::Q4_K, 512},
+                        {gguf::Type::Q5_K, 768}, {gguf::Type::Q6_K, 512}};
+  uint32_t seed = 5;
+  for (const Case& c : cases) {
+    INFO(gguf::TypeName(c.type) << " cols " << c.cols);
+    const int64_t rows = 5;
+    std::vector<uint8_t> wb = RandomWeights(c.type, c.cols, rows, seed++);
+    WeightMatrix w = MakeWeightMatrix(c.type, c.cols, rows, wb.data());
+    std::mt19937 rng(seed++);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(c.cols));
+    for (float& v : x) v = dist(rng);
+    std::vector<float> want(static_cast<size_t>(rows));
+    ref::MatMul(w, x.data(), want.data(), 1);
+    std::vector<float> row(static_cast<size_t>(c.cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      double got = 0.0, mag = 0.0;
+      for (int lane = 0; lane < lanes::kLanes; ++lane) {
+        got += lanes::LaneDot(static_cast<uint32_t>(c.type), wb.data() + r * w.row_bytes, x.data(),
+                              c.cols, lane);
+      }
+      REQUIRE(ref::DequantizeRow(c.type, wb.data() + r * w.row_bytes, row.data(), c.cols));
+      for (int64_t i = 0; i < c.cols; ++i) mag += std::fabs(double(row[i]) * x[i]);
+      CHECK(std::fabs(got - want[r]) <= 1e-5 * mag + 1e-30);
+    }
+  }
+  // A corrupted lane mapping is caught: dropping lane 31's share changes the result.
+  std::vector<uint8_t> wb = RandomWeights(gguf::Type::Q4_K, 256, 1, 99);
+  std::vector<float> x(256, 1.0f), want(1);
+  WeightMatrix w = MakeWeightMatrix(gguf::Type::Q4_K, 256, 1, wb.data());
+  ref::MatMul(w, x.data(), want.data(), 1);
+  double partial = 0.0;
+  for (int lane = 0; lane < 31; ++lane) partial += lanes::LaneDot(12, wb.data(), x.data(), 256, lane);
+  CHECK(std::fabs(partial - want[0]) > 1e-6);
+}
 
 #ifdef QWENRT_HAVE_CUDA
 

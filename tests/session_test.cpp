@@ -368,6 +368,27 @@ TEST_CASE("Save and load into a new Model continues bit-identically", "[ref]") {
   std::filesystem::remove(path);
 }
 
+TEST_CASE("An empty session saves, loads and forks", "[ref]") {
+  auto m = Micro();
+  auto s = NewSession(m, RefParams());
+  auto mem = s->SaveToMemory();
+  REQUIRE(mem.ok());
+  auto t = NewSession(m, RefParams());
+  REQUIRE(t->Feed(RandomTokens(10, 51), {}, nullptr).ok());
+  std::vector<uint8_t> blob = {9};
+  REQUIRE(t->LoadFromMemory(*mem, &blob).ok());
+  CHECK(blob.empty());
+  CHECK(t->size() == 0);
+  CHECK(t->last_logits().empty());
+  CHECK(t->checkpoints().empty());
+  auto f = s->Fork();
+  REQUIRE(f.ok());
+  std::vector<int32_t> a = RandomTokens(20, 52);
+  REQUIRE((*f)->Feed(a, {}, nullptr).ok());
+  REQUIRE(t->Feed(a, {}, nullptr).ok());
+  CHECK(Copy((*f)->last_logits()) == Copy(t->last_logits()));
+}
+
 TEST_CASE("Fork: both branches equal their uninterrupted equivalents", "[ref]") {
   auto m = Micro();
   SessionParams p = RefParams();

@@ -33,20 +33,28 @@ void Axpy(float alpha, const float* x, float* y, int64_t n) {  // y += alpha * x
 
 void Attention(const AttentionShape& s, const float* q, const float* k, const float* v, float* out,
                float* scores, ThreadPool& pool) {
-  const int64_t n_max = s.n_past + s.T, group = s.H / s.Hkv, row = s.Hkv * s.Dh;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(s.Dh));
+  // Everything the workers need behind one pointer: keeps the std::function allocation-free.
+  struct Args {
+    AttentionShape s;
+    const float *q, *k, *v;
+    float *out, *scores;
+    int64_t n_max, group, row;
+    float scale;
+  } args{s, q, k, v, out, scores, s.n_past + s.T, s.H / s.Hkv, s.Hkv * s.Dh,
+         1.0f / std::sqrt(static_cast<float>(s.Dh))};
   // Long rows are expensive: hand out pairs one by one when the context is long.
-  const int64_t grain = n_max > 256 ? 1 : 4;
-  pool.ParallelForDynamic(s.T * s.H, grain, [&](int64_t b, int64_t e, int thread) {
-    float* sc = scores + thread * n_max;
+  const int64_t grain = args.n_max > 256 ? 1 : 4;
+  pool.ParallelForDynamic(s.T * s.H, grain, [a = &args](int64_t b, int64_t e, int thread) {
+    const AttentionShape& sh = a->s;
+    float* sc = a->scores + thread * a->n_max;
     for (int64_t i = b; i < e; ++i) {
-      const int64_t t = i / s.H, h = i % s.H, g = h / group;
-      const int64_t n_keys = s.n_past + t + 1;
-      const float* qh = q + (t * s.H + h) * s.Dh;
-      float* oh = out + (t * s.H + h) * s.Dh;
+      const int64_t t = i / sh.H, h = i % sh.H, g = h / a->group;
+      const int64_t n_keys = sh.n_past + t + 1;
+      const float* qh = a->q + (t * sh.H + h) * sh.Dh;
+      float* oh = a->out + (t * sh.H + h) * sh.Dh;
       float mx = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < n_keys; ++j) {
-        sc[j] = Dot(qh, k + j * row + g * s.Dh, s.Dh) * scale;
+        sc[j] = Dot(qh, a->k + j * a->row + g * sh.Dh, sh.Dh) * a->scale;
         mx = std::max(mx, sc[j]);
       }
       float sum = 0.0f;
@@ -55,8 +63,8 @@ void Attention(const AttentionShape& s, const float* q, const float* k, const fl
         sum += sc[j];
       }
       const float inv = 1.0f / sum;
-      std::fill(oh, oh + s.Dh, 0.0f);
-      for (int64_t j = 0; j < n_keys; ++j) Axpy(sc[j] * inv, v + j * row + g * s.Dh, oh, s.Dh);
+      std::fill(oh, oh + sh.Dh, 0.0f);
+      for (int64_t j = 0; j < n_keys; ++j) Axpy(sc[j] * inv, a->v + j * a->row + g * sh.Dh, oh, sh.Dh);
     }
   });
 }
