@@ -48,8 +48,7 @@ inline constexpr int kMaxDotTokens = 4;
 using DotKernel = void (*)(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
                            int64_t out_stride);
 
-// Activations: K-quant activation rows (below) for Q4_K/Q5_K/Q6_K, Q8_0 rows (Q8_0), f32 rows (float
-// weights).
+// Activations: Q8_K rows (K-quants), Q8_0 rows (Q8_0), f32 rows (float weights).
 void DotQ4K_Q8K(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
                 int64_t out_stride);
 void DotQ5K_Q8K(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
@@ -67,12 +66,6 @@ void DotBF16_F32(const void* w, const void* a, size_t a_stride, int ntok, int64_
 
 // SIMD version of QuantizeRowQ8K (quant.h), bit-identical to it.
 void QuantizeRowQ8K(const float* x, void* dst_blocks, int64_t n);
-
-// K-quant activation row of n elements: the n/256 Q8_K blocks of QuantizeRowQ8K, then [n/256, 8] f32
-// sums d * (bsums[2s] + bsums[2s+1]) per 32-element sub-block s (the Q4_K/Q5_K min term uses them).
-// Rows are padded to 64 bytes.
-int64_t KQuantActRowBytes(int64_t n);
-void QuantizeKQuantActRow(const float* x, void* dst, int64_t n);
 
 // Which instruction set the kernels above were compiled for ("avx512vnni", "avx2", "scalar").
 const char* DotKernelIsa();

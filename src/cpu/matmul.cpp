@@ -73,7 +73,7 @@ void RunTile(const Batch& batch, int64_t global_tile) {
 // Converts x: [T, cols] into `format` rows at dst (stride bytes each), in parallel when large.
 void ConvertActivations(ActFormat format, const float* x, int64_t T, int64_t cols, uint8_t* dst, size_t stride,
                         ThreadPool& pool) {
-  void (*quantize)(const float*, void*, int64_t) = format == kActQ8K ? QuantizeKQuantActRow : QuantizeRowQ8_0;
+  void (*quantize)(const float*, void*, int64_t) = format == kActQ8K ? cpu::QuantizeRowQ8K : QuantizeRowQ8_0;
   if (T * cols <= 16384) {  // a few tokens: cheaper inline than waking the pool
     for (int64_t t = 0; t < T; ++t) quantize(x + t * cols, dst + t * stride, cols);
     return;
@@ -108,8 +108,7 @@ void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys
     // Precondition violations (CheckWeightMatrix, equal cols) leave that output unwritten.
     if (w.rows <= 0 || w.cols != ws[0].cols || !KernelFor(w.type, &kernel, &format)) continue;
     if (act[format] == nullptr) {
-      stride[format] = static_cast<size_t>(format == kActQ8K ? KQuantActRowBytes(w.cols)
-                                                             : RowBytes(gguf::Type::Q8_0, w.cols));
+      stride[format] = static_cast<size_t>(RowBytes(format == kActQ8K ? gguf::Type::Q8_K : gguf::Type::Q8_0, w.cols));
       uint8_t* dst = Scratch(format, stride[format] * static_cast<size_t>(T));
       ConvertActivations(format, x, T, w.cols, dst, stride[format], pool);
       act[format] = dst;

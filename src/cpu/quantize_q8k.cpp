@@ -71,19 +71,4 @@ void QuantizeRowQ8K(const float* x, void* dst_blocks, int64_t n) {
 #endif
 }
 
-int64_t KQuantActRowBytes(int64_t n) {
-  const int64_t nb = n / kQK_K;
-  return (nb * static_cast<int64_t>(sizeof(BlockQ8K) + 8 * sizeof(float)) + 63) / 64 * 64;
-}
-
-void QuantizeKQuantActRow(const float* x, void* dst, int64_t n) {
-  QuantizeRowQ8K(x, dst, n);
-  const auto* blocks = static_cast<const BlockQ8K*>(dst);
-  const int64_t nb = n / kQK_K;
-  auto* sums = reinterpret_cast<float*>(static_cast<uint8_t*>(dst) + nb * static_cast<int64_t>(sizeof(BlockQ8K)));
-  for (int64_t b = 0; b < nb; ++b) {
-    for (int s = 0; s < 8; ++s) sums[8 * b + s] = blocks[b].d * static_cast<float>(blocks[b].bsums[2 * s] + blocks[b].bsums[2 * s + 1]);
-  }
-}
-
 }  // namespace qwenrt::cpu

@@ -45,13 +45,13 @@ inline float HsumPs(__m256 v) {
 
 inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-// The 8 scales and 8 mins of a Q4_K / Q5_K block: sc[j] as bytes, mins as 8 f32. Word-wise version
-// of spec §3.5.1: with u0..u2 the three little-endian words of the 12 bytes, scales 0-3 = u0 & 0x3f..,
-// scales 4-7 = low nibbles of u2 with the top two bits of bytes 0-3 above them; mins likewise from u1
-// and the high nibbles of u2.
+// The 8 scales and 8 mins of a Q4_K / Q5_K block: sc[j] as bytes, mins16 = [m0 m0 m1 m1 ... m7 m7] as
+// i16 (matches bsums: two 16-groups per sub-block). Word-wise version of spec §3.5.1: with u0..u2 the
+// three little-endian words of the 12 bytes, scales 0-3 = u0 & 0x3f.., scales 4-7 = low nibbles of u2
+// with the top two bits of bytes 0-3 above them; mins likewise from u1 and the high nibbles of u2.
 struct ScalesK {
   alignas(8) uint8_t sc[8];
-  __m256 mins;
+  __m256i mins16;
 };
 inline ScalesK UnpackScales(const uint8_t* b) {
   constexpr uint32_t k6 = 0x3F3F3F3F, k4 = 0x0F0F0F0F, k2 = 0x03030303;
@@ -62,22 +62,16 @@ inline ScalesK UnpackScales(const uint8_t* b) {
   ScalesK s;
   const uint64_t sc = sc_lo | (static_cast<uint64_t>(sc_hi) << 32);
   __builtin_memcpy(s.sc, &sc, 8);
-  const __m128i m = _mm_cvtsi64_si128(static_cast<int64_t>(m_lo | (static_cast<uint64_t>(m_hi) << 32)));
-  s.mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m));
+  const __m128i m = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(m_lo | (static_cast<uint64_t>(m_hi) << 32))));
+  s.mins16 = _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m));
   return s;
 }
 
-// Q4_K (kHigh = false) and Q5_K (kHigh = true) share everything but the fifth bit. Activation rows are
-// K-quant activation rows (vec_dot.h): the min term is a float dot of (dmin * m_s) with the row's
-// precomputed d_act * (sub-block sum of the quants), one FMA per block and token.
+// Q4_K (kHigh = false) and Q5_K (kHigh = true) share everything but the fifth bit.
 template <typename Block, bool kHigh, int NT>
 void DotK45(const Block* x, const uint8_t* a, size_t a_stride, int64_t nb, float* out, int64_t out_stride) {
   const BlockQ8K* y[NT];
-  const float* ysum[NT];  // [nb, 8]
-  for (int t = 0; t < NT; ++t) {
-    y[t] = reinterpret_cast<const BlockQ8K*>(a + t * a_stride);
-    ysum[t] = reinterpret_cast<const float*>(y[t] + nb);
-  }
+  for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8K*>(a + t * a_stride);
   __m256 accf[NT];
   for (int t = 0; t < NT; ++t) accf[t] = _mm256_setzero_ps();
   const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
@@ -102,11 +96,12 @@ void DotK45(const Block* x, const uint8_t* a, size_t a_stride, int64_t nb, float
         acc[t] = MaddAcc(acc[t], _mm256_maddubs_epi16(hi, Load256(qa + 32)), sc_hi);
       }
     }
-    const float d = Half(x[b].d);
-    const __m256 mins = _mm256_mul_ps(s.mins, _mm256_set1_ps(Half(x[b].dmin)));  // dmin * m_s
+    const float d = Half(x[b].d), dmin = Half(x[b].dmin);
     for (int t = 0; t < NT; ++t) {
-      accf[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[t]), _mm256_set1_ps(d * y[t][b].d), accf[t]);
-      accf[t] = _mm256_fnmadd_ps(mins, _mm256_loadu_ps(ysum[t] + 8 * b), accf[t]);
+      const __m256i mins = _mm256_madd_epi16(Load256(y[t][b].bsums), s.mins16);  // sum_s m_s * bsum
+      const float dy = y[t][b].d;
+      accf[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[t]), _mm256_set1_ps(d * dy), accf[t]);
+      accf[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_set1_ps(dmin * dy), accf[t]);
     }
   }
   for (int t = 0; t < NT; ++t) out[t * out_stride] = HsumPs(accf[t]);
