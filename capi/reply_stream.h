@@ -22,10 +22,10 @@ namespace qwenrt::capi {
 
 // Parses one tool call block (the text between <tool_call> and </tool_call>):
 //   <function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>
-// into {"name": NAME, "arguments": {KEY: VALUE, ...}}. VALUE is typed by the tool's JSON schema in
-// `tools` (an OpenAI-format array or null): parameters of type "string" (and unknown ones whose text
-// is not JSON) are kept verbatim, others parsed as JSON. Unparsable blocks give
-// {"name": "", "arguments": {}, "raw": TEXT}.
+// into {"name": NAME, "arguments": {KEY: VALUE, ...}} with the chat layer's parser
+// (ReplyParser::ParseToolCall): VALUE is typed by the tool's JSON schema in `tools` (an OpenAI-format
+// array or null): "string" parameters verbatim, others as JSON (True/False/None as Python spells
+// them). Unparsable blocks give {"name": "", "arguments": {}, "raw": TEXT}.
 std::string ParseToolCall(std::string_view block, const nlohmann::ordered_json& tools = nullptr);
 
 class ReplyStream {

@@ -102,6 +102,8 @@ TEST_CASE("ParseToolCall keeps strings verbatim and marks garbage") {
   CHECK(ParseToolCall("<function=f>\n<parameter=o>\n{\"a\": [1, true]}\n</parameter>\n</function>") ==
         R"({"name":"f","arguments":{"o":{"a":[1,true]}}})");
   CHECK(ParseToolCall("no function here") == R"({"name":"","arguments":{},"raw":"no function here"})");
+  CHECK(ParseToolCall("<function=f>\n<parameter=b>\nTrue\n</parameter>\n</function>") ==
+        R"({"name":"f","arguments":{"b":true}})");
   // A "string" parameter stays a string even when its text is JSON.
   auto tools = nlohmann::ordered_json::parse(
       R"([{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":)"
