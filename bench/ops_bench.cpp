@@ -3,6 +3,7 @@
 // counted once per call) and tokens/s. Threads: all hardware threads unless QWENRT_BENCH_THREADS is set.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <random>
@@ -82,6 +83,69 @@ BENCHMARK(BM_MatMul)
     ->Args({1024, 3584, 64, kQ6, 1})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
+
+// Every matmul of one Qwen3.5-0.8B forward step (24 layers: 18 gated-delta, 6 attention; tied Q6_K
+// LM head over 248320 tokens), with the Q4_K_M type rules: the matmul-only bound of decode (T = 1)
+// and prefill (T = 64) speed. Weights are random bytes with sane scales (~0.52 GB, built once).
+struct ModelMatrices {
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<WeightMatrix> mats;
+  size_t bytes = 0;
+};
+
+const ModelMatrices& Matrices08b() {
+  static const ModelMatrices m = [] {
+    ModelMatrices mm;
+    const int64_t D = 1024, L = 24, F = 3584, V = 248320;
+    auto add = [&](int64_t rows, int64_t cols, gguf::Type type) {
+      mm.data.push_back(RandomWeights(type, rows, cols));
+      mm.mats.push_back(MakeWeightMatrix(type, cols, rows, mm.data.back().data()));
+      mm.bytes += mm.data.back().size();
+    };
+    for (int64_t i = 0; i < L; ++i) {
+      const bool more = i < L / 8 || i >= 7 * L / 8 || (i - L / 8) % 3 == 2;
+      const gguf::Type mv = more ? gguf::Type::Q6_K : gguf::Type::Q4_K;
+      if ((i + 1) % 4 == 0) {
+        add(4096, D, gguf::Type::Q4_K);  // attn_q (joint q + gate)
+        add(512, D, gguf::Type::Q4_K);   // attn_k
+        add(512, D, mv);                 // attn_v
+        add(D, 2048, gguf::Type::Q4_K);  // attn_output
+      } else {
+        add(6144, D, mv);                // attn_qkv
+        add(2048, D, gguf::Type::Q4_K);  // attn_gate
+        add(16, D, gguf::Type::Q4_K);    // ssm_alpha
+        add(16, D, gguf::Type::Q4_K);    // ssm_beta
+        add(D, 2048, gguf::Type::Q4_K);  // ssm_out
+      }
+      add(F, D, gguf::Type::Q4_K);  // ffn_gate
+      add(F, D, gguf::Type::Q4_K);  // ffn_up
+      add(D, F, mv);                // ffn_down
+    }
+    add(V, D, gguf::Type::Q6_K);  // tied LM head
+    return mm;
+  }();
+  return m;
+}
+
+void BM_Model08bMatmuls(benchmark::State& state) {
+  const int64_t T = state.range(0);
+  const ModelMatrices& m = Matrices08b();
+  int64_t max_dim = 0;
+  for (const auto& w : m.mats) max_dim = std::max({max_dim, w.rows, w.cols});
+  std::vector<float> x(static_cast<size_t>(T * max_dim)), y(static_cast<size_t>(T * max_dim));
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd;
+  for (float& v : x) v = nd(rng);
+  for (auto _ : state) {
+    for (const auto& w : m.mats) cpu::MatMul(w, x.data(), y.data(), T, Pool());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["weight_GB/s"] =
+      benchmark::Counter(static_cast<double>(m.bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(T), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel("cpu threads=" + std::to_string(Pool().size()) + " weights=" + std::to_string(m.bytes >> 20) + "MiB");
+}
+BENCHMARK(BM_Model08bMatmuls)->ArgName("T")->Arg(1)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace qwenrt

@@ -10,6 +10,11 @@ if(NOT QWENRT_CUDA STREQUAL "OFF")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
+    # CUDA sources are C++17: CMake 3.25 has no nvcc flag for CUDA_STANDARD 20 (and would otherwise
+    # inherit CXX_STANDARD 20 and fail at generate time), and fmt 9 (status.h) does not compile
+    # under nvcc in C++20 mode. Headers included from cuda/*.cu must therefore stay C++17.
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(QWENRT_HAVE_CUDA ON)
   elseif(QWENRT_CUDA STREQUAL "ON")
@@ -33,5 +38,4 @@ function(qwenrt_add_cuda target)
   target_sources(${target} PRIVATE ${cu_sources})
   target_compile_definitions(${target} PUBLIC QWENRT_HAVE_CUDA=1)
   target_link_libraries(${target} PUBLIC CUDA::cudart CUDA::cublas)
-  set_property(TARGET ${target} PROPERTY CUDA_STANDARD 20)
 endfunction()

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "conv.h"
 #include "gated_delta.h"
 #include "matmul.h"
 #include "ref/ops.h"
@@ -34,9 +35,9 @@ class Backend {
   // and v to f16 values, as the peer's CPU path does (F16 KV cache, Q converted to F16 for Q·K;
   // spec §14.2). Storage stays f32 for now. q: [nq]; k, v: [nkv].
   virtual void RoundAttentionInputs(float* q, int64_t nq, float* k, float* v, int64_t nkv) = 0;
-  // x: [T, C]; w: [C, Kc]; state: [C, Kc-1] updated; y: [T, C]
-  virtual void GdnConv(const float* x, const float* w, float* state, float* y, int64_t T, int64_t C,
-                       int64_t Kc) = 0;
+  // Causal conv + SiLU (conv.h): x: [T, C]; w: [C, Kc]; state: [C, Kc-1] updated; y: [T, C]
+  virtual void CausalConvSilu(const CausalConvShape& s, const float* x, const float* w, float* state,
+                              float* y) = 0;
   // The delta rule over T tokens (gated_delta.h for the shapes); state updated in place.
   virtual void GatedDelta(const GatedDeltaShape& s, const float* q, const float* k, const float* v,
                           const float* g, const float* beta, float* state, float* out) = 0;
@@ -46,7 +47,7 @@ class Backend {
 struct BackendOptions {
   // kCpu: use the chunked delta rule for ubatches of at least this many tokens, the recurrent form
   // below. Set to INT64_MAX for results that do not depend on how a sequence is split into ubatches.
-  int64_t gdn_chunk_min_tokens = 64;
+  int64_t gdn_chunk_min_tokens = cpu::kGatedDeltaChunkMinTokens;
 };
 
 // kRef ignores `pool`; kCpu requires it. Errors: Unsupported (kCuda), InvalidArgument (no pool).

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -91,6 +92,7 @@ class CheckpointStore {
       bytes_ -= it->snapshot.bytes();
       it->turn = turn;
       it->last_used = ++tick_;
+      Recycle(std::move(it->snapshot));
       it->snapshot = std::move(snapshot);
       bytes_ += it->snapshot.bytes();
     } else {
@@ -115,6 +117,7 @@ class CheckpointStore {
   void DropAfter(int64_t pos) {
     while (!entries_.empty() && entries_.back().pos > pos) {
       bytes_ -= entries_.back().snapshot.bytes();
+      Recycle(std::move(entries_.back().snapshot));
       entries_.pop_back();
     }
   }
@@ -122,7 +125,19 @@ class CheckpointStore {
   void Clear() {
     entries_.clear();
     bytes_ = 0;
+    spare_.clear();
   }
+
+  // A snapshot the store no longer holds (evicted, dropped or replaced), kept so the next checkpoint
+  // can be copied into it instead of allocating a new state (states can be 100+ MiB). At most one is
+  // kept; its memory is spare_bytes(), not part of bytes() or the budget.
+  std::optional<Snapshot> TakeSpare() {
+    if (spare_.empty()) return std::nullopt;
+    std::optional<Snapshot> out(std::move(spare_.back()));
+    spare_.pop_back();
+    return out;
+  }
+  size_t spare_bytes() const { return spare_.empty() ? 0 : spare_.back().bytes(); }
 
   void set_budget(size_t budget_bytes) {
     budget_ = budget_bytes;
@@ -165,13 +180,19 @@ class CheckpointStore {
       }
       if (victim == entries_.size()) return;  // only the protected newest snapshot is left
       bytes_ -= entries_[victim].snapshot.bytes();
+      Recycle(std::move(entries_[victim].snapshot));
       entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(victim));
       ++evictions_;
     }
   }
 
+  void Recycle(Snapshot&& s) {
+    if (spare_.empty()) spare_.push_back(std::move(s));
+  }
+
   size_t budget_;
   size_t bytes_ = 0;
+  std::vector<Snapshot> spare_;  // at most one
   uint64_t tick_ = 0;
   uint64_t evictions_ = 0;
   std::vector<Entry> entries_;  // sorted by pos, unique

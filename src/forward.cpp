@@ -47,8 +47,8 @@ void GatedDeltaLayer(Step& s, const GatedDeltaWeights& w, float* conv_state /*[C
   s.be.MatMul(w.alpha, a.xn.data(), a.alpha.data(), T);  // a: [T, Hv]
   ref::GdnGates(a.alpha.data(), a.beta.data(), w.ssm_a, w.dt_bias, T, Hv);  // -> g, beta
 
-  s.be.GdnConv(a.qkv.data(), w.conv1d, conv_state, a.conv.data(), T, C, c.conv_kernel);
-  ref::Silu(a.conv.data(), T * C);
+  s.be.CausalConvSilu(CausalConvShape{T, C, c.conv_kernel}, a.qkv.data(), w.conv1d, conv_state,
+                      a.conv.data());  // y = SiLU(conv(m)), window advanced
   for (int64_t t = 0; t < T; ++t) {  // split into q [T, Hk, Dk], k [T, Hk, Dk], v [T, Hv, Dv]
     const float* y = a.conv.data() + t * C;
     std::copy(y, y + Cq, a.gq.data() + t * Cq);
@@ -298,7 +298,7 @@ Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec, std::span<
     return InvalidArgument("Forward: the recurrent state was not created for this model");
   }
   QWENRT_RETURN_IF_ERROR(kv.Reserve(kv.size() + T));
-  QWENRT_RETURN_IF_ERROR(ctx.backend_->Reserve(kv.size() + T));
+  QWENRT_RETURN_IF_ERROR(ctx.backend_->Reserve(kv.capacity()));  // grows with the cache only
   // Nothing below can fail: the state is only touched from here on.
   for (int64_t b = 0; b < T; b += ctx.max_ubatch_) {
     const int64_t n = std::min(ctx.max_ubatch_, T - b);

@@ -16,10 +16,10 @@ namespace qwenrt {
 // A weight matrix as stored in GGUF: `rows` rows of `cols` elements (ne = {cols, rows}); row r starts
 // at data + r * row_bytes. For 3-D expert tensors, one expert's slab.
 struct WeightMatrix {
-  gguf::Type type;
-  int64_t cols, rows;
-  const uint8_t* data;
-  size_t row_bytes;
+  gguf::Type type = gguf::Type::F32;
+  int64_t cols = 0, rows = 0;
+  const uint8_t* data = nullptr;
+  size_t row_bytes = 0;
 };
 
 // Builds a WeightMatrix over `data` with row_bytes = RowBytes(type, cols) (0 if the shape is invalid;
@@ -43,6 +43,14 @@ namespace cpu {
 // all tokens. No heap allocation once the calling thread's scratch has grown to the largest shape.
 // x and y must not alias. One call at a time per pool.
 void MatMul(const WeightMatrix& w, const float* x, float* y, int64_t T, ThreadPool& pool);
+
+// Several matrices with the same `cols` applied to the same activations x: [T, cols]:
+// ys[i]: [T, ws[i].rows] = x W_i^T, exactly as n MatMul calls would compute them, but with one
+// activation conversion per format and one parallel region (fewer pool wake-ups at decode), e.g. the
+// GDN layer's attn_qkv / attn_gate / ssm_alpha / ssm_beta or the FFN's gate / up. 1 <= n <=
+// kMaxMatMulMulti. Same preconditions as MatMul for every matrix.
+inline constexpr int kMaxMatMulMulti = 8;
+void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys, int64_t T, ThreadPool& pool);
 }  // namespace cpu
 
 }  // namespace qwenrt

@@ -58,23 +58,36 @@ void ThreadPool::Run(int n_tasks, const std::function<void(int)>& task) {
   task_ = nullptr;
 }
 
+// The lambdas handed to Run capture one pointer only: std::function stores a capture of up to 16
+// bytes in place, so a dispatch does not allocate (a [&] lambda over several locals would, once
+// per call, i.e. per token in the forward pass).
 void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn) {
   if (n <= 0) return;
-  const int parts = static_cast<int>(std::min<int64_t>(n, n_threads_));
-  Run(parts, [&](int t) {
-    const int64_t begin = n * t / parts, end = n * (t + 1) / parts;
-    if (begin < end) fn(begin, end, t);
+  struct Ctx {
+    int64_t n;
+    int parts;
+    const std::function<void(int64_t, int64_t, int)>* fn;
+  } ctx{n, static_cast<int>(std::min<int64_t>(n, n_threads_)), &fn};
+  Run(ctx.parts, [c = &ctx](int t) {
+    const int64_t begin = c->n * t / c->parts, end = c->n * (t + 1) / c->parts;
+    if (begin < end) (*c->fn)(begin, end, t);
   });
 }
 
 void ThreadPool::ParallelForDynamic(int64_t n, int64_t grain,
                                     const std::function<void(int64_t, int64_t, int)>& fn) {
   if (n <= 0) return;
-  grain = std::max<int64_t>(1, grain);
-  std::atomic<int64_t> next{0};
-  const int parts = static_cast<int>(std::min<int64_t>((n + grain - 1) / grain, n_threads_));
-  Run(parts, [&](int t) {
-    for (int64_t begin; (begin = next.fetch_add(grain)) < n;) fn(begin, std::min(n, begin + grain), t);
+  struct Ctx {
+    int64_t n, grain;
+    std::atomic<int64_t> next{0};
+    const std::function<void(int64_t, int64_t, int)>* fn;
+  } ctx{n, std::max<int64_t>(1, grain), {}, &fn};
+  const int parts =
+      static_cast<int>(std::min<int64_t>((n + ctx.grain - 1) / ctx.grain, n_threads_));
+  Run(parts, [c = &ctx](int t) {
+    for (int64_t begin; (begin = c->next.fetch_add(c->grain)) < c->n;) {
+      (*c->fn)(begin, std::min(c->n, begin + c->grain), t);
+    }
   });
 }
 

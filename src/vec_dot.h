@@ -64,6 +64,9 @@ void DotF16_F32(const void* w, const void* a, size_t a_stride, int ntok, int64_t
 void DotBF16_F32(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
                  int64_t out_stride);
 
+// SIMD version of QuantizeRowQ8K (quant.h), bit-identical to it.
+void QuantizeRowQ8K(const float* x, void* dst_blocks, int64_t n);
+
 // Which instruction set the kernels above were compiled for ("avx512vnni", "avx2", "scalar").
 const char* DotKernelIsa();
 

@@ -111,6 +111,17 @@ TEST_CASE("CheckpointStore evicts least recently used, never the newest of a tur
   CHECK(Positions(s) == std::vector<int64_t>{50});
   CHECK(s.bytes() == 100);
   CHECK(s.evictions() == 4);
+  // The first evicted snapshot is kept as a spare for reuse; only one.
+  CHECK(s.spare_bytes() == 100);
+  auto spare = s.TakeSpare();
+  REQUIRE(spare.has_value());
+  CHECK(spare->id == 3);
+  CHECK(s.spare_bytes() == 0);
+  CHECK_FALSE(s.TakeSpare().has_value());
+  s.DropAfter(0);
+  CHECK(s.spare_bytes() == 100);
+  s.Clear();
+  CHECK(s.spare_bytes() == 0);
 }
 
 TEST_CASE("CheckpointStore copy is deep and independent", "[checkpoint]") {

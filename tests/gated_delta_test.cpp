@@ -15,13 +15,41 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 #include "gated_delta.h"
 #include "thread_pool.h"
+
+// Counts heap allocations program-wide, for the "no allocation in steady state" test. Every form
+// of new/delete that can pair with another is replaced (plain, array, nothrow), so that with
+// AddressSanitizer each allocation is released by its own family.
+static std::atomic<long> g_allocations{0};
+static void* CountedAlloc(std::size_t n) noexcept {
+  ++g_allocations;
+  return std::malloc(n ? n : 1);
+}
+void* operator new(std::size_t n) {
+  if (void* p = CountedAlloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) {
+  if (void* p = CountedAlloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return CountedAlloc(n); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return CountedAlloc(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace qwenrt {
 namespace {
@@ -287,6 +315,28 @@ TEST_CASE("value head h uses key head h % Hk (tiled), not h / (Hv / Hk)", "[ref]
       }
     }
   }
+}
+
+TEST_CASE("steady-state cpu calls do not allocate", "[cpu]") {
+  // The first call grows each worker's thread_local scratch; after that, nothing (the ThreadPool
+  // dispatch included) may touch the heap, since these run once per layer per token.
+  ThreadPool pool(3);
+  const GatedDeltaShape s{130, 2, 4, 128, 128};
+  const Inputs in = MakeInputs(s, 21);
+  std::vector<float> state = in.state, out(s.T * s.Hv * s.Dv);
+  auto run_all = [&] {
+    cpu::GatedDeltaRecurrent(s, in.q.data(), in.k.data(), in.v.data(), in.g.data(),
+                             in.beta.data(), state.data(), out.data(), pool);
+    cpu::GatedDeltaChunk(s, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
+                         state.data(), out.data(), pool);
+    cpu::GatedDelta(s, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
+                    state.data(), out.data(), pool);
+  };
+  run_all();
+  const long before = g_allocations.load();
+  run_all();
+  run_all();
+  CHECK(g_allocations.load() - before == 0);
 }
 
 TEST_CASE("T = 0 leaves the state unchanged; g = 0, beta = 0 tokens are no-ops", "[ref][cpu]") {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -192,6 +193,55 @@ TEST_CASE("cpu::MatMul is independent of the thread count", "[cpu]") {
   cpu::MatMul(wm, x.data(), y1.data(), T, p1);
   cpu::MatMul(wm, x.data(), y4.data(), T, p4);
   CHECK(std::memcmp(y1.data(), y4.data(), y1.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("cpu::QuantizeRowQ8K is bit-identical to the reference", "[cpu]") {
+  const int64_t n = 2048;
+  for (uint32_t seed = 0; seed < 40; ++seed) {
+    auto x = RandomActivations(n, seed);
+    if (seed % 4 == 1) std::fill(x.begin() + 256, x.begin() + 512, 0.f);   // zero block
+    if (seed % 4 == 2) x[300] = 50.f, x[290] = -50.f;                      // magnitude tie: first wins
+    if (seed % 4 == 3) {
+      for (int64_t i = 0; i < 256; ++i) x[i] = 0.5f * static_cast<float>(i % 9) - 2.f;  // exact halves
+      x[7] = -127.f;
+    }
+    if (seed == 5) for (auto& v : x) v *= 1e-30f;  // tiny values
+    std::vector<uint8_t> a(RowBytes(gguf::Type::Q8_K, n)), b(RowBytes(gguf::Type::Q8_K, n));
+    QuantizeRowQ8K(x.data(), a.data(), n);
+    cpu::QuantizeRowQ8K(x.data(), b.data(), n);
+    CAPTURE(seed);
+    REQUIRE(std::memcmp(a.data(), b.data(), a.size()) == 0);
+  }
+}
+
+TEST_CASE("cpu::MatMulMulti equals separate MatMul calls", "[cpu]") {
+  ThreadPool pool(3);
+  const int64_t cols = 512;
+  const gguf::Type types[] = {gguf::Type::Q6_K, gguf::Type::Q4_K, gguf::Type::Q4_K, gguf::Type::Q8_0,
+                              gguf::Type::F16,  gguf::Type::F32,  gguf::Type::Q5_K, gguf::Type::BF16};
+  const int64_t rows[] = {70, 16, 1, 33, 5, 17, 40, 3};
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<WeightMatrix> ws;
+  for (int i = 0; i < 8; ++i) {
+    data.push_back(RandomRows(types[i], rows[i], cols, 900 + i));
+    ws.push_back(MakeWeightMatrix(types[i], cols, rows[i], data.back().data()));
+  }
+  for (int64_t T : {1, 9, 63}) {
+    for (int n : {1, 3, 8}) {
+      CAPTURE(T, n);
+      const auto x = RandomActivations(T * cols, static_cast<uint32_t>(T));
+      std::vector<std::vector<float>> multi(n), single(n);
+      std::vector<float*> ys(n);
+      for (int i = 0; i < n; ++i) {
+        multi[i].assign(T * rows[i], NAN);
+        single[i].assign(T * rows[i], NAN);
+        ys[i] = multi[i].data();
+        cpu::MatMul(ws[i], x.data(), single[i].data(), T, pool);
+      }
+      cpu::MatMulMulti(ws.data(), n, x.data(), ys.data(), T, pool);
+      for (int i = 0; i < n; ++i) REQUIRE(std::memcmp(multi[i].data(), single[i].data(), multi[i].size() * 4) == 0);
+    }
+  }
 }
 
 TEST_CASE("CheckWeightMatrix rejects bad shapes and types", "[ref]") {

@@ -809,30 +809,38 @@ class File {
   }
 
   // ---- parsing
-  bool ReadString(detail::Cursor& c, std::string_view* out, const std::string& what, Error* err) {
+  // Reads a GGUF string (u64 length + bytes) as a view. `key` and `element` (-1: the value itself)
+  // only name the string in error messages, which are built on failure only (string arrays can
+  // hold hundreds of thousands of elements).
+  static bool ReadString(detail::Cursor& c, std::string_view* out, std::string_view key, int64_t element,
+                         Error* err) {
+    auto what = [&] {
+      std::string w = element < 0 ? std::string("value of key ")
+                                  : detail::Format("element %lld of key ", static_cast<long long>(element));
+      return w + detail::Quote(key);
+    };
     uint64_t len;
     if (!c.Read(&len)) {
-      return detail::Fail(err, ErrorCode::kTruncated,
-                          "file ends inside the length of " + what);
+      return detail::Fail(err, ErrorCode::kTruncated, "file ends inside the length of " + what());
     }
     if (len > kMaxStringLength) {
       return detail::Fail(err, ErrorCode::kBadString,
                           detail::Format("%s: string length %llu exceeds the 2^30-byte limit",
-                                         what.c_str(), static_cast<unsigned long long>(len)));
+                                         what().c_str(), static_cast<unsigned long long>(len)));
     }
     const uint8_t* p = c.Take(len);
     if (p == nullptr) {
       return detail::Fail(err, ErrorCode::kBadString,
                           detail::Format("%s: string length %llu exceeds the %llu bytes remaining",
-                                         what.c_str(), static_cast<unsigned long long>(len),
+                                         what().c_str(), static_cast<unsigned long long>(len),
                                          static_cast<unsigned long long>(c.remaining())));
     }
     *out = std::string_view(reinterpret_cast<const char*>(p), static_cast<size_t>(len));
     return true;
   }
 
-  bool ReadValue(detail::Cursor& c, std::string_view key, Value* v, Error* err) {
-    const std::string qkey = "key " + detail::Quote(key);
+  static bool ReadValue(detail::Cursor& c, std::string_view key, Value* v, Error* err) {
+    const std::string qkey = "key " + detail::Quote(key);  // a few dozen keys per file: cheap
     int32_t raw_type;
     if (!c.Read(&raw_type)) {
       return detail::Fail(err, ErrorCode::kTruncated, "file ends inside the value type of " + qkey);
@@ -842,7 +850,7 @@ class File {
                           detail::Format("%s: unknown value type id %d", qkey.c_str(), raw_type));
     }
     v->type_ = static_cast<ValueType>(raw_type);
-    if (v->type_ == ValueType::STRING) return ReadString(c, &v->str_, "value of " + qkey, err);
+    if (v->type_ == ValueType::STRING) return ReadString(c, &v->str_, key, -1, err);
     if (v->type_ != ValueType::ARRAY) {
       const uint8_t* p = c.Take(ValueTypeSize(v->type_));
       if (p == nullptr) {
@@ -887,12 +895,7 @@ class File {
     }
     v->strings_.resize(static_cast<size_t>(count));
     for (uint64_t i = 0; i < count; ++i) {
-      if (!ReadString(c, &v->strings_[i],
-                      detail::Format("element %llu of %s", static_cast<unsigned long long>(i),
-                                     qkey.c_str()),
-                      err)) {
-        return false;
-      }
+      if (!ReadString(c, &v->strings_[i], key, static_cast<int64_t>(i), err)) return false;
     }
     return true;
   }
@@ -1023,27 +1026,27 @@ class File {
         return Fail(err, ErrorCode::kTruncated, Format("file ends inside the name of tensor #%llu", (ull)i));
       }
       std::string_view name(reinterpret_cast<const char*>(np), static_cast<size_t>(nlen));
-      const std::string qname = "tensor " + detail::Quote(name);
+      auto qname = [&] { return "tensor " + detail::Quote(name); };  // built on failure only
       auto dup = tensor_index_.find(name);
       if (dup != tensor_index_.end()) {
         return Fail(err, ErrorCode::kDuplicateTensor,
-                    Format("duplicate %s (tensors #%zu and #%llu)", qname.c_str(), dup->second, (ull)i));
+                    Format("duplicate %s (tensors #%zu and #%llu)", qname().c_str(), dup->second, (ull)i));
       }
       TensorInfo t;
       t.name.assign(name.data(), name.size());
       uint32_t n_dims;
-      if (!c.Read(&n_dims)) return Fail(err, ErrorCode::kTruncated, "file ends inside n_dims of " + qname);
+      if (!c.Read(&n_dims)) return Fail(err, ErrorCode::kTruncated, "file ends inside n_dims of " + qname());
       if (n_dims > static_cast<uint32_t>(kMaxDims)) {
-        return Fail(err, ErrorCode::kBadDims, Format("%s has %u dimensions (max 4)", qname.c_str(), n_dims));
+        return Fail(err, ErrorCode::kBadDims, Format("%s has %u dimensions (max 4)", qname().c_str(), n_dims));
       }
       t.n_dims = static_cast<int>(n_dims);
       for (uint32_t j = 0; j < n_dims; ++j) {
-        if (!c.Read(&t.ne[j])) return Fail(err, ErrorCode::kTruncated, "file ends inside the shape of " + qname);
+        if (!c.Read(&t.ne[j])) return Fail(err, ErrorCode::kTruncated, "file ends inside the shape of " + qname());
       }
       for (uint32_t j = 0; j < n_dims; ++j) {
         if (t.ne[j] <= 0) {
           return Fail(err, ErrorCode::kBadDims,
-                      Format("%s: ne[%u] = %lld (every dimension must be >= 1)", qname.c_str(), j,
+                      Format("%s: ne[%u] = %lld (every dimension must be >= 1)", qname().c_str(), j,
                              (long long)t.ne[j]));
         }
       }
@@ -1052,16 +1055,16 @@ class File {
         if (nel > std::numeric_limits<int64_t>::max() / t.ne[j]) {
           return Fail(err, ErrorCode::kElementOverflow,
                       Format("%s: element count of shape {%lld, %lld, %lld, %lld} overflows int64",
-                             qname.c_str(), (long long)t.ne[0], (long long)t.ne[1], (long long)t.ne[2],
+                             qname().c_str(), (long long)t.ne[0], (long long)t.ne[1], (long long)t.ne[2],
                              (long long)t.ne[3]));
         }
         nel *= t.ne[j];
       }
       int32_t raw_type;
-      if (!c.Read(&raw_type)) return Fail(err, ErrorCode::kTruncated, "file ends inside the type of " + qname);
+      if (!c.Read(&raw_type)) return Fail(err, ErrorCode::kTruncated, "file ends inside the type of " + qname());
       if (raw_type < 0 || !IsKnownType(static_cast<uint32_t>(raw_type))) {
         return Fail(err, ErrorCode::kBadTensorType,
-                    Format("%s: invalid tensor type id %d (%s)", qname.c_str(), raw_type,
+                    Format("%s: invalid tensor type id %d (%s)", qname().c_str(), raw_type,
                            raw_type >= 0 && raw_type < static_cast<int32_t>(kTypeCount)
                                ? "removed type" : "out of range [0, 43)"));
       }
@@ -1070,13 +1073,13 @@ class File {
         return Fail(err, ErrorCode::kUnsupportedType,
                     Format("%s: type %s (id %d) is not supported (supported: F32 F16 BF16 Q8_0 "
                            "Q4_K Q5_K Q6_K)",
-                           qname.c_str(), TypeName(t.type), raw_type));
+                           qname().c_str(), TypeName(t.type), raw_type));
       }
       const uint64_t blck = static_cast<uint64_t>(BlockSize(t.type));
       const uint64_t tsize = static_cast<uint64_t>(TypeSize(t.type));
       if (static_cast<uint64_t>(t.ne[0]) % blck != 0) {
         return Fail(err, ErrorCode::kBadBlockMultiple,
-                    Format("%s: ne[0] = %lld is not a multiple of the %s block size %llu", qname.c_str(),
+                    Format("%s: ne[0] = %lld is not a multiple of the %s block size %llu", qname().c_str(),
                            (long long)t.ne[0], TypeName(t.type), (ull)blck));
       }
       uint64_t row_bytes, nbytes;
@@ -1084,11 +1087,11 @@ class File {
           !detail::MulU64(row_bytes, static_cast<uint64_t>(nel / t.ne[0]), &nbytes) ||
           nbytes > static_cast<uint64_t>(std::numeric_limits<size_t>::max())) {
         return Fail(err, ErrorCode::kSizeOverflow,
-                    Format("%s: byte size of shape %s in %s overflows", qname.c_str(),
+                    Format("%s: byte size of shape %s in %s overflows", qname().c_str(),
                            t.ShapeString().c_str(), TypeName(t.type)));
       }
       t.nbytes = nbytes;
-      if (!c.Read(&t.offset)) return Fail(err, ErrorCode::kTruncated, "file ends inside the offset of " + qname);
+      if (!c.Read(&t.offset)) return Fail(err, ErrorCode::kTruncated, "file ends inside the offset of " + qname());
       tensor_index_.emplace(name, tensors_.size());
       tensors_.push_back(std::move(t));
     }
@@ -1108,17 +1111,17 @@ class File {
     data_offset_ = data_start;
     uint64_t expected = 0;
     for (TensorInfo& t : tensors_) {
-      const std::string qname = "tensor " + detail::Quote(t.name);
+      auto qname = [&] { return "tensor " + detail::Quote(t.name); };
       if (t.offset % alignment_ != 0) {
         return Fail(err, ErrorCode::kMisaligned,
-                    Format("%s: data offset %llu is not a multiple of the alignment %llu", qname.c_str(),
+                    Format("%s: data offset %llu is not a multiple of the alignment %llu", qname().c_str(),
                            (ull)t.offset, (ull)alignment_));
       }
       if (options.require_contiguous_offsets && t.offset != expected) {
         return Fail(err, ErrorCode::kBadOffset,
                     Format("%s: data offset %llu, expected %llu (tensors must be laid out in order, "
                            "each padded to the alignment)",
-                           qname.c_str(), (ull)t.offset, (ull)expected));
+                           qname().c_str(), (ull)t.offset, (ull)expected));
       }
       uint64_t begin, end;
       if (!detail::AddU64(data_start, t.offset, &begin) || !detail::AddU64(begin, t.nbytes, &end) ||
@@ -1126,7 +1129,7 @@ class File {
         return Fail(err, ErrorCode::kDataOutOfBounds,
                     Format("%s: data [%llu + %llu, +%llu bytes) extends beyond the end of the file "
                            "(%llu bytes)",
-                           qname.c_str(), (ull)data_start, (ull)t.offset, (ull)t.nbytes, (ull)size_));
+                           qname().c_str(), (ull)data_start, (ull)t.offset, (ull)t.nbytes, (ull)size_));
       }
       t.data = bytes_ + begin;
       uint64_t padded = 0;

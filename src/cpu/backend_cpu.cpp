@@ -19,7 +19,7 @@ class CpuBackend final : public Backend {
   Status Reserve(int64_t n_kv) override {
     const size_t need = static_cast<size_t>(pool_.size()) * static_cast<size_t>(n_kv);
     try {
-      if (scores_.size() < need) scores_.resize(2 * need);  // grows with the context only
+      if (scores_.size() < need) scores_.resize(need);
     } catch (const std::bad_alloc&) {
       return OutOfMemory("out of memory for attention scores over {} positions", n_kv);
     }
@@ -40,9 +40,9 @@ class CpuBackend final : public Backend {
     cpu::RoundToF16(k, nkv);
     cpu::RoundToF16(v, nkv);
   }
-  void GdnConv(const float* x, const float* w, float* state, float* y, int64_t T, int64_t C,
-               int64_t Kc) override {
-    cpu::GdnConv(x, w, state, y, T, C, Kc, pool_);
+  void CausalConvSilu(const CausalConvShape& s, const float* x, const float* w, float* state,
+                      float* y) override {
+    cpu::CausalConvSilu(s, x, w, state, y, pool_);
   }
   void GatedDelta(const GatedDeltaShape& s, const float* q, const float* k, const float* v,
                   const float* g, const float* beta, float* state, float* out) override {

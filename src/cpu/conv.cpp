@@ -43,9 +43,11 @@ void BlockScalar(const Args& a, int64_t c0, int64_t c1) {
   }
 }
 
-// Channels [c0, c1) with c1 - c0 <= kBlock and Kc <= kMaxTaps.
+// Channels [c0, c1) with c1 - c0 <= kBlock and Kc <= kMaxTaps. kKc > 0 fixes Kc at compile time
+// (the per-channel transposes then unroll; they dominate at T = 1); kKc == 0 reads it from shape.
+template <int kKc>
 void BlockSimd(const Args& a, int64_t c0, int64_t c1) {
-  const int64_t T = a.shape.T, C = a.shape.C, Kc = a.shape.Kc, K1 = Kc - 1;
+  const int64_t T = a.shape.T, C = a.shape.C, Kc = kKc > 0 ? kKc : a.shape.Kc, K1 = Kc - 1;
   const int64_t nc = c1 - c0;
   float wt[kMaxTaps][kBlock];       // wt[j][c - c0] = w[c][j]
   float old[kMaxTaps - 1][kBlock];  // old[j][c - c0] = x_{j - K1}[c] (the state before the batch)
@@ -72,9 +74,10 @@ void BlockSimd(const Args& a, int64_t c0, int64_t c1) {
     }
   }
   // New state: the last K1 raw inputs (from x, or from the old state copy when T < K1).
-  for (int64_t j = 0; j < K1; ++j) {
-    const float* src = row(T - K1 + j);
-    for (int64_t c = 0; c < nc; ++c) a.state[(c0 + c) * K1 + j] = src[c];
+  const float* src[kMaxTaps];
+  for (int64_t j = 0; j < K1; ++j) src[j] = row(T - K1 + j);
+  for (int64_t c = 0; c < nc; ++c) {
+    for (int64_t j = 0; j < K1; ++j) a.state[(c0 + c) * K1 + j] = src[j][c];
   }
 }
 
@@ -88,8 +91,10 @@ void CausalConvSilu(const CausalConvShape& shape, const float* x, const float* w
   pool.ParallelFor(n_blocks, [&a](int64_t begin, int64_t end, int) {
     for (int64_t b = begin; b < end; ++b) {
       const int64_t c0 = b * kBlock, c1 = std::min(a.shape.C, c0 + kBlock);
-      if (a.shape.Kc <= kMaxTaps) {
-        BlockSimd(a, c0, c1);
+      if (a.shape.Kc == 4) {
+        BlockSimd<4>(a, c0, c1);
+      } else if (a.shape.Kc <= kMaxTaps) {
+        BlockSimd<0>(a, c0, c1);
       } else {
         BlockScalar(a, c0, c1);
       }

@@ -21,7 +21,7 @@
 // overflow a double.
 //
 // Work items are value heads over the ThreadPool. Scratch: one grow-only thread_local buffer per
-// worker thread (~290 KB at Dk = Dv = 128); allocated on first use and when a larger shape
+// worker thread (~260 KB at Dk = Dv = 128); allocated on first use and when a larger shape
 // arrives, never per call in steady state.
 #include <algorithm>
 #include <cmath>
@@ -52,9 +52,9 @@ int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 #define QWENRT_GD_NOINLINE
 #endif
 template <int kNV>
-QWENRT_GD_NOINLINE void Tile(const float* A, int64_t lda, const float* B, int64_t ldb, int64_t depth,
-                 const float* C0, int64_t ldc0, const float* s, int64_t s_stride, float* C,
-                 int64_t ldc) {
+QWENRT_GD_NOINLINE void Tile(const float* A, int64_t lda, const float* B, int64_t ldb,
+                              int64_t depth, const float* C0, int64_t ldc0, const float* s,
+                              int64_t s_stride, float* C, int64_t ldc) {
   VecF acc[kR][kNV];
 #pragma GCC unroll 4
   for (int r = 0; r < kR; ++r) {
@@ -108,8 +108,8 @@ void Gemm(int64_t rows, int64_t width, int64_t depth, const float* A, int64_t ld
   }
 }
 
-// Prefetches n floats from p into the cache (a hint; no-op on compilers without the builtin).
-// Into L2 (a chunk's rows are ~100 KB, more than L1).
+// Prefetches n floats from p into L2 (a chunk's rows are ~100 KB, more than L1). A hint only;
+// a no-op on compilers without the builtin.
 template <int kWrite>
 inline void Prefetch(const float* p, int64_t n) {
 #if defined(__GNUC__)

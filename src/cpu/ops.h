@@ -13,13 +13,9 @@ namespace qwenrt::cpu {
 void RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps, ThreadPool& pool);
 
 // As ref::Attention, (token, head) pairs split over the pool. scores: [pool.size(), n_past+T].
-// Bit-identical to ref (same per-row summation order).
+// Vectorised dot products: equal to ref up to the summation order.
 void Attention(const AttentionShape& s, const float* q, const float* k, const float* v, float* out,
                float* scores, ThreadPool& pool);
-
-// As ref::GdnConv, channels split over the pool (bit-identical to ref).
-void GdnConv(const float* x, const float* w, float* state, float* y, int64_t T, int64_t C, int64_t Kc,
-             ThreadPool& pool);
 
 // x[i] = nearest f16 value of x[i] (round to nearest even), in place. n elements.
 void RoundToF16(float* x, int64_t n);

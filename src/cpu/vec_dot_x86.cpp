@@ -33,6 +33,9 @@ inline __m256i DotU8S8(__m256i u, __m256i s) {
 constexpr const char* kIsa = "avx2";
 #endif
 
+// fp16 -> f32 with the F16C instruction (the portable Fp16ToFp32 is a call with branches).
+inline float Half(uint16_t h) { return _cvtsh_ss(h); }
+
 inline float HsumPs(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -93,7 +96,7 @@ void DotK45(const Block* x, const uint8_t* a, size_t a_stride, int64_t nb, float
         acc[t] = MaddAcc(acc[t], _mm256_maddubs_epi16(hi, Load256(qa + 32)), sc_hi);
       }
     }
-    const float d = Fp16ToFp32(x[b].d), dmin = Fp16ToFp32(x[b].dmin);
+    const float d = Half(x[b].d), dmin = Half(x[b].dmin);
     for (int t = 0; t < NT; ++t) {
       const __m256i mins = _mm256_madd_epi16(Load256(y[t][b].bsums), s.mins16);  // sum_s m_s * bsum
       const float dy = y[t][b].d;
@@ -141,7 +144,7 @@ void DotQ6K(const BlockQ6K* x, const uint8_t* a, size_t a_stride, int64_t nb, fl
         }
       }
     }
-    const float d = Fp16ToFp32(x[b].d);
+    const float d = Half(x[b].d);
     for (int t = 0; t < NT; ++t) {
       accf[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[t]), _mm256_set1_ps(d * y[t][b].d), accf[t]);
     }
@@ -158,11 +161,11 @@ void DotQ8_0(const BlockQ8_0* x, const uint8_t* a, size_t a_stride, int64_t nb, 
   for (int64_t b = 0; b < nb; ++b) {
     const __m256i w = Load256(x[b].qs);
     const __m256i aw = _mm256_sign_epi8(w, w);  // |w| as u8 (128 for -128 is fine unsigned)
-    const float d = Fp16ToFp32(x[b].d);
+    const float d = Half(x[b].d);
     for (int t = 0; t < NT; ++t) {
       const __m256i sa = _mm256_sign_epi8(Load256(y[t][b].qs), w);  // a * sign(w)
       const __m256i s = DotU8S8(aw, sa);
-      accf[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * Fp16ToFp32(y[t][b].d)), accf[t]);
+      accf[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * Half(y[t][b].d)), accf[t]);
     }
   }
   for (int t = 0; t < NT; ++t) out[t * out_stride] = HsumPs(accf[t]);
@@ -178,7 +181,7 @@ inline __m256 Load8BF16(const void* p, int64_t i) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 inline float OneF32(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
-inline float OneF16(const void* p, int64_t i) { return Fp16ToFp32(static_cast<const uint16_t*>(p)[i]); }
+inline float OneF16(const void* p, int64_t i) { return Half(static_cast<const uint16_t*>(p)[i]); }
 inline float OneBF16(const void* p, int64_t i) { return Bf16ToFp32(static_cast<const uint16_t*>(p)[i]); }
 
 template <__m256 (*Load8)(const void*, int64_t), float (*One)(const void*, int64_t), int NT>

@@ -11,7 +11,7 @@ class RefBackend final : public Backend {
  public:
   Status Reserve(int64_t n_kv) override {
     try {
-      if (scores_.size() < static_cast<size_t>(n_kv)) scores_.resize(static_cast<size_t>(2 * n_kv));
+      if (scores_.size() < static_cast<size_t>(n_kv)) scores_.resize(static_cast<size_t>(n_kv));
     } catch (const std::bad_alloc&) {
       return OutOfMemory("out of memory for attention scores over {} positions", n_kv);
     }
@@ -28,9 +28,9 @@ class RefBackend final : public Backend {
     ref::Attention(s, q, k, v, out, scores_.data());
   }
   void RoundAttentionInputs(float*, int64_t, float*, float*, int64_t) override {}
-  void GdnConv(const float* x, const float* w, float* state, float* y, int64_t T, int64_t C,
-               int64_t Kc) override {
-    ref::GdnConv(x, w, state, y, T, C, Kc);
+  void CausalConvSilu(const CausalConvShape& s, const float* x, const float* w, float* state,
+                      float* y) override {
+    ref::CausalConvSilu(s, x, w, state, y);
   }
   void GatedDelta(const GatedDeltaShape& s, const float* q, const float* k, const float* v,
                   const float* g, const float* beta, float* state, float* out) override {

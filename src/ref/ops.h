@@ -11,7 +11,7 @@ namespace qwenrt {
 
 inline float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 inline float Silu(float x) { return x / (1.0f + std::exp(-x)); }
-inline float Softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+inline float Softplus(float x) { return x > 20.0f ? x : std::log(1.0f + std::exp(x)); }  // as ggml
 
 // Rotary embedding parameters (spec §8.1): NEOX pairing (i, i + R/2) over the first R dims of each
 // head; theta_i = p * freq_scale * base^(-2i/R), computed iteratively in f32 as llama.cpp CPU does.
@@ -44,11 +44,6 @@ void Rope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, const Ro
 // scores: scratch of at least n_past+T floats.
 void Attention(const AttentionShape& s, const float* q, const float* k, const float* v, float* out,
                float* scores);
-
-// Causal depthwise conv of the gated delta net (spec §7 step 4), without the SiLU.
-// x: [T, C] pre-conv inputs; w: [C, Kc] (tap Kc-1 = current token); state: [C, Kc-1] the previous
-// Kc-1 inputs per channel, oldest first, updated to the last Kc-1 inputs; y: [T, C].
-void GdnConv(const float* x, const float* w, float* state, float* y, int64_t T, int64_t C, int64_t Kc);
 
 // Decay and write strength per token and value head (spec §7 steps 2–3):
 // g = ssm_a * softplus(alpha + dt_bias) (in place over alpha), beta = sigmoid(beta) (in place).

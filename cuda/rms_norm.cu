@@ -1,0 +1,82 @@
+// RMSNorm on the GPU.
+//
+// Math:   y[r][i] = x[r][i] * s_r * w[i],   s_r = 1 / sqrt(mean_i(x[r][i]^2) + eps)
+//         (the ref::RmsNorm of the engine; the sum of squares is f32 here, double in ref).
+// Shapes: x, y [rows, n] row-major (may alias: every x of a row is read before any y is written);
+//         w [n].
+// Grid:   one block of 256 threads per row (grid.x = rows). Threads stride over the row
+//         accumulating x^2; the 8 warp partial sums meet in shared memory; then the same threads
+//         scale their elements. Memory-bound: one read of x, one read of w, one write of y.
+// Versions: v1 (this) is the plain strided loop. TODO(gguf): time float4 loads on an H200 once a
+//         GPU run is available (scripts/gpu-check.sh prints us/launch and GB/s).
+#include "rms_norm.cuh"
+
+#include <limits>
+
+#include "cuda_ops.h"
+
+namespace qwenrt::cuda {
+namespace {
+
+constexpr int kRmsThreads = 256;
+
+__global__ void __launch_bounds__(kRmsThreads)
+    RmsNormKernel(const float* __restrict__ x, const float* __restrict__ w, float* y, int64_t n,
+                  float eps) {
+  const int64_t row = blockIdx.x;
+  const float* xr = x + row * n;
+  float* yr = y + row * n;
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += kRmsThreads) sum += xr[i] * xr[i];
+  sum = WarpSum(sum);
+  __shared__ float partial[kRmsThreads / kWarpSize];
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  if (lane == 0) partial[warp] = sum;
+  __syncthreads();  // also orders all reads of x before the writes of y (aliasing)
+  float total = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kRmsThreads / kWarpSize; ++i) total += partial[i];
+  const float scale = 1.0f / sqrtf(total / static_cast<float>(n) + eps);
+  for (int64_t i = threadIdx.x; i < n; i += kRmsThreads) yr[i] = (xr[i] * scale) * w[i];
+}
+
+}  // namespace
+
+Status LaunchRmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps,
+                     cudaStream_t stream) {
+  if (rows == 0) return OkStatus();
+  if (rows > std::numeric_limits<int32_t>::max()) return CudaInvalidArgument("RmsNorm: too many rows");
+  RmsNormKernel<<<static_cast<unsigned>(rows), kRmsThreads, 0, stream>>>(x, w, y, n, eps);
+  QWENRT_CUDA_TRY(cudaGetLastError());
+  return OkStatus();
+}
+
+Status RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps,
+               KernelTiming* timing) {
+  if (rows < 0 || n < 1) {
+    return CudaInvalidArgument("cuda::RmsNorm: bad shape rows=" + std::to_string(rows) +
+                               " n=" + std::to_string(n));
+  }
+  if (rows == 0) return OkStatus();
+  if (x == nullptr || w == nullptr || y == nullptr) {
+    return CudaInvalidArgument("cuda::RmsNorm: null pointer");
+  }
+  if (rows > std::numeric_limits<int64_t>::max() / n / 4) {
+    return CudaInvalidArgument("cuda::RmsNorm: rows * n overflows");
+  }
+  const size_t bytes = static_cast<size_t>(rows * n) * sizeof(float);
+  DeviceBuffer dx, dw, dy;
+  QWENRT_RETURN_IF_ERROR(dx.Upload(x, bytes));
+  QWENRT_RETURN_IF_ERROR(dw.Upload(w, static_cast<size_t>(n) * sizeof(float)));
+  QWENRT_RETURN_IF_ERROR(dy.Allocate(bytes));
+  auto launch = [&] { return LaunchRmsNorm(dx.as<float>(), dw.as<float>(), dy.as<float>(), rows, n, eps, 0); };
+  QWENRT_RETURN_IF_ERROR(launch());
+  QWENRT_CUDA_TRY(cudaDeviceSynchronize());
+  QWENRT_RETURN_IF_ERROR(dy.Download(y, bytes));
+  if (timing != nullptr && timing->iters > 0) {
+    QWENRT_RETURN_IF_ERROR(TimeLaunches(timing->iters, launch, &timing->ms));
+  }
+  return OkStatus();
+}
+
+}  // namespace qwenrt::cuda
