@@ -1068,6 +1068,31 @@ static void TestVariedText(qwenrt_model *tiny) {
     ASSERT_OK(qwenrt_session_chat(s, &chat, NULL, &gp, NULL));
     EXPECT(u.pieces > 0 && u.bad == 0);
   }
+  /* Seeded sampling is reproducible; another seed gives another reply. */
+  {
+    qwenrt_sampling_params smp = qwenrt_sampling_default_params();
+    int32_t t1[256], t2[256], t3[256];
+    size_t n1 = 0, n2 = 0, n3 = 0;
+    smp.temperature = 0.8f;
+    smp.top_k = 40;
+    smp.seed = 7;
+    gp.callback = NULL;
+    gp.max_tokens = 20;
+    chat.enable_thinking = false;
+    ASSERT_OK(qwenrt_session_reset(s));
+    ASSERT_OK(qwenrt_session_chat(s, &chat, &smp, &gp, NULL));
+    ASSERT_OK(qwenrt_session_get_tokens(s, t1, 256, &n1));
+    ASSERT_OK(qwenrt_session_reset(s));
+    ASSERT_OK(qwenrt_session_chat(s, &chat, &smp, &gp, NULL));
+    ASSERT_OK(qwenrt_session_get_tokens(s, t2, 256, &n2));
+    smp.seed = 8;
+    ASSERT_OK(qwenrt_session_reset(s));
+    ASSERT_OK(qwenrt_session_chat(s, &chat, &smp, &gp, NULL));
+    ASSERT_OK(qwenrt_session_get_tokens(s, t3, 256, &n3));
+    EXPECT(n1 == n2 && memcmp(t1, t2, n1 * sizeof(int32_t)) == 0);
+    EXPECT(n1 != n3 || memcmp(t1, t3, n1 * sizeof(int32_t)) != 0);
+  }
+
   /* A session saved with one model is refused by a session of another. */
   {
     size_t size = 0;
