@@ -201,6 +201,7 @@ Status FeedChat(qwenrt_session* s, const qwenrt_chat* chat) {
   QWENRT_RETURN_IF_ERROR(FeedTokens(s, tokens, boundaries, &fr));
   ClearReply(s);
   s->chat_assistants_fed = CountAssistants(in.messages);
+  s->chat_tools = in.tools;
   return OkStatus();
 }
 
@@ -261,6 +262,7 @@ Status Generate(qwenrt_session* s, const GenerateInput& in, qwenrt_stop_reason* 
   void* user = in.gen.user_data;
   std::string scratch;
   ReplyStream stream(tok, ReplyStream::EndsInsideThink(tok, session.transcript()), in.stops,
+                     s->chat_assistants_fed >= 0 ? s->chat_tools : nlohmann::ordered_json(),
                      [&](qwenrt_piece_kind kind, std::string_view text) {
                        if (cb == nullptr) return true;
                        scratch.assign(text);  // NUL-terminated copy for the callback

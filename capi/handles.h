@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "chat_template.h"
 #include "model.h"
 #include "qwenrt/qwenrt.h"
@@ -55,6 +57,7 @@ struct qwenrt_session {
   // the last feed was not a chat), and after a reply to it, how many assistant turns the transcript
   // holds exactly and where the last reply ends in it (-1: unknown; the next chat is rendered whole).
   int64_t chat_assistants_fed = -1;
+  nlohmann::ordered_json chat_tools;     // tools of the last chat fed (types parsed tool-call arguments)
   int64_t transcript_assistants = -1;
   int64_t transcript_reply_end = -1;
 };

@@ -411,6 +411,7 @@ qwenrt_status qwenrt_session_fork(const qwenrt_session* session, qwenrt_session*
     h->reply_tool_calls = session->reply_tool_calls;
     h->pending_checkpoints = session->pending_checkpoints;
     h->chat_assistants_fed = session->chat_assistants_fed;
+    h->chat_tools = session->chat_tools;
     h->transcript_assistants = session->transcript_assistants;
     h->transcript_reply_end = session->transcript_reply_end;
     return PublishSession(std::move(h), out_session);

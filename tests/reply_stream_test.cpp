@@ -36,7 +36,7 @@ std::vector<Piece> Run(std::string_view reply, bool in_reasoning, std::vector<st
                        int stop_after = 0) {
   const Tokenizer& tok = FixtureTokenizer();
   std::vector<Piece> pieces;
-  ReplyStream stream(tok, in_reasoning, std::move(stops), [&](qwenrt_piece_kind k, std::string_view t) {
+  ReplyStream stream(tok, in_reasoning, std::move(stops), nullptr, [&](qwenrt_piece_kind k, std::string_view t) {
     if (!pieces.empty() && pieces.back().kind == k && k != QWENRT_PIECE_TOOL_CALL) {
       pieces.back().text.append(t);
     } else {
@@ -102,6 +102,16 @@ TEST_CASE("ParseToolCall keeps strings verbatim and marks garbage") {
   CHECK(ParseToolCall("<function=f>\n<parameter=o>\n{\"a\": [1, true]}\n</parameter>\n</function>") ==
         R"({"name":"f","arguments":{"o":{"a":[1,true]}}})");
   CHECK(ParseToolCall("no function here") == R"({"name":"","arguments":{},"raw":"no function here"})");
+  CHECK(ParseToolCall("<function=f>\n<parameter=b>\nTrue\n</parameter>\n</function>") ==
+        R"({"name":"f","arguments":{"b":true}})");
+  // A "string" parameter stays a string even when its text is JSON.
+  auto tools = nlohmann::ordered_json::parse(
+      R"([{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":)"
+      R"({"zip":{"type":"string"},"n":{"type":"integer"}}}}}])");
+  CHECK(ParseToolCall("<function=f>\n<parameter=zip>\n12345\n</parameter>\n<parameter=n>\n7\n</parameter>\n"
+                      "</function>", tools) == R"({"name":"f","arguments":{"zip":"12345","n":7}})");
+  CHECK(ParseToolCall("<function=f>\n<parameter=zip>\n5\n</parameter>\n</function>", tools) ==
+        R"({"name":"f","arguments":{"zip":"5"}})");
 }
 
 TEST_CASE("stop strings end the content and are not streamed") {
