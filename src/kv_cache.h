@@ -1,6 +1,7 @@
 // KvCache: keys and values of the full-attention layers for one sequence, f32, plain data.
 // Positions 0 .. size()-1 are valid. Capacity grows by doubling (copy-on-grow: contents are kept),
 // never beyond max_tokens(); Truncate cuts back to a prefix. Copying is explicit (Copy()).
+// Thread safety: one thread per KvCache at a time; distinct caches are independent.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 // RecurrentState: what the gated-delta-net layers carry from token to token for one sequence — the
 // conv window and the delta-rule matrix per GDN layer, f32, plain data. Its size does not depend on
-// the position; it cannot be truncated, only snapshotted (Copy) and restored (move-assign).
+// the position; it cannot be truncated, only snapshotted (Copy) and restored (move-assign or
+// CopyFrom). Thread safety: one thread per RecurrentState at a time.
 #pragma once
 
 #include <cstddef>

@@ -277,6 +277,11 @@ Status Session::Generate(const GenerateOptions& options, std::vector<int32_t>* o
   return status;
 }
 
+void Session::set_checkpoint_budget(int64_t bytes) {
+  params_.checkpoint_budget_bytes = bytes < 0 ? -1 : bytes;
+  checkpoints_.set_budget(bytes < 0 ? 8 * std::max<size_t>(rec_.bytes(), 1) : static_cast<size_t>(bytes));
+}
+
 Status Session::Checkpoint() {
   if (size() == 0) return OkStatus();
   int64_t created = 0;

@@ -148,6 +148,10 @@ class Session {
   // Forgets everything (empty transcript, no checkpoints, zero state). Capacity is kept.
   void Reset();
 
+  // Changes the checkpoint memory budget (bytes; -1 = room for 8 snapshots, as in SessionParams)
+  // and evicts down to it at once. Used by the C ABI's qwenrt_session_set_checkpoint_budget.
+  void set_checkpoint_budget(int64_t bytes);
+
   // A new independent Session with a deep copy of the KV (valid prefix only), the recurrent state,
   // the transcript, the checkpoints and the last logits, plus its own ThreadPool/ForwardContext.
   // Cost: O(KV bytes for size() positions + checkpoint bytes) memory and copy time. The fork gets

@@ -2,8 +2,13 @@
 // driver that prefills a token sequence from position 0.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
+#include <iterator>
+#include <stdexcept>
 #include <memory>
 #include <string>
 #include <vector>

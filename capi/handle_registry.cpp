@@ -1,0 +1,56 @@
+// Live-handle bookkeeping behind the handle checks of the C ABI.
+#include "handle_registry.h"
+
+#include <mutex>
+#include <unordered_map>
+
+namespace qwenrt::capi {
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::unordered_map<const void*, HandleKind> live;  // guarded by mu
+};
+
+Registry& TheRegistry() {
+  static Registry* registry = new Registry();  // never destroyed: frees may run during exit
+  return *registry;
+}
+
+}  // namespace
+
+const char* HandleKindName(HandleKind kind) {
+  return kind == HandleKind::kModel ? "qwenrt_model" : "qwenrt_session";
+}
+
+void RegisterHandle(const void* handle, HandleKind kind) {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.live[handle] = kind;
+}
+
+bool UnregisterHandle(const void* handle, HandleKind kind) {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.live.find(handle);
+  if (it == r.live.end() || it->second != kind) return false;
+  r.live.erase(it);
+  return true;
+}
+
+Status CheckHandle(const void* handle, HandleKind kind, const char* what) {
+  if (handle == nullptr) return InvalidArgument("{} is NULL", what);
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.live.find(handle);
+  if (it == r.live.end()) {
+    return InvalidArgument("{} is not a live {} (already freed, or never created by qwenrt)", what,
+                           HandleKindName(kind));
+  }
+  if (it->second != kind) {
+    return InvalidArgument("{} is a {}, not a {}", what, HandleKindName(it->second), HandleKindName(kind));
+  }
+  return OkStatus();
+}
+
+}  // namespace qwenrt::capi

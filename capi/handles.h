@@ -1,0 +1,54 @@
+// What the opaque C handles are: `qwenrt_model` wraps a shared ModelBundle (the immutable Model plus
+// the text objects built from its GGUF once at load); `qwenrt_session` wraps a Session plus the C-side
+// state the ABI promises (cancel flag, last report and reply, requested checkpoints).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chat_template.h"
+#include "model.h"
+#include "qwenrt/qwenrt.h"
+#include "session.h"
+#include "status.h"
+#include "tokenizer.h"
+
+namespace qwenrt::capi {
+
+// Everything model-wide and immutable: shared by the model handle and every session created from it.
+struct ModelBundle {
+  std::shared_ptr<const Model> model;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  std::shared_ptr<const ChatTemplate> chat_template;  // null when absent or unparsable
+  std::string template_error;                         // why chat_template is null ("" if absent)
+  std::string name;                                   // general.name or ""
+  uint64_t n_params = 0;
+  uint64_t weight_bytes = 0;
+};
+
+// Builds the bundle of a loaded model (tokenizer, chat template, facts for qwenrt_model_info).
+StatusOr<std::shared_ptr<const ModelBundle>> MakeBundle(std::shared_ptr<const Model> model);
+
+}  // namespace qwenrt::capi
+
+struct qwenrt_model {
+  std::shared_ptr<const qwenrt::capi::ModelBundle> bundle;
+};
+
+struct qwenrt_session {
+  std::shared_ptr<const qwenrt::capi::ModelBundle> bundle;
+  std::unique_ptr<qwenrt::Session> session;
+  qwenrt_session_params params{};        // as created (n_ctx, history mode, log callback, ...)
+  std::atomic<bool> cancel{false};       // set by qwenrt_session_cancel from any thread
+  qwenrt_report report{};                // the last step
+  std::string report_line;               // its trace line (formatted here from the FeedReport, so a
+                                         // fork never writes into its parent's handle)
+  std::string reply_content;             // the last generated reply, split as streamed
+  std::string reply_reasoning;
+  std::string reply_tool_calls = "[]";   // JSON array
+  std::vector<int64_t> pending_checkpoints;  // qwenrt_session_checkpoint_at positions not reached yet
+};

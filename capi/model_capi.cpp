@@ -1,0 +1,195 @@
+// C ABI shims for `qwenrt_model`: load (file / memory, progress), free, info, end-of-generation test,
+// tokenize and detokenize. Chat rendering is in chat_capi.cpp.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "guard.h"
+#include "handle_registry.h"
+#include "handles.h"
+#include "qwenrt/qwenrt.h"
+#include "validate.h"
+
+namespace qwenrt::capi {
+
+StatusOr<std::shared_ptr<const ModelBundle>> MakeBundle(std::shared_ptr<const Model> model) {
+  auto bundle = std::make_shared<ModelBundle>();
+  QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::FromGguf(model->gguf()));
+  bundle->tokenizer = std::move(tok);
+  if (const gguf::Value* v = model->gguf().Find("tokenizer.chat_template"); v != nullptr) {
+    StatusOr<ChatTemplate> t = ChatTemplate::Parse(std::string(v->AsString()));
+    if (t.ok()) {
+      bundle->chat_template = std::make_shared<const ChatTemplate>(std::move(t).value());
+    } else {
+      bundle->template_error = t.status().message();
+    }
+  }
+  if (const gguf::Value* v = model->gguf().Find("general.name"); v != nullptr) {
+    bundle->name = std::string(v->AsString());
+  }
+  for (const gguf::TensorInfo& t : model->gguf().tensors()) {
+    uint64_t n = 1;
+    for (int d = 0; d < t.n_dims; ++d) n *= static_cast<uint64_t>(t.ne[d]);
+    bundle->n_params += n;
+    bundle->weight_bytes += t.nbytes;
+  }
+  bundle->model = std::move(model);
+  return std::shared_ptr<const ModelBundle>(std::move(bundle));
+}
+
+namespace {
+
+constexpr const char* kModelParams = "qwenrt_model_params";
+
+Status ReadModelParams(const qwenrt_model_params* in, qwenrt_model_params* out) {
+  return ReadParams(in, qwenrt_model_default_params(), out,
+                    {QWENRT_FIELD(qwenrt_model_params, check_tensors),
+                     QWENRT_FIELD(qwenrt_model_params, progress_callback),
+                     QWENRT_FIELD(qwenrt_model_params, progress_user_data)},
+                    "params", kModelParams);
+}
+
+Model::LoadOptions ToLoadOptions(const qwenrt_model_params& p) {
+  Model::LoadOptions o;
+  o.check_tensors = p.check_tensors;
+  if (p.progress_callback != nullptr) {
+    qwenrt_progress_callback cb = p.progress_callback;
+    void* user = p.progress_user_data;
+    o.progress = [cb, user](float f) { return cb(f, user); };
+  }
+  return o;
+}
+
+// Wraps a loaded model in a registered handle.
+Status Publish(StatusOr<std::shared_ptr<const Model>> loaded, qwenrt_model** out_model) {
+  if (!loaded.ok()) return loaded.status();
+  QWENRT_ASSIGN_OR_RETURN(std::shared_ptr<const ModelBundle> bundle, MakeBundle(std::move(loaded).value()));
+  auto handle = std::make_unique<qwenrt_model>();
+  handle->bundle = std::move(bundle);
+  RegisterHandle(handle.get(), HandleKind::kModel);
+  *out_model = handle.release();
+  return OkStatus();
+}
+
+const ModelBundle& B(const qwenrt_model* m) { return *m->bundle; }
+
+}  // namespace
+}  // namespace qwenrt::capi
+
+using namespace qwenrt;        // NOLINT: shims only
+using namespace qwenrt::capi;  // NOLINT
+
+extern "C" {
+
+qwenrt_status qwenrt_model_load(const char* path, const qwenrt_model_params* params,
+                                qwenrt_model** out_model) {
+  return Guard(__func__, [&]() -> Status {
+    if (out_model == nullptr) return InvalidArgument("out_model is NULL");
+    *out_model = nullptr;
+    if (path == nullptr) return InvalidArgument("path is NULL");
+    qwenrt_model_params p;
+    QWENRT_RETURN_IF_ERROR(ReadModelParams(params, &p));
+    return Publish(Model::Load(path, ToLoadOptions(p)), out_model);
+  });
+}
+
+qwenrt_status qwenrt_model_load_from_memory(const void* data, size_t size,
+                                            const qwenrt_model_params* params,
+                                            qwenrt_model** out_model) {
+  return Guard(__func__, [&]() -> Status {
+    if (out_model == nullptr) return InvalidArgument("out_model is NULL");
+    *out_model = nullptr;
+    if (data == nullptr) return InvalidArgument("data is NULL");
+    if (size == 0) return InvalidArgument("size is 0");
+    qwenrt_model_params p;
+    QWENRT_RETURN_IF_ERROR(ReadModelParams(params, &p));
+    return Publish(Model::LoadFromMemory(data, size, ToLoadOptions(p)), out_model);
+  });
+}
+
+void qwenrt_model_free(qwenrt_model* model) {
+  GuardValue(__func__, 0, [&]() {
+    if (model != nullptr && UnregisterHandle(model, HandleKind::kModel)) delete model;
+    return 0;
+  });
+}
+
+qwenrt_status qwenrt_model_get_info(const qwenrt_model* model, qwenrt_model_info* info) {
+  return Guard(__func__, [&]() -> Status {
+    QWENRT_RETURN_IF_ERROR(CheckHandle(model, HandleKind::kModel, "model"));
+    if (info == nullptr) return InvalidArgument("info is NULL");
+    const ModelBundle& b = B(model);
+    const ModelConfig& c = b.model->config();
+    qwenrt_model_info v{};
+    v.struct_size = sizeof v;
+    v.arch = c.arch.c_str();
+    v.name = b.name.c_str();
+    v.fingerprint = b.model->fingerprint().c_str();
+    v.n_vocab = static_cast<int32_t>(c.n_vocab);
+    v.n_ctx_train = static_cast<int32_t>(c.n_ctx_train);
+    v.n_layer = static_cast<int32_t>(c.n_layer);
+    v.n_embd = static_cast<int32_t>(c.n_embd);
+    v.n_expert = static_cast<int32_t>(c.n_expert);
+    v.has_chat_template = b.chat_template != nullptr;
+    v.n_params = b.n_params;
+    v.weight_bytes = b.weight_bytes;
+    v.eos_token = b.tokenizer->special_ids().eos;
+    v.eot_token = b.tokenizer->special_ids().im_end;
+    return WriteOut(v, info, "info", "qwenrt_model_info");
+  });
+}
+
+bool qwenrt_model_token_is_eog(const qwenrt_model* model, int32_t token) {
+  return GuardValue(__func__, false, [&]() {
+    Status s = CheckHandle(model, HandleKind::kModel, "model");
+    if (!s.ok()) {
+      Report(__func__, s);
+      return false;
+    }
+    return B(model).tokenizer->IsEog(token);
+  });
+}
+
+qwenrt_status qwenrt_tokenize(const qwenrt_model* model, const char* text, size_t text_len,
+                              bool parse_special, int32_t* tokens, size_t capacity, size_t* n_tokens) {
+  return Guard(__func__, [&]() -> Status {
+    QWENRT_RETURN_IF_ERROR(CheckHandle(model, HandleKind::kModel, "model"));
+    if (n_tokens == nullptr) return InvalidArgument("n_tokens is NULL");
+    if (text == nullptr && text_len > 0) return InvalidArgument("text is NULL but text_len is {}", text_len);
+    if (tokens == nullptr && capacity > 0) return InvalidArgument("tokens is NULL but capacity is {}", capacity);
+    std::string_view sv(text == nullptr ? "" : text, text_len);
+    QWENRT_RETURN_IF_ERROR(CheckUtf8(sv, "text"));
+    std::vector<int32_t> ids;
+    B(model).tokenizer->Encode(sv, parse_special ? SpecialTokens::kAll : SpecialTokens::kUserDefined, &ids);
+    *n_tokens = ids.size();
+    if (ids.size() > capacity) {
+      return BufferTooSmall("{} tokens do not fit in capacity {}", ids.size(), capacity);
+    }
+    if (!ids.empty()) std::memcpy(tokens, ids.data(), ids.size() * sizeof(int32_t));
+    return OkStatus();
+  });
+}
+
+qwenrt_status qwenrt_detokenize(const qwenrt_model* model, const int32_t* tokens, size_t n,
+                                bool render_special, char* buf, size_t capacity, size_t* needed) {
+  return Guard(__func__, [&]() -> Status {
+    QWENRT_RETURN_IF_ERROR(CheckHandle(model, HandleKind::kModel, "model"));
+    if (needed == nullptr) return InvalidArgument("needed is NULL");
+    if (tokens == nullptr && n > 0) return InvalidArgument("tokens is NULL but n is {}", n);
+    if (buf == nullptr && capacity > 0) return InvalidArgument("buf is NULL but capacity is {}", capacity);
+    const Tokenizer& tok = *B(model).tokenizer;
+    for (size_t i = 0; i < n; ++i) {
+      if (tokens[i] < 0 || tokens[i] >= tok.n_vocab()) {
+        return InvalidArgument("tokens[{}] = {} is outside the vocabulary [0, {})", i, tokens[i], tok.n_vocab());
+      }
+    }
+    // Through the streaming decoder so that byte sequences that are not UTF-8 become U+FFFD.
+    std::string text;
+    StreamDecoder dec(tok, render_special);
+    for (size_t i = 0; i < n; ++i) dec.Push(tokens[i], &text);
+    dec.Flush(&text);
+    return CopyString(text, buf, capacity, needed);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,3 @@
+module qwenrt.example/twoturnchat
+
+go 1.19
