@@ -152,17 +152,56 @@ std::vector<int64_t> ChatBoundaries(const Tokenizer& tok, std::span<const int32_
   return out;
 }
 
+int64_t CountAssistants(const Json& messages) {
+  int64_t n = 0;
+  for (const Json& m : messages) n += m["role"] == "assistant";
+  return n;
+}
+
+// Transcript history: the exact tokens of the earlier turns (prompt and generated reply, as the
+// session holds them), the end token of the last reply, then what the template renders for the
+// messages after that reply. nullopt when the session holds no chat reply to extend or the
+// conversation does not continue it (then the whole conversation is rendered instead).
+StatusOr<std::optional<std::vector<int32_t>>> TranscriptPrompt(qwenrt_session* s, const ChatInput& in,
+                                                                const std::string& full) {
+  const Session& session = *s->session;
+  if (s->transcript_assistants < 0 || s->transcript_reply_end <= 0 ||
+      s->transcript_reply_end > session.size() || CountAssistants(in.messages) < s->transcript_assistants) {
+    return std::optional<std::vector<int32_t>>();
+  }
+  constexpr std::string_view kHeader = "<|im_start|>assistant", kEnd = "<|im_end|>\n";
+  size_t pos = 0;
+  for (int64_t k = 0; k < s->transcript_assistants; ++k) {
+    pos = full.find(kHeader, pos);
+    if (pos == std::string::npos) return std::optional<std::vector<int32_t>>();
+    pos += kHeader.size();
+  }
+  pos = full.find(kEnd, pos);
+  if (pos == std::string::npos) return std::optional<std::vector<int32_t>>();
+  const Tokenizer& tok = *s->bundle->tokenizer;
+  std::vector<int32_t> tokens(session.transcript().begin(), session.transcript().begin() + s->transcript_reply_end);
+  tok.Encode(kEnd, SpecialTokens::kAll, &tokens);  // the reply's end token was sampled, not fed
+  tok.Encode(std::string_view(full).substr(pos + kEnd.size()), SpecialTokens::kAll, &tokens);
+  return std::optional<std::vector<int32_t>>(std::move(tokens));
+}
+
 Status FeedChat(qwenrt_session* s, const qwenrt_chat* chat) {
   ChatInput in;
   QWENRT_RETURN_IF_ERROR(ReadChat(chat, &in));
   QWENRT_ASSIGN_OR_RETURN(std::string text, Render(*s->bundle, in));
   std::vector<int32_t> tokens;
-  s->bundle->tokenizer->Encode(text, SpecialTokens::kAll, &tokens);
+  if (s->params.history_mode == QWENRT_HISTORY_TRANSCRIPT) {
+    QWENRT_ASSIGN_OR_RETURN(std::optional<std::vector<int32_t>> t, TranscriptPrompt(s, in, text));
+    if (t) tokens = std::move(*t);
+  }
+  if (tokens.empty()) s->bundle->tokenizer->Encode(text, SpecialTokens::kAll, &tokens);
   if (tokens.empty()) return InvalidArgument("the conversation renders to no tokens");
   std::vector<int64_t> boundaries = ChatBoundaries(*s->bundle->tokenizer, tokens);
   FeedReport fr;
   QWENRT_RETURN_IF_ERROR(FeedTokens(s, tokens, boundaries, &fr));
   ClearReply(s);
+  s->chat_assistants_fed = CountAssistants(in.messages);
+  s->chat_tools = in.tools;
   return OkStatus();
 }
 
@@ -223,6 +262,7 @@ Status Generate(qwenrt_session* s, const GenerateInput& in, qwenrt_stop_reason* 
   void* user = in.gen.user_data;
   std::string scratch;
   ReplyStream stream(tok, ReplyStream::EndsInsideThink(tok, session.transcript()), in.stops,
+                     s->chat_assistants_fed >= 0 ? s->chat_tools : nlohmann::ordered_json(),
                      [&](qwenrt_piece_kind kind, std::string_view text) {
                        if (cb == nullptr) return true;
                        scratch.assign(text);  // NUL-terminated copy for the callback
@@ -254,6 +294,10 @@ Status Generate(qwenrt_session* s, const GenerateInput& in, qwenrt_stop_reason* 
   if (st.code() == StatusCode::kContextFull) st = OkStatus();  // a full context ends the reply
   if (st.ok() || st.code() == StatusCode::kCancelled) stream.Finish();
 
+  if (s->chat_assistants_fed >= 0) {  // the transcript now holds this reply exactly
+    s->transcript_assistants = s->chat_assistants_fed + 1;
+    s->transcript_reply_end = session.size();
+  }
   s->reply_content = stream.content();
   s->reply_reasoning = stream.reasoning();
   s->reply_tool_calls = stream.tool_calls_json();

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "chat_template.h"
 #include "model.h"
 #include "qwenrt/qwenrt.h"
@@ -51,4 +53,11 @@ struct qwenrt_session {
   std::string reply_reasoning;
   std::string reply_tool_calls = "[]";   // JSON array
   std::vector<int64_t> pending_checkpoints;  // qwenrt_session_checkpoint_at positions not reached yet
+  // Chat bookkeeping for QWENRT_HISTORY_TRANSCRIPT: assistant messages in the last chat fed (-1:
+  // the last feed was not a chat), and after a reply to it, how many assistant turns the transcript
+  // holds exactly and where the last reply ends in it (-1: unknown; the next chat is rendered whole).
+  int64_t chat_assistants_fed = -1;
+  nlohmann::ordered_json chat_tools;     // tools of the last chat fed (types parsed tool-call arguments)
+  int64_t transcript_assistants = -1;
+  int64_t transcript_reply_end = -1;
 };

@@ -1,52 +1,33 @@
 // Splitting a generated reply into reasoning, content and tool-call pieces (see reply_stream.h).
 #include "reply_stream.h"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
+
+#include "chat.h"
 
 namespace qwenrt::capi {
 
-std::string ParseToolCall(std::string_view block) {
-  nlohmann::ordered_json call;
-  auto fail = [&]() {
-    nlohmann::ordered_json raw;
-    raw["name"] = "";
-    raw["arguments"] = nlohmann::ordered_json::object();
-    raw["raw"] = std::string(block);
-    return raw.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  };
-  size_t f = block.find("<function=");
-  if (f == std::string_view::npos) return fail();
-  size_t name_end = block.find('>', f);
-  if (name_end == std::string_view::npos) return fail();
-  call["name"] = std::string(block.substr(f + 10, name_end - (f + 10)));
-  nlohmann::ordered_json args = nlohmann::ordered_json::object();
-  size_t at = name_end + 1;
-  while (true) {
-    size_t p = block.find("<parameter=", at);
-    if (p == std::string_view::npos) break;
-    size_t key_end = block.find('>', p);
-    if (key_end == std::string_view::npos) return fail();
-    std::string key(block.substr(p + 11, key_end - (p + 11)));
-    size_t v = key_end + 1;
-    if (v < block.size() && block[v] == '\n') ++v;
-    size_t close = block.find("</parameter>", v);
-    if (close == std::string_view::npos) return fail();
-    size_t v_end = close;
-    if (v_end > v && block[v_end - 1] == '\n') --v_end;
-    std::string value(block.substr(v, v_end - v));
-    nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(value, nullptr, false);
-    args[key] = parsed.is_discarded() ? nlohmann::ordered_json(value) : parsed;
-    at = close + 12;
+std::string ParseToolCall(std::string_view block, const nlohmann::ordered_json& tools) {
+  nlohmann::ordered_json out;
+  if (std::optional<ToolCall> call = ReplyParser::ParseToolCall(block, tools)) {  // the chat layer's parser
+    out["name"] = call->name;
+    out["arguments"] = call->arguments;
+  } else {
+    out["name"] = "";
+    out["arguments"] = nlohmann::ordered_json::object();
+    out["raw"] = std::string(block);
   }
-  call["arguments"] = std::move(args);
-  return call.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 ReplyStream::ReplyStream(const Tokenizer& tokenizer, bool in_reasoning, std::vector<std::string> stop_strings,
-                         Sink sink)
+                         nlohmann::ordered_json tools, Sink sink)
     : tok_(tokenizer),
       decoder_(tokenizer, false),
       stops_(std::move(stop_strings)),
+      tools_(std::move(tools)),
       sink_(std::move(sink)),
       mode_(in_reasoning ? Mode::kReasoning : Mode::kContent) {
   // Content right after the prompt starts immediately; after </think> its leading newlines go.
@@ -113,7 +94,7 @@ bool ReplyStream::Push(int32_t token) {
   if (mode_ == Mode::kToolCall) {
     if (token == ids.tool_call_end) {
       decoder_.Flush(&tool_block_);
-      tool_calls_.push_back(ParseToolCall(tool_block_));
+      tool_calls_.push_back(ParseToolCall(tool_block_, tools_));
       tool_block_.clear();
       mode_ = Mode::kContent;
       content_started_ = false;

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "qwenrt/qwenrt.h"
 #include "sampler.h"
 #include "status.h"
@@ -20,9 +22,11 @@ namespace qwenrt::capi {
 
 // Parses one tool call block (the text between <tool_call> and </tool_call>):
 //   <function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>
-// into {"name": NAME, "arguments": {KEY: VALUE, ...}} (VALUE as JSON when it parses, else a string).
-// Unparsable blocks give {"name": "", "arguments": {}, "raw": TEXT}.
-std::string ParseToolCall(std::string_view block);
+// into {"name": NAME, "arguments": {KEY: VALUE, ...}} with the chat layer's parser
+// (ReplyParser::ParseToolCall): VALUE is typed by the tool's JSON schema in `tools` (an OpenAI-format
+// array or null): "string" parameters verbatim, others as JSON (True/False/None as Python spells
+// them). Unparsable blocks give {"name": "", "arguments": {}, "raw": TEXT}.
+std::string ParseToolCall(std::string_view block, const nlohmann::ordered_json& tools = nullptr);
 
 class ReplyStream {
  public:
@@ -30,8 +34,9 @@ class ReplyStream {
   using Sink = std::function<bool(qwenrt_piece_kind kind, std::string_view text)>;
 
   // `in_reasoning`: the prompt left a <think> block open (the reply starts with reasoning).
+  // `tools`: the chat's tool definitions (null if none), to type parsed tool-call arguments.
   ReplyStream(const Tokenizer& tokenizer, bool in_reasoning, std::vector<std::string> stop_strings,
-              Sink sink);
+              nlohmann::ordered_json tools, Sink sink);
 
   // Handles one generated (non end-of-generation) token. Returns false when the generation must
   // stop: the sink returned false (stopped_by_sink()) or a stop string matched (stopped_by_string()).
@@ -59,6 +64,7 @@ class ReplyStream {
   const Tokenizer& tok_;
   StreamDecoder decoder_;
   StopStrings stops_;               // holds back text that may start a stop string
+  nlohmann::ordered_json tools_;
   Sink sink_;
   Mode mode_;
   bool content_started_ = false;    // leading newlines of the content are skipped until text comes

@@ -117,6 +117,9 @@ Status FeedTokens(qwenrt_session* s, std::span<const int32_t> tokens, std::span<
   options.checkpoint_positions = positions;
   options.cancel = &s->cancel;
   auto t0 = std::chrono::steady_clock::now();
+  s->chat_assistants_fed = -1;  // FeedChat sets it again after a chat feed
+  s->transcript_assistants = -1;
+  s->transcript_reply_end = -1;
   Status st = FinishCancellable(s, session.Feed(tokens, options, fr));
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) return st;
@@ -167,11 +170,13 @@ void ClearReply(qwenrt_session* s) {
   s->reply_tool_calls = "[]";
 }
 
-// Blob layout (little-endian): u32 version (1), then three strings (u64 length + bytes): the last
-// reply's content, reasoning and tool calls (JSON).
+// Blob layout (little-endian): u32 version (1), three strings (u64 length + bytes): the last
+// reply's content, reasoning and tool calls (JSON); then three i64: chat_assistants_fed,
+// transcript_assistants, transcript_reply_end.
 std::vector<uint8_t> EncodeChatState(const qwenrt_session& s) {
   const std::string* fields[3] = {&s.reply_content, &s.reply_reasoning, &s.reply_tool_calls};
-  size_t total = sizeof(uint32_t);
+  const int64_t marks[3] = {s.chat_assistants_fed, s.transcript_assistants, s.transcript_reply_end};
+  size_t total = sizeof(uint32_t) + sizeof marks;
   for (const std::string* f : fields) total += sizeof(uint64_t) + f->size();
   std::vector<uint8_t> out(total);
   uint8_t* at = out.data();
@@ -185,6 +190,7 @@ std::vector<uint8_t> EncodeChatState(const qwenrt_session& s) {
     if (n > 0) std::memcpy(at, f->data(), n);
     at += n;
   }
+  std::memcpy(at, marks, sizeof marks);
   return out;
 }
 
@@ -195,6 +201,7 @@ void AfterLoad(qwenrt_session* s, const std::vector<uint8_t>& state) {
   s->report.struct_size = sizeof s->report;
   s->report.checkpoint_pos = -1;
   s->report_line.clear();
+  s->chat_assistants_fed = s->transcript_assistants = s->transcript_reply_end = -1;
   RefreshMemory(s);
   ClearReply(s);
   size_t at = 0;
@@ -213,9 +220,16 @@ void AfterLoad(qwenrt_session* s, const std::vector<uint8_t>& state) {
     f.assign(reinterpret_cast<const char*>(state.data() + at), n);
     at += n;
   }
+  int64_t marks[3];
+  if (!get(marks, sizeof marks)) return;
   s->reply_content = std::move(fields[0]);
   s->reply_reasoning = std::move(fields[1]);
   s->reply_tool_calls = std::move(fields[2]);
+  if (marks[2] <= s->session->size()) {
+    s->chat_assistants_fed = marks[0];
+    s->transcript_assistants = marks[1];
+    s->transcript_reply_end = marks[2];
+  }
 }
 
 }  // namespace qwenrt::capi
@@ -258,6 +272,7 @@ qwenrt_status qwenrt_session_reset(qwenrt_session* session) {
     session->report.struct_size = sizeof session->report;
     session->report.checkpoint_pos = -1;
     session->report_line.clear();
+    session->chat_assistants_fed = session->transcript_assistants = session->transcript_reply_end = -1;
     ClearReply(session);
     return OkStatus();
   });
@@ -395,6 +410,10 @@ qwenrt_status qwenrt_session_fork(const qwenrt_session* session, qwenrt_session*
     h->reply_reasoning = session->reply_reasoning;
     h->reply_tool_calls = session->reply_tool_calls;
     h->pending_checkpoints = session->pending_checkpoints;
+    h->chat_assistants_fed = session->chat_assistants_fed;
+    h->chat_tools = session->chat_tools;
+    h->transcript_assistants = session->transcript_assistants;
+    h->transcript_reply_end = session->transcript_reply_end;
     return PublishSession(std::move(h), out_session);
   });
 }

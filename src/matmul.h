@@ -16,10 +16,10 @@ namespace qwenrt {
 // A weight matrix as stored in GGUF: `rows` rows of `cols` elements (ne = {cols, rows}); row r starts
 // at data + r * row_bytes. For 3-D expert tensors, one expert's slab.
 struct WeightMatrix {
-  gguf::Type type;
-  int64_t cols, rows;
-  const uint8_t* data;
-  size_t row_bytes;
+  gguf::Type type = gguf::Type::F32;
+  int64_t cols = 0, rows = 0;
+  const uint8_t* data = nullptr;
+  size_t row_bytes = 0;
 };
 
 // Builds a WeightMatrix over `data` with row_bytes = RowBytes(type, cols) (0 if the shape is invalid;

@@ -69,6 +69,10 @@ StatusOr<Sampler> Sampler::Create(const SamplerParams& p, int32_t n_vocab) {
     return InvalidArgument("sampler: presence/frequency penalties must be finite");
   }
   if (p.penalty_last_n < 0) return InvalidArgument("sampler: penalty_last_n must be >= 0, got {}", p.penalty_last_n);
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (id < 0 || id >= n_vocab) return InvalidArgument("sampler: logit_bias id {} outside [0, {})", id, n_vocab);
+    if (std::isnan(bias)) return InvalidArgument("sampler: logit_bias for {} is NaN", id);
+  }
   try {
     return Sampler(p, n_vocab);
   } catch (const std::bad_alloc&) {
@@ -108,9 +112,13 @@ void Sampler::Accept(int32_t id) {
   ++counts_[static_cast<size_t>(id)];
 }
 
-void Sampler::Reset() {
+void Sampler::ClearWindow() {
   for (size_t i = 0; i < window_size_; ++i) --counts_[static_cast<size_t>(window_[(window_head_ + i) % window_.size()])];
   window_size_ = window_head_ = 0;
+}
+
+void Sampler::Reset() {
+  ClearWindow();
   rng_.Seed(params_.seed);
 }
 
@@ -155,6 +163,7 @@ StatusOr<int32_t> Sampler::Sample(std::span<const float> logits) {
     const float l = logits[static_cast<size_t>(i)];
     cand_[static_cast<size_t>(i)] = {banned_[static_cast<size_t>(i)] || std::isnan(l) ? kNegInf : l, i};
   }
+  for (const auto& [id, bias] : params_.logit_bias) cand_[static_cast<size_t>(id)].logit += bias;
   ApplyPenalties();
   // Drop impossible tokens so that no later stage has to care.
   n_cand_ = 0;

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "status.h"
@@ -28,6 +29,8 @@ struct SamplerParams {
   float frequency_penalty = 0.0f;   // logit -= frequency * count in the window
   int32_t penalty_last_n = 64;      // window of accepted tokens the penalties look at; 0: off
   uint64_t seed = 0;
+  // Added to the logits before every other stage (OpenAI `logit_bias`): (token id, bias).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 // xoshiro256** seeded through splitmix64: small, fast, and its whole state is 32 bytes.
@@ -44,7 +47,7 @@ class Rng {
 class Sampler {
  public:
   // INVALID_ARGUMENT for n_vocab <= 0, negative/NaN parameters, top_p/min_p outside [0, 1],
-  // repetition_penalty <= 0 or penalty_last_n < 0.
+  // repetition_penalty <= 0, penalty_last_n < 0, or a logit_bias id outside the vocabulary.
   static StatusOr<Sampler> Create(const SamplerParams& params, int32_t n_vocab);
 
   // Tokens that must never be sampled (e.g. Tokenizer::unused_ids()); replaces the previous set.
@@ -59,6 +62,8 @@ class Sampler {
   void Accept(int32_t id);
   // Clears the penalty window and reseeds with params().seed.
   void Reset();
+  // Clears the penalty window only (the random sequence continues).
+  void ClearWindow();
 
   // RNG state and penalty window as bytes (versioned), so that a saved session continues the
   // same random sequence. LoadState: INVALID_ARGUMENT for a blob that is malformed, from another

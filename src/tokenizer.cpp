@@ -221,6 +221,11 @@ Status Tokenizer::Init(VocabData vocab, const TokenizerOptions& options) {
   std::stable_sort(specials_.begin(), specials_.end(), [&](int32_t a, int32_t b) {
     return texts_[static_cast<size_t>(a)].size() > texts_[static_cast<size_t>(b)].size();
   });
+  for (int32_t id : specials_) special_first_byte_[static_cast<uint8_t>(texts_[static_cast<size_t>(id)][0])] = true;
+  specials_scan_ok_ = std::none_of(specials_.begin(), specials_.end(), [&](int32_t id) {
+    const std::string& t = texts_[static_cast<size_t>(id)];
+    return std::any_of(t.begin() + 1, t.end(), [&](char c) { return special_first_byte_[static_cast<uint8_t>(c)]; });
+  });
 
   // Merge table: open addressing, load factor <= 1/2.
   const size_t n_merges = vocab.merges.size();
@@ -289,39 +294,77 @@ const Tokenizer::MergeEntry* Tokenizer::FindMerge(int32_t left, int32_t right) c
 
 void Tokenizer::Encode(std::string_view text, SpecialTokens special, std::vector<int32_t>* out) const {
   Scratch s;
-  // §3.1: split off special tokens, longest candidates first; token fragments are final.
-  s.fragments.push_back({-1, 0, text.size()});
-  if (special != SpecialTokens::kNone) {
-    for (int32_t id : specials_) {
-      const TokenType type = types_[static_cast<size_t>(id)];
-      if (special == SpecialTokens::kUserDefined && type != TokenType::kUserDefined) continue;
-      const std::string& tok = texts_[static_cast<size_t>(id)];
-      if (text.find(tok) == std::string_view::npos) continue;
-      s.next_fragments.clear();
-      for (const Scratch::Fragment& f : s.fragments) {
-        if (f.token >= 0) {
-          s.next_fragments.push_back(f);
-          continue;
-        }
-        size_t pos = f.begin;
-        while (pos < f.end) {
-          const size_t hit = text.substr(0, f.end).find(tok, pos);
-          if (hit == std::string_view::npos) break;
-          if (hit > pos) s.next_fragments.push_back({-1, pos, hit});
-          s.next_fragments.push_back({id, hit, hit + tok.size()});
-          pos = hit + tok.size();
-        }
-        if (pos < f.end) s.next_fragments.push_back({-1, pos, f.end});
-      }
-      s.fragments.swap(s.next_fragments);
-    }
-  }
+  Partition(text, special, &s);
   for (const Scratch::Fragment& f : s.fragments) {
     if (f.token >= 0) {
       out->push_back(f.token);
     } else {
       EncodeRaw(text.substr(f.begin, f.end - f.begin), &s, out);
     }
+  }
+}
+
+// §3.1: split off special tokens, longest candidates first; token fragments are final.
+void Tokenizer::Partition(std::string_view text, SpecialTokens special, Scratch* s) const {
+  s->fragments.clear();
+  const auto wanted = [&](int32_t id) {
+    return special == SpecialTokens::kAll || types_[static_cast<size_t>(id)] == TokenType::kUserDefined;
+  };
+  if (special == SpecialTokens::kNone || specials_.empty()) {
+    s->fragments.push_back({-1, 0, text.size()});
+    return;
+  }
+  if (specials_scan_ok_ && !options_.multi_pass_partition) {
+    // One scan: at each byte that can start a candidate, take the longest candidate there.
+    size_t raw_begin = 0;
+    for (size_t pos = 0; pos < text.size();) {
+      if (!special_first_byte_[static_cast<uint8_t>(text[pos])]) {
+        ++pos;
+        continue;
+      }
+      int32_t hit = -1;
+      for (int32_t id : specials_) {
+        const std::string& tok = texts_[static_cast<size_t>(id)];
+        if (wanted(id) && text.compare(pos, tok.size(), tok) == 0) {
+          hit = id;
+          break;
+        }
+      }
+      if (hit < 0) {
+        ++pos;
+        continue;
+      }
+      if (pos > raw_begin) s->fragments.push_back({-1, raw_begin, pos});
+      const size_t end = pos + texts_[static_cast<size_t>(hit)].size();
+      s->fragments.push_back({hit, pos, end});
+      pos = raw_begin = end;
+    }
+    if (raw_begin < text.size()) s->fragments.push_back({-1, raw_begin, text.size()});
+    return;
+  }
+  // General procedure of the spec: one pass over the fragments per candidate.
+  s->fragments.push_back({-1, 0, text.size()});
+  for (int32_t id : specials_) {
+    if (!wanted(id)) continue;
+    const std::string& tok = texts_[static_cast<size_t>(id)];
+    if (text.find(tok) == std::string_view::npos) continue;
+    s->next_fragments.clear();
+    for (const Scratch::Fragment& f : s->fragments) {
+      if (f.token >= 0) {
+        s->next_fragments.push_back(f);
+        continue;
+      }
+      size_t pos = f.begin;
+      while (pos < f.end) {
+        const size_t hit = text.substr(0, f.end).find(tok, pos);
+        if (hit == std::string_view::npos) break;
+        if (hit > pos) s->next_fragments.push_back({-1, pos, hit});
+        s->next_fragments.push_back({id, hit, hit + tok.size()});
+        pos = hit + tok.size();
+      }
+      if (pos < f.end) s->next_fragments.push_back({-1, pos, f.end});
+    }
+    s->fragments.swap(s->next_fragments);
   }
 }
 

@@ -58,6 +58,9 @@ struct TokenizerOptions {
   bool nfc = true;
   // Pieces cached for reuse across Encode calls (0 disables the cache); cleared when full.
   size_t cache_capacity = 1 << 16;
+  // Always use the spec's one-pass-per-candidate special-token partition instead of the
+  // equivalent single scan (for tests).
+  bool multi_pass_partition = false;
 };
 
 // Which special tokens Encode recognises in the text (spec §3.1).
@@ -135,6 +138,7 @@ class Tokenizer {
   Tokenizer() = default;
   Status Init(VocabData vocab, const TokenizerOptions& options);
   const MergeEntry* FindMerge(int32_t left, int32_t right) const;
+  void Partition(std::string_view text, SpecialTokens special, Scratch* s) const;
   void EncodeRaw(std::string_view text, Scratch* s, std::vector<int32_t>* out) const;
   void EncodePiece(std::string_view bytes, Scratch* s, std::vector<int32_t>* out) const;
   void Bpe(std::string_view bytes, Scratch* s, std::vector<int32_t>* out) const;
@@ -150,6 +154,11 @@ class Tokenizer {
   uint64_t merge_mask_ = 0;
   // Special-token candidates, longest text first (ties by id): ids with their text.
   std::vector<int32_t> specials_;
+  // Fast partition (one left-to-right scan) is exact when no candidate contains, after its first
+  // byte, a byte that starts a candidate: then matches can only overlap when they start at the
+  // same position, where the longest wins in both procedures. True for the Qwen tokens.
+  bool specials_scan_ok_ = false;
+  bool special_first_byte_[256] = {};
   SpecialIds special_;
   std::vector<int32_t> eog_;
   std::vector<int32_t> unused_;

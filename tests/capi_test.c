@@ -296,6 +296,49 @@ static void TestText(qwenrt_model *model) {
                           "</think>\n\n") == 0);
   EXPECT_STATUS(qwenrt_chat_render(model, &chat, rendered, 8, &needed), QWENRT_BUFFER_TOO_SMALL, "");
   EXPECT(needed == strlen(rendered) + 1 || needed > 8);
+  /* A tool loop (spec tokenizer-and-chat.md 6.7): reasoning of the turn after the last query is kept,
+   * the call is serialised with Python spellings, the tool result becomes a user turn. */
+  {
+    qwenrt_message tool_msgs[4];
+    qwenrt_tool_call call = {"get_weather", "{\"city\": \"Paris\", \"metric\": true}"};
+    char big[8192];
+    const char *tail =
+        "<|im_start|>user\nWeather in Paris?<|im_end|>\n"
+        "<|im_start|>assistant\n<think>\nNeed the tool.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
+        "<parameter=city>\nParis\n</parameter>\n<parameter=metric>\nTrue\n</parameter>\n</function>\n"
+        "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n{\"temp\": 20}\n</tool_response>"
+        "<|im_end|>\n<|im_start|>assistant\n<think>\n";
+    tool_msgs[0] = Msg(QWENRT_ROLE_SYSTEM, "Be brief.");
+    tool_msgs[1] = Msg(QWENRT_ROLE_USER, "Weather in Paris?");
+    tool_msgs[2] = Msg(QWENRT_ROLE_ASSISTANT, "");
+    tool_msgs[2].reasoning = "Need the tool.";
+    tool_msgs[2].tool_calls = &call;
+    tool_msgs[2].n_tool_calls = 1;
+    tool_msgs[3] = Msg(QWENRT_ROLE_TOOL, "{\"temp\": 20}");
+    chat.messages = tool_msgs;
+    chat.n_messages = 4;
+    chat.enable_thinking = true;
+    chat.tools_json = "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
+                      "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}}]";
+    ASSERT_OK(qwenrt_chat_render(model, &chat, big, sizeof big, &needed));
+    EXPECT(strncmp(big, "<|im_start|>system\n# Tools\n", 27) == 0);
+    EXPECT(strstr(big, "\n\nBe brief.<|im_end|>\n") != NULL);
+    EXPECT(strlen(big) > strlen(tail) && strcmp(big + strlen(big) - strlen(tail), tail) == 0);
+    call.arguments_json = "[1, 2]";
+    EXPECT_STATUS(qwenrt_chat_render(model, &chat, big, sizeof big, &needed), QWENRT_INVALID_ARGUMENT,
+                  "object");
+    call.arguments_json = "{\"city\": ";
+    EXPECT_STATUS(qwenrt_chat_render(model, &chat, big, sizeof big, &needed), QWENRT_INVALID_ARGUMENT,
+                  "JSON");
+    tool_msgs[1].n_tool_calls = 1; /* tool calls on a user message */
+    tool_msgs[1].tool_calls = &call;
+    call.arguments_json = NULL;
+    EXPECT_STATUS(qwenrt_chat_render(model, &chat, big, sizeof big, &needed), QWENRT_INVALID_ARGUMENT,
+                  "assistant");
+    chat.tools_json = NULL;
+    chat.messages = msgs;
+  }
+
   /* Template errors and bad messages. */
   msgs[1] = Msg(QWENRT_ROLE_SYSTEM, "late system");
   chat.n_messages = 2;
@@ -513,6 +556,72 @@ static void TestTwoTurnChat(qwenrt_model *model) {
   qwenrt_session_free(s);
 }
 
+/* ---- transcript history: turn 2 appends to the exact tokens of turn 1 ----------------------- */
+
+static void TestTranscriptHistory(qwenrt_model *model) {
+  qwenrt_session *s = NULL, *loaded = NULL;
+  qwenrt_session_params sp = qwenrt_session_default_params();
+  qwenrt_message msgs[5];
+  qwenrt_chat chat = qwenrt_chat_default();
+  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_report r = NewReport();
+  int32_t *before = (int32_t *)malloc(4096 * sizeof(int32_t)), *after = (int32_t *)malloc(4096 * sizeof(int32_t));
+  size_t n_before = 0, n_after = 0, blob_size = 0;
+  char *reply, *reply2;
+  void *blob;
+  int64_t turn1_prompt;
+
+  sp.history_mode = QWENRT_HISTORY_TRANSCRIPT;
+  sp.n_threads = 2;
+  ASSERT_OK(qwenrt_session_create(model, &sp, &s));
+  ASSERT_OK(qwenrt_session_create(model, &sp, &loaded));
+  gp.max_tokens = 6;
+  msgs[0] = Msg(QWENRT_ROLE_USER, "Hello! Who are you?");
+  chat.messages = msgs;
+  chat.n_messages = 1;
+  ASSERT_OK(qwenrt_session_chat(s, &chat, NULL, &gp, &r));
+  turn1_prompt = r.prompt_tokens;
+  ASSERT_OK(qwenrt_session_get_tokens(s, before, 4096, &n_before));
+  reply = GetReply(s, QWENRT_PIECE_CONTENT);
+  msgs[1] = Msg(QWENRT_ROLE_ASSISTANT, reply);
+  msgs[2] = Msg(QWENRT_ROLE_USER, "Tell me more.");
+  chat.n_messages = 3;
+  r = NewReport();
+  ASSERT_OK(qwenrt_session_feed_chat(s, &chat, &r));
+  /* Everything turn 1 evaluated (its prompt and its reply, reasoning included) is kept. */
+  EXPECT(r.reused_tokens == (int64_t)n_before && r.common_prefix == (int64_t)n_before);
+  EXPECT(r.prefilled_tokens == r.prompt_tokens - (int64_t)n_before && r.prefilled_tokens > 3);
+  ASSERT_OK(qwenrt_session_get_tokens(s, after, 4096, &n_after));
+  EXPECT(n_after == (size_t)r.prompt_tokens && memcmp(after, before, n_before * sizeof(int32_t)) == 0);
+  ASSERT_OK(qwenrt_session_generate(s, NULL, &gp, NULL));
+
+  /* The transcript bookkeeping survives save / load: turn 3 in another session appends again. */
+  EXPECT_STATUS(qwenrt_session_save_memory(s, NULL, 0, &blob_size), QWENRT_BUFFER_TOO_SMALL, NULL);
+  blob = malloc(blob_size);
+  ASSERT_OK(qwenrt_session_save_memory(s, blob, blob_size, &blob_size));
+  ASSERT_OK(qwenrt_session_load_memory(loaded, blob, blob_size));
+  ASSERT_OK(qwenrt_session_get_tokens(loaded, before, 4096, &n_before));
+  reply2 = GetReply(loaded, QWENRT_PIECE_CONTENT);
+  msgs[3] = Msg(QWENRT_ROLE_ASSISTANT, reply2);
+  msgs[4] = Msg(QWENRT_ROLE_USER, "And then?");
+  chat.n_messages = 5;
+  r = NewReport();
+  ASSERT_OK(qwenrt_session_feed_chat(loaded, &chat, &r));
+  EXPECT(r.reused_tokens == (int64_t)n_before && r.prefilled_tokens > 3);
+  /* A conversation that does not continue the transcript is rendered whole (template history). */
+  chat.n_messages = 1;
+  r = NewReport();
+  ASSERT_OK(qwenrt_session_feed_chat(loaded, &chat, &r));
+  EXPECT(r.prompt_tokens == turn1_prompt && r.common_prefix == turn1_prompt);
+  free(reply);
+  free(reply2);
+  free(blob);
+  free(before);
+  free(after);
+  qwenrt_session_free(loaded);
+  qwenrt_session_free(s);
+}
+
 /* ---- struct_size compatibility -------------------------------------------------------------- */
 
 /* What an older header's qwenrt_session_params could have looked like: a prefix of today's. */
@@ -583,9 +692,19 @@ static void TestStructSize(qwenrt_model *model) {
   msgs[0].struct_size = 0;
   EXPECT_STATUS(qwenrt_session_feed_chat(s, &chat, NULL), QWENRT_INVALID_ARGUMENT, "struct_size");
   msgs[0].struct_size = sizeof msgs[0];
-  chat.struct_size = sizeof chat + 8; /* larger chat struct whose tail is garbage */
-  EXPECT_STATUS(qwenrt_session_feed_chat(s, &chat, NULL), QWENRT_INVALID_ARGUMENT, NULL);
-  chat.struct_size = sizeof chat;
+  {
+    struct {
+      qwenrt_chat c;
+      uint64_t extra; /* a newer header's field, set: this library must refuse it */
+    } big;
+    memset(&big, 0, sizeof big);
+    big.c = chat;
+    big.c.struct_size = sizeof big;
+    big.extra = 7;
+    EXPECT_STATUS(qwenrt_session_feed_chat(s, &big.c, NULL), QWENRT_INVALID_ARGUMENT, "does not know");
+    big.extra = 0;
+    ASSERT_OK(qwenrt_session_feed_chat(s, &big.c, NULL));
+  }
 
   /* An out-struct: a smaller report gets only its fields; a larger one gets zeros past ours. */
   ASSERT_OK(qwenrt_session_feed_chat(s, &chat, NULL));
@@ -882,7 +1001,7 @@ static bool CheckPiece(qwenrt_piece_kind kind, const char *text, size_t len, voi
   return true;
 }
 
-static void TestVariedText(void) {
+static void TestVariedText(qwenrt_model *tiny) {
   qwenrt_model *micro = NULL;
   qwenrt_session *s;
   qwenrt_message msgs[1];
@@ -919,6 +1038,19 @@ static void TestVariedText(void) {
     ASSERT_OK(qwenrt_session_chat(s, &chat, NULL, &gp, NULL));
     EXPECT(u.pieces > 0 && u.bad == 0);
   }
+  /* A session saved with one model is refused by a session of another. */
+  {
+    size_t size = 0;
+    void *blob;
+    qwenrt_session *other = NewSession(tiny, 0);
+    EXPECT_STATUS(qwenrt_session_save_memory(s, NULL, 0, &size), QWENRT_BUFFER_TOO_SMALL, NULL);
+    blob = malloc(size);
+    ASSERT_OK(qwenrt_session_save_memory(s, blob, size, &size));
+    EXPECT_STATUS(qwenrt_session_load_memory(other, blob, size), QWENRT_INVALID_ARGUMENT, "model");
+    EXPECT(qwenrt_session_n_tokens(other) == 0);
+    free(blob);
+    qwenrt_session_free(other);
+  }
   free(col);
   qwenrt_session_free(s);
   qwenrt_model_free(micro);
@@ -930,11 +1062,12 @@ int main(void) {
   model = LoadModel();
   TestText(model);
   TestTwoTurnChat(model);
+  TestTranscriptHistory(model);
   TestStructSize(model);
   TestMisuse(model);
   TestCancel(model);
   TestParallel(model);
-  TestVariedText();
+  TestVariedText(model);
   /* Freeing the model while no session uses it any more. */
   qwenrt_model_free(model);
   printf("capi_test: %d checks, %d failures\n", g_checks, g_failures);

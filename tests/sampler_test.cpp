@@ -53,12 +53,12 @@ TEST_CASE("greedy: temperature 0 takes the argmax", "[sampler]") {
   Sampler k1 = Make(p, 6);
   CHECK(Draw(k1, kLogits) == 1);
   // Ties go to the lowest id.
-  Sampler t = Make(SamplerParams{.temperature = 0.0f}, 4);
+  Sampler t = Make(SamplerParams{.temperature = 0.0f, .logit_bias = {}}, 4);
   CHECK(Draw(t, {0.0f, 5.0f, 5.0f, 1.0f}) == 1);
 }
 
 TEST_CASE("temperature 1: frequencies follow the softmax", "[sampler]") {
-  Sampler s = Make(SamplerParams{.seed = 42}, 6);
+  Sampler s = Make(SamplerParams{.seed = 42, .logit_bias = {}}, 6);
   const auto f = Frequencies(s, kLogits, 40000);
   const auto p = Softmax(kLogits);
   for (int i = 0; i < 6; ++i) {
@@ -69,7 +69,7 @@ TEST_CASE("temperature 1: frequencies follow the softmax", "[sampler]") {
 
 TEST_CASE("temperature sharpens and flattens", "[sampler]") {
   for (float t : {0.5f, 2.0f}) {
-    Sampler s = Make(SamplerParams{.temperature = t, .seed = 7}, 6);
+    Sampler s = Make(SamplerParams{.temperature = t, .seed = 7, .logit_bias = {}}, 6);
     const auto f = Frequencies(s, kLogits, 40000);
     const auto p = Softmax(kLogits, t);
     for (int i = 0; i < 6; ++i) CHECK(std::abs((f.count(i) ? f.at(i) : 0.0) - p[static_cast<size_t>(i)]) < 0.012);
@@ -77,7 +77,7 @@ TEST_CASE("temperature sharpens and flattens", "[sampler]") {
 }
 
 TEST_CASE("top-k keeps the k most likely, renormalised", "[sampler]") {
-  Sampler s = Make(SamplerParams{.top_k = 2, .seed = 3}, 6);
+  Sampler s = Make(SamplerParams{.top_k = 2, .seed = 3, .logit_bias = {}}, 6);
   const auto f = Frequencies(s, kLogits, 20000);
   CHECK(f.size() == 2);
   const double p1 = 1.0 / (1.0 + std::exp(-0.5));  // logits 3 and 2.5
@@ -87,7 +87,7 @@ TEST_CASE("top-k keeps the k most likely, renormalised", "[sampler]") {
 
 TEST_CASE("top-p keeps the smallest nucleus reaching p", "[sampler]") {
   const auto p = Softmax(kLogits);  // sorted: id1 .464, id4 .281, id2 .171, id0 .063, ...
-  SamplerParams params{.top_p = 0.7f, .seed = 5};
+  SamplerParams params{.top_p = 0.7f, .seed = 5, .logit_bias = {}};
   Sampler s = Make(params, 6);
   auto f = Frequencies(s, kLogits, 20000);
   CHECK(f.size() == 2);  // .464 < .7 <= .745
@@ -107,10 +107,10 @@ TEST_CASE("top-p on a large vocabulary (partial sorting path)", "[sampler]") {
   for (int i = 0; i < 300; ++i) logits[static_cast<size_t>(i * 13 % 5000)] = 2.0f;
   const double high = 300 * std::exp(2.0), total = high + 4700;
   REQUIRE(high / total > 0.3);
-  Sampler s = Make(SamplerParams{.top_p = 0.3f, .seed = 9}, 5000);
+  Sampler s = Make(SamplerParams{.top_p = 0.3f, .seed = 9, .logit_bias = {}}, 5000);
   for (int i = 0; i < 2000; ++i) CHECK(logits[static_cast<size_t>(Draw(s, logits))] == 2.0f);
   // Same distribution with and without top-p = 1 (off).
-  Sampler off = Make(SamplerParams{.top_p = 1.0f, .seed = 9}, 5000);
+  Sampler off = Make(SamplerParams{.top_p = 1.0f, .seed = 9, .logit_bias = {}}, 5000);
   int high_hits = 0;
   for (int i = 0; i < 4000; ++i) high_hits += logits[static_cast<size_t>(Draw(off, logits))] == 2.0f;
   CHECK(std::abs(high_hits / 4000.0 - high / total) < 0.03);
@@ -118,7 +118,7 @@ TEST_CASE("top-p on a large vocabulary (partial sorting path)", "[sampler]") {
 
 TEST_CASE("min-p drops tokens below min_p * p_max", "[sampler]") {
   // p relative to max: exp(l - 3): id4 .61, id2 .37, id0 .135, id3 .082, id5 .018
-  Sampler s = Make(SamplerParams{.min_p = 0.3f, .seed = 11}, 6);
+  Sampler s = Make(SamplerParams{.min_p = 0.3f, .seed = 11, .logit_bias = {}}, 6);
   const auto f = Frequencies(s, kLogits, 20000);
   CHECK(f.size() == 3);
   CHECK(f.count(1));
@@ -166,8 +166,21 @@ TEST_CASE("penalties: repetition, presence, frequency over the window", "[sample
   CHECK(Draw(fs, {2.1f, 1.0f}) == 0);
 }
 
+TEST_CASE("logit bias shifts logits before the other stages", "[sampler]") {
+  SamplerParams p;
+  p.temperature = 0.0f;
+  p.logit_bias = {{5, 4.5f}, {1, -10.0f}};
+  Sampler s = Make(p, 6);
+  CHECK(Draw(s, kLogits) == 5);  // -1 + 4.5 = 3.5 > 2.5
+  p.logit_bias = {{5, -INFINITY}, {0, 1.0f}};
+  Sampler t = Make(p, 6);
+  CHECK(Draw(t, kLogits) == 1);
+  p.logit_bias = {{6, 1.0f}};
+  CHECK(Sampler::Create(p, 6).status().code() == StatusCode::kInvalidArgument);
+}
+
 TEST_CASE("bans and -inf are never sampled", "[sampler]") {
-  Sampler s = Make(SamplerParams{.seed = 1}, 6);
+  Sampler s = Make(SamplerParams{.seed = 1, .logit_bias = {}}, 6);
   REQUIRE(s.SetBanned(std::vector<int32_t>{1, 4}).ok());
   std::vector<float> logits = kLogits;
   logits[2] = -INFINITY;
@@ -184,7 +197,7 @@ TEST_CASE("bans and -inf are never sampled", "[sampler]") {
 
 TEST_CASE("fixed seed is reproducible; different seeds differ", "[sampler]") {
   const SamplerParams p{.temperature = 0.9f, .top_k = 5, .top_p = 0.95f, .min_p = 0.01f,
-                        .repetition_penalty = 1.1f, .seed = 1234};
+                        .repetition_penalty = 1.1f, .seed = 1234, .logit_bias = {}};
   std::vector<float> logits(1000);
   for (size_t i = 0; i < logits.size(); ++i) logits[i] = std::sin(static_cast<float>(i) * 0.37f) * 3.0f;
   auto run = [&](uint64_t seed) {
@@ -204,7 +217,7 @@ TEST_CASE("fixed seed is reproducible; different seeds differ", "[sampler]") {
 
 TEST_CASE("state save/restore continues the same sequence", "[sampler]") {
   SamplerParams p{.temperature = 1.0f, .repetition_penalty = 1.3f, .frequency_penalty = 0.2f,
-                  .penalty_last_n = 8, .seed = 99};
+                  .penalty_last_n = 8, .seed = 99, .logit_bias = {}};
   std::vector<float> logits(300);
   for (size_t i = 0; i < logits.size(); ++i) logits[i] = std::cos(static_cast<float>(i)) * 2.0f;
   Sampler a = Make(p, 300);
@@ -225,7 +238,7 @@ TEST_CASE("state save/restore continues the same sequence", "[sampler]") {
   bad[0] ^= 1;
   CHECK(b.LoadState(bad).code() == StatusCode::kInvalidArgument);
   CHECK(b.LoadState(std::span<const uint8_t>(blob.data(), blob.size() - 1)).code() == StatusCode::kInvalidArgument);
-  Sampler small = Make(SamplerParams{.penalty_last_n = 2}, 300);
+  Sampler small = Make(SamplerParams{.penalty_last_n = 2, .logit_bias = {}}, 300);
   CHECK(small.LoadState(blob).code() == StatusCode::kInvalidArgument);
   Sampler tiny_vocab = Make(p, 3);
   CHECK(tiny_vocab.LoadState(blob).code() == StatusCode::kInvalidArgument);
@@ -234,11 +247,11 @@ TEST_CASE("state save/restore continues the same sequence", "[sampler]") {
 
 TEST_CASE("invalid parameters are rejected", "[sampler]") {
   CHECK(Sampler::Create({}, 0).status().code() == StatusCode::kInvalidArgument);
-  CHECK(Sampler::Create({.top_p = 1.5f}, 10).status().code() == StatusCode::kInvalidArgument);
-  CHECK(Sampler::Create({.min_p = -0.1f}, 10).status().code() == StatusCode::kInvalidArgument);
-  CHECK(Sampler::Create({.repetition_penalty = 0.0f}, 10).status().code() == StatusCode::kInvalidArgument);
-  CHECK(Sampler::Create({.temperature = NAN}, 10).status().code() == StatusCode::kInvalidArgument);
-  CHECK(Sampler::Create({.penalty_last_n = -1}, 10).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Sampler::Create({.top_p = 1.5f, .logit_bias = {}}, 10).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Sampler::Create({.min_p = -0.1f, .logit_bias = {}}, 10).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Sampler::Create({.repetition_penalty = 0.0f, .logit_bias = {}}, 10).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Sampler::Create({.temperature = NAN, .logit_bias = {}}, 10).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Sampler::Create({.penalty_last_n = -1, .logit_bias = {}}, 10).status().code() == StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("stop strings hold back possible prefixes and cut at the match", "[sampler]") {

@@ -231,6 +231,44 @@ TEST_CASE("special tokens: CONTROL only with parse_special, USER_DEFINED always"
         std::vector<int32_t>{sp.tool_call, sp.tool_call_end, sp.tool_call});
 }
 
+TEST_CASE("special-token partition: single scan equals the spec's multi-pass procedure", "[tokenizer]") {
+  TokenizerOptions multi;
+  multi.multi_pass_partition = true;
+  auto slow = Tokenizer::FromGguf(FixtureGguf(), multi);
+  REQUIRE(slow.ok());
+  const Tokenizer& fast = FixtureTokenizer();
+  const char* pieces[] = {"<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "</tool_call>",
+                          "<", "|", ">", "<|", "|>", "im_start", "a", " ", "\n", "<tool_", "</", "think>"};
+  std::mt19937 rng(77);
+  for (int i = 0; i < 3000; ++i) {
+    std::string text;
+    for (int k = static_cast<int>(rng() % 12); k > 0; --k) text += pieces[rng() % std::size(pieces)];
+    for (SpecialTokens mode : {SpecialTokens::kNone, SpecialTokens::kUserDefined, SpecialTokens::kAll}) {
+      std::vector<int32_t> a, b;
+      fast.Encode(text, mode, &a);
+      (*slow)->Encode(text, mode, &b);
+      INFO(text);
+      REQUIRE(a == b);
+    }
+  }
+}
+
+TEST_CASE("special-token partition: overlapping candidates follow the multi-pass rule", "[tokenizer]") {
+  // "ab" and "bcd" overlap in "abcd": longest first takes "bcd", leaving "a" as text.
+  VocabData v = FixtureVocab();
+  v.tokens.push_back("ab");
+  v.token_types.push_back(4);
+  v.tokens.push_back("bcd");
+  v.token_types.push_back(4);
+  auto tok = Tokenizer::FromVocab(v);
+  REQUIRE(tok.ok());
+  const int32_t ab = (*tok)->n_vocab() - 2, bcd = (*tok)->n_vocab() - 1;
+  const auto ids = (*tok)->Encode("abcd");
+  REQUIRE(ids.size() == 2);
+  CHECK(ids[1] == bcd);
+  CHECK((*tok)->Encode("abab") == std::vector<int32_t>{ab, ab});
+}
+
 TEST_CASE("EOG set and unused ids of the fixture vocabulary", "[tokenizer]") {
   const Tokenizer& tok = FixtureTokenizer();
   const auto& sp = tok.special_ids();

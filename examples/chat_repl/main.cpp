@@ -220,6 +220,15 @@ const char* StopName(qwenrt_stop_reason r) {
   }
 }
 
+const char* MissName(qwenrt_miss_reason r) {
+  switch (r) {
+    case QWENRT_MISS_NONE: return "none";
+    case QWENRT_MISS_EMPTY: return "empty session";
+    case QWENRT_MISS_NO_CHECKPOINT: return "no checkpoint at the divergence";
+    default: return "other";
+  }
+}
+
 bool GetReply(qwenrt_session* s, qwenrt_piece_kind kind, std::string* out) {
   size_t needed = 0;
   std::vector<char> buf(256);
@@ -487,9 +496,9 @@ class Repl {
                 branches_.size(), cur().messages.size(),
                 (long long)qwenrt_session_n_tokens(cur().session), think_ ? "on" : "off");
     std::printf("last step: prompt %lld, common prefix %lld, reused %lld, prefilled %lld, checkpoint "
-                "%lld, miss reason %d\n",
+                "%lld, miss reason: %s\n",
                 (long long)r.prompt_tokens, (long long)r.common_prefix, (long long)r.reused_tokens,
-                (long long)r.prefilled_tokens, (long long)r.checkpoint_pos, (int)r.miss_reason);
+                (long long)r.prefilled_tokens, (long long)r.checkpoint_pos, MissName(r.miss_reason));
     std::printf("timings: prefill %.2f ms, ttft %.2f ms, decode %.2f ms, %lld tokens, %.1f tok/s\n",
                 r.prefill_ms, r.ttft_ms, r.decode_ms, (long long)r.generated_tokens,
                 r.decode_tokens_per_s);

@@ -109,7 +109,7 @@ typedef enum qwenrt_status {
   QWENRT_OK = 0,
   QWENRT_INVALID_ARGUMENT = 1, /* NULL or freed handle, bad struct_size, bad UTF-8, out-of-range value */
   QWENRT_IO = 2,               /* file cannot be opened, read or written */
-  QWENRT_BAD_FORMAT = 3,       /* malformed GGUF or session blob, wrong model for a saved session */
+  QWENRT_BAD_FORMAT = 3,       /* malformed GGUF or saved-session file */
   QWENRT_UNSUPPORTED = 4,      /* valid input this build cannot handle (architecture, tensor type) */
   QWENRT_OUT_OF_MEMORY = 5,    /* host or device allocation failed */
   QWENRT_CONTEXT_FULL = 6,     /* the session's context (n_ctx) cannot hold the tokens */
@@ -539,8 +539,9 @@ QWENRT_API qwenrt_status qwenrt_session_fork(const qwenrt_session *session,
 QWENRT_API qwenrt_status qwenrt_session_save_file(const qwenrt_session *session, const char *path);
 
 /* Replaces the session's contents with a saved one (which must come from the same model: same
- * fingerprint). Returns QWENRT_INVALID_ARGUMENT, QWENRT_IO, QWENRT_BAD_FORMAT (damaged file, other
- * model, unknown format version), QWENRT_CONTEXT_FULL (saved session longer than n_ctx),
+ * fingerprint). Returns QWENRT_INVALID_ARGUMENT (NULL/freed session, NULL path, a session saved with a
+ * different model), QWENRT_IO, QWENRT_BAD_FORMAT (damaged, truncated or not a session file),
+ * QWENRT_UNSUPPORTED (another format version), QWENRT_CONTEXT_FULL (saved session longer than n_ctx),
  * QWENRT_OUT_OF_MEMORY. On error the session is unchanged. Thread safety: one thread per handle at a
  * time. */
 QWENRT_API qwenrt_status qwenrt_session_load_file(qwenrt_session *session, const char *path);

@@ -1,4 +1,4 @@
-# Run by the capi_install test (cmake -P). Inputs: BUILD_DIR, WORK, CONSUMER, PKG_CONFIG, CC,
+# Run by the capi_install test (cmake -P). Inputs: BUILD_DIR, WORK, CONSUMER, PKG_CONFIG, CC, CXX,
 # GENERATOR, MODEL.
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -53,4 +53,7 @@ string(REPLACE "-lqwenrt" "${prefix}/lib/libqwenrt.a" slibs "${slibs}")
 separate_arguments(slibs UNIX_COMMAND "${slibs}")
 run(${CC} -std=c99 ${WORK}/src/consumer.c -o ${WORK}/consumer_pc_static ${sflags} ${slibs})
 run(${WORK}/consumer_pc_static ${MODEL})
+# The header-only GGUF reader works from the installed include directory alone.
+run(${CXX} -std=c++20 ${WORK}/src/gguf_consumer.cpp -I${prefix}/include -o ${WORK}/gguf_consumer)
+run(${WORK}/gguf_consumer ${MODEL})
 message(STATUS "capi_install: OK")
