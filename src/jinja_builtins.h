@@ -41,7 +41,7 @@ StatusOr<bool> Contains(const Value& container, const Value& item);
 
 // ---- filters and tests (jinja_filters.cpp) ----
 
-// Applies filter `name`; `found` is false when no such filter exists (the result is then an error).
+// Applies filter / test `name` (an unknown name is an error: "No filter named 'x'.").
 StatusOr<Value> CallFilter(std::string_view name, const Value& operand, const CallArgs& args);
 StatusOr<bool> CallTest(std::string_view name, const Value& operand, const CallArgs& args);
 bool HasFilter(std::string_view name);

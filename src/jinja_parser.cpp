@@ -52,8 +52,9 @@ class Parser {
   static std::string Describe(const Token& t) {
     switch (t.kind) {
       case TokenKind::kName: case TokenKind::kOperator: return "'" + t.text + "'";
-      case TokenKind::kString: return "string";
-      case TokenKind::kInt: case TokenKind::kFloat: return "'" + t.text + "'";
+      case TokenKind::kString: return "'string'";  // Jinja2's describe_token wording
+      case TokenKind::kInt: return "'integer'";
+      case TokenKind::kFloat: return "'float'";
       default: return std::string("'") + TokenKindName(t.kind) + "'";
     }
   }
@@ -745,7 +746,7 @@ class Parser {
                !(t.kind == TokenKind::kName && (t.text == "else" || t.text == "or" || t.text == "and"))) {
       // One argument without parentheses: `x is divisibleby 3`, `x is sameas none`. As in Jinja2,
       // any other name starts an argument, so `x is even if c else y` is a syntax error there too.
-      if (IsName("is")) return ErrorAt(t, "you cannot chain multiple tests with is");
+      if (IsName("is")) return ErrorAt(t, "You cannot chain multiple tests with is");
       QWENRT_ASSIGN_OR_RETURN(ExprPtr arg, ParsePrimary());
       QWENRT_ASSIGN_OR_RETURN(arg, ParsePostfix(std::move(arg)));
       node->children.push_back(std::move(arg));
