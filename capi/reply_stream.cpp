@@ -55,19 +55,19 @@ bool ReplyStream::Send(qwenrt_piece_kind kind, std::string_view text) {
 
 bool ReplyStream::EmitReasoning(std::string_view text, bool final) {
   // Hold trailing newlines: the template writes "reasoning\n</think>", and that newline is markup.
-  std::string out = reasoning_newlines_;
+  // Member scratch strings keep their capacity, so a token costs no allocation.
+  piece_out_.assign(reasoning_newlines_);
   reasoning_newlines_.clear();
-  out.append(text);
-  size_t keep = out.size();
-  while (keep > 0 && out[keep - 1] == '\n') --keep;
-  if (!final) reasoning_newlines_ = out.substr(keep);
-  out.resize(keep);
-  if (reasoning_.empty()) {  // and the "\n" after the opening <think>
-    size_t lead = 0;
-    while (lead < out.size() && out[lead] == '\n') ++lead;
-    out.erase(0, lead);
+  piece_out_.append(text);
+  size_t keep = piece_out_.size();
+  while (keep > 0 && piece_out_[keep - 1] == '\n') --keep;
+  if (!final) reasoning_newlines_.assign(piece_out_, keep, std::string::npos);
+  piece_out_.resize(keep);
+  size_t lead = 0;  // and the "\n" after the opening <think>
+  if (reasoning_.empty()) {
+    while (lead < piece_out_.size() && piece_out_[lead] == '\n') ++lead;
   }
-  return Send(QWENRT_PIECE_REASONING, out);
+  return Send(QWENRT_PIECE_REASONING, std::string_view(piece_out_).substr(lead));
 }
 
 bool ReplyStream::EmitContent(std::string_view text, bool final) {

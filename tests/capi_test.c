@@ -683,6 +683,36 @@ static void TestStructSize(qwenrt_model *model) {
   p = qwenrt_session_default_params();
   p.n_ctx = -5;
   EXPECT_STATUS(qwenrt_session_create(model, &p, &s), QWENRT_INVALID_ARGUMENT, "n_ctx");
+  p = qwenrt_session_default_params();
+  p.backend = (qwenrt_backend)99;
+  EXPECT_STATUS(qwenrt_session_create(model, &p, &s), QWENRT_INVALID_ARGUMENT, "backend");
+
+  /* Backends: the reference path runs (and agrees with the CPU path on the next token); CUDA either
+   * works or is refused cleanly when not built in / no device. */
+  {
+    qwenrt_session *ref = NULL, *cpu = NULL, *cuda = NULL;
+    const float *lr, *lc;
+    size_t nr = 0, nc = 0;
+    int32_t t[5] = {1, 2, 3, 4, 5};
+    qwenrt_status st;
+    p = qwenrt_session_default_params();
+    p.backend = QWENRT_BACKEND_REF;
+    ASSERT_OK(qwenrt_session_create(model, &p, &ref));
+    p.backend = QWENRT_BACKEND_CPU;
+    ASSERT_OK(qwenrt_session_create(model, &p, &cpu));
+    ASSERT_OK(qwenrt_session_feed(ref, t, 5, NULL));
+    ASSERT_OK(qwenrt_session_feed(cpu, t, 5, NULL));
+    ASSERT_OK(qwenrt_session_get_logits(ref, &lr, &nr));
+    ASSERT_OK(qwenrt_session_get_logits(cpu, &lc, &nc));
+    EXPECT(nr == nc && ArgMax(lr, nr) == ArgMax(lc, nc));
+    p.backend = QWENRT_BACKEND_CUDA;
+    st = qwenrt_session_create(model, &p, &cuda);
+    EXPECT(st == QWENRT_OK || st == QWENRT_UNSUPPORTED || st == QWENRT_DEVICE);
+    EXPECT((st == QWENRT_OK) == (cuda != NULL));
+    qwenrt_session_free(cuda);
+    qwenrt_session_free(cpu);
+    qwenrt_session_free(ref);
+  }
 
   /* A message array from an older header (smaller stride) and a mixed one. */
   s = NewSession(model, 0);
@@ -1038,6 +1068,31 @@ static void TestVariedText(qwenrt_model *tiny) {
     ASSERT_OK(qwenrt_session_chat(s, &chat, NULL, &gp, NULL));
     EXPECT(u.pieces > 0 && u.bad == 0);
   }
+  /* Seeded sampling is reproducible; another seed gives another reply. */
+  {
+    qwenrt_sampling_params smp = qwenrt_sampling_default_params();
+    int32_t t1[256], t2[256], t3[256];
+    size_t n1 = 0, n2 = 0, n3 = 0;
+    smp.temperature = 0.8f;
+    smp.top_k = 40;
+    smp.seed = 7;
+    gp.callback = NULL;
+    gp.max_tokens = 20;
+    chat.enable_thinking = false;
+    ASSERT_OK(qwenrt_session_reset(s));
+    ASSERT_OK(qwenrt_session_chat(s, &chat, &smp, &gp, NULL));
+    ASSERT_OK(qwenrt_session_get_tokens(s, t1, 256, &n1));
+    ASSERT_OK(qwenrt_session_reset(s));
+    ASSERT_OK(qwenrt_session_chat(s, &chat, &smp, &gp, NULL));
+    ASSERT_OK(qwenrt_session_get_tokens(s, t2, 256, &n2));
+    smp.seed = 8;
+    ASSERT_OK(qwenrt_session_reset(s));
+    ASSERT_OK(qwenrt_session_chat(s, &chat, &smp, &gp, NULL));
+    ASSERT_OK(qwenrt_session_get_tokens(s, t3, 256, &n3));
+    EXPECT(n1 == n2 && memcmp(t1, t2, n1 * sizeof(int32_t)) == 0);
+    EXPECT(n1 != n3 || memcmp(t1, t3, n1 * sizeof(int32_t)) != 0);
+  }
+
   /* A session saved with one model is refused by a session of another. */
   {
     size_t size = 0;
