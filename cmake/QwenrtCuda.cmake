@@ -9,6 +9,12 @@ if(NOT QWENRT_CUDA STREQUAL "OFF")
   endif()
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
+    # Default to sm_90 (H100/H200) + compute_90 PTX before enable_language would pick the compiler's
+    # own default (sm_75 for nvcc 13, leaving an H200 to JIT old PTX). Override with
+    # -DCMAKE_CUDA_ARCHITECTURES=native or a list.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
+      set(CMAKE_CUDA_ARCHITECTURES 90 CACHE STRING "CUDA architectures")
+    endif()
     enable_language(CUDA)
     # CUDA sources are C++17: CMake 3.25 has no nvcc flag for CUDA_STANDARD 20 (and would otherwise
     # inherit CXX_STANDARD 20 and fail at generate time), and fmt 9 (status.h) does not compile
@@ -36,6 +42,8 @@ function(qwenrt_add_cuda target)
     set_property(TARGET ${target} PROPERTY CUDA_ARCHITECTURES 90)
   endif()
   target_sources(${target} PRIVATE ${cu_sources})
+  # Like the C++ sources: nothing but the qwenrt_* C ABI may leave libqwenrt.so (capi_symbols test).
+  set_target_properties(${target} PROPERTIES CUDA_VISIBILITY_PRESET hidden)
   target_compile_definitions(${target} PUBLIC QWENRT_HAVE_CUDA=1)
   target_link_libraries(${target} PUBLIC CUDA::cudart CUDA::cublas)
 endfunction()

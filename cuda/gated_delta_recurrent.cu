@@ -13,7 +13,9 @@
 //         i = l, l+32, ... (kPerLane = ceil(Dk/32) <= 8 registers), loaded once before token 0 and
 //         stored once after token T-1. Per token the warp needs two warp reductions (S^T k and
 //         S^T q); k_t, q_t are read by all warps of the head and served from L1/L2.
-//         Columns are independent, so there is no inter-warp synchronisation at all.
+//         Columns are independent, so there is no inter-warp synchronisation at all. The per-column
+//         code is lanes::GatedDeltaColumn (src/gated_delta_lanes.h), which tests also run on the CPU
+//         with an emulated warp.
 // Versions: v1 (this). TODO(gguf): time on an H200 vs one block per head with k/q staged in shared
 //         memory, and a chunked prefill form (gated_delta_chunk.cu) for large T.
 #include "gated_delta_recurrent.cuh"
@@ -22,6 +24,7 @@
 #include <string>
 
 #include "cuda_ops.h"
+#include "gated_delta_lanes.h"
 
 namespace qwenrt::cuda {
 namespace {
@@ -29,58 +32,31 @@ namespace {
 constexpr int kColsPerBlock = 4;
 constexpr int kGdnThreads = kColsPerBlock * kWarpSize;
 
+// This thread is one lane of the warp; the lane sums are shuffle reductions.
+struct DeviceWarp {
+  static constexpr int kHere = 1;
+  int lane;
+  // __host__ __device__ only because GatedDeltaColumn is; only ever called on the device.
+  QWENRT_HD int Lane(int) const { return lane; }
+  QWENRT_HD float Sum(const float* part) const {
+#ifdef __CUDA_ARCH__
+    return WarpSum(part[0]);
+#else
+    return part[0];
+#endif
+  }
+};
+
 template <int kPerLane>
 __global__ void __launch_bounds__(kGdnThreads)
-    GatedDeltaRecurrentKernel(int64_t T, int64_t Hk, int64_t Hv, int64_t Dk, int64_t Dv,
-                              const float* __restrict__ q, const float* __restrict__ k,
-                              const float* __restrict__ v, const float* __restrict__ g,
-                              const float* __restrict__ beta, float* __restrict__ state,
-                              float* __restrict__ out) {
+    GatedDeltaRecurrentKernel(GatedDeltaShape sh, const float* __restrict__ q,
+                              const float* __restrict__ k, const float* __restrict__ v,
+                              const float* __restrict__ g, const float* __restrict__ beta,
+                              float* __restrict__ state, float* __restrict__ out) {
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int64_t j = static_cast<int64_t>(blockIdx.x) * kColsPerBlock + warp;
-  const int64_t h = blockIdx.y;
-  if (j >= Dv) return;
-  const int64_t hk = h % Hk;
-  float* col = state + (h * Dv + j) * Dk;  // S[:, j] of head h: [Dk]
-
-  float s[kPerLane];
-#pragma unroll
-  for (int p = 0; p < kPerLane; ++p) {
-    const int64_t i = lane + p * kWarpSize;
-    s[p] = i < Dk ? col[i] : 0.0f;
-  }
-  for (int64_t t = 0; t < T; ++t) {
-    const float* kt = k + (t * Hk + hk) * Dk;
-    const float* qt = q + (t * Hk + hk) * Dk;
-    const float alpha = expf(g[t * Hv + h]);
-    const float b = beta[t * Hv + h];
-    const float vj = v[(t * Hv + h) * Dv + j];
-    float kr[kPerLane], qr[kPerLane];
-    float sk = 0.0f;
-#pragma unroll
-    for (int p = 0; p < kPerLane; ++p) {
-      const int64_t i = lane + p * kWarpSize;
-      kr[p] = i < Dk ? kt[i] : 0.0f;
-      qr[p] = i < Dk ? qt[i] : 0.0f;
-      s[p] *= alpha;
-      sk += s[p] * kr[p];
-    }
-    sk = WarpSum(sk);
-    const float r = b * (vj - sk);
-    float o = 0.0f;
-#pragma unroll
-    for (int p = 0; p < kPerLane; ++p) {
-      s[p] += kr[p] * r;
-      o += s[p] * qr[p];
-    }
-    o = WarpSum(o);
-    if (lane == 0) out[(t * Hv + h) * Dv + j] = o;
-  }
-#pragma unroll
-  for (int p = 0; p < kPerLane; ++p) {
-    const int64_t i = lane + p * kWarpSize;
-    if (i < Dk) col[i] = s[p];
-  }
+  if (j >= sh.Dv) return;  // whole warps exit together: the shuffles below stay full-warp
+  lanes::GatedDeltaColumn<kPerLane>(DeviceWarp{lane}, sh, blockIdx.y, j, q, k, v, g, beta, state, out);
 }
 
 template <int kPerLane>
@@ -88,8 +64,7 @@ void Launch(const GatedDeltaShape& sh, const float* q, const float* k, const flo
             const float* beta, float* state, float* out, cudaStream_t stream) {
   dim3 grid(static_cast<unsigned>((sh.Dv + kColsPerBlock - 1) / kColsPerBlock),
             static_cast<unsigned>(sh.Hv));
-  GatedDeltaRecurrentKernel<kPerLane><<<grid, kGdnThreads, 0, stream>>>(
-      sh.T, sh.Hk, sh.Hv, sh.Dk, sh.Dv, q, k, v, g, beta, state, out);
+  GatedDeltaRecurrentKernel<kPerLane><<<grid, kGdnThreads, 0, stream>>>(sh, q, k, v, g, beta, state, out);
 }
 
 Status CheckShape(const GatedDeltaShape& s) {

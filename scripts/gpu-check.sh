@@ -2,7 +2,7 @@
 # One prepared GPU check (for a machine with an NVIDIA GPU and nvcc): configure with CUDA ON, build
 # the CUDA test and benchmark, run the kernel-vs-reference tests, print kernel timings and the GPU
 # state. Takes ~3-5 min on 16 cores (most of it compiling). Logs go to $OUT (or the build dir).
-# Usage: scripts/gpu-check.sh            BUILD_DIR=build-gpu by default
+# Usage: scripts/gpu-check.sh            BUILD_DIR=build-gpu, CUDA_ARCHS=90 (H100/H200) by default
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-gpu}
@@ -16,7 +16,7 @@ stamp "GPU"
 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv || nvidia-smi || true
 
 stamp "configure (CUDA ON)"
-cmake -S . -B "$BUILD_DIR" -DQWENRT_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DQWENRT_BUILD_EXAMPLES=OFF \
+cmake -S . -B "$BUILD_DIR" -DQWENRT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHS:-90} -DCMAKE_BUILD_TYPE=Release -DQWENRT_BUILD_EXAMPLES=OFF \
   -DQWENRT_BUILD_BENCH=ON > "$LOG_DIR/configure.log" 2>&1 || { tail -40 "$LOG_DIR/configure.log"; exit 1; }
 
 stamp "build ops_cuda_test cuda_ops_bench (-j$JOBS)"

@@ -70,8 +70,8 @@ const char* RoleName(Role role) {
 
 // ---- ReplyParser
 
-ReplyParser::ReplyParser(bool in_reasoning, const nlohmann::ordered_json& tools)
-    : state_(in_reasoning ? State::kReasoning : State::kContent), tools_(&tools) {}
+ReplyParser::ReplyParser(bool in_reasoning, nlohmann::ordered_json tools)
+    : state_(in_reasoning ? State::kReasoning : State::kContent), tools_(std::move(tools)) {}
 
 bool ReplyParser::Part::Append(std::string_view s, ChatEvent::Kind kind, const ChatCallback& emit) {
   if (text.empty()) {
@@ -154,7 +154,7 @@ bool ReplyParser::Process(bool final, const ChatCallback& emit) {
       call_text_.clear();
     } else {  // </tool_call>
       state_ = State::kContent;
-      if (auto call = ParseToolCall(call_text_, *tools_)) {
+      if (auto call = ParseToolCall(call_text_, tools_)) {
         calls_.push_back(std::move(*call));
         if (emit) go = emit(ChatEvent{ChatEvent::Kind::kToolCall, {}, &calls_.back()}) && go;
       } else {  // not a well-formed call: keep the text

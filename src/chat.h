@@ -100,7 +100,8 @@ struct ChatReply {
 // recognised. Exposed for tests.
 class ReplyParser {
  public:
-  ReplyParser(bool in_reasoning, const nlohmann::ordered_json& tools);
+  // `tools` (copied) types the tool-call arguments; null when there is no schema.
+  ReplyParser(bool in_reasoning, nlohmann::ordered_json tools);
   // Feeds decoded text; calls `emit` for each event. Returns false if `emit` asked to stop.
   bool Push(std::string_view text, const ChatCallback& emit);
   // End of the reply: flushes held text (an unterminated tool call becomes content).
@@ -125,7 +126,7 @@ class ReplyParser {
   bool Process(bool final, const ChatCallback& emit);
 
   State state_;
-  const nlohmann::ordered_json* tools_;
+  nlohmann::ordered_json tools_;
   std::string held_;
   std::string call_text_;
   Part reasoning_, content_;

@@ -41,10 +41,13 @@ StatusOr<bool> Contains(const Value& container, const Value& item);
 
 // ---- filters and tests (jinja_filters.cpp) ----
 
-// Applies filter `name`; `found` is false when no such filter exists (the result is then an error).
+// Applies filter / test `name` (an unknown name is an error: "No filter named 'x'.").
 StatusOr<Value> CallFilter(std::string_view name, const Value& operand, const CallArgs& args);
 StatusOr<bool> CallTest(std::string_view name, const Value& operand, const CallArgs& args);
 bool HasFilter(std::string_view name);
+// Python's `fmt % args` for %s, %d/%i, %r and %%. `strict_count`: leftover arguments are an error
+// (a tuple operand); Python skips that check when the operand is a list or dict.
+StatusOr<Value> PercentFormat(const std::string& fmt, const std::vector<Value>& args, bool strict_count);
 bool HasTest(std::string_view name);
 
 // Binds `args` to parameter `names` by position, then by keyword; unbound parameters are left

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cstring>
 #include <new>
 #include <numeric>
 #include <utility>
@@ -222,6 +223,11 @@ Status Tokenizer::Init(VocabData vocab, const TokenizerOptions& options) {
     return texts_[static_cast<size_t>(a)].size() > texts_[static_cast<size_t>(b)].size();
   });
   for (int32_t id : specials_) special_first_byte_[static_cast<uint8_t>(texts_[static_cast<size_t>(id)][0])] = true;
+  for (int b = 0; b < 256; ++b) {
+    if (!special_first_byte_[b]) continue;
+    special_single_first_byte_ = special_single_first_byte_ == -1 ? b : -2;
+  }
+  if (special_single_first_byte_ < 0) special_single_first_byte_ = -1;
   specials_scan_ok_ = std::none_of(specials_.begin(), specials_.end(), [&](int32_t id) {
     const std::string& t = texts_[static_cast<size_t>(id)];
     return std::any_of(t.begin() + 1, t.end(), [&](char c) { return special_first_byte_[static_cast<uint8_t>(c)]; });
@@ -318,7 +324,11 @@ void Tokenizer::Partition(std::string_view text, SpecialTokens special, Scratch*
     // One scan: at each byte that can start a candidate, take the longest candidate there.
     size_t raw_begin = 0;
     for (size_t pos = 0; pos < text.size();) {
-      if (!special_first_byte_[static_cast<uint8_t>(text[pos])]) {
+      if (special_single_first_byte_ >= 0) {  // usually '<': let memchr skip ahead
+        const void* p = std::memchr(text.data() + pos, special_single_first_byte_, text.size() - pos);
+        if (p == nullptr) break;
+        pos = static_cast<size_t>(static_cast<const char*>(p) - text.data());
+      } else if (!special_first_byte_[static_cast<uint8_t>(text[pos])]) {
         ++pos;
         continue;
       }

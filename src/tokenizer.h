@@ -159,6 +159,7 @@ class Tokenizer {
   // same position, where the longest wins in both procedures. True for the Qwen tokens.
   bool specials_scan_ok_ = false;
   bool special_first_byte_[256] = {};
+  int special_single_first_byte_ = -1;  // the only first byte of all candidates, or -1
   SpecialIds special_;
   std::vector<int32_t> eog_;
   std::vector<int32_t> unused_;
