@@ -378,18 +378,28 @@ class Evaluator {
     QWENRT_RETURN_IF_ERROR(CountStep());
     DepthGuard guard(&call_depth_);
     const size_t n_params = def.targets.size();
-    if (args.args.size() > n_params) {
+    if (args.args.size() > n_params && !def.uses_varargs) {
       return InvalidArgument("macro '{}' takes not more than {} argument(s)", def.name, n_params);
     }
     ScopePtr scope = ChildScope(closure);
     std::vector<bool> bound(n_params, false);
+    std::vector<Value> extra_args;
+    Dict extra_kwargs;
     for (size_t i = 0; i < args.args.size(); ++i) {
+      if (i >= n_params) {
+        extra_args.push_back(args.args[i]);
+        continue;
+      }
       scope->Set(def.targets[i], args.args[i]);
       bound[i] = true;
     }
     for (auto& [key, value] : args.kwargs) {
       size_t i = 0;
       while (i < n_params && def.targets[i] != key) ++i;
+      if (i == n_params && def.uses_kwargs) {
+        extra_kwargs.Set(Value::String(key), value);
+        continue;
+      }
       if (i == n_params) return InvalidArgument("macro '{}' takes no keyword argument '{}'", def.name, key);
       if (bound[i]) return InvalidArgument("macro '{}' got multiple values for argument '{}'", def.name, key);
       scope->Set(def.targets[i], value);
@@ -404,6 +414,8 @@ class Evaluator {
         scope->Set(def.targets[i], Value::Undefined(fmt::format("'{}' is undefined", def.targets[i])));
       }
     }
+    if (def.uses_varargs) scope->Set("varargs", Value::MakeList(std::move(extra_args), /*is_tuple=*/true));
+    if (def.uses_kwargs) scope->Set("kwargs", Value::MakeDict(std::move(extra_kwargs)));
     std::string text;
     QWENRT_RETURN_IF_ERROR(ExecBody(def.body, scope, &text));
     flow_ = Flow::kNormal;

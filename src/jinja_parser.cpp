@@ -10,6 +10,33 @@
 namespace qwenrt::jinja {
 namespace {
 
+bool UsesName(const Expr* e, std::string_view name) {
+  if (!e) return false;
+  if (e->kind == ExprKind::kName && e->name == name) return true;
+  for (const auto& c : e->children) {
+    if (UsesName(c.get(), name)) return true;
+  }
+  for (const auto& [k, v] : e->kwargs) {
+    if (UsesName(v.get(), name)) return true;
+  }
+  return false;
+}
+
+// True when `name` is read anywhere in `body` (nested macros included, as Jinja2's analysis does).
+bool UsesName(const Body& body, std::string_view name) {
+  for (const auto& n : body) {
+    if (UsesName(n->expr.get(), name) || UsesName(n->filter.get(), name)) return true;
+    for (const auto& v : n->values) {
+      if (UsesName(v.get(), name)) return true;
+    }
+    for (const auto& [cond, branch] : n->branches) {
+      if (UsesName(cond.get(), name) || UsesName(branch, name)) return true;
+    }
+    if (UsesName(n->body, name) || UsesName(n->else_body, name)) return true;
+  }
+  return false;
+}
+
 class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : toks_(std::move(tokens)) {}
@@ -302,6 +329,8 @@ class Parser {
     loop_depth_ = saved_loop_depth;
     QWENRT_RETURN_IF_ERROR(st);
     if (Peek().kind == TokenKind::kName) Next();  // `{% endmacro name %}`
+    node->uses_varargs = UsesName(node->body, "varargs");
+    node->uses_kwargs = UsesName(node->body, "kwargs");
     return Expect(TokenKind::kBlockEnd);
   }
 

@@ -85,6 +85,8 @@ struct Node {
   std::vector<std::string> targets;  // kFor/kSet/kSetBlock targets; kMacro/kScope names
   std::vector<ExprPtr> values;       // kMacro: defaults (null = required); kScope: `with` values
   bool tuple_target = false;         // kFor/kSet: targets were written as a tuple
+  bool uses_varargs = false;         // kMacro: body reads `varargs` (extra positional args allowed)
+  bool uses_kwargs = false;          // kMacro: body reads `kwargs` (unknown keyword args allowed)
   std::vector<std::pair<ExprPtr, Body>> branches;  // kIf
   Body body;
   Body else_body;

@@ -143,6 +143,10 @@ TEST_CASE("loops, scoping, macros and namespaces", "[chat_template]") {
   CHECK(Run("{% macro f(n) %}{% if n %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(3) }}") == "321");
   CHECK(Run("{% set c = namespace(v=0) %}{% macro inc() %}{% set c.v = c.v + 1 %}{% endmacro %}{{ inc() }}{{ inc() }}{{ c.v }}") == "2");
   CHECK(Run("{% set a, b = 1, 2 %}{{ b }}{{ a }}") == "21");
+  CHECK(Run("{% macro f(a) %}{{ a }}|{{ varargs }}|{{ kwargs }}{% endmacro %}{{ f(1, 2, 3, x=4) }}{{ f(5) }}") ==
+        "1|(2, 3)|{'x': 4}5|()|{}");
+  CHECK_THAT(Run("{% macro f(a) %}{{ varargs }}{% endmacro %}{{ f(1, x=4) }}"),
+             Catch::Contains("macro 'f' takes no keyword argument 'x'"));
   CHECK(Run("{% set t %}x{{ 1 }}{% endset %}{{ t }}{% set u | upper %}y{% endset %}{{ u }}") == "x1Y");
   CHECK(Run("{% filter upper %}ab{% endfilter %}{% with q = 3 %}{{ q }}{% endwith %}{{ q is defined }}") == "AB3False");
   CHECK(Run("{% generation %}kept{% endgeneration %}") == "kept");
