@@ -56,6 +56,8 @@ class NamespaceObject : public Object {
     attrs_.Set(Value::String(std::string(name)), std::move(value));
     return OkStatus();
   }
+  // Drops the attributes, breaking reference cycles such as `{% set ns.me = ns %}`.
+  void Release() { attrs_.items.clear(); }
 
  private:
   Dict attrs_;
@@ -116,7 +118,9 @@ class Evaluator {
     }
     ScopePtr top = ChildScope(globals);
     std::string out;
-    QWENRT_RETURN_IF_ERROR(ExecBody(tmpl.body, top, &out));
+    Status st = ExecBody(tmpl.body, top, &out);
+    for (auto& ns : namespaces_) ns->Release();
+    if (!st.ok()) return st;
     return out;
   }
 
@@ -168,8 +172,9 @@ class Evaluator {
       raised_ = true;
       return InvalidArgument("{}", args.args.empty() ? std::string() : Str(args.args[0]));
     }));
-    g->Set("namespace", Value::MakeCallable("namespace", [](CallArgs& args) -> StatusOr<Value> {
+    g->Set("namespace", Value::MakeCallable("namespace", [this](CallArgs& args) -> StatusOr<Value> {
       auto ns = std::make_shared<NamespaceObject>();
+      namespaces_.push_back(ns);
       for (const auto& a : args.args) {
         if (!a.is_dict()) return InvalidArgument("namespace() positional argument must be a mapping");
         for (const auto& [k, v] : a.AsDict().items) {
@@ -561,6 +566,7 @@ class Evaluator {
   Flow flow_ = Flow::kNormal;
   bool raised_ = false;
   bool located_ = false;
+  std::vector<std::shared_ptr<NamespaceObject>> namespaces_;  // released after the render
   int64_t steps_ = 0;
   int call_depth_ = 0;
   int eval_depth_ = 0;

@@ -139,6 +139,7 @@ StatusOr<std::vector<Value>> SortValues(std::vector<Value> items, const Value& a
 
 // select/reject/selectattr/rejectattr: args are [attr?] [test name] [test args...].
 StatusOr<Value> FilterSelect(const Value& v, const CallArgs& args, bool by_attr, bool keep) {
+  if (!v.Truthy()) return Value::MakeList({});  // Jinja2 checks `if seq:` before iterating
   QWENRT_ASSIGN_OR_RETURN(auto items, Iterate(v));
   size_t i = 0;
   std::string attr;
@@ -174,6 +175,7 @@ StatusOr<Value> FilterSelect(const Value& v, const CallArgs& args, bool by_attr,
 }
 
 StatusOr<Value> FilterMap(const Value& v, const CallArgs& args) {
+  if (!v.Truthy()) return Value::MakeList({});  // Jinja2 checks `if value:` before iterating
   QWENRT_ASSIGN_OR_RETURN(auto items, Iterate(v));
   std::vector<Value> out;
   out.reserve(items.size());
@@ -280,7 +282,72 @@ StatusOr<Value> FilterSum(const Value& v, const CallArgs& args) {
 
 }  // namespace
 
+StatusOr<Value> PercentFormat(const std::string& f, const std::vector<Value>& args, bool strict_count) {
+  std::string out;
+  size_t next = 0;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (f[i] != '%') {
+      out.push_back(f[i]);
+      continue;
+    }
+    if (i + 1 >= f.size()) return InvalidArgument("incomplete format");
+    const char c = f[++i];
+    if (c == '%') {
+      out.push_back('%');
+      continue;
+    }
+    if (c != 's' && c != 'd' && c != 'i' && c != 'r') {
+      return InvalidArgument("format: unsupported conversion '%{}' (only %s, %d, %r, %%)", std::string(1, c));
+    }
+    if (next >= args.size()) return InvalidArgument("not enough arguments for format string");
+    const Value& x = args[next++];
+    if (c == 'r') {
+      out += Repr(x);
+    } else if (c == 's') {
+      AppendStr(x, &out);
+    } else if (x.is_float()) {
+      if (!std::isfinite(x.AsFloat())) return InvalidArgument("cannot convert float {} to integer", Str(x));
+      out += std::to_string(static_cast<int64_t>(x.AsFloat()));
+    } else if (x.is_number()) {
+      out += std::to_string(x.is_int() ? x.AsInt() : static_cast<int64_t>(x.AsBool()));
+    } else {
+      return InvalidArgument("%{} format: a real number is required, not {}", std::string(1, c), x.TypeName());
+    }
+    QWENRT_RETURN_IF_ERROR(CheckSize(out));
+  }
+  if (strict_count && next < args.size()) return InvalidArgument("not all arguments converted during string formatting");
+  return Value::String(std::move(out));
+}
+
+// Jinja2's `title` filter: upper-case the first character after each run of whitespace, '-',
+// '(', '{', '[' or '<' (and at the start), lower-case the rest. Unlike Python's `str.title()`.
+std::string JinjaTitle(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  bool word_start = true;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    const size_t start = pos;
+    const char32_t cp = DecodeUtf8(s, &pos);
+    const bool sep = IsPySpace(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
+    if (sep) {
+      out.append(s, start, pos - start);
+      word_start = true;
+      continue;
+    }
+    const std::string one = s.substr(start, pos - start);
+    out += word_start ? PyUpper(one) : PyLower(one);
+    word_start = false;
+  }
+  return out;
+}
+
 StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs& args) {
+  if (v.is_undefined() && (name == "int" || name == "float" || name == "abs" || name == "round" ||
+                           name == "dictsort" || name == "attr")) {
+    // These call int()/float()/abs()/... on the value, which Jinja2's Undefined refuses.
+    return InvalidArgument("{}", v.undefined_hint().empty() ? "value is undefined" : v.undefined_hint());
+  }
   std::vector<Value> a;
   auto bind = [&](std::initializer_list<std::string_view> names) { return BindArgs(name, args, names, &a); };
   if (name == "tojson") return FilterToJson(v, args);
@@ -333,7 +400,7 @@ StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs
     if (name == "upper") return Value::String(PyUpper(s));
     if (name == "lower") return Value::String(PyLower(s));
     if (name == "capitalize") return Value::String(PyCapitalize(s));
-    return Value::String(PyTitle(s));
+    return Value::String(JinjaTitle(s));
   }
   if (name == "list") {
     QWENRT_RETURN_IF_ERROR(bind({}));
@@ -395,6 +462,9 @@ StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs
     std::vector<Value> out, seen;
     for (const auto& it : items) {
       QWENRT_ASSIGN_OR_RETURN(Value key, SortKey(it, a[1], a[0].Truthy()));
+      if (key.is_dict() || (key.is_list() && !key.AsList().is_tuple)) {
+        return InvalidArgument("unhashable type: '{}'", key.TypeName());
+      }
       if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return Equals(s, key); })) continue;
       seen.push_back(std::move(key));
       out.push_back(it);
@@ -418,28 +488,8 @@ StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs
     return Value::Int(static_cast<int64_t>(PySplit(Str(v), std::nullopt, -1).size()));
   }
   if (name == "format") {
-    // `"%s, %s"|format(a, b)`: printf-style with %s / %d / %%, as Python's `%` on str.
-    const std::string f = Str(v);
-    std::string out;
-    size_t next = 0;
-    for (size_t i = 0; i < f.size(); ++i) {
-      if (f[i] != '%' || i + 1 >= f.size()) {
-        out.push_back(f[i]);
-        continue;
-      }
-      const char c = f[++i];
-      if (c == '%') {
-        out.push_back('%');
-      } else if (c == 's' || c == 'd' || c == 'r') {
-        if (next >= args.args.size()) return InvalidArgument("not enough arguments for format string");
-        const Value& x = args.args[next++];
-        if (c == 'd' && !x.is_number()) return InvalidArgument("%d format: a real number is required, not {}", x.TypeName());
-        out += c == 'r' ? Repr(x) : (c == 'd' && x.is_float() ? std::to_string(static_cast<int64_t>(x.AsFloat())) : Str(x));
-      } else {
-        return InvalidArgument("format: unsupported conversion '%{}'", std::string(1, c));
-      }
-    }
-    return Value::String(std::move(out));
+    if (!args.kwargs.empty()) return InvalidArgument("format: keyword arguments are not supported");
+    return PercentFormat(Str(v), args.args, /*strict_count=*/true);
   }
   return InvalidArgument("No filter named '{}'.", name);
 }
@@ -458,6 +508,13 @@ StatusOr<bool> CallTest(std::string_view name, const Value& v, const CallArgs& a
   std::vector<Value> a;
   auto bind = [&](std::initializer_list<std::string_view> names) { return BindArgs(name, args, names, &a); };
   auto one_arg = [&]() -> Status { return bind({"other"}); };
+  static constexpr std::string_view kNoArgTests[] = {
+      "defined", "undefined", "none", "boolean", "false", "true", "integer", "float", "number", "string",
+      "mapping", "iterable", "sequence", "callable", "escaped", "lower", "upper", "odd", "even"};
+  if (std::find(std::begin(kNoArgTests), std::end(kNoArgTests), name) != std::end(kNoArgTests) &&
+      (!args.args.empty() || !args.kwargs.empty())) {
+    return InvalidArgument("test_{}() takes 1 positional argument but {} were given", name, 1 + args.args.size());
+  }
   if (name == "defined") return !v.is_undefined();
   if (name == "undefined") return v.is_undefined();
   if (name == "none") return v.is_none();
@@ -470,8 +527,10 @@ StatusOr<bool> CallTest(std::string_view name, const Value& v, const CallArgs& a
   if (name == "string") return v.is_string();
   if (name == "mapping") return v.is_dict();
   if (name == "iterable") return v.kind() == K::kList || v.kind() == K::kDict || v.kind() == K::kString || v.is_undefined();
-  if (name == "sequence") return v.kind() == K::kList || v.kind() == K::kDict || v.kind() == K::kString;
-  if (name == "callable") return v.is_callable();
+  if (name == "sequence") {  // len() and [] work: Undefined has both
+    return v.kind() == K::kList || v.kind() == K::kDict || v.kind() == K::kString || v.is_undefined();
+  }
+  if (name == "callable") return v.is_callable() || v.is_undefined();  // Undefined has __call__
   if (name == "escaped") return false;
   if (name == "lower" || name == "upper") {
     if (!v.is_string()) return false;
@@ -484,7 +543,12 @@ StatusOr<bool> CallTest(std::string_view name, const Value& v, const CallArgs& a
       if (!a[0].is_int() || a[0].AsInt() == 0) return InvalidArgument("divisibleby: expected a non-zero integer");
       d = a[0].AsInt();
     }
-    if (!v.is_int() && !v.is_bool()) return InvalidArgument("{} test: expected an integer, got {}", name, v.TypeName());
+    if (!v.is_number()) return InvalidArgument("{} test: expected a number, got {}", name, v.TypeName());
+    if (v.is_float()) {  // Python: value % 2 == 1 works on floats too
+      double m = std::fmod(v.AsFloat(), static_cast<double>(d));
+      if (m != 0 && ((m < 0) != (d < 0))) m += static_cast<double>(d);
+      return name == "odd" ? m == 1.0 : m == 0.0;
+    }
     const int64_t x = v.is_int() ? v.AsInt() : v.AsBool();
     const int64_t m = ((x % d) + d) % d;
     if (name == "odd") return m == 1;

@@ -31,26 +31,17 @@ const char* TokenKindName(TokenKind kind) {
 
 namespace {
 
-// Python's `str.splitlines()` + "\n".join(): every line break becomes "\n", and the final line
-// break (if any) disappears. This is what Jinja2 does to a source before lexing.
+// Jinja2's lexer turns "\r\n" and "\r" into "\n" and (keep_trailing_newline=False) drops one
+// final newline. Other Unicode line breaks (U+2028, U+0085, ...) stay as they are.
 std::string NormalizeNewlines(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  size_t pos = 0;
-  while (pos < s.size()) {
-    const size_t start = pos;
-    const char32_t cp = DecodeUtf8(s, &pos);
-    switch (cp) {
-      case '\r':
-        if (pos < s.size() && s[pos] == '\n') ++pos;
-        out.push_back('\n');
-        break;
-      case '\n': case 0x0B: case 0x0C: case 0x1C: case 0x1D: case 0x1E: case 0x85: case 0x2028:
-      case 0x2029:
-        out.push_back('\n');
-        break;
-      default:
-        out.append(s.substr(start, pos - start));
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\r') {
+      if (i + 1 < s.size() && s[i + 1] == '\n') ++i;
+      out.push_back('\n');
+    } else {
+      out.push_back(s[i]);
     }
   }
   if (!out.empty() && out.back() == '\n') out.pop_back();
@@ -87,7 +78,7 @@ class Lexer {
         LstripBlock(&text, tag);
       }
       EmitText(std::move(text), pos_);
-      size_t p = tag + 2 + ((modifier == '-' || (modifier == '+' && kind != '{')) ? 1 : 0);
+      size_t p = tag + 2 + ((modifier == '-' || modifier == '+') ? 1 : 0);
       if (kind == '#') {
         QWENRT_RETURN_IF_ERROR(SkipComment(tag, p));
       } else if (kind == '%' && IsRawTag(p)) {
@@ -133,10 +124,18 @@ class Lexer {
     tokens_.push_back(std::move(t));
   }
 
-  // lstrip_blocks: spaces/tabs between the start of the line and a block/comment tag go away.
+  // lstrip_blocks: whitespace between the start of the line and a block/comment tag goes away.
+  // As in Jinja2 ("\s+" after the last "\n"), that is any Unicode whitespace, not only spaces.
   void LstripBlock(std::string* text, size_t tag) const {
     size_t run = text->size();
-    while (run > 0 && ((*text)[run - 1] == ' ' || (*text)[run - 1] == '\t')) --run;
+    while (run > 0) {
+      size_t start = run - 1;  // back up to the lead byte of the previous code point
+      while (start > 0 && (static_cast<unsigned char>((*text)[start]) & 0xC0) == 0x80) --start;
+      size_t probe = start;
+      const char32_t cp = DecodeUtf8(*text, &probe);
+      if (cp == '\n' || !IsPySpace(cp)) break;
+      run = start;
+    }
     const size_t run_start_in_src = tag - (text->size() - run);
     if (run_start_in_src == 0 || src_[run_start_in_src - 1] == '\n') text->resize(run);
   }
@@ -165,24 +164,24 @@ class Lexer {
     return p;
   }
 
-  // True when the block tag body starting at `p` is `raw` followed by the tag end.
+  // True when the block tag body starting at `p` is `raw` followed by `%}` or `-%}`.
   bool IsRawTag(size_t p) const {
     p = SkipSpaces(p);
     if (src_.compare(p, 3, "raw") != 0) return false;
     p = SkipSpaces(p + 3);
-    if (p < src_.size() && (src_[p] == '-' || src_[p] == '+')) ++p;
+    if (p < src_.size() && src_[p] == '-') ++p;
     return src_.compare(p, 2, "%}") == 0;
   }
 
   // `{% raw %}...{% endraw %}`: the body is text, untouched except for whitespace control at
-  // its two ends.
+  // its two ends. Jinja2 applies no trim_blocks after `{% raw %}` itself.
   Status LexRaw(size_t tag, size_t p) {
     p = SkipSpaces(p) + 3;
     p = SkipSpaces(p);
-    char modifier = '\0';
-    if (src_[p] == '-' || src_[p] == '+') modifier = src_[p++];
+    const bool strip_after = src_[p] == '-';
+    if (strip_after) ++p;
     pos_ = p + 2;
-    AfterTagEnd(modifier, true);
+    if (strip_after) strip_next_leading_ = true;
     // Find `{%[-+]? endraw [-+]?%}`.
     size_t search = pos_;
     while (true) {

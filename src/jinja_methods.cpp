@@ -353,6 +353,9 @@ StatusOr<Value> GetAttr(const Value& obj, std::string_view name) {
 StatusOr<Value> GetItem(const Value& obj, const Value& key) {
   if (obj.is_undefined()) return UndefinedError(obj);
   if (obj.is_dict()) {
+    if (key.is_dict() || (key.is_list() && !key.AsList().is_tuple)) {
+      return InvalidArgument("unhashable type: '{}'", key.TypeName());
+    }
     if (const Value* v = obj.AsDict().Find(key)) return *v;
   } else if ((obj.is_list() || obj.is_string()) && (key.is_int() || key.is_bool())) {
     int64_t i = key.is_int() ? key.AsInt() : static_cast<int64_t>(key.AsBool());
@@ -497,7 +500,11 @@ StatusOr<bool> Contains(const Value& container, const Value& item) {
         if (Equals(e, item)) return true;
       }
       return false;
-    case Value::Kind::kDict: return container.AsDict().Find(item) != nullptr;
+    case Value::Kind::kDict:
+      if (item.is_dict() || (item.is_list() && !item.AsList().is_tuple)) {
+        return InvalidArgument("unhashable type: '{}'", item.TypeName());
+      }
+      return container.AsDict().Find(item) != nullptr;
     default:
       return InvalidArgument("argument of type '{}' is not iterable", container.TypeName());
   }

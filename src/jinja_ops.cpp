@@ -113,10 +113,8 @@ StatusOr<Value> BinaryOp(std::string_view op, const Value& a, const Value& b) {
   if (op == "%") {
     if (a.is_string()) {
       // printf-style formatting, the arguments being a tuple or a single value.
-      CallArgs args;
-      if (b.is_list() && b.AsList().is_tuple) args.args = b.AsList().items;
-      else args.args.push_back(b);
-      return CallFilter("format", a, args);
+      if (b.is_list() && b.AsList().is_tuple) return PercentFormat(a.AsString(), b.AsList().items, true);
+      return PercentFormat(a.AsString(), {b}, /*strict_count=*/!(b.is_list() || b.is_dict()));
     }
     if (!nums) return Unsupported(op, a, b);
     if (ints) {

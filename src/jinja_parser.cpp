@@ -186,7 +186,8 @@ class Parser {
   Status ParseIf(Node* node) {
     node->kind = NodeKind::kIf;
     while (true) {
-      QWENRT_ASSIGN_OR_RETURN(ExprPtr cond, ParseTuple());
+      // Jinja2 parses `if` conditions without inline if-expressions.
+      QWENRT_ASSIGN_OR_RETURN(ExprPtr cond, ParseTuple(/*with_condexpr=*/false));
       QWENRT_RETURN_IF_ERROR(Expect(TokenKind::kBlockEnd));
       Body branch;
       std::string end;
@@ -490,6 +491,7 @@ class Parser {
       QWENRT_ASSIGN_OR_RETURN(ExprPtr operand, ParseUnary(false));
       node = MakeExpr(at.text == "-" ? ExprKind::kNeg : ExprKind::kPos, at);
       node->children.push_back(std::move(operand));
+      QWENRT_ASSIGN_OR_RETURN(node, ParsePostfix(std::move(node)));
     } else {
       QWENRT_ASSIGN_OR_RETURN(node, ParsePrimary());
       QWENRT_ASSIGN_OR_RETURN(node, ParsePostfix(std::move(node)));
@@ -618,6 +620,18 @@ class Parser {
     ExprPtr parts[3];
     int n_colons = 0;
     while (!IsOp("]")) {
+      if (IsOp(",") && n_colons == 0 && parts[0]) {  // `x[a, b]` subscripts with the tuple (a, b)
+        ExprPtr tuple = MakeExpr(ExprKind::kTuple, at);
+        tuple->children.push_back(std::move(parts[0]));
+        while (IsOp(",")) {
+          Next();
+          if (IsOp("]")) break;
+          QWENRT_ASSIGN_OR_RETURN(ExprPtr item, ParseExpression());
+          tuple->children.push_back(std::move(item));
+        }
+        parts[0] = std::move(tuple);
+        continue;
+      }
       if (IsOp(":")) {
         if (++n_colons > 2) return ErrorAt(Peek(), "unexpected ':'");
         Next();
@@ -628,7 +642,7 @@ class Parser {
     }
     Next();
     if (n_colons == 0) {
-      if (!parts[0]) return ErrorAt(at, "empty subscript");
+      if (!parts[0]) parts[0] = MakeExpr(ExprKind::kTuple, at);  // `x[]` is `x[()]` in Jinja2
       ExprPtr node = MakeExpr(ExprKind::kGetItem, at);
       node->children.push_back(std::move(object));
       node->children.push_back(std::move(parts[0]));
@@ -728,10 +742,10 @@ class Parser {
       QWENRT_RETURN_IF_ERROR(ParseArgs(node.get()));
     } else if ((t.kind == TokenKind::kName || t.kind == TokenKind::kString || t.kind == TokenKind::kInt ||
                 t.kind == TokenKind::kFloat || IsOp("[") || IsOp("{")) &&
-               !(t.kind == TokenKind::kName &&
-                 (t.text == "else" || t.text == "or" || t.text == "and" || t.text == "if" ||
-                  t.text == "is" || t.text == "in" || t.text == "not"))) {
-      // One argument without parentheses: `x is divisibleby 3`, `x is sameas none`.
+               !(t.kind == TokenKind::kName && (t.text == "else" || t.text == "or" || t.text == "and"))) {
+      // One argument without parentheses: `x is divisibleby 3`, `x is sameas none`. As in Jinja2,
+      // any other name starts an argument, so `x is even if c else y` is a syntax error there too.
+      if (IsName("is")) return ErrorAt(t, "you cannot chain multiple tests with is");
       QWENRT_ASSIGN_OR_RETURN(ExprPtr arg, ParsePrimary());
       QWENRT_ASSIGN_OR_RETURN(arg, ParsePostfix(std::move(arg)));
       node->children.push_back(std::move(arg));

@@ -225,7 +225,9 @@ void AppendContainerRepr(const Value& v, std::string* out) {
 }
 
 void AppendRepr(const Value& v, std::string* out) {
-  if (v.is_string()) {
+  if (v.is_undefined()) {
+    *out += "Undefined";
+  } else if (v.is_string()) {
     *out += PyReprString(v.AsString());
   } else {
     AppendStr(v, out);

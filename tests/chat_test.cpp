@@ -328,6 +328,32 @@ TEST_CASE("transcript mode appends only the new turn", "[chat]") {
   }
 }
 
+TEST_CASE("transcript mode: a tool result turn is appended as the template groups it", "[chat]") {
+  Fixture& f = GetFixture();
+  auto session = f.NewSession();
+  ChatOptions o = f.Options(HistoryMode::kTranscript);
+  o.tools = Json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])");
+  auto chat = Conversation::Create(*session, *f.tokenizer, *f.tmpl, o);
+  REQUIRE(chat.ok());
+  (*chat)->AddUser("Weather in Paris?");
+  auto r1 = (*chat)->Reply();
+  REQUIRE(r1.ok());
+  const std::vector<int32_t> before = session->transcript();
+  (*chat)->AddToolResult("{\"temp\": 20}");
+  (*chat)->AddToolResult("{\"wind\": 3}");
+  auto r2 = (*chat)->Reply();
+  REQUIRE(r2.ok());
+  REQUIRE(r2->prompt_tokens.size() > before.size());
+  CHECK(std::equal(before.begin(), before.end(), r2->prompt_tokens.begin()));
+  const std::vector<int32_t> added(r2->prompt_tokens.begin() + static_cast<ptrdiff_t>(before.size()),
+                                   r2->prompt_tokens.end());
+  CHECK(f.tokenizer->Decode(added, true) ==
+        "<|im_end|>\n<|im_start|>user\n<tool_response>\n{\"temp\": 20}\n</tool_response>\n<tool_response>\n"
+        "{\"wind\": 3}\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n");
+  CHECK(r2->feed_report.prefilled_tokens == static_cast<int64_t>(added.size()));
+}
+
 TEST_CASE("messages render through the model's template", "[chat]") {
   Fixture& f = GetFixture();
   auto session = f.NewSession();

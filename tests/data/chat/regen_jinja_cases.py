@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Re-records the expectations in jinja-cases.json with Python Jinja2, configured as Hugging Face's
-apply_chat_template configures it. To add a case, append an entry with a `template` (and, for
-`template_cases`, a `context`), then run:  python3 regen_jinja_cases.py jinja-cases.json
+apply_chat_template configures it. To add a case, append an entry with a `template` and a
+`context` (snippets: the name of one of `contexts`; template_cases: the context object itself), then
+run:  python3 regen_jinja_cases.py jinja-cases.json
 Expectations: `rendered` (exact text), `error` (raise_exception text, exact) or `error_contains`
 (Jinja2's message for other errors; ours adds the line/column in front)."""
 import json
@@ -46,7 +47,7 @@ def main(path):
     data["generator"] = ("Python Jinja2 %s, ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, "
                          "loopcontrols), tojson=json.dumps(ensure_ascii=False)" % jinja2.__version__)
     for case in data["snippets"]:
-        update(case, render(case["template"], data["snippet_context"]))
+        update(case, render(case["template"], data["contexts"][case["context"]]))
     for case in data["template_cases"]:
         update(case, render(data["templates"][case["template"]], case["context"]))
     json.dump(data, open(path, "w"), ensure_ascii=False, indent=1)
