@@ -492,7 +492,17 @@ StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs
     if (!args.kwargs.empty()) return InvalidArgument("format: keyword arguments are not supported");
     return PercentFormat(Str(v), args.args, /*strict_count=*/true);
   }
+  if (IsJinja2Filter(name)) {
+    return Unsupported("the '{}' filter is not supported by qwenrt's Jinja subset (docs/chat-template.md)", name);
+  }
   return InvalidArgument("No filter named '{}'.", name);
+}
+
+bool IsJinja2Filter(std::string_view name) {
+  static constexpr std::string_view kMissing[] = {"batch", "center", "filesizeformat", "groupby", "pprint",
+                                                  "random", "slice", "striptags", "truncate", "urlencode",
+                                                  "urlize", "wordwrap", "xmlattr"};
+  return HasFilter(name) || std::find(std::begin(kMissing), std::end(kMissing), name) != std::end(kMissing);
 }
 
 bool HasFilter(std::string_view name) {
