@@ -84,8 +84,11 @@ Status ReadChat(const qwenrt_chat* in, ChatInput* out) {
                                        QWENRT_FIELD(qwenrt_message, tool_calls),
                                        QWENRT_FIELD(qwenrt_message, n_tool_calls)},
                                       what.c_str(), "qwenrt_message"));
+    const int role_value = EnumValue(m.role);
+    if (role_value < QWENRT_ROLE_SYSTEM || role_value > QWENRT_ROLE_TOOL) {
+      return InvalidArgument("{}.role {} is not a qwenrt_role", what, role_value);
+    }
     const char* role = RoleName(m.role);
-    if (role == nullptr) return InvalidArgument("{}.role {} is not a qwenrt_role", what, static_cast<int>(m.role));
     QWENRT_RETURN_IF_ERROR(CheckCString(m.content, (what + ".content").c_str(), true));
     Json msg;
     msg["role"] = role;
@@ -393,12 +396,12 @@ qwenrt_status qwenrt_session_get_reply(const qwenrt_session* session, qwenrt_pie
     QWENRT_RETURN_IF_ERROR(CheckSession(session));
     if (needed == nullptr) return InvalidArgument("needed is NULL");
     if (buf == nullptr && capacity > 0) return InvalidArgument("buf is NULL but capacity is {}", capacity);
-    switch (kind) {
+    switch (EnumValue(kind)) {
       case QWENRT_PIECE_CONTENT: return CopyString(session->reply_content, buf, capacity, needed);
       case QWENRT_PIECE_REASONING: return CopyString(session->reply_reasoning, buf, capacity, needed);
       case QWENRT_PIECE_TOOL_CALL: return CopyString(session->reply_tool_calls, buf, capacity, needed);
     }
-    return InvalidArgument("kind {} is not a qwenrt_piece_kind", static_cast<int>(kind));
+    return InvalidArgument("kind {} is not a qwenrt_piece_kind", EnumValue(kind));
   });
 }
 

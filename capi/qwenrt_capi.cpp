@@ -6,6 +6,7 @@
 #include "guard.h"
 #include "last_error.h"
 #include "qwenrt/qwenrt.h"
+#include "validate.h"
 
 namespace {
 
@@ -21,7 +22,7 @@ static_assert(kHeaderVersion == QWENRT_VERSION_STRING,
 extern "C" {
 
 const char* qwenrt_status_string(qwenrt_status status) {
-  switch (status) {
+  switch (qwenrt::capi::EnumValue(status)) {  // any int may arrive from C
     case QWENRT_OK: return "OK";
     case QWENRT_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
     case QWENRT_IO: return "IO";

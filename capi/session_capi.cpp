@@ -35,12 +35,11 @@ Status ReadSessionParams(const qwenrt_session_params* in, qwenrt_session_params*
   if (out->checkpoint_interval < 0) {
     return InvalidArgument("params->checkpoint_interval is {} (0 = off)", out->checkpoint_interval);
   }
-  if (out->backend < QWENRT_BACKEND_AUTO || out->backend > QWENRT_BACKEND_REF) {
-    return InvalidArgument("params->backend {} is not a qwenrt_backend", static_cast<int>(out->backend));
+  if (int b = EnumValue(out->backend); b < QWENRT_BACKEND_AUTO || b > QWENRT_BACKEND_REF) {
+    return InvalidArgument("params->backend {} is not a qwenrt_backend", b);
   }
-  if (out->history_mode != QWENRT_HISTORY_TEMPLATE && out->history_mode != QWENRT_HISTORY_TRANSCRIPT) {
-    return InvalidArgument("params->history_mode {} is not a qwenrt_history_mode",
-                           static_cast<int>(out->history_mode));
+  if (int h = EnumValue(out->history_mode); h != QWENRT_HISTORY_TEMPLATE && h != QWENRT_HISTORY_TRANSCRIPT) {
+    return InvalidArgument("params->history_mode {} is not a qwenrt_history_mode", h);
   }
   return OkStatus();
 }

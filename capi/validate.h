@@ -50,6 +50,17 @@ Status WriteOut(const T& value, T* out, const char* what, const char* type) {
   return WriteStruct(&value, out, sizeof(T), what, type);
 }
 
+// The integer a C caller stored in an enum field or argument. Read through memcpy: in C++, loading an
+// enum object that holds a value outside its enumerators' range is undefined, and C callers can pass
+// any int. Validate with this before using the enum.
+template <typename E>
+int EnumValue(const E& e) {
+  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized");
+  int v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
 // Offset of the first invalid byte of `text` as UTF-8 (overlong forms, surrogates, code points past
 // U+10FFFF and truncated sequences are invalid), or npos when it is valid.
 size_t FindInvalidUtf8(std::string_view text);

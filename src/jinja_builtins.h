@@ -41,10 +41,13 @@ StatusOr<bool> Contains(const Value& container, const Value& item);
 
 // ---- filters and tests (jinja_filters.cpp) ----
 
-// Applies filter `name`; `found` is false when no such filter exists (the result is then an error).
+// Applies filter / test `name` (an unknown name is an error: "No filter named 'x'.").
 StatusOr<Value> CallFilter(std::string_view name, const Value& operand, const CallArgs& args);
 StatusOr<bool> CallTest(std::string_view name, const Value& operand, const CallArgs& args);
 bool HasFilter(std::string_view name);
+// Jinja2 has the filter, whether or not this engine implements it (unimplemented ones are a
+// runtime error when reached; names Jinja2 does not know are a syntax error, as in Jinja2).
+bool IsJinja2Filter(std::string_view name);
 // Python's `fmt % args` for %s, %d/%i, %r and %%. `strict_count`: leftover arguments are an error
 // (a tuple operand); Python skips that check when the operand is a list or dict.
 StatusOr<Value> PercentFormat(const std::string& fmt, const std::vector<Value>& args, bool strict_count);

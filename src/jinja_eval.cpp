@@ -325,8 +325,10 @@ class Evaluator {
       if (!target || !target->is_object()) {
         return Locate(InvalidArgument("cannot assign attribute on non-namespace object"), node.line, 0);
       }
-      Status st = target->AsObject().SetAttr(node.attr, std::move(v));
-      return st.ok() ? st : Locate(st, node.line, 0);
+      if (!target->AsObject().SetAttr(node.attr, std::move(v)).ok()) {  // e.g. `loop`
+        return Locate(InvalidArgument("cannot assign attribute on non-namespace object"), node.line, 0);
+      }
+      return OkStatus();
     }
     Status st = BindTargets(node, scope.get(), v);
     return st.ok() ? st : Locate(st, node.line, 0);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "jinja_builtins.h"
+#include "jinja_ops.h"
 #include "jinja_string.h"
 
 namespace qwenrt::jinja {
@@ -491,7 +492,17 @@ StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs
     if (!args.kwargs.empty()) return InvalidArgument("format: keyword arguments are not supported");
     return PercentFormat(Str(v), args.args, /*strict_count=*/true);
   }
+  if (IsJinja2Filter(name)) {
+    return Unsupported("the '{}' filter is not supported by qwenrt's Jinja subset (docs/chat-template.md)", name);
+  }
   return InvalidArgument("No filter named '{}'.", name);
+}
+
+bool IsJinja2Filter(std::string_view name) {
+  static constexpr std::string_view kMissing[] = {"batch", "center", "filesizeformat", "groupby", "pprint",
+                                                  "random", "slice", "striptags", "truncate", "urlencode",
+                                                  "urlize", "wordwrap", "xmlattr"};
+  return HasFilter(name) || std::find(std::begin(kMissing), std::end(kMissing), name) != std::end(kMissing);
 }
 
 bool HasFilter(std::string_view name) {
@@ -537,22 +548,14 @@ StatusOr<bool> CallTest(std::string_view name, const Value& v, const CallArgs& a
     return name == "lower" ? PyLower(v.AsString()) == v.AsString() : PyUpper(v.AsString()) == v.AsString();
   }
   if (name == "odd" || name == "even" || name == "divisibleby") {
-    int64_t d = 2;
+    // Jinja2 computes `value % 2 == 1` etc., so use Python's `%` (floats work, strings format).
+    Value d = Value::Int(2);
     if (name == "divisibleby") {
       QWENRT_RETURN_IF_ERROR(bind({"num"}));
-      if (!a[0].is_int() || a[0].AsInt() == 0) return InvalidArgument("divisibleby: expected a non-zero integer");
-      d = a[0].AsInt();
+      d = a[0];
     }
-    if (!v.is_number()) return InvalidArgument("{} test: expected a number, got {}", name, v.TypeName());
-    if (v.is_float()) {  // Python: value % 2 == 1 works on floats too
-      double m = std::fmod(v.AsFloat(), static_cast<double>(d));
-      if (m != 0 && ((m < 0) != (d < 0))) m += static_cast<double>(d);
-      return name == "odd" ? m == 1.0 : m == 0.0;
-    }
-    const int64_t x = v.is_int() ? v.AsInt() : v.AsBool();
-    const int64_t m = ((x % d) + d) % d;
-    if (name == "odd") return m == 1;
-    return m == 0;
+    QWENRT_ASSIGN_OR_RETURN(Value m, BinaryOp("%", v, d));
+    return Equals(m, Value::Int(name == "odd" ? 1 : 0));
   }
   if (name == "sameas") {
     QWENRT_RETURN_IF_ERROR(one_arg());

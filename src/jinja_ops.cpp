@@ -45,6 +45,10 @@ double PyFloatMod(double a, double b) {
 }  // namespace
 
 StatusOr<Value> BinaryOp(std::string_view op, const Value& a, const Value& b) {
+  if (op == "%" && a.is_string() && b.is_undefined()) {
+    // str.__mod__ runs first and treats Undefined (it has __getitem__) as a mapping.
+    return PercentFormat(a.AsString(), {b}, /*strict_count=*/false);
+  }
   if (a.is_undefined()) return InvalidArgument("{}", a.undefined_hint().empty() ? "value is undefined" : a.undefined_hint());
   if (b.is_undefined()) return InvalidArgument("{}", b.undefined_hint().empty() ? "value is undefined" : b.undefined_hint());
   const bool nums = a.is_number() && b.is_number();
@@ -90,6 +94,10 @@ StatusOr<Value> BinaryOp(std::string_view op, const Value& a, const Value& b) {
     if (nums) return Value::Float(a.ToDouble() * b.ToDouble());
     if ((a.is_string() || a.is_list()) && IsIntLike(b)) return Repeat(a, IntOf(b));
     if ((b.is_string() || b.is_list()) && IsIntLike(a)) return Repeat(b, IntOf(a));
+    if (a.is_string() || a.is_list() || b.is_string() || b.is_list()) {
+      const Value& other = (a.is_string() || a.is_list()) ? b : a;
+      return InvalidArgument("can't multiply sequence by non-int of type '{}'", other.TypeName());
+    }
     return Unsupported(op, a, b);
   }
   if (op == "/") {

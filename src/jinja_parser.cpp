@@ -4,6 +4,7 @@
 
 #include <initializer_list>
 
+#include "jinja_builtins.h"
 #include "jinja_lexer.h"
 
 namespace qwenrt::jinja {
@@ -52,8 +53,9 @@ class Parser {
   static std::string Describe(const Token& t) {
     switch (t.kind) {
       case TokenKind::kName: case TokenKind::kOperator: return "'" + t.text + "'";
-      case TokenKind::kString: return "string";
-      case TokenKind::kInt: case TokenKind::kFloat: return "'" + t.text + "'";
+      case TokenKind::kString: return "'string'";  // Jinja2's describe_token wording
+      case TokenKind::kInt: return "'integer'";
+      case TokenKind::kFloat: return "'float'";
       default: return std::string("'") + TokenKindName(t.kind) + "'";
     }
   }
@@ -745,7 +747,7 @@ class Parser {
                !(t.kind == TokenKind::kName && (t.text == "else" || t.text == "or" || t.text == "and"))) {
       // One argument without parentheses: `x is divisibleby 3`, `x is sameas none`. As in Jinja2,
       // any other name starts an argument, so `x is even if c else y` is a syntax error there too.
-      if (IsName("is")) return ErrorAt(t, "you cannot chain multiple tests with is");
+      if (IsName("is")) return ErrorAt(t, "You cannot chain multiple tests with is");
       QWENRT_ASSIGN_OR_RETURN(ExprPtr arg, ParsePrimary());
       QWENRT_ASSIGN_OR_RETURN(arg, ParsePostfix(std::move(arg)));
       node->children.push_back(std::move(arg));
@@ -759,12 +761,66 @@ class Parser {
   int loop_depth_ = 0;
 };
 
+// Jinja2 rejects unknown filter and test names when compiling, except inside `if` statements
+// and inline if-expressions of the same scope ("soft" frames), where it waits until they run.
+// `soft` follows that rule: if/cond set it, scopes (for/macro/with/set/filter bodies) clear it.
+Status CheckNames(const Expr* e, bool soft) {
+  if (!e) return OkStatus();
+  if (!soft && e->kind == ExprKind::kFilter && !IsJinja2Filter(e->name)) {
+    return InvalidArgument("template syntax error at line {}, column {}: No filter named '{}'.", e->line, e->col, e->name);
+  }
+  if (!soft && e->kind == ExprKind::kTest && !HasTest(e->name)) {
+    return InvalidArgument("template syntax error at line {}, column {}: No test named '{}'.", e->line, e->col, e->name);
+  }
+  const bool child_soft = soft || e->kind == ExprKind::kCond;
+  for (const auto& c : e->children) QWENRT_RETURN_IF_ERROR(CheckNames(c.get(), child_soft));
+  for (const auto& [k, v] : e->kwargs) QWENRT_RETURN_IF_ERROR(CheckNames(v.get(), child_soft));
+  return OkStatus();
+}
+
+Status CheckNames(const Body& body, bool soft) {
+  for (const auto& n : body) {
+    QWENRT_RETURN_IF_ERROR(CheckNames(n->expr.get(), soft));
+    switch (n->kind) {
+      case NodeKind::kIf:
+        for (const auto& [cond, branch] : n->branches) {
+          QWENRT_RETURN_IF_ERROR(CheckNames(cond.get(), true));
+          QWENRT_RETURN_IF_ERROR(CheckNames(branch, true));
+        }
+        QWENRT_RETURN_IF_ERROR(CheckNames(n->else_body, true));
+        break;
+      case NodeKind::kFor:
+        QWENRT_RETURN_IF_ERROR(CheckNames(n->filter.get(), false));
+        QWENRT_RETURN_IF_ERROR(CheckNames(n->body, false));
+        QWENRT_RETURN_IF_ERROR(CheckNames(n->else_body, soft));
+        break;
+      case NodeKind::kScope:
+        for (const auto& v : n->values) QWENRT_RETURN_IF_ERROR(CheckNames(v.get(), soft));
+        QWENRT_RETURN_IF_ERROR(CheckNames(n->body, false));
+        break;
+      case NodeKind::kMacro:
+        for (const auto& v : n->values) QWENRT_RETURN_IF_ERROR(CheckNames(v.get(), false));
+        QWENRT_RETURN_IF_ERROR(CheckNames(n->body, false));
+        break;
+      case NodeKind::kSetBlock: case NodeKind::kFilterBlock:
+        QWENRT_RETURN_IF_ERROR(CheckNames(n->filter.get(), false));
+        QWENRT_RETURN_IF_ERROR(CheckNames(n->body, false));
+        break;
+      default:
+        break;
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Template>> ParseTemplate(std::string_view source) {
   QWENRT_ASSIGN_OR_RETURN(std::vector<Token> tokens, Tokenize(source));
   Parser parser(std::move(tokens));
-  return parser.Run();
+  QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<Template> tmpl, parser.Run());
+  QWENRT_RETURN_IF_ERROR(CheckNames(tmpl->body, false));
+  return tmpl;
 }
 
 }  // namespace qwenrt::jinja

@@ -218,8 +218,16 @@ TEST_CASE("syntax errors name line and column", "[chat_template]") {
   CHECK_THAT(error_of("{% for x in l recursive %}{% endfor %}"), Catch::Contains("recursive"));
   // Runtime errors name the position too.
   CHECK_THAT(Run("line one\n{{ 'a' + 1 }}"), Catch::Contains("line 2, column 8") && Catch::Contains("can only concatenate str"));
-  CHECK_THAT(Run("{{ x|nosuchfilter }}"), Catch::Contains("No filter named 'nosuchfilter'"));
-  CHECK_THAT(Run("{{ x is nosuchtest }}"), Catch::Contains("No test named 'nosuchtest'"));
+  // Unknown filters/tests fail when parsing, except inside `if` / inline-if of the same scope (as in
+  // Jinja2, which then fails only if they run); Jinja2 filters this engine lacks fail when run.
+  CHECK_THAT(error_of("a\n{{ x|nosuchfilter }}"), Catch::Contains("line 2, column 6: No filter named 'nosuchfilter'."));
+  CHECK_THAT(error_of("{% if t %}{% for i in l %}{{ i is nosuchtest }}{% endfor %}{% endif %}"),
+             Catch::Contains("No test named 'nosuchtest'."));
+  CHECK_THAT(error_of("{% macro m() %}{{ 1|nosuchfilter }}{% endmacro %}"), Catch::Contains("No filter named"));
+  CHECK(Run("{% if false %}{{ x|nosuchfilter }}{% endif %}{{ x|nosuchfilter if false else 1 }}") == "1");
+  CHECK_THAT(Run("{% if true %}{{ x|nosuchfilter }}{% endif %}"), Catch::Contains("line 1, column 19: No filter named"));
+  CHECK(Run("{% if false %}{{ x|groupby('a') }}{% endif %}ok") == "ok");
+  CHECK_THAT(Run("{{ [1]|groupby('a') }}"), Catch::Contains("'groupby' filter is not supported"));
 }
 
 TEST_CASE("hostile templates hit limits, not the stack or memory", "[chat_template]") {
