@@ -22,19 +22,20 @@ namespace {
 const char kUsage[] =
     "usage: qwenrt-bench multiturn --model M.gguf [--history N] [--new K] [--turns T] [--reply R]\n"
     "                              [--reasoning-stripped] [--backend cpu|ref] [--threads N] [--ubatch U]\n"
-    "                              [--split-invariant] [--seed S] [--json]\n"
+    "                              [--chunked] [--seed S] [--json]\n"
     "  --history N           tokens of the first prompt (default 784)\n"
     "  --new K               new user tokens per later turn (default 25)\n"
     "  --turns T             turns (default 3)\n"
     "  --reply R             tokens generated per turn (default 32)\n"
     "  --reasoning-stripped  re-send the history as a template that drops reasoning would: the last 2\n"
     "                        prompt tokens and the reply are replaced by different tokens (R/2 of them)\n"
-    "  --split-invariant     CPU: token-serial delta rule, so resumed and full prefills match bit for bit\n";
+    "  --chunked             CPU: chunked delta rule (split_invariant off): resumed and full prefills\n"
+    "                        then agree within rounding instead of bit for bit\n";
 
 struct Args {
   std::string model;
   int64_t history = 784, new_tokens = 25, turns = 3, reply = 32, ubatch = 512;
-  bool stripped = false, json = false, split_invariant = false;
+  bool stripped = false, json = false, split_invariant = true;
   BackendKind backend = BackendKind::kCpu;
   int threads = 0;
   uint32_t seed = 1;
@@ -65,8 +66,8 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
       a->stripped = true;
     } else if (k == "--json") {
       a->json = true;
-    } else if (k == "--split-invariant") {
-      a->split_invariant = true;
+    } else if (k == "--chunked") {
+      a->split_invariant = false;
     } else if (k == "--model") {
       if (!value(&v)) return false;
       a->model = v;

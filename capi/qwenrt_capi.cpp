@@ -64,7 +64,7 @@ qwenrt_session_params qwenrt_session_default_params(void) {
   p.history_mode = QWENRT_HISTORY_TEMPLATE;
   p.log_callback = nullptr;
   p.log_user_data = nullptr;
-  p.split_invariant = false;
+  p.split_invariant = true;
   return p;
 }
 
