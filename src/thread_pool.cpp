@@ -1,20 +1,60 @@
-// ThreadPool: workers sleep on a condition variable between parallel regions; a region hands
-// task indices 1..n-1 to the workers while the caller runs index 0.
+// ThreadPool: a region hands task indices 1..n-1 to the workers while the caller runs index 0.
+// Hand-off is an atomic generation counter; waiting is a bounded spin, then a condition variable.
+//
+// Lost-wakeup argument (both sides use seq_cst): a worker about to sleep increments
+// sleeping_workers_ and then re-reads generation_ under mu_; the caller bumps generation_ and then
+// reads sleeping_workers_. In the single total order one of them sees the other's write, so
+// either the worker does not sleep or the caller takes mu_ and notifies. The same pattern guards
+// the caller sleeping on done_cv_ (caller_sleeping_ vs. pending_).
 #include "thread_pool.h"
 
 #include <algorithm>
-#include <atomic>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace qwenrt {
+namespace {
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until done() is true or `micros` have passed; true when done() became true. The clock is
+// read every 64 iterations only, and the thread yields now and then so that a spinning thread does
+// not starve the one it waits for when there are more threads than cores.
+template <typename Done>
+bool SpinUntil(int micros, Done done) {
+  if (micros <= 0) return done();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+  for (uint32_t i = 1;; ++i) {
+    if (done()) return true;
+    CpuRelax();
+    if ((i & 63) == 0) {
+      if (std::chrono::steady_clock::now() >= deadline) return done();
+      if ((i & 1023) == 0) std::this_thread::yield();
+    }
+  }
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads, int spin_micros)
+    : n_threads_(std::max(1, n_threads)), spin_micros_(std::max(0, spin_micros)) {
+  workers_.reserve(static_cast<size_t>(n_threads_ - 1));
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
 
 ThreadPool::~ThreadPool() {
+  stop_.store(true);
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    std::lock_guard<std::mutex> lock(mu_);  // a worker between its check and wait() holds mu_
   }
   start_cv_.notify_all();
   for (auto& w : workers_) w.join();
@@ -23,19 +63,21 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::WorkerLoop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int)>* task;
-    int n_tasks;
-    {
+    auto ready = [&] { return stop_.load() || generation_.load() != seen; };
+    if (!SpinUntil(spin_micros_, ready)) {
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      task = task_;
-      n_tasks = n_tasks_;
+      sleeping_workers_.fetch_add(1);
+      start_cv_.wait(lock, ready);
+      sleeping_workers_.fetch_sub(1);
     }
-    if (index < n_tasks) (*task)(index);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (--pending_ == 0) done_cv_.notify_one();
+    if (stop_.load()) return;
+    seen = generation_.load();
+    // task_/n_tasks_ were written before the generation bump we just observed.
+    if (index < n_tasks_) (*task_)(index);
+    if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_cv_.notify_one();
+    }
   }
 }
 
@@ -44,17 +86,22 @@ void ThreadPool::Run(int n_tasks, const std::function<void(int)>& task) {
     for (int i = 0; i < n_tasks; ++i) task(i);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    task_ = &task;
-    n_tasks_ = n_tasks;
-    pending_ = static_cast<int>(workers_.size());
-    ++generation_;
+  task_ = &task;
+  n_tasks_ = n_tasks;
+  pending_.store(static_cast<int>(workers_.size()));
+  generation_.fetch_add(1);
+  if (sleeping_workers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(mu_); }
+    start_cv_.notify_all();
   }
-  start_cv_.notify_all();
   task(0);
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return pending_ == 0; });
+  auto done = [&] { return pending_.load() == 0; };
+  if (!SpinUntil(spin_micros_, done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    caller_sleeping_.store(true);
+    done_cv_.wait(lock, done);
+    caller_sleeping_.store(false);
+  }
   task_ = nullptr;
 }
 

@@ -1,7 +1,13 @@
 // A small fork-join thread pool. It is passed in to whatever needs threads (never a global): a
 // Session owns one, and every CPU op that parallelises takes a `ThreadPool&`.
+//
+// A decoded token runs ~150 parallel regions, so waking a sleeping worker (a futex round trip,
+// tens of µs) per region would dominate small matmuls. Workers therefore spin on an atomic
+// generation counter for a bounded time after each region and only then fall back to a
+// condition variable; the caller likewise spins briefly for the workers to finish.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -13,8 +19,12 @@ namespace qwenrt {
 
 class ThreadPool {
  public:
+  // How long an idle worker (or the waiting caller) spins before sleeping, by default.
+  static constexpr int kDefaultSpinMicros = 100;
+
   // `n_threads` total workers including the calling thread (so 1 means "run inline").
-  explicit ThreadPool(int n_threads);
+  // `spin_micros` bounds the busy wait between regions (0: sleep at once, as a plain condvar pool).
+  explicit ThreadPool(int n_threads, int spin_micros = kDefaultSpinMicros);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -33,14 +43,21 @@ class ThreadPool {
   void Run(int n_tasks, const std::function<void(int)>& task);
 
   int n_threads_;
+  int spin_micros_;
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable start_cv_, done_cv_;
-  const std::function<void(int)>* task_ = nullptr;  // valid while a Run is in progress
+
+  // Published by the caller before `generation_` is bumped; read by workers after they see it.
+  const std::function<void(int)>* task_ = nullptr;
   int n_tasks_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+
+  std::atomic<uint64_t> generation_{0};  // bumped once per region (seq_cst: see Run)
+  std::atomic<int> pending_{0};          // workers yet to finish the current region
+  std::atomic<bool> stop_{false};
+  std::atomic<int> sleeping_workers_{0};  // workers blocked (or about to block) on start_cv_
+  std::atomic<bool> caller_sleeping_{false};
+
+  std::mutex mu_;  // only for the condition variables (the slow path)
+  std::condition_variable start_cv_, done_cv_;
 };
 
 }  // namespace qwenrt
