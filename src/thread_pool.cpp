@@ -45,8 +45,12 @@ bool SpinUntil(int micros, Done done) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads, int spin_micros)
-    : n_threads_(std::max(1, n_threads)), spin_micros_(std::max(0, spin_micros)) {
+ThreadPool::ThreadPool(int n_threads, int spin_micros) : n_threads_(std::max(1, n_threads)) {
+  if (spin_micros == kAutoSpin) {
+    const unsigned hw = std::thread::hardware_concurrency();
+    spin_micros = (hw != 0 && static_cast<unsigned>(n_threads_) > hw) ? 0 : kDefaultSpinMicros;
+  }
+  spin_micros_ = std::max(0, spin_micros);
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }

@@ -21,15 +21,19 @@ class ThreadPool {
  public:
   // How long an idle worker (or the waiting caller) spins before sleeping, by default.
   static constexpr int kDefaultSpinMicros = 100;
+  static constexpr int kAutoSpin = -1;
 
   // `n_threads` total workers including the calling thread (so 1 means "run inline").
   // `spin_micros` bounds the busy wait between regions (0: sleep at once, as a plain condvar pool).
-  explicit ThreadPool(int n_threads, int spin_micros = kDefaultSpinMicros);
+  // kAutoSpin: kDefaultSpinMicros, or 0 when n_threads exceeds the hardware threads (spinning
+  // threads then steal the cores the working ones need: 4 threads on 2 cores measured slower).
+  explicit ThreadPool(int n_threads, int spin_micros = kAutoSpin);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_threads_; }
+  int spin_micros() const { return spin_micros_; }
 
   // Splits [0, n) into at most size() contiguous ranges and runs fn(begin, end, thread_index) on
   // each, the caller taking part; returns when all are done. Calls must not nest. fn must not throw.

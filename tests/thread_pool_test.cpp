@@ -59,6 +59,16 @@ TEST_CASE("ThreadPool stress: many consecutive regions", "[cpu]") {
   }
 }
 
+TEST_CASE("ThreadPool auto spin is off when oversubscribed", "[cpu]") {
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  if (hw > 0) {
+    CHECK(ThreadPool(hw).spin_micros() == ThreadPool::kDefaultSpinMicros);
+    CHECK(ThreadPool(hw + 1).spin_micros() == 0);
+  }
+  CHECK(ThreadPool(2, 7).spin_micros() == 7);
+  CHECK(ThreadPool(2, -5).spin_micros() == 0);
+}
+
 // Regions separated by pauses longer than the spin: the workers go to sleep and must be woken.
 TEST_CASE("ThreadPool wakes sleeping workers", "[cpu]") {
   ThreadPool pool(4, 20);
