@@ -8,63 +8,20 @@
 
 #include <utf8proc.h>
 
+#include "unicode.h"
+
 namespace qwenrt::jinja {
 
 char32_t DecodeUtf8(std::string_view s, size_t* pos) {
-  const size_t i = *pos;
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  if (b0 < 0x80) {
-    *pos = i + 1;
+  const auto b0 = static_cast<unsigned char>(s[*pos]);
+  if (b0 < 0x80) {  // ASCII, the common case in templates: no call
+    ++*pos;
     return b0;
   }
-  int len = 0;
-  char32_t cp = 0;
-  if ((b0 & 0xE0) == 0xC0) {
-    len = 2;
-    cp = b0 & 0x1F;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    len = 3;
-    cp = b0 & 0x0F;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    len = 4;
-    cp = b0 & 0x07;
-  } else {
-    *pos = i + 1;
-    return 0xFFFD;
-  }
-  if (i + len > s.size()) {
-    *pos = i + 1;
-    return 0xFFFD;
-  }
-  for (int k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) {
-      *pos = i + 1;
-      return 0xFFFD;
-    }
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  *pos = i + len;
+  size_t len = 1;
+  const uint32_t cp = unicode::DecodeLenient(s.data() + *pos, s.size() - *pos, &len);
+  *pos += len;
   return cp;
-}
-
-void AppendUtf8(char32_t cp, std::string* out) {
-  if (cp > 0x10FFFF) cp = 0xFFFD;
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 bool IsAscii(std::string_view s) {

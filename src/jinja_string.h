@@ -9,12 +9,15 @@
 #include <string_view>
 #include <vector>
 
+#include "unicode.h"
+
 namespace qwenrt::jinja {
 
-// Decodes one code point at `s[*pos]` and advances `*pos`. Malformed bytes decode as U+FFFD and
-// advance by one byte, so callers never loop forever on bad UTF-8.
+// Decodes one code point at `s[*pos]` (*pos < s.size()) and advances `*pos`, with the rules of
+// unicode::DecodeLenient: malformed bytes decode as U+FFFD and advance by one byte, so callers
+// never loop forever on bad UTF-8. Encoding is unicode::AppendUtf8 (> U+10FFFF becomes U+FFFD).
 char32_t DecodeUtf8(std::string_view s, size_t* pos);
-void AppendUtf8(char32_t cp, std::string* out);
+using unicode::AppendUtf8;
 
 // Byte offset of every code point of `s`, plus a final entry `s.size()`. ASCII-only strings
 // (the common case) are detected by the callers to avoid building this.

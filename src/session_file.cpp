@@ -71,6 +71,20 @@ class FdSink : public ByteSink {
   std::vector<uint8_t> buf_;
 };
 
+// Opens `path` read-only and checks it is a regular file; returns the descriptor (the caller
+// closes it) and its size in *size.
+StatusOr<int> OpenRegularFile(const std::string& path, size_t* size) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError("cannot open '{}': {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return IoError("'{}' is not a regular file", path);
+  }
+  *size = static_cast<size_t>(st.st_size);
+  return fd;
+}
+
 }  // namespace
 
 std::string SectionTagName(uint32_t tag) {
@@ -268,19 +282,14 @@ Status WriteFileAtomic(const std::string& path, const std::function<Status(ByteS
 }
 
 StatusOr<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError("cannot open '{}': {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return IoError("'{}' is not a regular file", path);
-  }
+  size_t size = 0;
+  QWENRT_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, &size));
   std::vector<uint8_t> out;
   try {
-    out.resize(static_cast<size_t>(st.st_size));
+    out.resize(size);
   } catch (const std::bad_alloc&) {
     ::close(fd);
-    return OutOfMemory("cannot allocate {} bytes to read '{}'", st.st_size, path);
+    return OutOfMemory("cannot allocate {} bytes to read '{}'", size, path);
   }
   size_t got = 0;
   while (got < out.size()) {
@@ -297,14 +306,8 @@ StatusOr<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
 }
 
 StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError("cannot open '{}': {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return IoError("'{}' is not a regular file", path);
-  }
-  size_t size = static_cast<size_t>(st.st_size);
+  size_t size = 0;
+  QWENRT_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, &size));
   void* data = nullptr;
   if (size > 0) {
     data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -2,9 +2,7 @@
 // templates whose expectations were recorded with Python Jinja2 (tests/data/chat/jinja-cases.json,
 // see regen_jinja_cases.py there), hand-written checks per construct, syntax errors with
 // positions, hostile templates against the limits, and a fuzz loop over the real template.
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,21 +13,15 @@
 #include "chat_template.h"
 #include "jinja_eval.h"
 #include "jinja_parser.h"
+#include "test_util.h"
 
 using qwenrt::ChatTemplate;
 using json = nlohmann::ordered_json;
 
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  REQUIRE(f.good());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::string DataPath(const std::string& rel) { return std::string(QWENRT_TEST_DATA) + "/" + rel; }
+using qwenrt::test::DataPath;
+using qwenrt::test::ReadFile;
 
 // Renders `src` with `ctx` (JSON text); returns the text or "ERROR: <message>".
 std::string Run(const std::string& src, const std::string& ctx = "{}") {

@@ -16,8 +16,8 @@
 #include "chat_template.h"
 #include "model.h"
 #include "session.h"
+#include "test_util.h"
 #include "tokenizer.h"
-#include "unicode.h"
 
 namespace qwenrt {
 namespace {
@@ -25,15 +25,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 const std::string kData = QWENRT_TEST_DATA;
 
-bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const int len = unicode::ValidSequenceLength(s.data() + i, s.size() - i);
-    if (len <= 0) return false;
-    i += static_cast<size_t>(len);
-  }
-  return true;
-}
+using test::IsValidUtf8;
 
 // Collects the events of a parse.
 struct Events {

@@ -9,40 +9,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <cstdlib>
-#include <new>
 #include <random>
 #include <vector>
 
+#include "alloc_counter.h"
 #include "conv.h"
+#include "test_util.h"
 #include "thread_pool.h"
-
-// Counts heap allocations program-wide, for the "no allocation" test. Every form
-// of new/delete that can pair with another is replaced (plain, array, nothrow), so that with
-// AddressSanitizer each allocation is released by its own family.
-static std::atomic<long> g_allocations{0};
-static void* CountedAlloc(std::size_t n) noexcept {
-  ++g_allocations;
-  return std::malloc(n ? n : 1);
-}
-void* operator new(std::size_t n) {
-  if (void* p = CountedAlloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  if (void* p = CountedAlloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return CountedAlloc(n); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return CountedAlloc(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace qwenrt {
 namespace {
@@ -90,16 +64,7 @@ Result Run(bool cpu, const Inputs& in, ThreadPool& pool, std::vector<int64_t> sp
   return r;
 }
 
-double RelErr(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double max_diff = 0, max_ref = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i])) return INFINITY;
-    max_diff = std::max(max_diff, std::fabs(double(a[i]) - b[i]));
-    max_ref = std::max(max_ref, std::fabs(double(b[i])));
-  }
-  return max_ref > 0 ? max_diff / max_ref : max_diff;
-}
+using test::RelErr;
 
 TEST_CASE("ref::CausalConvSilu matches a hand-computed token", "[ref]") {
   // One channel, Kc = 4: state (oldest first) = [1, -2, 0.5], taps [0.5, 0.25, -1, 2], x = 0.3.

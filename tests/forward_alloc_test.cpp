@@ -1,23 +1,10 @@
 // "No per-token heap allocation": once a ForwardContext has run (scratch, thread-local matmul and
 // delta-rule buffers grown), decoding more tokens and prefilling more ubatches of the same size
 // allocate nothing, on both paths, as long as the KV cache does not have to grow.
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
 #include <catch2/catch.hpp>
 
+#include "alloc_counter.h"
 #include "model_test_util.h"
-
-// Counts heap allocations program-wide.
-static std::atomic<long> g_allocations{0};
-void* operator new(std::size_t n) {
-  ++g_allocations;
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace qwenrt::test {
 namespace {

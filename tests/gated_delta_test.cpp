@@ -15,41 +15,15 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <cstdlib>
-#include <new>
 #include <cstdint>
 #include <random>
 #include <vector>
 
+#include "alloc_counter.h"
 #include "gated_delta.h"
+#include "test_util.h"
 #include "thread_pool.h"
-
-// Counts heap allocations program-wide, for the "no allocation in steady state" test. Every form
-// of new/delete that can pair with another is replaced (plain, array, nothrow), so that with
-// AddressSanitizer each allocation is released by its own family.
-static std::atomic<long> g_allocations{0};
-static void* CountedAlloc(std::size_t n) noexcept {
-  ++g_allocations;
-  return std::malloc(n ? n : 1);
-}
-void* operator new(std::size_t n) {
-  if (void* p = CountedAlloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  if (void* p = CountedAlloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return CountedAlloc(n); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return CountedAlloc(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace qwenrt {
 namespace {
@@ -146,17 +120,7 @@ Result Run(Form form, const Inputs& in, ThreadPool& pool, std::vector<int64_t> s
   return r;
 }
 
-// max |a - b| / max |b|; NaN anywhere in a gives infinity.
-double RelErr(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double max_diff = 0, max_ref = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i])) return INFINITY;
-    max_diff = std::max(max_diff, std::fabs(double(a[i]) - b[i]));
-    max_ref = std::max(max_ref, std::fabs(double(b[i])));
-  }
-  return max_ref > 0 ? max_diff / max_ref : max_diff;
-}
+using test::RelErr;
 
 void CheckClose(const Result& got, const Result& want, double tol) {
   const double e_out = RelErr(got.out, want.out), e_state = RelErr(got.state, want.state);

@@ -15,10 +15,9 @@
 
 #include "forward.h"
 #include "model.h"
+#include "test_util.h"
 
 namespace qwenrt::test {
-
-inline std::string DataPath(const std::string& rel) { return std::string(QWENRT_TEST_DATA) + "/" + rel; }
 
 inline std::vector<int32_t> ReadTokens(const std::string& rel) {
   std::ifstream f(DataPath(rel));

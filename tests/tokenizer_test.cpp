@@ -19,6 +19,7 @@
 #include "pretokenizer.h"
 #include "qwenrt/gguf.hpp"
 #include "qwenrt/gguf_writer.hpp"
+#include "test_util.h"
 #include "tokenizer.h"
 #include "unicode.h"
 
@@ -27,13 +28,7 @@ namespace {
 
 const std::string kData = QWENRT_TEST_DATA;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::ReadFile;
 
 std::vector<std::vector<int32_t>> ReadIdLines(const std::string& path) {
   std::vector<std::vector<int32_t>> lines;
@@ -175,15 +170,7 @@ TEST_CASE("pre-tokenizer: identical to the reference regex", "[tokenizer][golden
   CHECK(mismatches == 0);
 }
 
-bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const int len = unicode::ValidSequenceLength(s.data() + i, s.size() - i);
-    if (len <= 0) return false;
-    i += static_cast<size_t>(len);
-  }
-  return true;
-}
+using test::IsValidUtf8;
 
 // What the tokenizer's input becomes: lenient decode (invalid byte -> U+FFFD), re-encoded.
 std::string Sanitized(std::string_view text) {
