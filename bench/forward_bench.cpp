@@ -31,8 +31,11 @@ int BenchThreads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// QWENRT_BENCH_SPIN: the pool's spin in µs (0 = the plain condvar pool), for A/B runs.
 ThreadPool& Pool() {
-  static ThreadPool pool(BenchThreads());
+  static ThreadPool pool(BenchThreads(), std::getenv("QWENRT_BENCH_SPIN")
+                                             ? std::atoi(std::getenv("QWENRT_BENCH_SPIN"))
+                                             : ThreadPool::kAutoSpin);
   return pool;
 }
 
@@ -148,6 +151,7 @@ void BM_Decode(benchmark::State& st) {
   st.counters["tokens/s"] =
       benchmark::Counter(double(n_decode) * double(st.iterations()), benchmark::Counter::kIsRate);
   st.counters["threads"] = Pool().size();
+  st.counters["spin_us"] = Pool().spin_micros();
 }
 
 constexpr int64_t kRecurrentOnly = INT64_MAX;
