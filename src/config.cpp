@@ -24,15 +24,15 @@ Status GetPerLayerU32(const gguf::File& f, const std::string& key, bool required
     return OkStatus();
   }
   if (v->type() == ValueType::U32) {
-    *out = meta::U32(*v);
+    *out = v->AsU32();
     return OkStatus();
   }
-  if (v->type() != ValueType::ARRAY || meta::ArrayType(*v) != ValueType::U32) {
+  if (v->type() != ValueType::ARRAY || v->element_type() != ValueType::U32) {
     return BadFormat("key '{}' has type {}, expected u32 or array of u32", key, meta::Describe(*v));
   }
-  if (static_cast<int64_t>(meta::ArraySize(*v)) != n_all) {
+  if (static_cast<int64_t>(v->size()) != n_all) {
     return BadFormat("key '{}' is an array of {} elements, expected block_count = {}", key,
-                     meta::ArraySize(*v), n_all);
+                     v->size(), n_all);
   }
   const int64_t first = meta::ArrayInt(*v, 0);
   for (int64_t i = 1; i < n_trunk; ++i) {
@@ -63,10 +63,10 @@ Status ReadSchedule(const gguf::File& f, const std::string& p, ModelConfig* c) {
     };
     if (int_ok(t)) {
       flags.assign(c->n_layer_all, meta::ScalarInt(*v));
-    } else if (t == ValueType::ARRAY && int_ok(meta::ArrayType(*v))) {
-      if (static_cast<int64_t>(meta::ArraySize(*v)) != c->n_layer_all) {
+    } else if (t == ValueType::ARRAY && int_ok(v->element_type())) {
+      if (static_cast<int64_t>(v->size()) != c->n_layer_all) {
         return BadFormat("key '{}' is an array of {} elements, expected block_count = {}", rkey,
-                         meta::ArraySize(*v), c->n_layer_all);
+                         v->size(), c->n_layer_all);
       }
       for (int64_t i = 0; i < c->n_layer_all; ++i) flags.push_back(meta::ArrayInt(*v, i));
     } else {
@@ -112,9 +112,9 @@ Status ReadRope(const gguf::File& f, const std::string& p, ModelConfig* c) {
   if (v->type() == ValueType::I32 || v->type() == ValueType::U32) {
     for (int i = 0; i < 4; ++i) c->rope_sections[i] = static_cast<int32_t>(meta::ScalarInt(*v));
   } else if (v->type() == ValueType::ARRAY &&
-             (meta::ArrayType(*v) == ValueType::I32 || meta::ArrayType(*v) == ValueType::U32)) {
-    if (meta::ArraySize(*v) != 4) {
-      return BadFormat("key '{}' has {} elements, expected exactly 4", skey, meta::ArraySize(*v));
+             (v->element_type() == ValueType::I32 || v->element_type() == ValueType::U32)) {
+    if (v->size() != 4) {
+      return BadFormat("key '{}' has {} elements, expected exactly 4", skey, v->size());
     }
     for (int i = 0; i < 4; ++i) c->rope_sections[i] = static_cast<int32_t>(meta::ArrayInt(*v, i));
   } else {
@@ -174,27 +174,27 @@ Status ReadTokenizerChecks(const gguf::File& f, ModelConfig* c) {
   }
   const gguf::Value* tokens = f.Find("tokenizer.ggml.tokens");
   if (tokens == nullptr) return BadFormat("missing required key 'tokenizer.ggml.tokens'");
-  if (tokens->type() != ValueType::ARRAY || meta::ArrayType(*tokens) != ValueType::STRING) {
+  if (tokens->type() != ValueType::ARRAY || tokens->element_type() != ValueType::STRING) {
     return BadFormat("key 'tokenizer.ggml.tokens' has type {}, expected array of string",
                      meta::Describe(*tokens));
   }
-  c->n_vocab = static_cast<int64_t>(meta::ArraySize(*tokens));
+  c->n_vocab = static_cast<int64_t>(tokens->size());
   if (c->n_vocab <= 0) return BadFormat("'tokenizer.ggml.tokens' is empty");
   if (c->n_vocab > INT32_MAX) return BadFormat("vocabulary of {} tokens is too large", c->n_vocab);
 
   if (const gguf::Value* tt = f.Find("tokenizer.ggml.token_type")) {
-    if (tt->type() != ValueType::ARRAY || meta::ArrayType(*tt) != ValueType::I32) {
+    if (tt->type() != ValueType::ARRAY || tt->element_type() != ValueType::I32) {
       return BadFormat("key 'tokenizer.ggml.token_type' has type {}, expected array of i32",
                        meta::Describe(*tt));
     }
-    if (static_cast<int64_t>(meta::ArraySize(*tt)) != c->n_vocab) {
+    if (static_cast<int64_t>(tt->size()) != c->n_vocab) {
       return BadFormat("'tokenizer.ggml.token_type' has {} entries but there are {} tokens",
-                       meta::ArraySize(*tt), c->n_vocab);
+                       tt->size(), c->n_vocab);
     }
   }
   const gguf::Value* merges = f.Find("tokenizer.ggml.merges");
   if (merges == nullptr) return BadFormat("missing key 'tokenizer.ggml.merges' (required for gpt2)");
-  if (merges->type() != ValueType::ARRAY || meta::ArrayType(*merges) != ValueType::STRING) {
+  if (merges->type() != ValueType::ARRAY || merges->element_type() != ValueType::STRING) {
     return BadFormat("key 'tokenizer.ggml.merges' has type {}, expected array of string",
                      meta::Describe(*merges));
   }

@@ -17,11 +17,6 @@ inline std::string Describe(const gguf::Value& v) {
   return fmt::format("array[{}] of {}", v.size(), gguf::ValueTypeName(v.element_type()));
 }
 
-inline gguf::ValueType ArrayType(const gguf::Value& v) { return v.element_type(); }
-inline uint64_t ArraySize(const gguf::Value& v) { return v.size(); }
-inline std::string_view ArrayString(const gguf::Value& v, uint64_t i) { return v.StringAt(i); }
-inline uint32_t U32(const gguf::Value& v) { return v.AsU32(); }
-
 // Integer/bool scalar as int64 (0 for other types).
 inline int64_t ScalarInt(const gguf::Value& v) {
   switch (v.type()) {

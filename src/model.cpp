@@ -31,12 +31,12 @@ class Fnv1a {
 void AddStringArray(Fnv1a& h, const gguf::File& f, const char* key) {
   const gguf::Value* v = f.Find(key);
   if (v == nullptr || v->type() != gguf::ValueType::ARRAY ||
-      meta::ArrayType(*v) != gguf::ValueType::STRING) {
+      v->element_type() != gguf::ValueType::STRING) {
     h.Add(int64_t{-1});
     return;
   }
-  h.Add(static_cast<int64_t>(meta::ArraySize(*v)));
-  for (size_t i = 0; i < meta::ArraySize(*v); ++i) h.Add(meta::ArrayString(*v, i));
+  h.Add(static_cast<int64_t>(v->size()));
+  for (size_t i = 0; i < v->size(); ++i) h.Add(v->StringAt(i));
 }
 
 std::string Fingerprint(const gguf::File& f, const ModelConfig& c) {
