@@ -1,0 +1,94 @@
+// The CUDA forward pass's building blocks on device pointers, declared in plain C++ (no CUDA headers)
+// so that src/forward_cuda.cpp reads like forward.cpp. Implemented in cuda/*.cu; only linked when
+// qwenrt is built with CUDA (QWENRT_HAVE_CUDA).
+//
+// Conventions: every pointer is a device pointer unless its name ends in `_host`; shapes follow the
+// ref:: op of the same name (ref/ops.h, conv.h, gated_delta.h, matmul.h). Launch* functions enqueue
+// on `stream` and return the launch status (DEVICE with the CUDA error text); errors of a kernel
+// itself surface at the next synchronising call. Nothing here throws, aborts or exits.
+// Every kernel's result for one output element depends only on that element's inputs, never on how
+// many rows/tokens the launch covers, so a prefill equals the same tokens decoded one at a time, bit
+// for bit (docs/engine.md, "split invariance").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "conv.h"
+#include "gated_delta.h"
+#include "qwenrt/gguf.hpp"
+#include "ref/ops.h"
+#include "status.h"
+
+namespace qwenrt::cuda {
+
+using Stream = void*;  // a cudaStream_t
+
+// --- memory and streams ------------------------------------------------------------------------
+Status Malloc(void** ptr, size_t bytes);  // error: DEVICE (out of device memory included)
+void Free(void* ptr);                     // nullptr: no-op
+Status StreamCreate(Stream* stream);
+void StreamDestroy(Stream stream);
+Status StreamSynchronize(Stream stream);
+Status CopyToDevice(void* dst, const void* src_host, size_t bytes, Stream stream);
+Status CopyToHost(void* dst_host, const void* src, size_t bytes, Stream stream);
+Status CopyOnDevice(void* dst, const void* src, size_t bytes, Stream stream);
+Status Memset(void* dst, int value, size_t bytes, Stream stream);
+// Pinned host memory for fast transfers. error: DEVICE.
+Status MallocHost(void** ptr, size_t bytes);
+void FreeHost(void* ptr);
+
+// --- matrices ----------------------------------------------------------------------------------
+// y[t][r] = sum_c W[r][c] * x[t][c]   w: rows x cols GGUF blocks (row r at w + r*row_bytes);
+// x: [T, cols]; y: [T, rows]. Exact f32 (weights decoded as ref::DequantizeRow); each (t, r) is summed
+// in the same order whatever T is. Errors: UNSUPPORTED type.
+Status LaunchMatMul(gguf::Type type, const uint8_t* w, size_t row_bytes, int64_t cols, int64_t rows,
+                    const float* x, float* y, int64_t T, Stream stream);
+
+// --- element-wise and per-row ops (same math as ref::) ----------------------------------------------
+Status LaunchRmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps,
+                     Stream stream);
+// x[r] = x[r] / max(||x[r]||, eps) * scale, in place. x: [rows, n]
+Status LaunchL2NormScale(float* x, int64_t rows, int64_t n, float eps, float scale, Stream stream);
+Status LaunchAdd(float* x, const float* y, int64_t n, Stream stream);               // x += y
+Status LaunchSwiGlu(const float* gate, float* up, int64_t n, Stream stream);        // up = silu(gate)*up
+Status LaunchMulSigmoid(float* x, const float* gate, int64_t n, Stream stream);     // x *= sigmoid(gate)
+// alpha = ssm_a * softplus(alpha + dt_bias), beta = sigmoid(beta).  alpha, beta: [T, Hv]
+Status LaunchGdnGates(float* alpha, float* beta, const float* ssm_a, const float* dt_bias, int64_t T,
+                      int64_t Hv, Stream stream);
+// dst[r][0..width) = src[r][offset .. offset+width)   src: [rows, src_stride]; dst: [rows, width]
+Status LaunchCopyColumns(const float* src, int64_t rows, int64_t src_stride, int64_t offset,
+                         int64_t width, float* dst, Stream stream);
+
+// --- sequence ops ------------------------------------------------------------------------------------
+// As ref::CausalConvSilu (conv.h): x [T, C]; w [C, Kc]; state [C, Kc-1] updated; y [T, C].
+Status LaunchCausalConvSilu(const CausalConvShape& shape, const float* x, const float* w, float* state,
+                            float* y, Stream stream);
+// As ref::Rope: x [T, heads, Dh] in place at positions pos0 + t. `pair_uses_pos`: [n_dims/2] bytes
+// (device), 0 = that pair sees position 0; nullptr = all pairs rotate.
+Status LaunchRope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, int64_t n_dims,
+                  float base, float freq_scale, const uint8_t* pair_uses_pos, Stream stream);
+// As ref::Attention (causal, GQA h -> h / (H/Hkv), scale 1/sqrt(Dh)): q [T, H, Dh];
+// k, v [n_past+T, Hkv, Dh] cache rows; out [T, H, Dh]. Dh <= 512 (UNSUPPORTED above).
+Status LaunchAttention(const AttentionShape& shape, const float* q, const float* k, const float* v,
+                       float* out, Stream stream);
+// As ref::GatedDelta, token-serial (cuda/gated_delta_recurrent.cu).
+Status LaunchGatedDelta(const GatedDeltaShape& shape, const float* q, const float* k, const float* v,
+                        const float* g, const float* beta, float* state, float* out, Stream stream);
+
+// --- mixture of experts --------------------------------------------------------------------------
+// dst[i] = src[rows[i]] for i < n.  src: [*, E]; rows: [n] int32 (device); dst: [n, E]
+Status LaunchGatherRows(const float* src, const int32_t* rows, int64_t n, int64_t E, float* dst,
+                        Stream stream);
+// dst[rows[i]] = src[i] for i < n.  src: [n, E]; rows: [n]; dst: [*, E]
+Status LaunchScatterRows(const float* src, const int32_t* rows, int64_t n, int64_t E, float* dst,
+                         Stream stream);
+// mix[t] = sum_{j<K} weights[t][j] * yslot[t][j], summed in j order from 0.
+// yslot: [T, K, E]; weights: [T, K]; mix: [T, E]
+Status LaunchMoeCombine(const float* yslot, const float* weights, int64_t T, int64_t K, int64_t E,
+                        float* mix, Stream stream);
+// mix[t] += sigmoid(gate[t]) * y[t].  mix, y: [T, E]; gate: [T]
+Status LaunchAddSigmoidScaled(float* mix, const float* y, const float* gate, int64_t T, int64_t E,
+                              Stream stream);
+
+}  // namespace qwenrt::cuda
