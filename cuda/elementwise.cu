@@ -1,0 +1,161 @@
+// Element-wise and per-row kernels of the device-resident forward pass (cuda_kernels.h), each the
+// same math as its ref:: op (ref/ops.h):
+//
+//   L2NormScale  x[r] = (x[r] * (1 / max(||x[r]||, eps))) * scale      x: [rows, n], in place
+//                (ref::L2Norm followed by the forward pass's q scaling; the sum of squares is
+//                accumulated in double from f32 squares, as ref does)
+//   Add          x += y                                                  [n]
+//   SwiGlu       up = silu(gate) * up                                    [n]
+//   MulSigmoid   x *= sigmoid(gate)                                      [n]
+//   GdnGates     alpha = ssm_a[h] * softplus(alpha + dt_bias[h]),        alpha, beta: [T, Hv]
+//                beta = sigmoid(beta)                                    ssm_a, dt_bias: [Hv]
+//   CopyColumns  dst[r][c] = src[r][offset + c], c < width               src: [rows, src_stride]
+//
+// Grid: element-wise ops use a grid-stride loop, 256 threads per block (launch_util.cuh), one thread
+// per element per iteration. L2NormScale uses one warp per row (8 rows per block, grid-stride over
+// rows): lane l sums elements l, l+32, ... in double, then a butterfly reduction gives every lane
+// the same total. Each element's result depends only on its own inputs (and for L2NormScale on its
+// row, reduced in a fixed order), never on the launch size.
+#include <cmath>
+
+#include "activations.cuh"
+#include "common.cuh"
+#include "cuda_kernels.h"
+#include "launch_util.cuh"
+
+namespace qwenrt::cuda {
+namespace {
+
+cudaStream_t AsCuda(Stream stream) { return static_cast<cudaStream_t>(stream); }
+
+constexpr int kL2RowsPerBlock = kElementwiseThreads / kWarpSize;
+
+__device__ __forceinline__ double WarpSumDouble(double v) {
+#pragma unroll
+  for (int off = kWarpSize / 2; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+__global__ void __launch_bounds__(kElementwiseThreads)
+    L2NormScaleKernel(float* x, int64_t rows, int64_t n, float eps, float scale) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kL2RowsPerBlock + threadIdx.x / kWarpSize;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kL2RowsPerBlock;
+  for (int64_t r = first; r < rows; r += stride) {  // warp-uniform loop
+    float* xr = x + r * n;
+    double sum = 0.0;
+    for (int64_t i = lane; i < n; i += kWarpSize) sum += static_cast<double>(xr[i] * xr[i]);
+    sum = WarpSumDouble(sum);
+    const float inv = 1.0f / fmaxf(sqrtf(static_cast<float>(sum)), eps);
+    for (int64_t i = lane; i < n; i += kWarpSize) xr[i] = (xr[i] * inv) * scale;
+  }
+}
+
+__global__ void AddKernel(float* x, const float* __restrict__ y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    x[i] += y[i];
+  }
+}
+
+__global__ void SwiGluKernel(const float* __restrict__ gate, float* up, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    up[i] = DevSilu(gate[i]) * up[i];
+  }
+}
+
+__global__ void MulSigmoidKernel(float* x, const float* __restrict__ gate, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    x[i] *= DevSigmoid(gate[i]);
+  }
+}
+
+__global__ void GdnGatesKernel(float* alpha, float* beta, const float* __restrict__ ssm_a,
+                               const float* __restrict__ dt_bias, int64_t n, int64_t Hv) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t h = i % Hv;
+    alpha[i] = ssm_a[h] * DevSoftplus(alpha[i] + dt_bias[h]);
+    beta[i] = DevSigmoid(beta[i]);
+  }
+}
+
+__global__ void CopyColumnsKernel(const float* __restrict__ src, int64_t src_stride, int64_t offset,
+                                  int64_t width, float* __restrict__ dst, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / width, c = i % width;
+    dst[i] = src[r * src_stride + offset + c];
+  }
+}
+
+}  // namespace
+
+Status LaunchL2NormScale(float* x, int64_t rows, int64_t n, float eps, float scale, Stream stream) {
+  int64_t count = 0;
+  QWENRT_RETURN_IF_ERROR(CountElements("LaunchL2NormScale", {rows, n}, &count));
+  if (count == 0) return OkStatus();
+  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchL2NormScale", {x}));
+  L2NormScaleKernel<<<GridStrideBlocks(rows, kL2RowsPerBlock), kElementwiseThreads, 0, AsCuda(stream)>>>(
+      x, rows, n, eps, scale);
+  QWENRT_CUDA_TRY(cudaGetLastError());
+  return OkStatus();
+}
+
+Status LaunchAdd(float* x, const float* y, int64_t n, Stream stream) {
+  int64_t count = 0;
+  QWENRT_RETURN_IF_ERROR(CountElements("LaunchAdd", {n}, &count));
+  if (count == 0) return OkStatus();
+  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchAdd", {x, y}));
+  AddKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(x, y, count);
+  QWENRT_CUDA_TRY(cudaGetLastError());
+  return OkStatus();
+}
+
+Status LaunchSwiGlu(const float* gate, float* up, int64_t n, Stream stream) {
+  int64_t count = 0;
+  QWENRT_RETURN_IF_ERROR(CountElements("LaunchSwiGlu", {n}, &count));
+  if (count == 0) return OkStatus();
+  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchSwiGlu", {gate, up}));
+  SwiGluKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(gate, up, count);
+  QWENRT_CUDA_TRY(cudaGetLastError());
+  return OkStatus();
+}
+
+Status LaunchMulSigmoid(float* x, const float* gate, int64_t n, Stream stream) {
+  int64_t count = 0;
+  QWENRT_RETURN_IF_ERROR(CountElements("LaunchMulSigmoid", {n}, &count));
+  if (count == 0) return OkStatus();
+  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchMulSigmoid", {x, gate}));
+  MulSigmoidKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(x, gate, count);
+  QWENRT_CUDA_TRY(cudaGetLastError());
+  return OkStatus();
+}
+
+Status LaunchGdnGates(float* alpha, float* beta, const float* ssm_a, const float* dt_bias, int64_t T,
+                      int64_t Hv, Stream stream) {
+  int64_t count = 0;
+  QWENRT_RETURN_IF_ERROR(CountElements("LaunchGdnGates", {T, Hv}, &count));
+  if (count == 0) return OkStatus();
+  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchGdnGates", {alpha, beta, ssm_a, dt_bias}));
+  GdnGatesKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(alpha, beta, ssm_a,
+                                                                                       dt_bias, count, Hv);
+  QWENRT_CUDA_TRY(cudaGetLastError());
+  return OkStatus();
+}
+
+Status LaunchCopyColumns(const float* src, int64_t rows, int64_t src_stride, int64_t offset,
+                         int64_t width, float* dst, Stream stream) {
+  int64_t count = 0;
+  QWENRT_RETURN_IF_ERROR(CountElements("LaunchCopyColumns", {rows, width}, &count));
+  if (offset < 0 || src_stride < 0 || offset > src_stride || width > src_stride - offset) {
+    return CudaInvalidArgument("cuda::LaunchCopyColumns: columns [" + std::to_string(offset) + ", " +
+                               std::to_string(offset) + " + " + std::to_string(width) +
+                               ") outside a row of " + std::to_string(src_stride));
+  }
+  if (count == 0) return OkStatus();
+  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchCopyColumns", {src, dst}));
+  CopyColumnsKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(
+      src, src_stride, offset, width, dst, count);
+  QWENRT_CUDA_TRY(cudaGetLastError());
+  return OkStatus();
+}
+
+}  // namespace qwenrt::cuda

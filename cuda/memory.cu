@@ -1,0 +1,105 @@
+// Device memory, pinned host memory, streams and copies for the device-resident forward pass
+// (cuda_kernels.h): thin wrappers over the CUDA runtime that turn every failure into a Status.
+//
+// Semantics:
+//   - Copies and Memset are enqueued on `stream` (cudaMemcpyAsync / cudaMemsetAsync), so they are
+//     ordered with the kernels launched on it. CopyToHost also synchronises the stream: the host
+//     buffer holds the data when it returns. CopyToDevice from pageable memory returns once the
+//     source has been staged (the host buffer may be reused); from pinned memory (MallocHost) the
+//     source must stay untouched until the stream reaches the copy.
+//   - Zero-byte copies and memsets return OK without calling CUDA (any pointers, even nullptr).
+//   - Malloc of 0 bytes allocates 1 byte, so a successful Malloc always yields a valid, distinct
+//     pointer. Free / FreeHost / StreamDestroy of nullptr are no-ops.
+//   - Streams are ordinary (blocking) streams: they synchronise with the legacy default stream, so
+//     synchronous cudaMemcpy calls elsewhere (cuda_ops.h helpers) never race with them.
+// Argument errors (null pointer with bytes > 0) are INVALID_ARGUMENT and are detected before any
+// CUDA call; CUDA failures are DEVICE with the CUDA error text.
+#include <string>
+
+#include "common.cuh"
+#include "cuda_kernels.h"
+
+namespace qwenrt::cuda {
+namespace {
+
+cudaStream_t AsCuda(Stream stream) { return static_cast<cudaStream_t>(stream); }
+
+Status CheckCopy(const char* what, const void* dst, const void* src) {
+  if (dst == nullptr || src == nullptr) {
+    return CudaInvalidArgument(std::string("cuda::") + what + ": null pointer");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status Malloc(void** ptr, size_t bytes) {
+  if (ptr == nullptr) return CudaInvalidArgument("cuda::Malloc: null output pointer");
+  *ptr = nullptr;
+  QWENRT_CUDA_TRY(cudaMalloc(ptr, bytes == 0 ? 1 : bytes));
+  return OkStatus();
+}
+
+void Free(void* ptr) {
+  if (ptr != nullptr) cudaFree(ptr);  // errors here are sticky ones a later call reports
+}
+
+Status StreamCreate(Stream* stream) {
+  if (stream == nullptr) return CudaInvalidArgument("cuda::StreamCreate: null output pointer");
+  *stream = nullptr;
+  cudaStream_t s = nullptr;
+  QWENRT_CUDA_TRY(cudaStreamCreate(&s));
+  *stream = s;
+  return OkStatus();
+}
+
+void StreamDestroy(Stream stream) {
+  if (stream != nullptr) cudaStreamDestroy(AsCuda(stream));
+}
+
+Status StreamSynchronize(Stream stream) {
+  QWENRT_CUDA_TRY(cudaStreamSynchronize(AsCuda(stream)));
+  return OkStatus();
+}
+
+Status CopyToDevice(void* dst, const void* src_host, size_t bytes, Stream stream) {
+  if (bytes == 0) return OkStatus();
+  QWENRT_RETURN_IF_ERROR(CheckCopy("CopyToDevice", dst, src_host));
+  QWENRT_CUDA_TRY(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, AsCuda(stream)));
+  return OkStatus();
+}
+
+Status CopyToHost(void* dst_host, const void* src, size_t bytes, Stream stream) {
+  if (bytes == 0) return OkStatus();
+  QWENRT_RETURN_IF_ERROR(CheckCopy("CopyToHost", dst_host, src));
+  QWENRT_CUDA_TRY(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, AsCuda(stream)));
+  QWENRT_CUDA_TRY(cudaStreamSynchronize(AsCuda(stream)));
+  return OkStatus();
+}
+
+Status CopyOnDevice(void* dst, const void* src, size_t bytes, Stream stream) {
+  if (bytes == 0) return OkStatus();
+  QWENRT_RETURN_IF_ERROR(CheckCopy("CopyOnDevice", dst, src));
+  QWENRT_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, AsCuda(stream)));
+  return OkStatus();
+}
+
+Status Memset(void* dst, int value, size_t bytes, Stream stream) {
+  if (bytes == 0) return OkStatus();
+  if (dst == nullptr) return CudaInvalidArgument("cuda::Memset: null pointer");
+  QWENRT_CUDA_TRY(cudaMemsetAsync(dst, value, bytes, AsCuda(stream)));
+  return OkStatus();
+}
+
+Status MallocHost(void** ptr, size_t bytes) {
+  if (ptr == nullptr) return CudaInvalidArgument("cuda::MallocHost: null output pointer");
+  *ptr = nullptr;
+  QWENRT_CUDA_TRY(cudaMallocHost(ptr, bytes == 0 ? 1 : bytes));
+  return OkStatus();
+}
+
+void FreeHost(void* ptr) {
+  if (ptr != nullptr) cudaFreeHost(ptr);
+}
+
+}  // namespace qwenrt::cuda

@@ -1,0 +1,632 @@
+// The device-pointer launchers of cuda_kernels.h (cuda/memory.cu, elementwise.cu, moe.cu,
+// causal_conv.cu, rope.cu, attention.cu) against the ref:: ops and small host oracles, on odd sizes,
+// plus the split-invariance properties the forward pass relies on: attention of T tokens in one
+// launch equals the same tokens one launch each, and the causal conv run in pieces equals one run,
+// bit for bit. Every GPU case skips with a warning when there is no CUDA device; the argument
+// checks (done before any CUDA call) run everywhere. Built without CUDA, only a stub case remains.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda_device.h"
+
+#ifdef QWENRT_HAVE_CUDA
+#include "conv.h"
+#include "cuda_kernels.h"
+#include "ref/ops.h"
+#endif
+
+namespace qwenrt {
+namespace {
+
+#ifdef QWENRT_HAVE_CUDA
+
+#define QWENRT_SKIP_WITHOUT_GPU()      \
+  do {                                 \
+    if (!CudaAvailable()) {            \
+      WARN("no CUDA device: skipped"); \
+      return;                          \
+    }                                  \
+  } while (0)
+
+// REQUIRE that a Status is OK, printing it otherwise.
+#define REQUIRE_OK(expr)                  \
+  do {                                    \
+    const ::qwenrt::Status st_ = (expr);  \
+    INFO(#expr << ": " << st_.ToString()); \
+    REQUIRE(st_.ok());                    \
+  } while (0)
+
+std::vector<float> RandomFloats(size_t n, float lo, float hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// A stream for one test case (StreamCreate / StreamDestroy are under test too).
+class TestStream {
+ public:
+  TestStream() { REQUIRE_OK(cuda::StreamCreate(&stream_)); }
+  ~TestStream() { cuda::StreamDestroy(stream_); }
+  TestStream(const TestStream&) = delete;
+  TestStream& operator=(const TestStream&) = delete;
+  cuda::Stream get() const { return stream_; }
+  // Surfaces errors of the kernels enqueued so far.
+  void Sync() const { REQUIRE_OK(cuda::StreamSynchronize(stream_)); }
+
+ private:
+  cuda::Stream stream_ = nullptr;
+};
+
+// A device copy of a host vector, made with cuda::Malloc / CopyToDevice and read back with
+// CopyToHost (which synchronises the stream, so kernels enqueued before have finished).
+template <typename T>
+class DeviceArray {
+ public:
+  DeviceArray(const std::vector<T>& host, const TestStream& stream) : n_(host.size()), stream_(stream.get()) {
+    REQUIRE_OK(cuda::Malloc(&mem_.ptr, bytes()));
+    REQUIRE_OK(cuda::CopyToDevice(mem_.ptr, host.data(), bytes(), stream_));
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+
+  T* get() const { return static_cast<T*>(mem_.ptr); }
+  size_t bytes() const { return n_ * sizeof(T); }
+  std::vector<T> Download() const {
+    std::vector<T> host(n_);
+    REQUIRE_OK(cuda::CopyToHost(host.data(), mem_.ptr, bytes(), stream_));
+    return host;
+  }
+
+ private:
+  struct Memory {  // a member, so the allocation is freed even when the constructor's REQUIRE throws
+    void* ptr = nullptr;
+    ~Memory() { cuda::Free(ptr); }
+  };
+  Memory mem_;
+  size_t n_;
+  cuda::Stream stream_;
+};
+
+// Checks got against want element-wise: error = |got - want| / max(|want|, floor), NaN/inf where
+// want is finite counting as infinite error. Prints the worst element on failure.
+void CheckClose(const std::vector<float>& got, const std::vector<float>& want, double tol, double floor,
+                const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  double worst = 0.0;
+  size_t worst_i = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double err = std::fabs(double(got[i]) - double(want[i])) / std::max(std::fabs(double(want[i])), floor);
+    if (!std::isfinite(got[i]) && std::isfinite(want[i])) err = std::numeric_limits<double>::infinity();
+    if (!(err <= worst)) {
+      worst = err;
+      worst_i = i;
+    }
+  }
+  INFO(what << ": max rel error " << worst << " at index " << worst_i << " of " << got.size()
+            << " (got " << (got.empty() ? 0.0f : got[worst_i]) << ", want "
+            << (want.empty() ? 0.0f : want[worst_i]) << ")");
+  CHECK(worst <= tol);
+}
+
+// Bitwise equality, printing the first differing element.
+void CheckBitIdentical(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {
+  REQUIRE(a.size() == b.size());
+  size_t first = a.size(), count = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+      if (count++ == 0) first = i;
+    }
+  }
+  INFO(what << ": " << count << " of " << a.size() << " elements differ; first at index " << first
+            << (count ? " (" + std::to_string(a[first]) + " vs " + std::to_string(b[first]) + ")" : std::string()));
+  CHECK(count == 0);
+}
+
+constexpr StatusCode kInvalid = StatusCode::kInvalidArgument;
+
+#endif  // QWENRT_HAVE_CUDA
+
+}  // namespace
+
+#ifdef QWENRT_HAVE_CUDA
+
+// --- without a device: argument checks come before any CUDA call -----------------------------------
+
+TEST_CASE("cuda launchers reject bad arguments and skip empty work without touching the device",
+          "[cuda]") {
+  float f = 0.0f;
+  float* p = &f;  // never dereferenced: every call below fails or returns before launching
+  const int32_t idx = 0;
+  const uint8_t flag = 1;
+
+  // Memory.
+  CHECK(cuda::Malloc(nullptr, 16).code() == kInvalid);
+  CHECK(cuda::MallocHost(nullptr, 16).code() == kInvalid);
+  CHECK(cuda::StreamCreate(nullptr).code() == kInvalid);
+  CHECK(cuda::CopyToDevice(nullptr, p, 4, nullptr).code() == kInvalid);
+  CHECK(cuda::CopyToDevice(p, nullptr, 4, nullptr).code() == kInvalid);
+  CHECK(cuda::CopyToHost(nullptr, p, 4, nullptr).code() == kInvalid);
+  CHECK(cuda::CopyOnDevice(p, nullptr, 4, nullptr).code() == kInvalid);
+  CHECK(cuda::Memset(nullptr, 0, 4, nullptr).code() == kInvalid);
+  CHECK(cuda::CopyToDevice(nullptr, nullptr, 0, nullptr).ok());
+  CHECK(cuda::CopyToHost(nullptr, nullptr, 0, nullptr).ok());
+  CHECK(cuda::CopyOnDevice(nullptr, nullptr, 0, nullptr).ok());
+  CHECK(cuda::Memset(nullptr, 0, 0, nullptr).ok());
+  cuda::Free(nullptr);
+  cuda::FreeHost(nullptr);
+  cuda::StreamDestroy(nullptr);
+
+  // Element-wise: negative sizes, null pointers with work to do, empty work with null pointers.
+  CHECK(cuda::LaunchL2NormScale(p, -1, 4, 1e-6f, 1.0f, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchL2NormScale(p, 2, -4, 1e-6f, 1.0f, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchL2NormScale(nullptr, 2, 4, 1e-6f, 1.0f, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchL2NormScale(nullptr, 0, 4, 1e-6f, 1.0f, nullptr).ok());
+  CHECK(cuda::LaunchAdd(p, p, -1, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchAdd(p, nullptr, 3, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchAdd(nullptr, nullptr, 0, nullptr).ok());
+  CHECK(cuda::LaunchSwiGlu(p, p, -5, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchSwiGlu(nullptr, p, 5, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchSwiGlu(nullptr, nullptr, 0, nullptr).ok());
+  CHECK(cuda::LaunchMulSigmoid(p, p, -2, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchMulSigmoid(p, nullptr, 2, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchMulSigmoid(nullptr, nullptr, 0, nullptr).ok());
+  CHECK(cuda::LaunchGdnGates(p, p, p, p, -1, 4, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchGdnGates(p, p, p, p, 1, -4, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchGdnGates(p, p, nullptr, p, 1, 4, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchGdnGates(nullptr, nullptr, nullptr, nullptr, 0, 4, nullptr).ok());
+  CHECK(cuda::LaunchCopyColumns(p, -1, 8, 0, 4, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchCopyColumns(p, 2, 8, 5, 4, p, nullptr).code() == kInvalid);   // 5 + 4 > 8
+  CHECK(cuda::LaunchCopyColumns(p, 2, 8, -1, 4, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchCopyColumns(p, 2, 8, 0, -4, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchCopyColumns(p, 2, 8, 4, 4, nullptr, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchCopyColumns(nullptr, 0, 8, 4, 4, nullptr, nullptr).ok());
+
+  // MoE.
+  CHECK(cuda::LaunchGatherRows(p, &idx, -1, 4, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchGatherRows(p, nullptr, 1, 4, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchGatherRows(nullptr, nullptr, 0, 4, nullptr, nullptr).ok());
+  CHECK(cuda::LaunchScatterRows(p, &idx, 1, -4, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchScatterRows(p, &idx, 1, 4, nullptr, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchScatterRows(nullptr, nullptr, 3, 0, nullptr, nullptr).ok());
+  CHECK(cuda::LaunchMoeCombine(p, p, 2, -1, 4, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchMoeCombine(nullptr, p, 2, 2, 4, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchMoeCombine(nullptr, nullptr, 0, 2, 4, nullptr, nullptr).ok());
+  CHECK(cuda::LaunchAddSigmoidScaled(p, p, p, -2, 4, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchAddSigmoidScaled(p, p, nullptr, 2, 4, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchAddSigmoidScaled(nullptr, nullptr, nullptr, 2, 0, nullptr).ok());
+
+  // Sequence ops.
+  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{-1, 8, 4}, p, p, p, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{2, 0, 4}, p, p, p, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{2, 8, 0}, p, p, p, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{2, 8, 4}, p, p, nullptr, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{2, 8, 4}, nullptr, p, p, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{0, 8, 4}, nullptr, nullptr, nullptr, nullptr, nullptr).ok());
+  CHECK(cuda::LaunchRope(p, -1, 2, 8, 0, 8, 1e4f, 1.0f, nullptr, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchRope(p, 1, 2, 8, 0, 10, 1e4f, 1.0f, nullptr, nullptr).code() == kInvalid);  // R > Dh
+  CHECK(cuda::LaunchRope(p, 1, 2, 8, 0, -2, 1e4f, 1.0f, nullptr, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchRope(nullptr, 1, 2, 8, 0, 8, 1e4f, 1.0f, &flag, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchRope(nullptr, 0, 2, 8, 0, 8, 1e4f, 1.0f, nullptr, nullptr).ok());
+  CHECK(cuda::LaunchRope(nullptr, 3, 2, 8, 0, 0, 1e4f, 1.0f, nullptr, nullptr).ok());  // nothing rotates
+  const AttentionShape bad_shapes[] = {{-1, 0, 4, 2, 8}, {1, -1, 4, 2, 8}, {1, 0, 0, 1, 8},
+                                       {1, 0, 4, 0, 8},  {1, 0, 4, 3, 8},  {1, 0, 4, 2, 0}};
+  for (const AttentionShape& s : bad_shapes) {
+    INFO("T " << s.T << " n_past " << s.n_past << " H " << s.H << " Hkv " << s.Hkv << " Dh " << s.Dh);
+    CHECK(cuda::LaunchAttention(s, p, p, p, p, nullptr).code() == kInvalid);
+  }
+  CHECK(cuda::LaunchAttention(AttentionShape{1, 0, 4, 2, 513}, p, p, p, p, nullptr).code() ==
+        StatusCode::kUnsupported);
+  CHECK(cuda::LaunchAttention(AttentionShape{1, 0, 4, 2, 512}, p, nullptr, p, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchAttention(AttentionShape{0, 5, 4, 2, 64}, nullptr, nullptr, nullptr, nullptr, nullptr).ok());
+}
+
+TEST_CASE("cuda memory: allocation, copies, memset and streams", "[cuda]") {
+  if (!CudaAvailable()) {
+    void* ptr = reinterpret_cast<void*>(1);
+    Status s = cuda::Malloc(&ptr, 64);
+    INFO(s.ToString());
+    CHECK(s.code() == StatusCode::kDevice);  // a clean error, not a crash
+    CHECK(ptr == nullptr);
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  TestStream stream;
+  const std::vector<float> a = RandomFloats(1000, -1.0f, 1.0f, 1);
+  DeviceArray<float> da(a, stream);
+  CHECK(da.Download() == a);
+
+  // CopyOnDevice, then a partial Memset (bytes 0 of the first 10 floats).
+  DeviceArray<float> db(std::vector<float>(1000, 5.0f), stream);
+  REQUIRE_OK(cuda::CopyOnDevice(db.get(), da.get(), da.bytes(), stream.get()));
+  REQUIRE_OK(cuda::Memset(db.get(), 0, 10 * sizeof(float), stream.get()));
+  std::vector<float> want = a;
+  std::fill(want.begin(), want.begin() + 10, 0.0f);
+  CHECK(db.Download() == want);
+
+  // Pinned host memory as a copy source and destination; a 0-byte Malloc gives a real pointer.
+  void* pinned = nullptr;
+  REQUIRE_OK(cuda::MallocHost(&pinned, da.bytes()));
+  REQUIRE(pinned != nullptr);
+  REQUIRE_OK(cuda::CopyToHost(pinned, da.get(), da.bytes(), stream.get()));
+  CHECK(std::memcmp(pinned, a.data(), da.bytes()) == 0);
+  std::fill_n(static_cast<float*>(pinned), 1000, 2.5f);
+  REQUIRE_OK(cuda::CopyToDevice(db.get(), pinned, db.bytes(), stream.get()));
+  stream.Sync();
+  cuda::FreeHost(pinned);
+  CHECK(db.Download() == std::vector<float>(1000, 2.5f));
+  void* empty = nullptr;
+  REQUIRE_OK(cuda::Malloc(&empty, 0));
+  CHECK(empty != nullptr);
+  cuda::Free(empty);
+
+  // Absurd sizes fail with DEVICE, not a crash.
+  void* huge = nullptr;
+  CHECK(cuda::Malloc(&huge, size_t{1} << 60).code() == StatusCode::kDevice);
+  CHECK(huge == nullptr);
+}
+
+// --- element-wise ops ------------------------------------------------------------------------------
+
+TEST_CASE("cuda Add / SwiGlu / MulSigmoid match ref", "[cuda]") {
+  QWENRT_SKIP_WITHOUT_GPU();
+  TestStream stream;
+  uint32_t seed = 10;
+  // 1 << 24 + 3 elements exceed the grid cap (65536 blocks x 256): the grid-stride loop is exercised.
+  for (int64_t n : {int64_t{1}, int64_t{129}, int64_t{100003}, (int64_t{1} << 24) + 3}) {
+    INFO("n " << n);
+    const size_t un = static_cast<size_t>(n);
+    const std::vector<float> x = RandomFloats(un, -30.0f, 30.0f, seed++);
+    const std::vector<float> y = RandomFloats(un, -30.0f, 30.0f, seed++);
+    {
+      std::vector<float> want = x;
+      ref::Add(want.data(), y.data(), n);
+      DeviceArray<float> dx(x, stream), dy(y, stream);
+      REQUIRE_OK(cuda::LaunchAdd(dx.get(), dy.get(), n, stream.get()));
+      CheckBitIdentical(dx.Download(), want, "Add");  // one IEEE addition: exact
+    }
+    {
+      std::vector<float> want = y;
+      ref::SwiGlu(x.data(), want.data(), n);
+      DeviceArray<float> dg(x, stream), du(y, stream);
+      REQUIRE_OK(cuda::LaunchSwiGlu(dg.get(), du.get(), n, stream.get()));
+      CheckClose(du.Download(), want, 1e-5, 1e-30, "SwiGlu");
+      CHECK(dg.Download() == x);  // gate untouched
+    }
+    {
+      std::vector<float> want = x;
+      ref::MulSigmoid(want.data(), y.data(), n);
+      DeviceArray<float> dx(x, stream), dg(y, stream);
+      REQUIRE_OK(cuda::LaunchMulSigmoid(dx.get(), dg.get(), n, stream.get()));
+      CheckClose(dx.Download(), want, 1e-5, 1e-30, "MulSigmoid");
+    }
+  }
+  stream.Sync();
+}
+
+TEST_CASE("cuda L2NormScale matches ref::L2Norm times the scale", "[cuda]") {
+  QWENRT_SKIP_WITHOUT_GPU();
+  TestStream stream;
+  struct Case {
+    int64_t rows, n;
+    float scale;
+  };
+  // 70000 rows exceed nothing but exercise many blocks; n = 1 and odd n test the lane loop.
+  const Case cases[] = {{7, 129, 1.0f}, {33, 128, 1.0f / std::sqrt(128.0f)}, {1, 1, 0.5f},
+                        {5, 1000, 2.0f}, {70000, 16, 0.25f}};
+  uint32_t seed = 40;
+  for (const Case& c : cases) {
+    INFO("rows " << c.rows << " n " << c.n << " scale " << c.scale);
+    std::vector<float> x = RandomFloats(static_cast<size_t>(c.rows * c.n), -2.0f, 2.0f, seed++);
+    std::fill(x.begin(), x.begin() + c.n, 0.0f);  // a zero row: the eps clamp, result 0
+    if (c.rows > 1) std::fill(x.begin() + c.n, x.begin() + 2 * c.n, 1e-9f);  // norm below eps
+    std::vector<float> want = x;
+    ref::L2Norm(want.data(), c.rows, c.n, 1e-6f);
+    for (float& v : want) v *= c.scale;
+    DeviceArray<float> dx(x, stream);
+    REQUIRE_OK(cuda::LaunchL2NormScale(dx.get(), c.rows, c.n, 1e-6f, c.scale, stream.get()));
+    CheckClose(dx.Download(), want, 1e-5, 1e-6, "L2NormScale");
+  }
+}
+
+TEST_CASE("cuda GdnGates matches ref::GdnGates", "[cuda]") {
+  QWENRT_SKIP_WITHOUT_GPU();
+  TestStream stream;
+  for (int64_t T : {1, 5}) {
+    const int64_t Hv = 7;
+    INFO("T " << T << " Hv " << Hv);
+    // alpha + dt_bias spans both softplus branches (threshold 20).
+    const std::vector<float> alpha = RandomFloats(static_cast<size_t>(T * Hv), -25.0f, 25.0f, 70 + T);
+    const std::vector<float> beta = RandomFloats(static_cast<size_t>(T * Hv), -10.0f, 10.0f, 80 + T);
+    const std::vector<float> ssm_a = RandomFloats(static_cast<size_t>(Hv), -8.0f, -0.1f, 90);
+    const std::vector<float> dt_bias = RandomFloats(static_cast<size_t>(Hv), -2.0f, 2.0f, 91);
+    std::vector<float> want_a = alpha, want_b = beta;
+    ref::GdnGates(want_a.data(), want_b.data(), ssm_a.data(), dt_bias.data(), T, Hv);
+    DeviceArray<float> da(alpha, stream), db(beta, stream), dsa(ssm_a, stream), ddt(dt_bias, stream);
+    REQUIRE_OK(cuda::LaunchGdnGates(da.get(), db.get(), dsa.get(), ddt.get(), T, Hv, stream.get()));
+    CheckClose(da.Download(), want_a, 1e-5, 1e-30, "GdnGates alpha");
+    CheckClose(db.Download(), want_b, 1e-5, 1e-30, "GdnGates beta");
+  }
+}
+
+TEST_CASE("cuda CopyColumns copies a column range of every row", "[cuda]") {
+  QWENRT_SKIP_WITHOUT_GPU();
+  TestStream stream;
+  struct Case {
+    int64_t rows, stride, offset, width;
+  };
+  const Case cases[] = {{7, 129, 33, 40}, {1, 10, 0, 10}, {5, 64, 63, 1}, {300, 96, 32, 64}};
+  for (const Case& c : cases) {
+    INFO("rows " << c.rows << " stride " << c.stride << " offset " << c.offset << " width " << c.width);
+    const std::vector<float> src = RandomFloats(static_cast<size_t>(c.rows * c.stride), -1.0f, 1.0f, 5);
+    std::vector<float> want(static_cast<size_t>(c.rows * c.width));
+    for (int64_t r = 0; r < c.rows; ++r) {
+      for (int64_t i = 0; i < c.width; ++i) want[r * c.width + i] = src[r * c.stride + c.offset + i];
+    }
+    DeviceArray<float> ds(src, stream), dd(std::vector<float>(want.size(), -7.0f), stream);
+    REQUIRE_OK(cuda::LaunchCopyColumns(ds.get(), c.rows, c.stride, c.offset, c.width, dd.get(), stream.get()));
+    CheckBitIdentical(dd.Download(), want, "CopyColumns");
+  }
+}
+
+// --- mixture of experts ---------------------------------------------------------------------------
+
+TEST_CASE("cuda GatherRows / ScatterRows move whole rows", "[cuda]") {
+  QWENRT_SKIP_WITHOUT_GPU();
+  TestStream stream;
+  const int64_t E = 129, src_rows = 10;
+  const std::vector<float> src = RandomFloats(static_cast<size_t>(src_rows * E), -1.0f, 1.0f, 11);
+  {
+    const std::vector<int32_t> rows = {3, 0, 9, 3, 7};  // repeats are fine for a gather
+    const int64_t n = static_cast<int64_t>(rows.size());
+    std::vector<float> want(static_cast<size_t>(n * E));
+    for (int64_t i = 0; i < n; ++i) std::copy_n(src.begin() + rows[i] * E, E, want.begin() + i * E);
+    DeviceArray<float> ds(src, stream), dd(std::vector<float>(want.size(), -7.0f), stream);
+    DeviceArray<int32_t> dr(rows, stream);
+    REQUIRE_OK(cuda::LaunchGatherRows(ds.get(), dr.get(), n, E, dd.get(), stream.get()));
+    CheckBitIdentical(dd.Download(), want, "GatherRows");
+  }
+  {
+    const std::vector<int32_t> rows = {4, 1, 8};  // distinct destination rows; the others untouched
+    const int64_t n = static_cast<int64_t>(rows.size());
+    std::vector<float> want(static_cast<size_t>(src_rows * E), -7.0f);
+    for (int64_t i = 0; i < n; ++i) std::copy_n(src.begin() + i * E, E, want.begin() + rows[i] * E);
+    DeviceArray<float> ds(src, stream), dd(std::vector<float>(want.size(), -7.0f), stream);
+    DeviceArray<int32_t> dr(rows, stream);
+    REQUIRE_OK(cuda::LaunchScatterRows(ds.get(), dr.get(), n, E, dd.get(), stream.get()));
+    CheckBitIdentical(dd.Download(), want, "ScatterRows");
+  }
+}
+
+TEST_CASE("cuda MoeCombine and AddSigmoidScaled match the forward pass's host loops", "[cuda]") {
+  QWENRT_SKIP_WITHOUT_GPU();
+  TestStream stream;
+  for (int64_t T : {1, 5}) {
+    const int64_t K = 3, E = 129;
+    INFO("T " << T << " K " << K << " E " << E);
+    const std::vector<float> yslot = RandomFloats(static_cast<size_t>(T * K * E), -1.0f, 1.0f, 20 + T);
+    const std::vector<float> weights = RandomFloats(static_cast<size_t>(T * K), 0.0f, 1.0f, 30 + T);
+    const std::vector<float> y = RandomFloats(static_cast<size_t>(T * E), -1.0f, 1.0f, 40 + T);
+    const std::vector<float> gate = RandomFloats(static_cast<size_t>(T), -4.0f, 4.0f, 50 + T);
+    // As forward.cpp's Moe(): zero, add the K slots in order, then the gated shared expert.
+    std::vector<float> want(static_cast<size_t>(T * E), 0.0f);
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t j = 0; j < K; ++j) {
+        for (int64_t e = 0; e < E; ++e) want[t * E + e] += weights[t * K + j] * yslot[(t * K + j) * E + e];
+      }
+    }
+    DeviceArray<float> dys(yslot, stream), dw(weights, stream), dy(y, stream), dg(gate, stream);
+    DeviceArray<float> dmix(std::vector<float>(want.size(), -7.0f), stream);
+    REQUIRE_OK(cuda::LaunchMoeCombine(dys.get(), dw.get(), T, K, E, dmix.get(), stream.get()));
+    // Absolute error for small sums (cancellation): floor 1 on values of magnitude <= 3.
+    CheckClose(dmix.Download(), want, 1e-6, 1.0, "MoeCombine");
+    for (int64_t t = 0; t < T; ++t) {
+      const float gamma = Sigmoid(gate[t]);
+      for (int64_t e = 0; e < E; ++e) want[t * E + e] += gamma * y[t * E + e];
+    }
+    REQUIRE_OK(cuda::LaunchAddSigmoidScaled(dmix.get(), dy.get(), dg.get(), T, E, stream.get()));
+    CheckClose(dmix.Download(), want, 1e-6, 1.0, "AddSigmoidScaled");
+  }
+  // K = 0 (no routed expert) gives zeros.
+  DeviceArray<float> dmix(std::vector<float>(8, -7.0f), stream);
+  REQUIRE_OK(cuda::LaunchMoeCombine(nullptr, nullptr, 2, 0, 4, dmix.get(), stream.get()));
+  CHECK(dmix.Download() == std::vector<float>(8, 0.0f));
+}
+
+// --- causal conv -----------------------------------------------------------------------------------
+
+TEST_CASE("cuda CausalConvSilu matches ref (outputs and state), T < Kc-1 included", "[cuda]") {
+  QWENRT_SKIP_WITHOUT_GPU();
+  TestStream stream;
+  struct Case {
+    int64_t T, C, Kc;
+  };
+  const Case cases[] = {{9, 129, 4}, {1, 129, 4}, {2, 129, 4}, {3, 64, 4}, {5, 33, 1}, {4, 17, 2}, {70, 300, 4}};
+  uint32_t seed = 200;
+  for (const Case& c : cases) {
+    INFO("T " << c.T << " C " << c.C << " Kc " << c.Kc);
+    const CausalConvShape shape{c.T, c.C, c.Kc};
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(c.T * c.C), -3.0f, 3.0f, seed++);
+    const std::vector<float> w = RandomFloats(static_cast<size_t>(c.C * c.Kc), -1.0f, 1.0f, seed++);
+    // Kc = 1 has no state: pass a 1-element buffer that must stay untouched.
+    const size_t state_n = static_cast<size_t>(std::max<int64_t>(c.C * (c.Kc - 1), 1));
+    const std::vector<float> state0 = RandomFloats(state_n, -3.0f, 3.0f, seed++);
+    std::vector<float> want_y(x.size()), want_state = state0;
+    ref::CausalConvSilu(shape, x.data(), w.data(), want_state.data(), want_y.data());
+    DeviceArray<float> dx(x, stream), dw(w, stream), dst(state0, stream);
+    DeviceArray<float> dy(std::vector<float>(x.size(), -7.0f), stream);
+    REQUIRE_OK(cuda::LaunchCausalConvSilu(shape, dx.get(), dw.get(), dst.get(), dy.get(), stream.get()));
+    // Absolute error near y = 0 (cancellation in the Kc-term sum): floor 1e-3.
+    CheckClose(dy.Download(), want_y, 1e-5, 1e-3, "conv outputs");
+    CheckBitIdentical(dst.Download(), want_state, "conv state (copies of inputs)");
+    CHECK(dx.Download() == x);
+  }
+}
+
+TEST_CASE("cuda CausalConvSilu in pieces 1+3+5 equals one launch of 9 tokens, bit for bit", "[cuda]") {
+  QWENRT_SKIP_WITHOUT_GPU();
+  TestStream stream;
+  const int64_t T = 9, C = 129, Kc = 4;
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(T * C), -3.0f, 3.0f, 300);
+  const std::vector<float> w = RandomFloats(static_cast<size_t>(C * Kc), -1.0f, 1.0f, 301);
+  const std::vector<float> state0 = RandomFloats(static_cast<size_t>(C * (Kc - 1)), -3.0f, 3.0f, 302);
+
+  DeviceArray<float> dx(x, stream), dw(w, stream), st_whole(state0, stream), st_pieces(state0, stream);
+  DeviceArray<float> y_whole(std::vector<float>(x.size(), -7.0f), stream);
+  DeviceArray<float> y_pieces(std::vector<float>(x.size(), -7.0f), stream);
+  REQUIRE_OK(cuda::LaunchCausalConvSilu(CausalConvShape{T, C, Kc}, dx.get(), dw.get(), st_whole.get(),
+                                        y_whole.get(), stream.get()));
+  int64_t t0 = 0;
+  for (int64_t piece : {1, 3, 5}) {
+    REQUIRE_OK(cuda::LaunchCausalConvSilu(CausalConvShape{piece, C, Kc}, dx.get() + t0 * C, dw.get(),
+                                          st_pieces.get(), y_pieces.get() + t0 * C, stream.get()));
+    t0 += piece;
+  }
+  REQUIRE(t0 == T);
+  const std::vector<float> yw = y_whole.Download(), yp = y_pieces.Download();
+  const std::vector<float> sw = st_whole.Download(), sp = st_pieces.Download();
+  CheckBitIdentical(yp, yw, "outputs, pieces vs whole");
+  CheckBitIdentical(sp, sw, "state, pieces vs whole");
+
+  std::vector<float> want_y(x.size()), want_state = state0;
+  ref::CausalConvSilu(CausalConvShape{T, C, Kc}, x.data(), w.data(), want_state.data(), want_y.data());
+  CheckClose(yw, want_y, 1e-5, 1e-3, "outputs vs ref");
+  CheckBitIdentical(sw, want_state, "state vs ref");
+}
+
+// --- rope ------------------------------------------------------------------------------------------
+
+TEST_CASE("cuda Rope matches ref::Rope", "[cuda]") {
+  QWENRT_SKIP_WITHOUT_GPU();
+  TestStream stream;
+  struct Case {
+    int64_t T, heads, Dh, pos0, n_dims;
+    bool partial_pairs;  // pair_uses_pos with some pairs pinned to position 0
+    float freq_scale;
+  };
+  const Case cases[] = {
+      {5, 6, 96, 0, 64, false, 1.0f},    {5, 6, 96, 37, 96, false, 1.0f},  {5, 2, 256, 37, 64, true, 1.0f},
+      {1, 6, 256, 100000, 256, false, 0.25f}, {3, 1, 128, 262000, 32, true, 1.0f}, {2, 3, 8, 5, 2, false, 1.0f},
+  };
+  uint32_t seed = 400;
+  for (const Case& c : cases) {
+    INFO("T " << c.T << " heads " << c.heads << " Dh " << c.Dh << " pos0 " << c.pos0 << " n_dims " << c.n_dims
+              << " partial " << c.partial_pairs << " freq_scale " << c.freq_scale);
+    const float base = 1e7f;
+    std::vector<bool> uses(static_cast<size_t>(c.n_dims / 2), true);
+    std::vector<uint8_t> uses_bytes(uses.size(), 1);
+    if (c.partial_pairs) {
+      for (size_t i = 0; i < uses.size(); i += 3) {
+        uses[i] = false;
+        uses_bytes[i] = 0;
+      }
+    }
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(c.T * c.heads * c.Dh), -2.0f, 2.0f, seed++);
+    std::vector<float> want = x;
+    RopeParams p{c.n_dims, base, c.freq_scale, c.partial_pairs ? &uses : nullptr};
+    ref::Rope(want.data(), c.T, c.heads, c.Dh, c.pos0, p);
+    DeviceArray<float> dx(x, stream);
+    DeviceArray<uint8_t> dpairs(uses_bytes, stream);
+    REQUIRE_OK(cuda::LaunchRope(dx.get(), c.T, c.heads, c.Dh, c.pos0, c.n_dims, base, c.freq_scale,
+                                c.partial_pairs ? dpairs.get() : nullptr, stream.get()));
+    const std::vector<float> got = dx.Download();
+    // Relative to the head's scale (floor 1e-2 on values of magnitude ~1): sin/cos differ in the
+    // last ulps between CUDA and glibc.
+    CheckClose(got, want, 1e-4, 1e-2, "Rope");
+    if (c.n_dims < c.Dh) {  // dims >= R pass through untouched
+      bool tail_same = true;
+      for (int64_t th = 0; th < c.T * c.heads; ++th) {
+        for (int64_t d = c.n_dims; d < c.Dh; ++d) tail_same = tail_same && got[th * c.Dh + d] == x[th * c.Dh + d];
+      }
+      CHECK(tail_same);
+    }
+  }
+}
+
+// --- attention -------------------------------------------------------------------------------------
+
+struct AttentionInputs {
+  std::vector<float> q, k, v;
+};
+
+// q [T, H, Dh] in [-3, 3] so that the softmax is far from uniform; k, v cache rows [n_past+T, Hkv, Dh].
+AttentionInputs MakeAttentionInputs(const AttentionShape& s, uint32_t seed) {
+  AttentionInputs in;
+  in.q = RandomFloats(static_cast<size_t>(s.T * s.H * s.Dh), -3.0f, 3.0f, seed);
+  in.k = RandomFloats(static_cast<size_t>((s.n_past + s.T) * s.Hkv * s.Dh), -1.0f, 1.0f, seed + 1);
+  in.v = RandomFloats(in.k.size(), -1.0f, 1.0f, seed + 2);
+  return in;
+}
+
+std::vector<float> RefAttention(const AttentionShape& s, const AttentionInputs& in) {
+  std::vector<float> out(static_cast<size_t>(s.T * s.H * s.Dh)), scores(static_cast<size_t>(s.n_past + s.T));
+  ref::Attention(s, in.q.data(), in.k.data(), in.v.data(), out.data(), scores.data());
+  return out;
+}
+
+TEST_CASE("cuda Attention matches ref::Attention (causal, GQA)", "[cuda]") {
+  QWENRT_SKIP_WITHOUT_GPU();
+  TestStream stream;
+  const AttentionShape shapes[] = {
+      {5, 0, 6, 2, 96},   {5, 37, 6, 2, 96},  {5, 0, 6, 2, 256}, {5, 37, 6, 2, 256}, {1, 0, 4, 4, 64},
+      {3, 300, 8, 2, 128}, {2, 11, 3, 1, 512}, {4, 9, 2, 1, 1},   {7, 2, 6, 3, 33},   {1, 1000, 2, 1, 256},
+  };
+  uint32_t seed = 500;
+  for (const AttentionShape& s : shapes) {
+    INFO("T " << s.T << " n_past " << s.n_past << " H " << s.H << " Hkv " << s.Hkv << " Dh " << s.Dh);
+    const AttentionInputs in = MakeAttentionInputs(s, seed);
+    seed += 3;
+    const std::vector<float> want = RefAttention(s, in);
+    DeviceArray<float> dq(in.q, stream), dk(in.k, stream), dv(in.v, stream);
+    DeviceArray<float> dout(std::vector<float>(want.size(), -7.0f), stream);
+    REQUIRE_OK(cuda::LaunchAttention(s, dq.get(), dk.get(), dv.get(), dout.get(), stream.get()));
+    // Outputs are convex combinations of v in [-1, 1]; the rounding error of an output scales with
+    // sum_j p_j |v_j| (<= 1), not with |out|: floor 0.1 makes small (cancelled) outputs absolute.
+    CheckClose(dout.Download(), want, 1e-4, 0.1, "Attention");
+  }
+}
+
+TEST_CASE("cuda Attention: 9 tokens in one launch equal 9 one-token launches, bit for bit", "[cuda]") {
+  QWENRT_SKIP_WITHOUT_GPU();
+  TestStream stream;
+  for (int64_t Dh : {96, 256}) {
+    for (int64_t n_past : {0, 37}) {
+      const AttentionShape whole{9, n_past, 6, 2, Dh};
+      INFO("n_past " << n_past << " Dh " << Dh);
+      const AttentionInputs in = MakeAttentionInputs(whole, static_cast<uint32_t>(600 + Dh + n_past));
+      DeviceArray<float> dq(in.q, stream), dk(in.k, stream), dv(in.v, stream);
+      const std::vector<float> init(in.q.size(), -7.0f);
+      DeviceArray<float> out_whole(init, stream), out_steps(init, stream);
+      REQUIRE_OK(cuda::LaunchAttention(whole, dq.get(), dk.get(), dv.get(), out_whole.get(), stream.get()));
+      const int64_t row = whole.H * whole.Dh;  // one token of q / out
+      for (int64_t t = 0; t < whole.T; ++t) {  // decode: token t sees cache rows 0 .. n_past + t
+        const AttentionShape one{1, n_past + t, whole.H, whole.Hkv, whole.Dh};
+        REQUIRE_OK(cuda::LaunchAttention(one, dq.get() + t * row, dk.get(), dv.get(), out_steps.get() + t * row,
+                                         stream.get()));
+      }
+      const std::vector<float> w = out_whole.Download(), st = out_steps.Download();
+      CheckBitIdentical(st, w, "one-token launches vs one launch");
+      CheckClose(w, RefAttention(whole, in), 1e-4, 0.1, "vs ref");
+    }
+  }
+}
+
+#else  // !QWENRT_HAVE_CUDA
+
+TEST_CASE("built without CUDA: no device, the kernel launchers are not compiled", "[cuda]") {
+  CHECK(!CudaAvailable());
+  WARN("qwenrt built without CUDA: cuda_kernels.h launchers not compiled");
+}
+
+#endif  // QWENRT_HAVE_CUDA
+
+}  // namespace qwenrt
