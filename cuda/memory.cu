@@ -13,7 +13,8 @@
 //   - Streams are ordinary (blocking) streams: they synchronise with the legacy default stream, so
 //     synchronous cudaMemcpy calls elsewhere (cuda_ops.h helpers) never race with them.
 // Argument errors (null pointer with bytes > 0) are INVALID_ARGUMENT and are detected before any
-// CUDA call; CUDA failures are DEVICE with the CUDA error text.
+// CUDA call; CUDA failures are DEVICE with the CUDA error text, and leave the runtime's last-error
+// state clear (a sticky error, one that breaks the context, still fails every later call).
 #include <string>
 
 #include "common.cuh"
@@ -23,6 +24,18 @@ namespace qwenrt::cuda {
 namespace {
 
 cudaStream_t AsCuda(Stream stream) { return static_cast<cudaStream_t>(stream); }
+
+// QWENRT_CUDA_TRY that also resets the runtime's last-error state on failure. A failed runtime call
+// (cudaMalloc out of memory, say) is recorded there, and the launchers' cudaGetLastError() after
+// their next, good launch would otherwise report that stale error as a launch failure.
+#define QWENRT_CUDA_TRY_RESET(expr)                                                   \
+  do {                                                                                \
+    const cudaError_t qwenrt_cuda_rc_ = (expr);                                       \
+    if (qwenrt_cuda_rc_ != cudaSuccess) {                                             \
+      cudaGetLastError();                                                             \
+      return ::qwenrt::cuda::CudaCallError(qwenrt_cuda_rc_, #expr, __FILE__, __LINE__); \
+    }                                                                                 \
+  } while (0)
 
 Status CheckCopy(const char* what, const void* dst, const void* src) {
   if (dst == nullptr || src == nullptr) {
@@ -36,7 +49,9 @@ Status CheckCopy(const char* what, const void* dst, const void* src) {
 Status Malloc(void** ptr, size_t bytes) {
   if (ptr == nullptr) return CudaInvalidArgument("cuda::Malloc: null output pointer");
   *ptr = nullptr;
-  QWENRT_CUDA_TRY(cudaMalloc(ptr, bytes == 0 ? 1 : bytes));
+  void* p = nullptr;
+  QWENRT_CUDA_TRY_RESET(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
+  *ptr = p;
   return OkStatus();
 }
 
@@ -48,7 +63,7 @@ Status StreamCreate(Stream* stream) {
   if (stream == nullptr) return CudaInvalidArgument("cuda::StreamCreate: null output pointer");
   *stream = nullptr;
   cudaStream_t s = nullptr;
-  QWENRT_CUDA_TRY(cudaStreamCreate(&s));
+  QWENRT_CUDA_TRY_RESET(cudaStreamCreate(&s));
   *stream = s;
   return OkStatus();
 }
@@ -58,48 +73,52 @@ void StreamDestroy(Stream stream) {
 }
 
 Status StreamSynchronize(Stream stream) {
-  QWENRT_CUDA_TRY(cudaStreamSynchronize(AsCuda(stream)));
+  QWENRT_CUDA_TRY_RESET(cudaStreamSynchronize(AsCuda(stream)));
   return OkStatus();
 }
 
 Status CopyToDevice(void* dst, const void* src_host, size_t bytes, Stream stream) {
   if (bytes == 0) return OkStatus();
   QWENRT_RETURN_IF_ERROR(CheckCopy("CopyToDevice", dst, src_host));
-  QWENRT_CUDA_TRY(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, AsCuda(stream)));
+  QWENRT_CUDA_TRY_RESET(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, AsCuda(stream)));
   return OkStatus();
 }
 
 Status CopyToHost(void* dst_host, const void* src, size_t bytes, Stream stream) {
   if (bytes == 0) return OkStatus();
   QWENRT_RETURN_IF_ERROR(CheckCopy("CopyToHost", dst_host, src));
-  QWENRT_CUDA_TRY(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, AsCuda(stream)));
-  QWENRT_CUDA_TRY(cudaStreamSynchronize(AsCuda(stream)));
+  QWENRT_CUDA_TRY_RESET(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, AsCuda(stream)));
+  QWENRT_CUDA_TRY_RESET(cudaStreamSynchronize(AsCuda(stream)));
   return OkStatus();
 }
 
 Status CopyOnDevice(void* dst, const void* src, size_t bytes, Stream stream) {
   if (bytes == 0) return OkStatus();
   QWENRT_RETURN_IF_ERROR(CheckCopy("CopyOnDevice", dst, src));
-  QWENRT_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, AsCuda(stream)));
+  QWENRT_CUDA_TRY_RESET(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, AsCuda(stream)));
   return OkStatus();
 }
 
 Status Memset(void* dst, int value, size_t bytes, Stream stream) {
   if (bytes == 0) return OkStatus();
   if (dst == nullptr) return CudaInvalidArgument("cuda::Memset: null pointer");
-  QWENRT_CUDA_TRY(cudaMemsetAsync(dst, value, bytes, AsCuda(stream)));
+  QWENRT_CUDA_TRY_RESET(cudaMemsetAsync(dst, value, bytes, AsCuda(stream)));
   return OkStatus();
 }
 
 Status MallocHost(void** ptr, size_t bytes) {
   if (ptr == nullptr) return CudaInvalidArgument("cuda::MallocHost: null output pointer");
   *ptr = nullptr;
-  QWENRT_CUDA_TRY(cudaMallocHost(ptr, bytes == 0 ? 1 : bytes));
+  void* p = nullptr;
+  QWENRT_CUDA_TRY_RESET(cudaMallocHost(&p, bytes == 0 ? 1 : bytes));
+  *ptr = p;
   return OkStatus();
 }
 
 void FreeHost(void* ptr) {
   if (ptr != nullptr) cudaFreeHost(ptr);
 }
+
+#undef QWENRT_CUDA_TRY_RESET
 
 }  // namespace qwenrt::cuda
