@@ -3,7 +3,8 @@
 //   pp<N>: prefill N tokens from an empty state (N = 512, 128), one Forward call, last logits only;
 //   tg64:  decode 64 tokens one at a time after a 16-token prompt (the prompt is not timed).
 // Counters: tokens/s. Backend cpu (threads = QWENRT_BENCH_THREADS or nproc); ref once for pp128
-// to give a cpu/ref ratio. The model is QWENRT_BENCH_MODEL, else /tmp/qwenrt-bench-0.8b.gguf,
+// to give a cpu/ref ratio; cuda (pp512, pp128, tg64 after 16 and after 2048 tokens) when a device
+// is present. Select with --benchmark_filter (e.g. 'cuda'). The model is QWENRT_BENCH_MODEL, else /tmp/qwenrt-bench-0.8b.gguf,
 // written once (about a minute) when it is missing.
 //
 //   ./build/bench/forward_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only
@@ -49,7 +50,8 @@ const Model* BenchModel() {
     } else {
       SynthOptions opt;
       if (!FindSynthShape("0.8b", &opt.shape)) return std::shared_ptr<const Model>();
-      opt.vocab_from = QWENRT_TEST_DATA "/tiny-s1-q4km.gguf";
+      const char* data = std::getenv("QWENRT_TEST_DATA");  // the fixtures elsewhere (device runs)
+      opt.vocab_from = std::string(data ? data : QWENRT_TEST_DATA) + "/tiny-s1-q4km.gguf";
       std::fprintf(stderr, "writing %s (0.8B shape, random Q4_K_M)...\n", path.c_str());
       if (Status s = WriteSynthModel(opt, path, Pool()); !s.ok()) {
         std::fprintf(stderr, "synth failed: %s\n", s.ToString().c_str());
@@ -128,10 +130,11 @@ void BM_Prefill(benchmark::State& st) {
 }
 
 // Args: {n_prompt, n_decode}.
+template <BackendKind kKind>
 void BM_Decode(benchmark::State& st) {
   const int64_t n_prompt = st.range(0), n_decode = st.range(1);
   Rig rig;
-  if (!MakeRig(st, BackendKind::kCpu, n_prompt + n_decode, 0, &rig)) return;
+  if (!MakeRig(st, kKind, n_prompt + n_decode, 0, &rig)) return;
   const std::span<const int32_t> all(rig.tokens);
   for (auto _ : st) {
     st.PauseTiming();
@@ -165,7 +168,7 @@ BENCHMARK_TEMPLATE(BM_Prefill, BackendKind::kCpu)
     ->Iterations(2)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Decode)
+BENCHMARK_TEMPLATE(BM_Decode, BackendKind::kCpu)
     ->Name("tg/cpu")
     ->ArgNames({"prompt", "tokens"})
     ->Args({16, 64})
@@ -177,6 +180,25 @@ BENCHMARK_TEMPLATE(BM_Prefill, BackendKind::kRef)
     ->ArgNames({"tokens", "chunk_min"})
     ->Args({128, 0})
     ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The GPU (skipped with an error line when there is no CUDA device): exact f32 path, weights decoded
+// on the fly, split-invariant like a Session runs it.
+BENCHMARK_TEMPLATE(BM_Prefill, BackendKind::kCuda)
+    ->Name("pp/cuda")
+    ->ArgNames({"tokens", "chunk_min"})
+    ->Args({512, 0})
+    ->Args({128, 0})
+    ->Iterations(5)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_Decode, BackendKind::kCuda)
+    ->Name("tg/cuda")
+    ->ArgNames({"prompt", "tokens"})
+    ->Args({16, 64})
+    ->Args({2048, 64})
+    ->Iterations(3)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

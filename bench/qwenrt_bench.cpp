@@ -21,7 +21,7 @@ namespace {
 
 const char kUsage[] =
     "usage: qwenrt-bench multiturn --model M.gguf [--history N] [--new K] [--turns T] [--reply R]\n"
-    "                              [--reasoning-stripped] [--backend cpu|ref] [--threads N] [--ubatch U]\n"
+    "                              [--reasoning-stripped] [--backend cpu|ref|cuda] [--threads N] [--ubatch U]\n"
     "                              [--chunked] [--seed S] [--json]\n"
     "  --history N           tokens of the first prompt (default 784)\n"
     "  --new K               new user tokens per later turn (default 25)\n"
@@ -77,8 +77,10 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
         a->backend = BackendKind::kCpu;
       } else if (std::strcmp(v, "ref") == 0) {
         a->backend = BackendKind::kRef;
+      } else if (std::strcmp(v, "cuda") == 0) {
+        a->backend = BackendKind::kCuda;
       } else {
-        *err = std::string("unknown backend '") + v + "' (cpu or ref)";
+        *err = std::string("unknown backend '") + v + "' (cpu, ref or cuda)";
         return false;
       }
     } else if (k == "--history" || k == "--new" || k == "--turns" || k == "--reply" || k == "--threads" ||
@@ -226,7 +228,7 @@ int RunMultiturn(const Args& a) {
 
   nlohmann::json out = {
       {"model", a.model},
-      {"backend", a.backend == BackendKind::kRef ? "ref" : "cpu"},
+      {"backend", BackendName(a.backend)},
       {"threads", a.threads},
       {"ubatch", a.ubatch},
       {"split_invariant", a.split_invariant},

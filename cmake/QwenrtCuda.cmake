@@ -45,5 +45,7 @@ function(qwenrt_add_cuda target)
   # Like the C++ sources: nothing but the qwenrt_* C ABI may leave libqwenrt.so (capi_symbols test).
   set_target_properties(${target} PROPERTIES CUDA_VISIBILITY_PRESET hidden)
   target_compile_definitions(${target} PUBLIC QWENRT_HAVE_CUDA=1)
-  target_link_libraries(${target} PUBLIC CUDA::cudart CUDA::cublas)
+  # The static runtime: a built library or test then runs on any machine with an NVIDIA driver new
+  # enough, without the toolkit's shared libraries (scripts/gpu-bundle.sh carries binaries there).
+  target_link_libraries(${target} PUBLIC CUDA::cudart_static)
 endfunction()

@@ -1,9 +1,8 @@
-// Shared CUDA helpers for the kernels in cuda/: QWENRT_CUDA_TRY (a failed CUDA runtime or cuBLAS call
+// Shared CUDA helpers for the kernels in cuda/: QWENRT_CUDA_TRY (a failed CUDA runtime call
 // becomes a DEVICE Status, never an exit or abort), warp reductions, a move-only device buffer and a
 // launch timer. Only included by .cu files; no CUDA header leaves cuda/.
 #pragma once
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -16,7 +15,6 @@
 namespace qwenrt::cuda {
 
 inline bool IsOk(cudaError_t e) { return e == cudaSuccess; }
-inline bool IsOk(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
 
 // "cudaMalloc(&p, n) failed at cuda/x.cu:12: cudaErrorMemoryAllocation (out of memory)".
 // Messages are built without fmt: fmt 9's consteval format strings do not compile under nvcc.
@@ -25,24 +23,19 @@ inline Status CudaCallError(cudaError_t e, const char* expr, const char* file, i
                                          std::to_string(line) + ": " + cudaGetErrorName(e) + " (" +
                                          cudaGetErrorString(e) + ")");
 }
-inline Status CudaCallError(cublasStatus_t s, const char* expr, const char* file, int line) {
-  return Status(StatusCode::kDevice, std::string(expr) + " failed at " + file + ":" +
-                                         std::to_string(line) + ": " + cublasGetStatusName(s) + " (" +
-                                         cublasGetStatusString(s) + ")");
-}
-
 inline Status CudaInvalidArgument(const std::string& message) {
   return Status(StatusCode::kInvalidArgument, message);
 }
 
 }  // namespace qwenrt::cuda
 
-// Evaluates a cudaError_t or cublasStatus_t expression once and returns a DEVICE Status from the
+// Evaluates a cudaError_t expression once and returns a DEVICE Status from the
 // enclosing function (which returns Status or StatusOr<T>) when it failed.
 #define QWENRT_CUDA_TRY(expr)                                                          \
   do {                                                                                 \
     const auto qwenrt_cuda_rc_ = (expr);                                               \
     if (!::qwenrt::cuda::IsOk(qwenrt_cuda_rc_)) {                                      \
+      cudaGetLastError(); /* clear a non-sticky error so the next launch starts clean */ \
       return ::qwenrt::cuda::CudaCallError(qwenrt_cuda_rc_, #expr, __FILE__, __LINE__); \
     }                                                                                  \
   } while (0)

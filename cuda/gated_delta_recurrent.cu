@@ -18,7 +18,8 @@
 //         with an emulated warp.
 // Versions: v1 (this). TODO(gguf): time on an H200 vs one block per head with k/q staged in shared
 //         memory, and a chunked prefill form (gated_delta_chunk.cu) for large T.
-#include "gated_delta_recurrent.cuh"
+#include "common.cuh"
+#include "cuda_kernels.h"
 
 #include <limits>
 #include <string>
@@ -92,9 +93,9 @@ Status CheckShape(const GatedDeltaShape& s) {
 
 }  // namespace
 
-Status LaunchGatedDeltaRecurrent(const GatedDeltaShape& shape, const float* q, const float* k,
-                                 const float* v, const float* g, const float* beta, float* state,
-                                 float* out, cudaStream_t stream) {
+Status LaunchGatedDelta(const GatedDeltaShape& shape, const float* q, const float* k, const float* v,
+                        const float* g, const float* beta, float* state, float* out, Stream stream_handle) {
+  const auto stream = static_cast<cudaStream_t>(stream_handle);
   QWENRT_RETURN_IF_ERROR(CheckShape(shape));
   if (shape.T == 0) return OkStatus();
   switch ((shape.Dk + kWarpSize - 1) / kWarpSize) {
@@ -133,8 +134,8 @@ Status GatedDeltaRecurrent(const GatedDeltaShape& shape, const float* q, const f
   QWENRT_RETURN_IF_ERROR(ds.Upload(state, st));
   QWENRT_RETURN_IF_ERROR(dout.Allocate(vo));
   auto launch = [&] {
-    return LaunchGatedDeltaRecurrent(shape, dq.as<float>(), dk.as<float>(), dv.as<float>(),
-                                     dg.as<float>(), db.as<float>(), ds.as<float>(), dout.as<float>(), 0);
+    return LaunchGatedDelta(shape, dq.as<float>(), dk.as<float>(), dv.as<float>(), dg.as<float>(),
+                            db.as<float>(), ds.as<float>(), dout.as<float>(), nullptr);
   };
   QWENRT_RETURN_IF_ERROR(launch());
   QWENRT_CUDA_TRY(cudaDeviceSynchronize());

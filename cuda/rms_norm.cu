@@ -9,7 +9,8 @@
 //         scale their elements. Memory-bound: one read of x, one read of w, one write of y.
 // Versions: v1 (this) is the plain strided loop. TODO(gguf): time float4 loads on an H200 once a
 //         GPU run is available (scripts/gpu-check.sh prints us/launch and GB/s).
-#include "rms_norm.cuh"
+#include "common.cuh"
+#include "cuda_kernels.h"
 
 #include <limits>
 
@@ -43,10 +44,11 @@ __global__ void __launch_bounds__(kRmsThreads)
 }  // namespace
 
 Status LaunchRmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps,
-                     cudaStream_t stream) {
+                     Stream stream) {
+  if (rows < 0 || n < 1) return CudaInvalidArgument("LaunchRmsNorm: bad shape");
   if (rows == 0) return OkStatus();
   if (rows > std::numeric_limits<int32_t>::max()) return CudaInvalidArgument("RmsNorm: too many rows");
-  RmsNormKernel<<<static_cast<unsigned>(rows), kRmsThreads, 0, stream>>>(x, w, y, n, eps);
+  RmsNormKernel<<<static_cast<unsigned>(rows), kRmsThreads, 0, static_cast<cudaStream_t>(stream)>>>(x, w, y, n, eps);
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();
 }
@@ -69,7 +71,7 @@ Status RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n
   QWENRT_RETURN_IF_ERROR(dx.Upload(x, bytes));
   QWENRT_RETURN_IF_ERROR(dw.Upload(w, static_cast<size_t>(n) * sizeof(float)));
   QWENRT_RETURN_IF_ERROR(dy.Allocate(bytes));
-  auto launch = [&] { return LaunchRmsNorm(dx.as<float>(), dw.as<float>(), dy.as<float>(), rows, n, eps, 0); };
+  auto launch = [&] { return LaunchRmsNorm(dx.as<float>(), dw.as<float>(), dy.as<float>(), rows, n, eps, nullptr); };
   QWENRT_RETURN_IF_ERROR(launch());
   QWENRT_CUDA_TRY(cudaDeviceSynchronize());
   QWENRT_RETURN_IF_ERROR(dy.Download(y, bytes));

@@ -1,37 +1,50 @@
 #!/usr/bin/env bash
-# One prepared GPU check (for a machine with an NVIDIA GPU and nvcc): configure with CUDA ON, build
-# the CUDA test and benchmark, run the kernel-vs-reference tests, print kernel timings and the GPU
-# state. Takes ~3-5 min on 16 cores (most of it compiling). Logs go to $OUT (or the build dir).
-# Usage: scripts/gpu-check.sh            BUILD_DIR=build-gpu, CUDA_ARCHS=90 (H100/H200) by default
-set -euo pipefail
+# The prepared GPU check, run on a machine with an NVIDIA GPU from the repository root, after
+# scripts/gpu-bundle.sh packed .gpu/ (carry it along): the CUDA kernel and forward/session tests,
+# the kernel benchmarks, the forward benchmark (pp512/pp128/tg64 at the 0.8B shape on a synthetic
+# model written there) and a CUDA multi-turn run. Logs go to $OUT (else .gpu/logs). ~3-5 min.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-BUILD_DIR=${BUILD_DIR:-build-gpu}
-LOG_DIR=${OUT:-$BUILD_DIR}
-mkdir -p "$LOG_DIR"
-JOBS=$(nproc)
+LOG=${OUT:-.gpu/logs}
+mkdir -p "$LOG"
+export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export QWENRT_TEST_DATA="$PWD/tests/data"
+B=.gpu/bin
 t0=$(date +%s)
 stamp() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
+rc=0
+run_test() {  # name, then Catch2 args
+  local name=$1; shift
+  stamp "$name"
+  timeout 240 "$B/$name" --use-colour no --durations yes "$@" > "$LOG/$name.log" 2>&1
+  local r=$?
+  grep -E "FAILED|failed|passed|skipped|warning:|with expansion|^  [A-Z]+\(|max\|d\||cuda:|CUDA device" "$LOG/$name.log" | head -60
+  tail -4 "$LOG/$name.log"
+  [ $r -eq 0 ] || { echo "!! $name exit code $r"; rc=1; }
+}
 
 stamp "GPU"
-nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv || nvidia-smi || true
-
-stamp "configure (CUDA ON)"
-cmake -S . -B "$BUILD_DIR" -DQWENRT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHS:-90} -DCMAKE_BUILD_TYPE=Release -DQWENRT_BUILD_EXAMPLES=OFF \
-  -DQWENRT_BUILD_BENCH=ON > "$LOG_DIR/configure.log" 2>&1 || { tail -40 "$LOG_DIR/configure.log"; exit 1; }
-
-stamp "build ops_cuda_test cuda_ops_bench (-j$JOBS)"
-cmake --build "$BUILD_DIR" -j"$JOBS" --target ops_cuda_test cuda_ops_bench > "$LOG_DIR/build.log" 2>&1 \
-  || { grep -E "error|Error" "$LOG_DIR/build.log" | head -40; exit 1; }
-
-stamp "ops_cuda_test"
-test_rc=0
-"$BUILD_DIR/tests/ops_cuda_test" --use-colour no --durations yes 2>&1 | tee "$LOG_DIR/ops_cuda_test.log" \
-  || test_rc=$?
+nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv || true
+run_test kernels_cuda_test
+run_test ops_cuda_test
+run_test forward_cuda_test
 
 stamp "cuda_ops_bench"
-"$BUILD_DIR/bench/cuda_ops_bench" --benchmark_counters_tabular=true 2>&1 | tee "$LOG_DIR/cuda_ops_bench.log" || true
+timeout 120 "$B/cuda_ops_bench" --benchmark_counters_tabular=true > "$LOG/cuda_ops_bench.log" 2>&1 || true
+tail -30 "$LOG/cuda_ops_bench.log"
 
-stamp "GPU after the run"
-nvidia-smi || true
-stamp "done (ops_cuda_test exit code $test_rc)"
-exit "$test_rc"
+stamp "forward_bench (cuda; writes the synthetic 0.8B model first)"
+QWENRT_BENCH_THREADS=$(nproc) timeout 300 "$B/forward_bench" --benchmark_filter='cuda' \
+  --benchmark_counters_tabular=true > "$LOG/forward_bench.log" 2>&1 || echo "!! forward_bench failed"
+tail -12 "$LOG/forward_bench.log"
+
+stamp "multiturn on the GPU (0.8B shape)"
+timeout 120 "$B/qwenrt-bench" multiturn --model /tmp/qwenrt-bench-0.8b.gguf --backend cuda --history 784 \
+  --new 25 --turns 3 --reply 16 > "$LOG/multiturn.log" 2>&1 || echo "!! multiturn failed"
+tail -12 "$LOG/multiturn.log"
+
+stamp "chat_repl over the C API (AUTO backend: CUDA)"
+printf 'hello\n/stats\nand again\n' | timeout 60 "$B/chat_repl" > "$LOG/chat_repl.log" 2>&1 || echo "!! chat_repl failed"
+tail -8 "$LOG/chat_repl.log"
+stamp "done (tests exit code $rc)"
+exit $rc

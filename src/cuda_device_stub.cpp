@@ -4,12 +4,17 @@
 
 #include "cuda_device.h"
 #include "cuda_ops.h"
+#include "forward_cuda.h"
 
 namespace qwenrt {
 
 bool CudaAvailable() { return false; }
 
 StatusOr<std::string> CudaDeviceName() { return Unsupported("qwenrt was built without CUDA"); }
+
+StatusOr<std::unique_ptr<CudaForward>> CudaForward::Create(const Model&, int64_t) {
+  return Unsupported("the CUDA backend is not available: qwenrt was built without CUDA");
+}
 
 namespace cuda {
 

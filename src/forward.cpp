@@ -213,10 +213,14 @@ StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& mo
                                                                  const Options& options) {
   if (options.max_ubatch < 1) return InvalidArgument("max_ubatch must be >= 1, got {}", options.max_ubatch);
   std::unique_ptr<ForwardContext> ctx(new ForwardContext(model, kind));
+  ctx->max_ubatch_ = options.max_ubatch;
+  if (kind == BackendKind::kCuda) {  // device-resident: no host backend or scratch
+    QWENRT_ASSIGN_OR_RETURN(ctx->cuda_, CudaForward::Create(model, options.max_ubatch));
+    return ctx;
+  }
   QWENRT_ASSIGN_OR_RETURN(ctx->backend_, MakeBackend(kind, pool, options.backend));
   const ModelConfig& c = model.config();
   const size_t Tm = static_cast<size_t>(options.max_ubatch);
-  ctx->max_ubatch_ = options.max_ubatch;
   const size_t E = c.n_embd, C = c.conv_channels(), Cq = c.ssm_hk * c.ssm_dk, Cv = c.ssm_hv * c.ssm_dv,
                Hv = c.ssm_hv, HD = c.n_head * c.head_dim, KvD = c.n_head_kv * c.head_dim,
                X = c.n_expert, K = c.n_expert_used;
@@ -298,6 +302,7 @@ Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec, std::span<
     return InvalidArgument("Forward: the recurrent state was not created for this model");
   }
   QWENRT_RETURN_IF_ERROR(kv.Reserve(kv.size() + T));
+  if (ctx.cuda_ != nullptr) return ctx.cuda_->Run(kv, rec, tokens, all_logits, logits);
   QWENRT_RETURN_IF_ERROR(ctx.backend_->Reserve(kv.capacity()));  // grows with the cache only
   // Nothing below can fail: the state is only touched from here on.
   for (int64_t b = 0; b < T; b += ctx.max_ubatch_) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "forward_cuda.h"
 #include "kv_cache.h"
 #include "model.h"
 #include "recurrent_state.h"
@@ -60,8 +61,9 @@ class ForwardContext {
     int64_t max_ubatch = 512;  // Tm: larger inputs are run in pieces of this many tokens
     BackendOptions backend;
   };
-  // `model` must outlive the context. kCpu needs `pool` (which must outlive the context); kRef
-  // ignores it. Errors: Unsupported (kCuda), InvalidArgument, OutOfMemory.
+  // `model` must outlive the context. kCpu needs `pool` (which must outlive the context); kRef and
+  // kCuda ignore it. kCuda runs the whole pass on the GPU (forward_cuda.h). Errors: InvalidArgument,
+  // OutOfMemory; kCuda: Unsupported (no CUDA build or device), Device.
   static StatusOr<std::unique_ptr<ForwardContext>> Create(const Model& model, BackendKind kind,
                                                           ThreadPool* pool, const Options& options);
   static StatusOr<std::unique_ptr<ForwardContext>> Create(const Model& model, BackendKind kind,
@@ -81,8 +83,9 @@ class ForwardContext {
   const Model& model_;
   BackendKind kind_;
   int64_t max_ubatch_ = 0;
-  std::unique_ptr<Backend> backend_;
-  Activations act_;
+  std::unique_ptr<Backend> backend_;  // kRef, kCpu
+  Activations act_;                   // kRef, kCpu
+  std::unique_ptr<CudaForward> cuda_;  // kCuda
 };
 
 // Runs `tokens` at positions kv.size() .. kv.size()+T-1, advancing kv and rec.

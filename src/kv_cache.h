@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config.h"
+#include "lineage.h"
 #include "status.h"
 
 namespace qwenrt {
@@ -41,10 +42,21 @@ class KvCache {
   void Commit(int64_t n);
 
   // Attention layer `a` (0-based among attention layers): [capacity, Hkv, Dh], row p = position p.
-  float* k(int64_t a) { return k_[a].data(); }
-  float* v(int64_t a) { return v_[a].data(); }
+  // The mutable views renew lineage(): whoever writes rows through them changes "the contents".
+  float* k(int64_t a) {
+    lineage_.Renew();
+    return k_[a].data();
+  }
+  float* v(int64_t a) {
+    lineage_.Renew();
+    return v_[a].data();
+  }
   const float* k(int64_t a) const { return k_[a].data(); }
   const float* v(int64_t a) const { return v_[a].data(); }
+
+  // Names the contents of positions [0, size()) (lineage.h). Kept by Reserve, Truncate (a prefix of
+  // the same contents) and Commit; renewed by the mutable k()/v() views; moved with the contents.
+  uint64_t lineage() const { return lineage_.id(); }
 
   // Bytes allocated for K and V (capacity, not size).
   size_t bytes() const;
@@ -58,6 +70,7 @@ class KvCache {
   int64_t n_head_kv_ = 0, head_dim_ = 0;
   std::vector<std::vector<float>> k_;  // [n_attn_layers][capacity * Hkv * Dh]
   std::vector<std::vector<float>> v_;  // [n_attn_layers][capacity * Hkv * Dh]
+  Lineage lineage_;
 };
 
 }  // namespace qwenrt

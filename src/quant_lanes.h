@@ -57,35 +57,53 @@ QWENRT_HD float HalfToFloat(uint16_t h) {
 
 QWENRT_HD float Bf16ToFloat(uint16_t h) { return BitsToFloat(static_cast<uint32_t>(h) << 16); }
 
-QWENRT_HD float DotF32(const uint8_t* row, const float* x, int64_t cols, int lane) {
+// Pinned-rounding arithmetic: on the device these are the _rn intrinsics, which nvcc never fuses or
+// reorders, so every instantiation of the kernels below (any number of tokens per warp) computes each
+// (row, token) sum with the same roundings in the same order: a prefill equals token-by-token decode
+// bit for bit. On the host (the CPU emulation in tests) plain operations.
+#ifdef __CUDA_ARCH__
+QWENRT_HD float Fma(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+QWENRT_HD float Mul(float a, float b) { return __fmul_rn(a, b); }
+QWENRT_HD float Sub(float a, float b) { return __fsub_rn(a, b); }
+#else
+QWENRT_HD float Fma(float a, float b, float c) { return a * b + c; }
+QWENRT_HD float Mul(float a, float b) { return a * b; }
+QWENRT_HD float Sub(float a, float b) { return a - b; }
+#endif
+
+// Each Dot* adds lane `lane`'s share of row . x[t] to acc[t] for the NT tokens x[t] = x + t * ldx
+// (t < NT): every weight value is decoded once and used for all NT tokens.
+
+template <int NT>
+QWENRT_HD void DotF32(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
+                      float (&acc)[NT]) {
   const float* w = reinterpret_cast<const float*>(row);  // F32 rows are 4-byte aligned
-  float acc = 0.0f;
-  for (int64_t c = lane; c < cols; c += kLanes) acc += w[c] * x[c];
-  return acc;
+  for (int64_t c = lane; c < cols; c += kLanes) {
+    const float wv = w[c];
+    for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, x[t * ldx + c], acc[t]);
+  }
 }
 
-QWENRT_HD float DotF16(const uint8_t* row, const float* x, int64_t cols, int lane) {
-  float acc = 0.0f;
-  for (int64_t c = lane; c < cols; c += kLanes) acc += HalfToFloat(LoadU16(row + 2 * c)) * x[c];
-  return acc;
+template <int NT, bool kBf16>
+QWENRT_HD void DotHalf(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
+                       float (&acc)[NT]) {
+  for (int64_t c = lane; c < cols; c += kLanes) {
+    const uint16_t h = LoadU16(row + 2 * c);
+    const float wv = kBf16 ? Bf16ToFloat(h) : HalfToFloat(h);
+    for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, x[t * ldx + c], acc[t]);
+  }
 }
 
-QWENRT_HD float DotBF16(const uint8_t* row, const float* x, int64_t cols, int lane) {
-  float acc = 0.0f;
-  for (int64_t c = lane; c < cols; c += kLanes) acc += Bf16ToFloat(LoadU16(row + 2 * c)) * x[c];
-  return acc;
-}
-
-QWENRT_HD float DotQ8_0(const uint8_t* row, const float* x, int64_t cols, int lane) {
-  float acc = 0.0f;
+template <int NT>
+QWENRT_HD void DotQ8_0(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
+                       float (&acc)[NT]) {
   const int64_t nb = cols / 32;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = row + b * 34;
     const float d = HalfToFloat(LoadU16(blk));
-    const float q = static_cast<float>(static_cast<int8_t>(blk[2 + lane]));
-    acc += (d * q) * x[b * 32 + lane];
+    const float wv = Mul(d, static_cast<float>(static_cast<int8_t>(blk[2 + lane])));
+    for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, x[t * ldx + b * 32 + lane], acc[t]);
   }
-  return acc;
 }
 
 // Scale and min of sub-block s from the 12 packed bytes (spec §3.5.1).
@@ -99,11 +117,11 @@ QWENRT_HD void ScaleMinK(const uint8_t* b, int s, int* sc, int* m) {
   }
 }
 
-template <bool kFiveBit>
-QWENRT_HD float DotQ45K(const uint8_t* row, const float* x, int64_t cols, int lane) {
+template <int NT, bool kFiveBit>
+QWENRT_HD void DotQ45K(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
+                       float (&acc)[NT]) {
   constexpr int kBlockBytes = kFiveBit ? 176 : 144;
   constexpr int kQsOffset = kFiveBit ? 48 : 16;
-  float acc = 0.0f;
   const int64_t nb = cols / 256;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = row + b * kBlockBytes;
@@ -120,16 +138,17 @@ QWENRT_HD float DotQ45K(const uint8_t* row, const float* x, int64_t cols, int la
         ScaleMinK(scales, s, &sc, &m);
         int q = half == 0 ? (byte & 0x0F) : (byte >> 4);
         if (kFiveBit) q += ((qh >> s) & 1) << 4;
-        const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
-        acc += (d1 * static_cast<float>(q) - m1) * xb[32 * s];
+        const float d1 = Mul(d, static_cast<float>(sc)), m1 = Mul(dmin, static_cast<float>(m));
+        const float wv = Sub(Mul(d1, static_cast<float>(q)), m1);
+        for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, xb[t * ldx + 32 * s], acc[t]);
       }
     }
   }
-  return acc;
 }
 
-QWENRT_HD float DotQ6K(const uint8_t* row, const float* x, int64_t cols, int lane) {
-  float acc = 0.0f;
+template <int NT>
+QWENRT_HD void DotQ6K(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
+                      float (&acc)[NT]) {
   const int64_t nb = cols / 256;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = row + b * 210;
@@ -144,26 +163,35 @@ QWENRT_HD float DotQ6K(const uint8_t* row, const float* x, int64_t cols, int lan
                         (lo0 >> 4) | (((hi >> 4) & 3) << 4), (lo1 >> 4) | (((hi >> 6) & 3) << 4)};
       for (int m = 0; m < 4; ++m) {
         const int e = 128 * n + 32 * m + lane;
-        acc += (d * static_cast<float>(scales[e / 16]) * static_cast<float>(q[m] - 32)) * xb[e];
+        const float wv = Mul(Mul(d, static_cast<float>(scales[e / 16])), static_cast<float>(q[m] - 32));
+        for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, xb[t * ldx + e], acc[t]);
       }
     }
   }
-  return acc;
 }
 
-// Lane `lane`'s share of the dot product of one row of type `type_id` (gguf::Type value) with x;
-// 0 for types without a lane decoder.
-QWENRT_HD float LaneDot(uint32_t type_id, const uint8_t* row, const float* x, int64_t cols, int lane) {
+// Lane `lane`'s share of row . x[t] for NT tokens (x[t] = x + t * ldx), added to acc, for a row of
+// type `type_id` (gguf::Type value); nothing is added for types without a lane decoder.
+template <int NT>
+QWENRT_HD void LaneDotN(uint32_t type_id, const uint8_t* row, const float* x, int64_t ldx, int64_t cols,
+                        int lane, float (&acc)[NT]) {
   switch (type_id) {
-    case 0: return DotF32(row, x, cols, lane);
-    case 1: return DotF16(row, x, cols, lane);
-    case 30: return DotBF16(row, x, cols, lane);
-    case 8: return DotQ8_0(row, x, cols, lane);
-    case 12: return DotQ45K<false>(row, x, cols, lane);
-    case 13: return DotQ45K<true>(row, x, cols, lane);
-    case 14: return DotQ6K(row, x, cols, lane);
-    default: return 0.0f;
+    case 0: DotF32<NT>(row, x, ldx, cols, lane, acc); break;
+    case 1: DotHalf<NT, false>(row, x, ldx, cols, lane, acc); break;
+    case 30: DotHalf<NT, true>(row, x, ldx, cols, lane, acc); break;
+    case 8: DotQ8_0<NT>(row, x, ldx, cols, lane, acc); break;
+    case 12: DotQ45K<NT, false>(row, x, ldx, cols, lane, acc); break;
+    case 13: DotQ45K<NT, true>(row, x, ldx, cols, lane, acc); break;
+    case 14: DotQ6K<NT>(row, x, ldx, cols, lane, acc); break;
+    default: break;
   }
+}
+
+// One token: lane `lane`'s share of row . x.
+QWENRT_HD float LaneDot(uint32_t type_id, const uint8_t* row, const float* x, int64_t cols, int lane) {
+  float acc[1] = {0.0f};
+  LaneDotN<1>(type_id, row, x, cols, cols, lane, acc);
+  return acc[0];
 }
 
 }  // namespace qwenrt::lanes

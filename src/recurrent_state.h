@@ -9,29 +9,76 @@
 #include <vector>
 
 #include "config.h"
+#include "lineage.h"
 #include "status.h"
 
 namespace qwenrt {
+
+class RecurrentState;
+
+// A device that holds newer contents of a RecurrentState than its host buffers (forward_cuda.cpp
+// runs decode steps without copying the state back each time). While a state is pending on a mirror,
+// the state calls Pull before anything reads or writes its host buffers, and Forget when its contents
+// are replaced or it dies. Both are called on the thread using the state.
+class StateMirror {
+ public:
+  virtual ~StateMirror() = default;
+  // Writes the newer contents into state.host_conv()/host_ssm(). Cannot fail to the caller: on a
+  // device error the buffers are filled with NaN (loud, never silently stale) and the mirror reports
+  // the error from its next run.
+  virtual void Pull(RecurrentState& state) = 0;
+  virtual void Forget(const RecurrentState& state) = 0;
+};
+
 
 class RecurrentState {
  public:
   // Zeroed state (the state at position 0) for `config`'s GDN layers. Error: OutOfMemory.
   static StatusOr<RecurrentState> Create(const ModelConfig& config);
 
-  RecurrentState(RecurrentState&&) noexcept = default;
-  RecurrentState& operator=(RecurrentState&&) noexcept = default;
+  RecurrentState(RecurrentState&& other) noexcept;             // pulls `other` first
+  RecurrentState& operator=(RecurrentState&& other) noexcept;  // pulls `other`, forgets ours
+  ~RecurrentState();
 
   int64_t n_layers() const { return static_cast<int64_t>(conv_.size()); }  // GDN layers
   int64_t conv_floats() const { return conv_floats_; }  // per layer: C * (Kc-1)
   int64_t ssm_floats() const { return ssm_floats_; }    // per layer: Hv * Dv * Dk
 
-  // GDN layer `g` (0-based among GDN layers).
+  // GDN layer `g` (0-based among GDN layers). Every accessor first pulls pending device contents.
   // conv: [C, Kc-1]: for each channel the last Kc-1 pre-convolution inputs, oldest first.
-  float* conv(int64_t g) { return conv_[g].data(); }
-  const float* conv(int64_t g) const { return conv_[g].data(); }
+  float* conv(int64_t g) {
+    Sync();
+    lineage_.Renew();
+    return conv_[g].data();
+  }
+  const float* conv(int64_t g) const {
+    Sync();
+    return conv_[g].data();
+  }
   // ssm: [Hv, Dv, Dk]: S_h[i][j] (key i, value j) at h*Dv*Dk + j*Dk + i.
-  float* ssm(int64_t g) { return ssm_[g].data(); }
-  const float* ssm(int64_t g) const { return ssm_[g].data(); }
+  float* ssm(int64_t g) {
+    Sync();
+    lineage_.Renew();
+    return ssm_[g].data();
+  }
+  const float* ssm(int64_t g) const {
+    Sync();
+    return ssm_[g].data();
+  }
+
+  // Device mirrors only (StateMirror): the contents now live on `mirror` (which must Forget or Pull
+  // before it dies); the lineage is kept, since they are the contents the mirror ran to.
+  void SetPending(StateMirror* mirror) const;
+  // Device mirrors only: the contents advanced on the device (a forward ran), so they get a new name.
+  void RenewLineage() { lineage_.Renew(); }
+  const StateMirror* pending() const { return pending_; }
+  void Sync() const;  // pulls pending contents now, if any
+  // For StateMirror::Pull: the host buffers, without syncing or renewing the lineage.
+  float* host_conv(int64_t g) const { return const_cast<float*>(conv_[g].data()); }
+  float* host_ssm(int64_t g) const { return const_cast<float*>(ssm_[g].data()); }
+
+  // Names the contents (lineage.h): renewed by the mutable views, Reset and CopyFrom; moved with them.
+  uint64_t lineage() const { return lineage_.id(); }
 
   void Reset();  // back to the position-0 state (all zeros)
   size_t bytes() const;
@@ -41,10 +88,13 @@ class RecurrentState {
 
  private:
   RecurrentState() = default;
+  void ForgetPending();  // contents replaced: tell the mirror, without pulling
 
   int64_t conv_floats_ = 0, ssm_floats_ = 0;
   std::vector<std::vector<float>> conv_;  // [n_gdn_layers][C * (Kc-1)]
   std::vector<std::vector<float>> ssm_;   // [n_gdn_layers][Hv * Dv * Dk]
+  Lineage lineage_;
+  mutable StateMirror* pending_ = nullptr;  // newer contents on a device (SetPending)
 };
 
 }  // namespace qwenrt

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -17,7 +18,12 @@
 namespace qwenrt::test {
 
 // Path of `rel` inside tests/data.
-inline std::string DataPath(const std::string& rel) { return std::string(QWENRT_TEST_DATA) + "/" + rel; }
+// The fixtures: $QWENRT_TEST_DATA when set (binaries run from a copied tree, e.g. on a GPU machine),
+// else the source tree's tests/data.
+inline std::string DataPath(const std::string& rel) {
+  const char* env = std::getenv("QWENRT_TEST_DATA");
+  return std::string(env != nullptr && *env != '\0' ? env : QWENRT_TEST_DATA) + "/" + rel;
+}
 
 // The whole file at `path` (binary); fails the test when it cannot be opened.
 inline std::string ReadFile(const std::string& path) {

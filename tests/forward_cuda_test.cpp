@@ -1,0 +1,341 @@
+// The CUDA forward pass and CUDA sessions: golden logits on every fixture (the exact-math bar of the
+// reference path), prefill == token-by-token decode bit for bit, the device state mirror following
+// the host state through truncation, restore and reset, sessions (turn 2 == full re-prefill, fork,
+// save/load), and cancellation from another thread. Without a device every GPU case skips with
+// "no CUDA device: skipped"; the UNSUPPORTED error of a CUDA context is checked everywhere.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <thread>
+
+#include <unistd.h>
+
+#include "cuda_device.h"
+#include "model_test_util.h"
+#include "qwenrt/qwenrt.h"
+#include "session.h"
+
+namespace qwenrt::test {
+namespace {
+
+#define SKIP_WITHOUT_CUDA()                 \
+  do {                                      \
+    if (!CudaAvailable()) {                 \
+      WARN("no CUDA device: skipped");      \
+      return;                               \
+    }                                       \
+  } while (0)
+
+std::shared_ptr<const Model> Fixture(const std::string& name) {
+  static std::map<std::string, std::shared_ptr<const Model>> models;
+  auto& m = models[name];
+  if (m == nullptr) m = LoadFixture(name);
+  return m;
+}
+
+std::vector<int32_t> RandomTokens(int64_t n, uint32_t seed, int64_t vocab) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(vocab - 1));
+  std::vector<int32_t> out(static_cast<size_t>(n));
+  for (auto& t : out) t = d(rng);
+  return out;
+}
+
+bool Same(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Index and size of the largest difference, for diagnostics.
+std::string WorstDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  size_t worst = 0;
+  double d = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    const double di = std::abs(double(a[i]) - b[i]);
+    if (di > d) d = di, worst = i;
+  }
+  return "max |d| = " + std::to_string(d) + " at " + std::to_string(worst);
+}
+
+SessionParams CudaParams(int64_t ubatch = 64) {
+  SessionParams p;
+  p.backend = BackendKind::kCuda;
+  p.n_threads = 1;
+  p.ubatch = ubatch;
+  return p;
+}
+
+std::unique_ptr<Session> NewSession(std::shared_ptr<const Model> m, const SessionParams& p) {
+  auto s = Session::Create(std::move(m), p);
+  if (!s.ok()) FAIL(s.status().ToString());
+  return std::move(s).value();
+}
+
+int32_t Argmax(const float* x, int64_t n) {
+  return static_cast<int32_t>(std::max_element(x, x + n) - x);
+}
+
+// Greedy over the first 512 ids (plain byte-level tokens of the fixtures), so a generation never
+// stops early on an end-of-generation token.
+int32_t ArgmaxPlain(const float* x, int64_t n) { return Argmax(x, std::min<int64_t>(n, 512)); }
+
+GenerateOptions Greedy(int64_t n) {
+  GenerateOptions g;
+  g.max_tokens = n;
+  g.sampler = ArgmaxPlain;
+  return g;
+}
+
+std::vector<float> Copy(std::span<const float> x) { return std::vector<float>(x.begin(), x.end()); }
+
+TEST_CASE("A CUDA context is UNSUPPORTED without a device, and works with one", "[cuda]") {
+  auto model = Fixture("micro-s1-f32");
+  auto ctx = ForwardContext::Create(*model, BackendKind::kCuda, nullptr);
+  auto session = Session::Create(model, CudaParams());
+  if (!CudaAvailable()) {
+    REQUIRE(!ctx.ok());
+    CHECK(ctx.status().code() == StatusCode::kUnsupported);
+    CHECK(!ctx.status().message().empty());
+    REQUIRE(!session.ok());
+    CHECK(session.status().code() == StatusCode::kUnsupported);
+    WARN("no CUDA device: skipped the GPU cases (" << ctx.status().message() << ")");
+    return;
+  }
+  REQUIRE(ctx.ok());
+  CHECK((*ctx)->kind() == BackendKind::kCuda);
+  REQUIRE(session.ok());
+  WARN("CUDA device: " << CudaDeviceName().value());
+}
+
+TEST_CASE("CUDA golden logits meet the exact-math bar and match the reference path", "[cuda][golden]") {
+  SKIP_WITHOUT_CUDA();
+  for (const char* name : {"micro-s1-f32", "tiny-s1-q4km", "tinymoe-s1-q4km"}) {
+    auto model = Fixture(name);
+    const int64_t V = model->config().n_vocab;
+    for (const char* seq : {"seqA", "seqB"}) {
+      const auto tokens = ReadTokens(std::string("tokens/") + seq + ".txt");
+      const auto exact = ReadF32(std::string("logits/") + name + "." + seq + ".exact.f32");
+      REQUIRE(exact.size() == tokens.size() * static_cast<size_t>(V));
+      Runner cuda(model, BackendKind::kCuda);
+      const auto got = cuda.Run(tokens);
+      Runner ref(model, BackendKind::kRef);
+      const auto want = ref.Run(tokens);
+      const Distance d = Compare(got, exact, V), dr = Compare(got, want, V);
+      INFO(name << " " << seq);
+      WARN(name << " " << seq << " cuda: max|d|/max|exact| = " << d.max_rel << ", top-1 = " << d.top1
+                << "; vs ref: max rel " << dr.max_rel << ", top-1 " << dr.top1);
+      CHECK(d.max_rel <= 1e-3);
+      CHECK(dr.max_rel <= 1e-4);
+    }
+  }
+}
+
+TEST_CASE("CUDA: prefill == token by token == uneven pieces, bit for bit", "[cuda]") {
+  SKIP_WITHOUT_CUDA();
+  for (const char* name : {"micro-s1-f32", "tiny-s1-q4km", "tinymoe-s1-q4km"}) {
+    auto model = Fixture(name);
+    const auto tokens = RandomTokens(70, 7, std::min<int64_t>(model->config().n_vocab, 512));
+    INFO(name);
+    Runner whole(model, BackendKind::kCuda);
+    const auto a = whole.Run(tokens);
+    Runner one(model, BackendKind::kCuda);
+    const auto b = one.Run(tokens, {1});
+    CHECK(Same(a, b));
+    if (!Same(a, b)) WARN(name << " whole vs one by one: " << WorstDiff(a, b));
+    Runner uneven(model, BackendKind::kCuda, /*max_ubatch=*/7);  // internal ubatches of 7
+    const auto c = uneven.Run(tokens, {3, 11, 1, 29});
+    CHECK(Same(a, c));
+    if (!Same(a, c)) WARN(name << " whole vs uneven: " << WorstDiff(a, c));
+  }
+}
+
+TEST_CASE("CUDA: the device mirror follows the host state (truncate, restore, reset, swap)", "[cuda]") {
+  SKIP_WITHOUT_CUDA();
+  auto model = Fixture("tiny-s1-q4km");
+  const int64_t V = model->config().n_vocab;
+  const auto tokens = RandomTokens(40, 11, 512);
+  Runner r(model, BackendKind::kCuda);
+  const auto full = r.Run(tokens);
+
+  // Restore the recurrent state of position 20 and cut the KV cache back: the rest must match.
+  Runner s(model, BackendKind::kCuda);
+  s.Run(std::vector<int32_t>(tokens.begin(), tokens.begin() + 20));
+  RecurrentState at20 = s.rec->Copy().value();
+  s.Run(std::vector<int32_t>(tokens.begin() + 20, tokens.begin() + 33));
+  s.kv->Truncate(20);
+  s.rec->CopyFrom(at20);
+  const auto tail = s.Run(std::vector<int32_t>(tokens.begin() + 20, tokens.end()));
+  CHECK(std::memcmp(tail.data(), full.data() + 20 * V, tail.size() * sizeof(float)) == 0);
+
+  // Reset to empty, then a second (kv, rec) pair through the same context, then the first again.
+  s.Reset();
+  const auto again = s.Run(tokens);
+  CHECK(Same(again, full));
+  KvCache kv2 = KvCache::Create(model->config()).value();
+  RecurrentState rec2 = RecurrentState::Create(model->config()).value();
+  std::vector<float> l2(static_cast<size_t>(V));
+  REQUIRE(Forward(*s.ctx, kv2, rec2, std::span(tokens.data(), 5), false, l2.data()).ok());
+  CHECK(std::memcmp(l2.data(), full.data() + 4 * V, V * sizeof(float)) == 0);
+  std::vector<float> l1(static_cast<size_t>(V));
+  const int32_t next = 3;
+  REQUIRE(Forward(*s.ctx, *s.kv, *s.rec, std::span(&next, 1), false, l1.data()).ok());
+  Runner fresh(model, BackendKind::kCuda);
+  auto ext = tokens;
+  ext.push_back(next);
+  const auto want = fresh.Run(ext);
+  CHECK(std::memcmp(l1.data(), want.data() + 40 * V, V * sizeof(float)) == 0);
+
+  // The host state after a CUDA run is complete: the reference path continues from it.
+  Runner ref(model, BackendKind::kRef);
+  ref.kv = std::move(s.kv);
+  ref.rec = std::move(s.rec);
+  const int32_t more = 9;
+  std::vector<float> lr(static_cast<size_t>(V));
+  REQUIRE(Forward(*ref.ctx, *ref.kv, *ref.rec, std::span(&more, 1), false, lr.data()).ok());
+  ext.push_back(more);
+  Runner ref_full(model, BackendKind::kRef);
+  const auto want_ref = ref_full.Run(ext);
+  const Distance d = Compare(lr, std::vector<float>(want_ref.end() - V, want_ref.end()), V);
+  CHECK(d.max_rel <= 1e-4);
+}
+
+TEST_CASE("CUDA sessions: turn 2 reuses turn 1 and equals a full re-prefill; fork; save/load",
+          "[cuda][session]") {
+  SKIP_WITHOUT_CUDA();
+  auto model = Fixture("tiny-s1-q4km");
+  const int64_t V = model->config().n_vocab;
+  const auto turn1 = RandomTokens(90, 21, 512);
+  auto s = NewSession(model, CudaParams(32));
+  REQUIRE(s->Feed(turn1, {}, nullptr).ok());
+  std::vector<int32_t> reply;
+  REQUIRE(s->Generate(Greedy(12), &reply, nullptr).ok());
+  auto turn2 = turn1;
+  turn2.insert(turn2.end(), reply.begin(), reply.end());
+  const auto extra = RandomTokens(17, 22, 512);
+  turn2.insert(turn2.end(), extra.begin(), extra.end());
+  FeedReport r;
+  REQUIRE(s->Feed(turn2, {}, &r).ok());
+  CHECK(r.reused_tokens >= 90);
+  CHECK(r.prefilled_tokens == static_cast<int64_t>(turn2.size()) - r.reused_tokens);
+  auto full = NewSession(model, CudaParams(32));
+  REQUIRE(full->Feed(turn2, {}, nullptr).ok());
+  CHECK(Same(Copy(s->last_logits()), Copy(full->last_logits())));
+
+  // Divergence inside turn 1: resume from a checkpoint before it.
+  auto div = turn2;
+  div[60] = (div[60] + 1) % 512;
+  REQUIRE(s->Feed(div, {}, &r).ok());
+  CHECK(r.reused_tokens <= 60);
+  CHECK(r.reused_tokens > 0);
+  auto full_div = NewSession(model, CudaParams(32));
+  REQUIRE(full_div->Feed(div, {}, nullptr).ok());
+  CHECK(Same(Copy(s->last_logits()), Copy(full_div->last_logits())));
+
+  // Fork: both branches continue like fresh sessions.
+  auto f = s->Fork();
+  REQUIRE(f.ok());
+  std::vector<int32_t> a, b;
+  REQUIRE(s->Generate(Greedy(5), &a, nullptr).ok());
+  REQUIRE((*f)->Generate(Greedy(5), &b, nullptr).ok());
+  CHECK(a == b);
+
+  // Save, load into a new session, continue: same as the original.
+  const std::string path = "/tmp/qwenrt_cuda_session_" + std::to_string(::getpid()) + ".qws";
+  REQUIRE(s->SaveToFile(path).ok());
+  auto loaded = NewSession(model, CudaParams(32));
+  REQUIRE(loaded->LoadFromFile(path).ok());
+  std::filesystem::remove(path);
+  std::vector<int32_t> c, d;
+  REQUIRE(s->Generate(Greedy(4), &c, nullptr).ok());
+  REQUIRE(loaded->Generate(Greedy(4), &d, nullptr).ok());
+  CHECK(c == d);
+  (void)V;
+}
+
+TEST_CASE("CUDA sessions honour cancellation from another thread", "[cuda][session]") {
+  SKIP_WITHOUT_CUDA();
+  auto model = Fixture("tiny-s1-q4km");
+  const auto tokens = RandomTokens(400, 31, 512);
+  SessionParams p = CudaParams(16);
+  std::atomic<bool> cancel{false};
+
+  // Mid-prefill, from another thread: the session stays consistent and resumable.
+  auto s = NewSession(model, p);
+  FeedOptions o;
+  o.cancel = &cancel;
+  o.progress = [&](int64_t done, int64_t) {
+    if (done >= 64) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // give the stopper time
+    return true;
+  };
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    cancel = true;
+  });
+  FeedReport r;
+  Status st = s->Feed(tokens, o, &r);
+  stopper.join();
+  CHECK(st.code() == StatusCode::kCancelled);
+  CHECK(s->size() < static_cast<int64_t>(tokens.size()));
+  CHECK(s->size() % 16 == 0);
+  cancel = false;
+  REQUIRE(s->Feed(tokens, o, &r).ok());
+  auto full = NewSession(model, p);
+  REQUIRE(full->Feed(tokens, {}, nullptr).ok());
+  CHECK(Same(Copy(s->last_logits()), Copy(full->last_logits())));
+
+  // Mid-generation, from another thread.
+  GenerateOptions g = Greedy(100000);
+  g.cancel = &cancel;
+  std::thread stopper2([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    cancel = true;
+  });
+  std::vector<int32_t> out;
+  GenerateReport gr;
+  st = s->Generate(g, &out, &gr);
+  stopper2.join();
+  CHECK(st.code() == StatusCode::kCancelled);
+  CHECK(!out.empty());
+  CHECK(out.size() < 100000);
+  CHECK(s->size() == static_cast<int64_t>(tokens.size() + out.size()));
+}
+
+TEST_CASE("C API: a CUDA session chats and is cancelled from another thread", "[cuda][capi]") {
+  SKIP_WITHOUT_CUDA();
+  const std::string path = DataPath("tiny-s1-q4km.gguf");
+  qwenrt_model* model = nullptr;
+  REQUIRE(qwenrt_model_load(path.c_str(), nullptr, &model) == QWENRT_OK);
+  qwenrt_session_params sp = qwenrt_session_default_params();
+  sp.backend = QWENRT_BACKEND_CUDA;
+  qwenrt_session* session = nullptr;
+  REQUIRE(qwenrt_session_create(model, &sp, &session) == QWENRT_OK);
+
+  // A long prefill in small ubatches; the cancel lands while it runs (or, if it comes first, the
+  // call is cancelled as it starts: qwenrt_session_cancel's contract). Either way: CANCELLED, and
+  // the session holds an exact prefix and continues.
+  std::vector<int32_t> prompt = RandomTokens(4000, 41, 512);
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    CHECK(qwenrt_session_cancel(session) == QWENRT_OK);
+  });
+  const qwenrt_status st = qwenrt_session_feed(session, prompt.data(), prompt.size(), nullptr);
+  stopper.join();
+  CHECK(st == QWENRT_CANCELLED);
+  const int64_t held = qwenrt_session_n_tokens(session);
+  CHECK(held < static_cast<int64_t>(prompt.size()));
+  REQUIRE(qwenrt_session_feed(session, prompt.data(), 200, nullptr) == QWENRT_OK);
+  CHECK(qwenrt_session_n_tokens(session) == 200);
+  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  gp.max_tokens = 8;
+  CHECK(qwenrt_session_generate(session, nullptr, &gp, nullptr) == QWENRT_OK);
+  CHECK(qwenrt_session_n_tokens(session) > 200);
+  qwenrt_session_free(session);
+  qwenrt_model_free(model);
+}
+
+}  // namespace
+}  // namespace qwenrt::test
