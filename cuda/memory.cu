@@ -92,6 +92,13 @@ Status CopyToHost(void* dst_host, const void* src, size_t bytes, Stream stream) 
   return OkStatus();
 }
 
+Status CopyToHostAsync(void* dst_pinned, const void* src, size_t bytes, Stream stream) {
+  if (bytes == 0) return OkStatus();
+  QWENRT_RETURN_IF_ERROR(CheckCopy("CopyToHostAsync", dst_pinned, src));
+  QWENRT_CUDA_TRY_RESET(cudaMemcpyAsync(dst_pinned, src, bytes, cudaMemcpyDeviceToHost, AsCuda(stream)));
+  return OkStatus();
+}
+
 Status CopyOnDevice(void* dst, const void* src, size_t bytes, Stream stream) {
   if (bytes == 0) return OkStatus();
   QWENRT_RETURN_IF_ERROR(CheckCopy("CopyOnDevice", dst, src));

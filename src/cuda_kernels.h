@@ -32,6 +32,8 @@ void StreamDestroy(Stream stream);
 Status StreamSynchronize(Stream stream);
 Status CopyToDevice(void* dst, const void* src_host, size_t bytes, Stream stream);
 Status CopyToHost(void* dst_host, const void* src, size_t bytes, Stream stream);
+// Enqueued only: `dst_pinned` (MallocHost memory) is complete after the next StreamSynchronize.
+Status CopyToHostAsync(void* dst_pinned, const void* src, size_t bytes, Stream stream);
 Status CopyOnDevice(void* dst, const void* src, size_t bytes, Stream stream);
 Status Memset(void* dst, int value, size_t bytes, Stream stream);
 // Pinned host memory for fast transfers. error: DEVICE.
@@ -69,9 +71,12 @@ Status LaunchCausalConvSilu(const CausalConvShape& shape, const float* x, const 
 Status LaunchRope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, int64_t n_dims,
                   float base, float freq_scale, const uint8_t* pair_uses_pos, Stream stream);
 // As ref::Attention (causal, GQA h -> h / (H/Hkv), scale 1/sqrt(Dh)): q [T, H, Dh];
-// k, v [n_past+T, Hkv, Dh] cache rows; out [T, H, Dh]. Dh <= 512 (UNSUPPORTED above).
+// k, v [n_past+T, Hkv, Dh] cache rows; out [T, H, Dh]. Dh <= 512 (UNSUPPORTED above). The keys are
+// split into chunks (flash-decoding) whose partial results go to `scratch` (device, at least
+// H * 64 * (Dh + 2) floats; AttentionScratchFloats(H, Dh) lets 64 tokens run per pass).
+int64_t AttentionScratchFloats(int64_t H, int64_t Dh);
 Status LaunchAttention(const AttentionShape& shape, const float* q, const float* k, const float* v,
-                       float* out, Stream stream);
+                       float* out, float* scratch, int64_t scratch_floats, Stream stream);
 // As ref::GatedDelta, token-serial (cuda/gated_delta_recurrent.cu).
 Status LaunchGatedDelta(const GatedDeltaShape& shape, const float* q, const float* k, const float* v,
                         const float* g, const float* beta, float* state, float* out, Stream stream);

@@ -222,12 +222,19 @@ TEST_CASE("cuda launchers reject bad arguments and skip empty work without touch
                                        {1, 0, 4, 0, 8},  {1, 0, 4, 3, 8},  {1, 0, 4, 2, 0}};
   for (const AttentionShape& s : bad_shapes) {
     INFO("T " << s.T << " n_past " << s.n_past << " H " << s.H << " Hkv " << s.Hkv << " Dh " << s.Dh);
-    CHECK(cuda::LaunchAttention(s, p, p, p, p, nullptr).code() == kInvalid);
+    CHECK(cuda::LaunchAttention(s, p, p, p, p, p, 1 << 30, nullptr).code() == kInvalid);
   }
-  CHECK(cuda::LaunchAttention(AttentionShape{1, 0, 4, 2, 513}, p, p, p, p, nullptr).code() ==
+  CHECK(cuda::LaunchAttention(AttentionShape{1, 0, 4, 2, 513}, p, p, p, p, p, 1 << 30, nullptr).code() ==
         StatusCode::kUnsupported);
-  CHECK(cuda::LaunchAttention(AttentionShape{1, 0, 4, 2, 512}, p, nullptr, p, p, nullptr).code() == kInvalid);
-  CHECK(cuda::LaunchAttention(AttentionShape{0, 5, 4, 2, 64}, nullptr, nullptr, nullptr, nullptr, nullptr).ok());
+  CHECK(cuda::LaunchAttention(AttentionShape{1, 0, 4, 2, 512}, p, nullptr, p, p, p, 1 << 30, nullptr).code() ==
+        kInvalid);
+  CHECK(cuda::LaunchAttention(AttentionShape{1, 0, 4, 2, 512}, p, p, p, p, nullptr, 1 << 30, nullptr).code() ==
+        kInvalid);  // no scratch
+  CHECK(cuda::LaunchAttention(AttentionShape{1, 0, 4, 2, 64}, p, p, p, p, p, 100, nullptr).code() ==
+        kInvalid);  // scratch too small for one token
+  CHECK(cuda::LaunchAttention(AttentionShape{0, 5, 4, 2, 64}, nullptr, nullptr, nullptr, nullptr, nullptr, 0,
+                              nullptr)
+            .ok());
 }
 
 TEST_CASE("cuda memory: allocation, copies, memset and streams", "[cuda]") {
@@ -587,6 +594,8 @@ TEST_CASE("cuda Attention matches ref::Attention (causal, GQA)", "[cuda]") {
   const AttentionShape shapes[] = {
       {5, 0, 6, 2, 96},   {5, 37, 6, 2, 96},  {5, 0, 6, 2, 256}, {5, 37, 6, 2, 256}, {1, 0, 4, 4, 64},
       {3, 300, 8, 2, 128}, {2, 11, 3, 1, 512}, {4, 9, 2, 1, 1},   {7, 2, 6, 3, 33},   {1, 1000, 2, 1, 256},
+      {3, 5000, 2, 1, 64}, {1, 4100, 4, 2, 128},  // 64 chunks of more than 64 keys
+      {70, 3, 2, 1, 32},   // more tokens than one pass of the standard scratch
   };
   uint32_t seed = 500;
   for (const AttentionShape& s : shapes) {
@@ -596,7 +605,13 @@ TEST_CASE("cuda Attention matches ref::Attention (causal, GQA)", "[cuda]") {
     const std::vector<float> want = RefAttention(s, in);
     DeviceArray<float> dq(in.q, stream), dk(in.k, stream), dv(in.v, stream);
     DeviceArray<float> dout(std::vector<float>(want.size(), -7.0f), stream);
-    REQUIRE_OK(cuda::LaunchAttention(s, dq.get(), dk.get(), dv.get(), dout.get(), stream.get()));
+    // The standard scratch, and (second run) room for only 3 tokens per pass: same results.
+    const int64_t full = cuda::AttentionScratchFloats(s.H, s.Dh), small = 3 * s.H * 64 * (s.Dh + 2);
+    DeviceArray<float> scratch(std::vector<float>(static_cast<size_t>(full), 0.0f), stream);
+    REQUIRE_OK(cuda::LaunchAttention(s, dq.get(), dk.get(), dv.get(), dout.get(), scratch.get(), full, stream.get()));
+    const std::vector<float> got = dout.Download();
+    REQUIRE_OK(cuda::LaunchAttention(s, dq.get(), dk.get(), dv.get(), dout.get(), scratch.get(), small, stream.get()));
+    CheckBitIdentical(dout.Download(), got, "small scratch vs standard scratch");
     // Outputs are convex combinations of v in [-1, 1]; the rounding error of an output scales with
     // sum_j p_j |v_j| (<= 1), not with |out|: floor 0.1 makes small (cancelled) outputs absolute.
     CheckClose(dout.Download(), want, 1e-4, 0.1, "Attention");
@@ -607,19 +622,22 @@ TEST_CASE("cuda Attention: 9 tokens in one launch equal 9 one-token launches, bi
   QWENRT_SKIP_WITHOUT_GPU();
   TestStream stream;
   for (int64_t Dh : {96, 256}) {
-    for (int64_t n_past : {0, 37}) {
+    for (int64_t n_past : {0, 37, 4090}) {  // 4090: the chunking changes at 4096 keys
       const AttentionShape whole{9, n_past, 6, 2, Dh};
       INFO("n_past " << n_past << " Dh " << Dh);
       const AttentionInputs in = MakeAttentionInputs(whole, static_cast<uint32_t>(600 + Dh + n_past));
       DeviceArray<float> dq(in.q, stream), dk(in.k, stream), dv(in.v, stream);
       const std::vector<float> init(in.q.size(), -7.0f);
       DeviceArray<float> out_whole(init, stream), out_steps(init, stream);
-      REQUIRE_OK(cuda::LaunchAttention(whole, dq.get(), dk.get(), dv.get(), out_whole.get(), stream.get()));
+      const int64_t sf = cuda::AttentionScratchFloats(whole.H, whole.Dh);
+      DeviceArray<float> scratch(std::vector<float>(static_cast<size_t>(sf), 0.0f), stream);
+      REQUIRE_OK(cuda::LaunchAttention(whole, dq.get(), dk.get(), dv.get(), out_whole.get(), scratch.get(), sf,
+                                       stream.get()));
       const int64_t row = whole.H * whole.Dh;  // one token of q / out
       for (int64_t t = 0; t < whole.T; ++t) {  // decode: token t sees cache rows 0 .. n_past + t
         const AttentionShape one{1, n_past + t, whole.H, whole.Hkv, whole.Dh};
         REQUIRE_OK(cuda::LaunchAttention(one, dq.get() + t * row, dk.get(), dv.get(), out_steps.get() + t * row,
-                                         stream.get()));
+                                         scratch.get(), sf, stream.get()));
       }
       const std::vector<float> w = out_whole.Download(), st = out_steps.Download();
       CheckBitIdentical(st, w, "one-token launches vs one launch");
