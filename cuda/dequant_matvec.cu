@@ -5,12 +5,14 @@
 //         F16/BF16 widened. Products in f32, summed per lane then across the warp (the order differs
 //         from ref::MatMul's column order, so results agree to rounding, not bit for bit).
 // Shapes: W rows x cols (row r at w + r*row_bytes, cols % block size == 0); x [T, cols]; y [T, rows].
-// Grid:   block = 128 threads = 4 warps, one warp per weight row and group of NT tokens (NT = 8, 4, 2
-//         or 1: T is covered by launches of decreasing NT); grid = (ceil(rows / 4), tokens / NT)
-//         (grid.y split into launches of at most 65535). Lane l owns fixed positions inside every
-//         block (src/quant_lanes.h), so a warp reads each block's quant bytes with consecutive lanes
-//         on consecutive bytes, decodes every weight once for its NT tokens, and the 32 lane sums of
-//         each token meet in a shuffle reduction.
+// Grid:   block = 128 threads = 4 warps per weight row and group of NT tokens (NT = 8, 4, 2 or 1: T
+//         is covered by launches of decreasing NT); grid = (rows, tokens / NT) (grid.y split into
+//         launches of at most 65535). Warp w takes the row's quant blocks w, w + 4, ...; lane l owns
+//         fixed positions inside every block (src/quant_lanes.h), so a warp reads each block's
+//         quant bytes with consecutive lanes on consecutive bytes and decodes every weight once for
+//         its NT tokens. The 32 lane sums of each token meet in a shuffle reduction, the 4 warp sums
+//         in shared memory in warp order. (v2 gave a whole row to one warp: latency-bound on the
+//         short rows of the 0.8B shape, 100-400 GB/s on an H200.)
 // Split invariance: the lane code pins its roundings (lanes::Fma/Mul/Sub) and the reduction tree is
 //         fixed, so y[t][r] is the same bits for every NT and every T: a prefill equals the same
 //         tokens decoded one by one.
@@ -30,41 +32,61 @@
 namespace qwenrt::cuda {
 namespace {
 
-constexpr int kRowsPerBlock = 4;
-constexpr int kMatVecThreads = kRowsPerBlock * kWarpSize;
+constexpr int kWarpsPerRow = 4;
+constexpr int kMatVecThreads = kWarpsPerRow * kWarpSize;
+
+// Up to kMaxMatMulTargets matrices sharing x (LaunchMatMulMulti), passed by value: block row b of
+// the grid belongs to matrix i with first[i] <= b < first[i + 1].
+struct Targets {
+  uint32_t type[kMaxMatMulTargets];
+  const uint8_t* w[kMaxMatMulTargets];
+  size_t row_bytes[kMaxMatMulTargets];
+  int64_t rows[kMaxMatMulTargets];
+  float* y[kMaxMatMulTargets];
+  int64_t first[kMaxMatMulTargets + 1];
+};
 
 template <int NT>
 __global__ void __launch_bounds__(kMatVecThreads)
-    DequantMatVecKernel(uint32_t type_id, const uint8_t* __restrict__ w, size_t row_bytes, int64_t cols,
-                        int64_t rows, const float* __restrict__ x, float* __restrict__ y) {
+    DequantMatVecKernel(Targets m, int64_t cols, const float* __restrict__ x) {
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + warp;
-  if (r >= rows) return;
+  int i = 0;
+  while (blockIdx.x >= m.first[i + 1]) ++i;  // block-uniform
+  const int64_t r = blockIdx.x - m.first[i], rows = m.rows[i];
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
   float acc[NT];
 #pragma unroll
   for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
-  // type_id is uniform across the grid, so the switch inside costs one branch per call.
-  lanes::LaneDotN<NT>(type_id, w + r * row_bytes, x + t0 * cols, cols, cols, lane, acc);
+  // Warp w takes blocks w, w + 4, ... of the row; the type is uniform across the block.
+  lanes::LaneDotN<NT>(m.type[i], m.w[i] + r * m.row_bytes[i], x + t0 * cols, cols, cols, lane, warp, kWarpsPerRow,
+                      acc);
+  __shared__ float part[kWarpsPerRow][NT];
 #pragma unroll
   for (int t = 0; t < NT; ++t) {
     const float sum = WarpSum(acc[t]);
-    if (lane == 0) y[(t0 + t) * rows + r] = sum;
+    if (lane == 0) part[warp][t] = sum;
+  }
+  __syncthreads();
+  if (threadIdx.x < NT) {  // the warps' sums in a fixed order
+    float sum = part[0][threadIdx.x];
+#pragma unroll
+    for (int k = 1; k < kWarpsPerRow; ++k) sum = __fadd_rn(sum, part[k][threadIdx.x]);
+    m.y[i][(t0 + threadIdx.x) * rows + r] = sum;
   }
 }
 
 // Tokens [t_begin, t_begin + n) in groups of NT (n % NT == 0).
 template <int NT>
-void LaunchGroups(uint32_t type_id, const uint8_t* w, size_t row_bytes, int64_t cols, int64_t rows,
-                  const float* x, float* y, int64_t t_begin, int64_t n, cudaStream_t stream) {
-  const unsigned row_blocks = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+void LaunchGroups(Targets m, int64_t cols, const float* x, int64_t t_begin, int64_t n, int n_targets,
+                  cudaStream_t stream) {
   constexpr int64_t kMaxGridY = 65535;
   for (int64_t g0 = 0; g0 < n / NT; g0 += kMaxGridY) {
     const int64_t ng = std::min(kMaxGridY, n / NT - g0);
     const int64_t t = t_begin + g0 * NT;
-    dim3 grid(row_blocks, static_cast<unsigned>(ng));
-    DequantMatVecKernel<NT><<<grid, kMatVecThreads, 0, stream>>>(type_id, w, row_bytes, cols, rows,
-                                                                 x + t * cols, y + t * rows);
+    Targets shifted = m;  // outputs from token t on
+    for (int i = 0; i < n_targets; ++i) shifted.y[i] = m.y[i] + t * m.rows[i];
+    dim3 grid(static_cast<unsigned>(m.first[n_targets]), static_cast<unsigned>(ng));
+    DequantMatVecKernel<NT><<<grid, kMatVecThreads, 0, stream>>>(shifted, cols, x + t * cols);
   }
 }
 
@@ -80,32 +102,52 @@ bool HasLaneDecoder(gguf::Type type) {
 
 }  // namespace
 
-Status LaunchMatMul(gguf::Type type, const uint8_t* w, size_t row_bytes, int64_t cols, int64_t rows,
-                    const float* x, float* y, int64_t T, Stream stream_handle) {
-  if (T < 0 || rows < 0 || cols < 0) return CudaInvalidArgument("LaunchMatMul: negative size");
-  if (T == 0 || rows == 0) return OkStatus();
-  if ((rows + kRowsPerBlock - 1) / kRowsPerBlock > std::numeric_limits<int32_t>::max()) {
-    return CudaInvalidArgument("LaunchMatMul: too many rows");
+Status LaunchMatMulMulti(const MatMulTarget* targets, int n, int64_t cols, const float* x, int64_t T,
+                         Stream stream_handle) {
+  if (n < 1 || n > kMaxMatMulTargets || targets == nullptr) {
+    return CudaInvalidArgument("LaunchMatMulMulti: 1 to " + std::to_string(kMaxMatMulTargets) + " targets");
   }
-  if (type == gguf::Type::F32 &&
-      (row_bytes % sizeof(float) != 0 || reinterpret_cast<uintptr_t>(w) % sizeof(float) != 0)) {
-    return CudaInvalidArgument("LaunchMatMul: F32 rows must be 4-byte aligned");
+  if (T < 0 || cols < 0) return CudaInvalidArgument("LaunchMatMul: negative size");
+  Targets m{};
+  m.first[0] = 0;
+  for (int i = 0; i < n; ++i) {
+    const MatMulTarget& t = targets[i];
+    if (t.rows < 0) return CudaInvalidArgument("LaunchMatMul: negative size");
+    // F32 rows are read as floats, Q4_K/Q5_K quants as 32-bit words (GGUF data is 32-byte aligned).
+    const bool word_loads = t.type == gguf::Type::F32 || t.type == gguf::Type::Q4_K || t.type == gguf::Type::Q5_K;
+    if (word_loads && (t.row_bytes % 4 != 0 || reinterpret_cast<uintptr_t>(t.w) % 4 != 0)) {
+      return CudaInvalidArgument(std::string("LaunchMatMul: ") + gguf::TypeName(t.type) +
+                                 " rows must be 4-byte aligned");
+    }
+    if (!HasLaneDecoder(t.type)) {
+      return Status(StatusCode::kUnsupported,
+                    std::string("cuda::MatMul: weight type ") + gguf::TypeName(t.type) + " is not supported");
+    }
+    m.type[i] = static_cast<uint32_t>(t.type);
+    m.w[i] = t.w;
+    m.row_bytes[i] = t.row_bytes;
+    m.rows[i] = t.rows;
+    m.y[i] = t.y;
+    m.first[i + 1] = m.first[i] + t.rows;
   }
-  if (!HasLaneDecoder(type)) {
-    return Status(StatusCode::kUnsupported,
-                  std::string("cuda::MatMul: weight type ") + gguf::TypeName(type) + " is not supported");
-  }
+  if (m.first[n] > std::numeric_limits<int32_t>::max()) return CudaInvalidArgument("LaunchMatMul: too many rows");
+  if (T == 0 || m.first[n] == 0) return OkStatus();
   const auto stream = static_cast<cudaStream_t>(stream_handle);
-  const auto id = static_cast<uint32_t>(type);
   int64_t t = 0;
   const int64_t n8 = T / 8 * 8;
-  LaunchGroups<8>(id, w, row_bytes, cols, rows, x, y, t, n8, stream);
+  LaunchGroups<8>(m, cols, x, t, n8, n, stream);
   t += n8;
-  if (T - t >= 4) { LaunchGroups<4>(id, w, row_bytes, cols, rows, x, y, t, 4, stream); t += 4; }
-  if (T - t >= 2) { LaunchGroups<2>(id, w, row_bytes, cols, rows, x, y, t, 2, stream); t += 2; }
-  if (T - t >= 1) { LaunchGroups<1>(id, w, row_bytes, cols, rows, x, y, t, 1, stream); }
+  if (T - t >= 4) { LaunchGroups<4>(m, cols, x, t, 4, n, stream); t += 4; }
+  if (T - t >= 2) { LaunchGroups<2>(m, cols, x, t, 2, n, stream); t += 2; }
+  if (T - t >= 1) { LaunchGroups<1>(m, cols, x, t, 1, n, stream); }
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();
+}
+
+Status LaunchMatMul(gguf::Type type, const uint8_t* w, size_t row_bytes, int64_t cols, int64_t rows,
+                    const float* x, float* y, int64_t T, Stream stream) {
+  const MatMulTarget target{type, w, row_bytes, rows, y};
+  return LaunchMatMulMulti(&target, 1, cols, x, T, stream);
 }
 
 Status DequantMatVec(const WeightMatrix& w, const float* x, float* y, int64_t T, KernelTiming* timing) {

@@ -37,17 +37,19 @@ __device__ __forceinline__ double WarpSumDouble(double v) {
 }
 
 __global__ void __launch_bounds__(kElementwiseThreads)
-    L2NormScaleKernel(float* x, int64_t rows, int64_t n, float eps, float scale) {
+    L2NormScaleKernel(const float* src, int64_t src_token_stride, int64_t heads, float* dst, int64_t rows,
+                      int64_t n, float eps, float scale) {
   const int lane = threadIdx.x % kWarpSize;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kL2RowsPerBlock + threadIdx.x / kWarpSize;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kL2RowsPerBlock;
-  for (int64_t r = first; r < rows; r += stride) {  // warp-uniform loop
-    float* xr = x + r * n;
+  for (int64_t r = first; r < rows; r += stride) {  // warp-uniform loop; r = t * heads + h
+    const float* xr = src + (r / heads) * src_token_stride + (r % heads) * n;
+    float* yr = dst + r * n;
     double sum = 0.0;
     for (int64_t i = lane; i < n; i += kWarpSize) sum += static_cast<double>(xr[i] * xr[i]);
     sum = WarpSumDouble(sum);
     const float inv = 1.0f / fmaxf(sqrtf(static_cast<float>(sum)), eps);
-    for (int64_t i = lane; i < n; i += kWarpSize) xr[i] = (xr[i] * inv) * scale;
+    for (int64_t i = lane; i < n; i += kWarpSize) yr[i] = (xr[i] * inv) * scale;
   }
 }
 
@@ -88,15 +90,22 @@ __global__ void CopyColumnsKernel(const float* __restrict__ src, int64_t src_str
 
 }  // namespace
 
-Status LaunchL2NormScale(float* x, int64_t rows, int64_t n, float eps, float scale, Stream stream) {
-  int64_t count = 0;
-  QWENRT_RETURN_IF_ERROR(CountElements("LaunchL2NormScale", {rows, n}, &count));
+Status LaunchL2NormScaleRows(const float* src, int64_t src_token_stride, int64_t T, int64_t heads, int64_t n,
+                             float eps, float scale, float* dst, Stream stream) {
+  int64_t rows = 0, count = 0;
+  QWENRT_RETURN_IF_ERROR(CountElements("LaunchL2NormScaleRows", {T, heads}, &rows));
+  QWENRT_RETURN_IF_ERROR(CountElements("LaunchL2NormScaleRows", {rows, n}, &count));
+  if (src_token_stride < heads * n) return CudaInvalidArgument("cuda::LaunchL2NormScaleRows: token stride too small");
   if (count == 0) return OkStatus();
-  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchL2NormScale", {x}));
+  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchL2NormScaleRows", {src, dst}));
   L2NormScaleKernel<<<GridStrideBlocks(rows, kL2RowsPerBlock), kElementwiseThreads, 0, AsCuda(stream)>>>(
-      x, rows, n, eps, scale);
+      src, src_token_stride, heads, dst, rows, n, eps, scale);
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();
+}
+
+Status LaunchL2NormScale(float* x, int64_t rows, int64_t n, float eps, float scale, Stream stream) {
+  return LaunchL2NormScaleRows(x, n, rows, 1, n, eps, scale, x, stream);
 }
 
 Status LaunchAdd(float* x, const float* y, int64_t n, Stream stream) {

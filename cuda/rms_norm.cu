@@ -21,14 +21,22 @@ namespace {
 
 constexpr int kRmsThreads = 256;
 
+template <bool kAdd>  // kAdd: x += mix first (written back), then the norm of the sum
 __global__ void __launch_bounds__(kRmsThreads)
-    RmsNormKernel(const float* __restrict__ x, const float* __restrict__ w, float* y, int64_t n,
+    RmsNormKernel(float* x, const float* __restrict__ mix, const float* __restrict__ w, float* y, int64_t n,
                   float eps) {
   const int64_t row = blockIdx.x;
-  const float* xr = x + row * n;
+  float* xr = x + row * n;
   float* yr = y + row * n;
   float sum = 0.0f;
-  for (int64_t i = threadIdx.x; i < n; i += kRmsThreads) sum += xr[i] * xr[i];
+  for (int64_t i = threadIdx.x; i < n; i += kRmsThreads) {
+    float v = xr[i];
+    if (kAdd) {
+      v += mix[row * n + i];
+      xr[i] = v;  // read back below by this same thread only
+    }
+    sum += v * v;
+  }
   sum = WarpSum(sum);
   __shared__ float partial[kRmsThreads / kWarpSize];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
@@ -48,7 +56,20 @@ Status LaunchRmsNorm(const float* x, const float* w, float* y, int64_t rows, int
   if (rows < 0 || n < 1) return CudaInvalidArgument("LaunchRmsNorm: bad shape");
   if (rows == 0) return OkStatus();
   if (rows > std::numeric_limits<int32_t>::max()) return CudaInvalidArgument("RmsNorm: too many rows");
-  RmsNormKernel<<<static_cast<unsigned>(rows), kRmsThreads, 0, static_cast<cudaStream_t>(stream)>>>(x, w, y, n, eps);
+  // x is only read here (RmsNormKernel<false> never writes it).
+  RmsNormKernel<false><<<static_cast<unsigned>(rows), kRmsThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      const_cast<float*>(x), nullptr, w, y, n, eps);
+  QWENRT_CUDA_TRY(cudaGetLastError());
+  return OkStatus();
+}
+
+Status LaunchAddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows, int64_t n, float eps,
+                        Stream stream) {
+  if (rows < 0 || n < 1) return CudaInvalidArgument("LaunchAddRmsNorm: bad shape");
+  if (rows == 0) return OkStatus();
+  if (rows > std::numeric_limits<int32_t>::max()) return CudaInvalidArgument("AddRmsNorm: too many rows");
+  RmsNormKernel<true><<<static_cast<unsigned>(rows), kRmsThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      x, mix, w, y, n, eps);
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();
 }

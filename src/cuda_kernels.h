@@ -47,11 +47,33 @@ void FreeHost(void* ptr);
 Status LaunchMatMul(gguf::Type type, const uint8_t* w, size_t row_bytes, int64_t cols, int64_t rows,
                     const float* x, float* y, int64_t T, Stream stream);
 
+// Several matrices with the same `cols` applied to the same x [T, cols] in one launch: targets[i].y
+// [T, targets[i].rows] = x W_i^T, bit for bit what LaunchMatMul gives for each. 1 <= n <= 4.
+struct MatMulTarget {
+  gguf::Type type;
+  const uint8_t* w;
+  size_t row_bytes;
+  int64_t rows;
+  float* y;
+};
+inline constexpr int kMaxMatMulTargets = 4;
+Status LaunchMatMulMulti(const MatMulTarget* targets, int n, int64_t cols, const float* x, int64_t T,
+                         Stream stream);
+
 // --- element-wise and per-row ops (same math as ref::) ----------------------------------------------
 Status LaunchRmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps,
                      Stream stream);
+// x += mix, then y = RmsNorm(x) (the residual add and the next sub-block's norm), bit for bit
+// LaunchAdd followed by LaunchRmsNorm. x, mix, y: [rows, n]; y must not alias x or mix.
+Status LaunchAddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows, int64_t n, float eps,
+                        Stream stream);
 // x[r] = x[r] / max(||x[r]||, eps) * scale, in place. x: [rows, n]
 Status LaunchL2NormScale(float* x, int64_t rows, int64_t n, float eps, float scale, Stream stream);
+// The same per row, reading the T * heads rows of n from a strided source (e.g. the q or k columns
+// of the GDN conv output): row (t, h) = src + t * src_token_stride + h * n -> dst [T, heads, n].
+// src and dst must not overlap.
+Status LaunchL2NormScaleRows(const float* src, int64_t src_token_stride, int64_t T, int64_t heads, int64_t n,
+                             float eps, float scale, float* dst, Stream stream);
 Status LaunchAdd(float* x, const float* y, int64_t n, Stream stream);               // x += y
 Status LaunchSwiGlu(const float* gate, float* up, int64_t n, Stream stream);        // up = silu(gate)*up
 Status LaunchMulSigmoid(float* x, const float* gate, int64_t n, Stream stream);     // x *= sigmoid(gate)

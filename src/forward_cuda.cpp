@@ -173,6 +173,10 @@ class CudaForwardImpl final : public CudaForward, public StateMirror {
     return DevMatrix{w.type, w.cols, w.rows, weights_->Map(w.data, 1), w.row_bytes};
   }
   const float* Dev(const float* p) const { return reinterpret_cast<const float*>(weights_->Map(p, 4)); }
+  cuda::MatMulTarget Target(const WeightMatrix& w, float* y) const {
+    const DevMatrix d = Dev(w);
+    return cuda::MatMulTarget{d.type, d.data, d.row_bytes, d.rows, y};
+  }
   Status MatMul(const DevMatrix& w, const float* x, float* y, int64_t T) {
     return cuda::LaunchMatMul(w.type, w.data, w.row_bytes, w.cols, w.rows, x, y, T, stream_);
   }
@@ -482,20 +486,25 @@ Status CudaForwardImpl::Ubatch(const int32_t* tokens, int64_t T, int64_t n_past,
   QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(a_.x.f(), embed, static_cast<size_t>(T * E) * sizeof(float), stream_));
 
   const int64_t cf = c_.conv_channels() * (c_.conv_kernel - 1), sf = c_.ssm_hv * c_.ssm_dv * c_.ssm_dk;
+  // Each residual add is fused with the norm that follows it (x += mix; xn = RMSNorm(x)).
+  QWENRT_RETURN_IF_ERROR(cuda::LaunchRmsNorm(a_.x.f(), Dev(w.layers[0].attn_norm), a_.xn.f(), T, E, c_.eps, stream_));
   for (int64_t l = 0; l < c_.n_layer; ++l) {
     const LayerWeights& lw = w.layers[l];
     const int64_t slot = c_.kind_index[l];
-    QWENRT_RETURN_IF_ERROR(cuda::LaunchRmsNorm(a_.x.f(), Dev(lw.attn_norm), a_.xn.f(), T, E, c_.eps, stream_));
     if (c_.recurrent[l]) {
       QWENRT_RETURN_IF_ERROR(GatedDeltaLayer(lw.gdn, T, conv_state_.f() + slot * cf, ssm_state_.f() + slot * sf));
     } else {
       QWENRT_RETURN_IF_ERROR(FullAttentionLayer(lw.attn, T, n_past, k_[slot].f(), v_[slot].f()));
     }
-    QWENRT_RETURN_IF_ERROR(cuda::LaunchAdd(a_.x.f(), a_.mix.f(), T * E, stream_));
     QWENRT_RETURN_IF_ERROR(
-        cuda::LaunchRmsNorm(a_.x.f(), Dev(lw.post_attention_norm), a_.xn.f(), T, E, c_.eps, stream_));
+        cuda::LaunchAddRmsNorm(a_.x.f(), a_.mix.f(), Dev(lw.post_attention_norm), a_.xn.f(), T, E, c_.eps, stream_));
     QWENRT_RETURN_IF_ERROR(c_.moe ? Moe(lw.moe, T) : Mlp(lw.ffn, T));
-    QWENRT_RETURN_IF_ERROR(cuda::LaunchAdd(a_.x.f(), a_.mix.f(), T * E, stream_));
+    if (l + 1 < c_.n_layer) {
+      QWENRT_RETURN_IF_ERROR(cuda::LaunchAddRmsNorm(a_.x.f(), a_.mix.f(), Dev(w.layers[l + 1].attn_norm), a_.xn.f(),
+                                                    T, E, c_.eps, stream_));
+    } else {
+      QWENRT_RETURN_IF_ERROR(cuda::LaunchAdd(a_.x.f(), a_.mix.f(), T * E, stream_));
+    }
   }
   if (logits_host == nullptr) return OkStatus();
   return all_logits ? Logits(0, T, logits_host) : Logits(T - 1, 1, logits_host);
@@ -507,22 +516,22 @@ Status CudaForwardImpl::GatedDeltaLayer(const GatedDeltaWeights& w, int64_t T, f
   DeviceActivations& a = a_;
   const int64_t C = c_.conv_channels(), Hk = c_.ssm_hk, Hv = c_.ssm_hv, Dk = c_.ssm_dk, Dv = c_.ssm_dv,
                 Cq = Hk * Dk, Cv = Hv * Dv;
-  QWENRT_RETURN_IF_ERROR(MatMul(Dev(w.qkv), a.xn.f(), a.qkv.f(), T));      // m: [T, C]
-  QWENRT_RETURN_IF_ERROR(MatMul(Dev(w.gate), a.xn.f(), a.z.f(), T));       // z: [T, Cv]
-  QWENRT_RETURN_IF_ERROR(MatMul(Dev(w.beta), a.xn.f(), a.beta.f(), T));    // b: [T, Hv]
-  QWENRT_RETURN_IF_ERROR(MatMul(Dev(w.alpha), a.xn.f(), a.alpha.f(), T));  // a: [T, Hv]
+  // One launch for the four projections of xn.
+  const cuda::MatMulTarget proj[] = {Target(w.qkv, a.qkv.f()),       // m: [T, C]
+                                     Target(w.gate, a.z.f()),        // z: [T, Cv]
+                                     Target(w.beta, a.beta.f()),     // b: [T, Hv]
+                                     Target(w.alpha, a.alpha.f())};  // a: [T, Hv]
+  QWENRT_RETURN_IF_ERROR(cuda::LaunchMatMulMulti(proj, 4, c_.n_embd, a.xn.f(), T, stream_));
   QWENRT_RETURN_IF_ERROR(
       cuda::LaunchGdnGates(a.alpha.f(), a.beta.f(), Dev(w.ssm_a), Dev(w.dt_bias), T, Hv, stream_));
 
   QWENRT_RETURN_IF_ERROR(cuda::LaunchCausalConvSilu(CausalConvShape{T, C, c_.conv_kernel}, a.qkv.f(),
                                                     Dev(w.conv1d), conv_state, a.conv.f(), stream_));
-  // Split into q [T, Hk, Dk], k [T, Hk, Dk], v [T, Hv, Dv].
-  QWENRT_RETURN_IF_ERROR(cuda::LaunchCopyColumns(a.conv.f(), T, C, 0, Cq, a.gq.f(), stream_));
-  QWENRT_RETURN_IF_ERROR(cuda::LaunchCopyColumns(a.conv.f(), T, C, Cq, Cq, a.gk.f(), stream_));
-  QWENRT_RETURN_IF_ERROR(cuda::LaunchCopyColumns(a.conv.f(), T, C, 2 * Cq, Cv, a.gv.f(), stream_));
+  // Split into q [T, Hk, Dk], k [T, Hk, Dk] (L2-normed on the way out; q also scaled), v [T, Hv, Dv].
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(Dk));
-  QWENRT_RETURN_IF_ERROR(cuda::LaunchL2NormScale(a.gq.f(), T * Hk, Dk, c_.eps, q_scale, stream_));
-  QWENRT_RETURN_IF_ERROR(cuda::LaunchL2NormScale(a.gk.f(), T * Hk, Dk, c_.eps, 1.0f, stream_));
+  QWENRT_RETURN_IF_ERROR(cuda::LaunchL2NormScaleRows(a.conv.f(), C, T, Hk, Dk, c_.eps, q_scale, a.gq.f(), stream_));
+  QWENRT_RETURN_IF_ERROR(cuda::LaunchL2NormScaleRows(a.conv.f() + Cq, C, T, Hk, Dk, c_.eps, 1.0f, a.gk.f(), stream_));
+  QWENRT_RETURN_IF_ERROR(cuda::LaunchCopyColumns(a.conv.f(), T, C, 2 * Cq, Cv, a.gv.f(), stream_));
 
   // Value head h reads key head h % Hk (tiled order, spec §5.1).
   QWENRT_RETURN_IF_ERROR(cuda::LaunchGatedDelta(GatedDeltaShape{T, Hk, Hv, Dk, Dv}, a.gq.f(), a.gk.f(),
@@ -538,11 +547,12 @@ Status CudaForwardImpl::FullAttentionLayer(const AttentionWeights& w, int64_t T,
                                            float* k_cache /*[cap, Hkv, Dh]*/, float* v_cache /*[cap, Hkv, Dh]*/) {
   DeviceActivations& a = a_;
   const int64_t H = c_.n_head, Hkv = c_.n_head_kv, Dh = c_.head_dim;
-  QWENRT_RETURN_IF_ERROR(MatMul(Dev(w.q), a.xn.f(), a.qg.f(), T));  // [T, H, 2, Dh]: query, then gate
+  const cuda::MatMulTarget proj[] = {Target(w.q, a.qg.f()),  // [T, H, 2, Dh]: query, then gate
+                                     Target(w.k, a.k.f()),   // [T, Hkv, Dh]
+                                     Target(w.v, a.v.f())};  // [T, Hkv, Dh]
+  QWENRT_RETURN_IF_ERROR(cuda::LaunchMatMulMulti(proj, 3, c_.n_embd, a.xn.f(), T, stream_));
   QWENRT_RETURN_IF_ERROR(cuda::LaunchCopyColumns(a.qg.f(), T * H, 2 * Dh, 0, Dh, a.q.f(), stream_));
   QWENRT_RETURN_IF_ERROR(cuda::LaunchCopyColumns(a.qg.f(), T * H, 2 * Dh, Dh, Dh, a.gate.f(), stream_));
-  QWENRT_RETURN_IF_ERROR(MatMul(Dev(w.k), a.xn.f(), a.k.f(), T));  // [T, Hkv, Dh]
-  QWENRT_RETURN_IF_ERROR(MatMul(Dev(w.v), a.xn.f(), a.v.f(), T));  // [T, Hkv, Dh]
   QWENRT_RETURN_IF_ERROR(cuda::LaunchRmsNorm(a.q.f(), Dev(w.q_norm), a.q.f(), T * H, Dh, c_.eps, stream_));
   QWENRT_RETURN_IF_ERROR(cuda::LaunchRmsNorm(a.k.f(), Dev(w.k_norm), a.k.f(), T * Hkv, Dh, c_.eps, stream_));
   const uint8_t* pairs = weights_->rope_pairs();
@@ -565,8 +575,9 @@ Status CudaForwardImpl::FullAttentionLayer(const AttentionWeights& w, int64_t T,
 // y[n, E] = down · (silu(gate · x) * (up · x)) for n rows x[n, E].
 Status CudaForwardImpl::SwiGluFfn(const DevMatrix& gate, const DevMatrix& up, const DevMatrix& down,
                                   const float* x, float* y, int64_t n) {
-  QWENRT_RETURN_IF_ERROR(MatMul(gate, x, a_.ff_gate.f(), n));
-  QWENRT_RETURN_IF_ERROR(MatMul(up, x, a_.ff_up.f(), n));
+  const cuda::MatMulTarget proj[] = {{gate.type, gate.data, gate.row_bytes, gate.rows, a_.ff_gate.f()},
+                                     {up.type, up.data, up.row_bytes, up.rows, a_.ff_up.f()}};
+  QWENRT_RETURN_IF_ERROR(cuda::LaunchMatMulMulti(proj, 2, gate.cols, x, n, stream_));
   QWENRT_RETURN_IF_ERROR(cuda::LaunchSwiGlu(a_.ff_gate.f(), a_.ff_up.f(), n * gate.rows, stream_));
   return MatMul(down, a_.ff_up.f(), y, n);
 }

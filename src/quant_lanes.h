@@ -8,9 +8,11 @@
 //   F32/F16/BF16: columns l, l+32, l+64, ...
 //   Q8_0 (34 B: d fp16, qs[32]):              element l
 //   Q4_K (144 B: d, dmin, scales[12], qs[128]) / Q5_K (176 B: d, dmin, scales[12], qh[32], qs[128]):
-//                                             element 32s + l of sub-block s = 0..7 (qs byte 32g + l
-//                                             holds s = 2g in its low, s = 2g+1 in its high nibble)
-//   Q6_K (210 B: ql[128], qh[64], scales[16], d): elements 128n + 32m + l, n = 0..1, m = 0..3
+//     qs bytes 32g + 4(l%8) .. +3 with g = l/8 (one aligned 32-bit load): elements i .. i+3,
+//     i = 4(l%8), of sub-blocks 2g (low nibbles) and 2g+1 (high nibbles); Q5_K's high bits come
+//     from qh bytes i .. i+3 (bits 2g, 2g+1). 8 elements, 2 scale/min pairs per lane.
+//   Q6_K (210 B: ql[128], qh[64], scales[16], d): with n = l/16, j = 2(l%16): elements
+//     128n + 32m + j and + j+1 for m = 0..3 (16-bit loads: Q6_K blocks are only 2-byte aligned).
 // Values decode exactly as ref::DequantizeRow: Q8_0 d*q; Q4_K/Q5_K (d*sc)*q - (dmin*m); Q6_K
 // (d*sc)*q; each product with x in f32.
 #pragma once
@@ -72,13 +74,15 @@ QWENRT_HD float Sub(float a, float b) { return a - b; }
 #endif
 
 // Each Dot* adds lane `lane`'s share of row . x[t] to acc[t] for the NT tokens x[t] = x + t * ldx
-// (t < NT): every weight value is decoded once and used for all NT tokens.
+// (t < NT): every weight value is decoded once and used for all NT tokens. Only the blocks b0,
+// b0 + bstep, ... of the row are visited (a block: 32 columns for F32/F16/BF16, the quant block
+// otherwise), so several warps can share one row.
 
 template <int NT>
 QWENRT_HD void DotF32(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
-                      float (&acc)[NT]) {
+                      int64_t b0, int64_t bstep, float (&acc)[NT]) {
   const float* w = reinterpret_cast<const float*>(row);  // F32 rows are 4-byte aligned
-  for (int64_t c = lane; c < cols; c += kLanes) {
+  for (int64_t c = lane + kLanes * b0; c < cols; c += kLanes * bstep) {
     const float wv = w[c];
     for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, x[t * ldx + c], acc[t]);
   }
@@ -86,8 +90,8 @@ QWENRT_HD void DotF32(const uint8_t* row, const float* x, int64_t ldx, int64_t c
 
 template <int NT, bool kBf16>
 QWENRT_HD void DotHalf(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
-                       float (&acc)[NT]) {
-  for (int64_t c = lane; c < cols; c += kLanes) {
+                       int64_t b0, int64_t bstep, float (&acc)[NT]) {
+  for (int64_t c = lane + kLanes * b0; c < cols; c += kLanes * bstep) {
     const uint16_t h = LoadU16(row + 2 * c);
     const float wv = kBf16 ? Bf16ToFloat(h) : HalfToFloat(h);
     for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, x[t * ldx + c], acc[t]);
@@ -96,9 +100,9 @@ QWENRT_HD void DotHalf(const uint8_t* row, const float* x, int64_t ldx, int64_t 
 
 template <int NT>
 QWENRT_HD void DotQ8_0(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
-                       float (&acc)[NT]) {
+                       int64_t b0, int64_t bstep, float (&acc)[NT]) {
   const int64_t nb = cols / 32;
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = b0; b < nb; b += bstep) {
     const uint8_t* blk = row + b * 34;
     const float d = HalfToFloat(LoadU16(blk));
     const float wv = Mul(d, static_cast<float>(static_cast<int8_t>(blk[2 + lane])));
@@ -117,30 +121,39 @@ QWENRT_HD void ScaleMinK(const uint8_t* b, int s, int* sc, int* m) {
   }
 }
 
+// Little-endian u32 from a 4-byte aligned pointer.
+QWENRT_HD uint32_t LoadU32(const uint8_t* p) {
+#ifdef __CUDA_ARCH__
+  return *reinterpret_cast<const uint32_t*>(p);
+#else
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
+         (static_cast<uint32_t>(p[3]) << 24);
+#endif
+}
+
 template <int NT, bool kFiveBit>
 QWENRT_HD void DotQ45K(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
-                       float (&acc)[NT]) {
+                       int64_t b0, int64_t bstep, float (&acc)[NT]) {
   constexpr int kBlockBytes = kFiveBit ? 176 : 144;
   constexpr int kQsOffset = kFiveBit ? 48 : 16;
+  const int g = lane / 8, i = 4 * (lane % 8);
   const int64_t nb = cols / 256;
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = b0; b < nb; b += bstep) {
     const uint8_t* blk = row + b * kBlockBytes;
     const float d = HalfToFloat(LoadU16(blk)), dmin = HalfToFloat(LoadU16(blk + 2));
-    const uint8_t* scales = blk + 4;
-    const uint8_t* qs = blk + kQsOffset;
-    const int qh = kFiveBit ? blk[16 + lane] : 0;
-    const float* xb = x + b * 256 + lane;
-    for (int g = 0; g < 4; ++g) {
-      const int byte = qs[32 * g + lane];
-      for (int half = 0; half < 2; ++half) {
-        const int s = 2 * g + half;
-        int sc, m;
-        ScaleMinK(scales, s, &sc, &m);
-        int q = half == 0 ? (byte & 0x0F) : (byte >> 4);
-        if (kFiveBit) q += ((qh >> s) & 1) << 4;
-        const float d1 = Mul(d, static_cast<float>(sc)), m1 = Mul(dmin, static_cast<float>(m));
+    const uint32_t qs = LoadU32(blk + kQsOffset + 32 * g + i);
+    const uint32_t qh = kFiveBit ? LoadU32(blk + 16 + i) : 0u;
+    const float* xb = x + b * 256 + 64 * g + i;  // sub-block 2g; 2g+1 is 32 further
+    for (int half = 0; half < 2; ++half) {
+      const int s = 2 * g + half;
+      int sc, m;
+      ScaleMinK(blk + 4, s, &sc, &m);
+      const float d1 = Mul(d, static_cast<float>(sc)), m1 = Mul(dmin, static_cast<float>(m));
+      for (int k = 0; k < 4; ++k) {
+        int q = (qs >> (8 * k + 4 * half)) & 0x0F;
+        if (kFiveBit) q += ((qh >> (8 * k + s)) & 1) << 4;
         const float wv = Sub(Mul(d1, static_cast<float>(q)), m1);
-        for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, xb[t * ldx + 32 * s], acc[t]);
+        for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, xb[t * ldx + 32 * half + k], acc[t]);
       }
     }
   }
@@ -148,23 +161,25 @@ QWENRT_HD void DotQ45K(const uint8_t* row, const float* x, int64_t ldx, int64_t 
 
 template <int NT>
 QWENRT_HD void DotQ6K(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
-                      float (&acc)[NT]) {
+                      int64_t b0, int64_t bstep, float (&acc)[NT]) {
+  const int n = lane / 16, j = 2 * (lane % 16);
   const int64_t nb = cols / 256;
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = b0; b < nb; b += bstep) {
     const uint8_t* blk = row + b * 210;
     const float d = HalfToFloat(LoadU16(blk + 208));
     const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
-    const float* xb = x + b * 256;
-    for (int n = 0; n < 2; ++n) {
-      const uint8_t* ql = blk + 64 * n;
-      const int lo0 = ql[lane], lo1 = ql[lane + 32];
-      const int hi = blk[128 + 32 * n + lane];
-      const int q[4] = {(lo0 & 0x0F) | (((hi >> 0) & 3) << 4), (lo1 & 0x0F) | (((hi >> 2) & 3) << 4),
-                        (lo0 >> 4) | (((hi >> 4) & 3) << 4), (lo1 >> 4) | (((hi >> 6) & 3) << 4)};
-      for (int m = 0; m < 4; ++m) {
-        const int e = 128 * n + 32 * m + lane;
-        const float wv = Mul(Mul(d, static_cast<float>(scales[e / 16])), static_cast<float>(q[m] - 32));
-        for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, xb[t * ldx + e], acc[t]);
+    const uint16_t lo0 = LoadU16(blk + 64 * n + j), lo1 = LoadU16(blk + 64 * n + 32 + j);
+    const uint16_t hi = LoadU16(blk + 128 + 32 * n + j);
+    const float* xb = x + b * 256 + 128 * n + j;
+    for (int m = 0; m < 4; ++m) {
+      // Elements 128n + 32m + j + k, k = 0..1 (both in scale group 8n + 2m + j/16).
+      const float dsc = Mul(d, static_cast<float>(scales[8 * n + 2 * m + j / 16]));
+      const uint16_t lo = (m & 1) ? lo1 : lo0;
+      for (int k = 0; k < 2; ++k) {
+        const int l4 = (lo >> (8 * k + 4 * (m >> 1))) & 0x0F;
+        const int h2 = (hi >> (8 * k + 2 * m)) & 3;
+        const float wv = Mul(dsc, static_cast<float>((l4 | (h2 << 4)) - 32));
+        for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, xb[t * ldx + 32 * m + k], acc[t]);
       }
     }
   }
@@ -174,23 +189,23 @@ QWENRT_HD void DotQ6K(const uint8_t* row, const float* x, int64_t ldx, int64_t c
 // type `type_id` (gguf::Type value); nothing is added for types without a lane decoder.
 template <int NT>
 QWENRT_HD void LaneDotN(uint32_t type_id, const uint8_t* row, const float* x, int64_t ldx, int64_t cols,
-                        int lane, float (&acc)[NT]) {
+                        int lane, int64_t b0, int64_t bstep, float (&acc)[NT]) {
   switch (type_id) {
-    case 0: DotF32<NT>(row, x, ldx, cols, lane, acc); break;
-    case 1: DotHalf<NT, false>(row, x, ldx, cols, lane, acc); break;
-    case 30: DotHalf<NT, true>(row, x, ldx, cols, lane, acc); break;
-    case 8: DotQ8_0<NT>(row, x, ldx, cols, lane, acc); break;
-    case 12: DotQ45K<NT, false>(row, x, ldx, cols, lane, acc); break;
-    case 13: DotQ45K<NT, true>(row, x, ldx, cols, lane, acc); break;
-    case 14: DotQ6K<NT>(row, x, ldx, cols, lane, acc); break;
+    case 0: DotF32<NT>(row, x, ldx, cols, lane, b0, bstep, acc); break;
+    case 1: DotHalf<NT, false>(row, x, ldx, cols, lane, b0, bstep, acc); break;
+    case 30: DotHalf<NT, true>(row, x, ldx, cols, lane, b0, bstep, acc); break;
+    case 8: DotQ8_0<NT>(row, x, ldx, cols, lane, b0, bstep, acc); break;
+    case 12: DotQ45K<NT, false>(row, x, ldx, cols, lane, b0, bstep, acc); break;
+    case 13: DotQ45K<NT, true>(row, x, ldx, cols, lane, b0, bstep, acc); break;
+    case 14: DotQ6K<NT>(row, x, ldx, cols, lane, b0, bstep, acc); break;
     default: break;
   }
 }
 
-// One token: lane `lane`'s share of row . x.
+// One token, the whole row: lane `lane`'s share of row . x.
 QWENRT_HD float LaneDot(uint32_t type_id, const uint8_t* row, const float* x, int64_t cols, int lane) {
   float acc[1] = {0.0f};
-  LaneDotN<1>(type_id, row, x, cols, cols, lane, acc);
+  LaneDotN<1>(type_id, row, x, cols, cols, lane, 0, 1, acc);
   return acc[0];
 }
 

@@ -656,3 +656,80 @@ TEST_CASE("built without CUDA: no device, the kernel launchers are not compiled"
 #endif  // QWENRT_HAVE_CUDA
 
 }  // namespace qwenrt
+
+#ifdef QWENRT_HAVE_CUDA
+namespace qwenrt {
+namespace {
+
+// Fused launches of the forward pass: each must equal its unfused form bit for bit.
+TEST_CASE("cuda fused launches equal their parts: MatMulMulti, AddRmsNorm, L2NormScaleRows", "[cuda]") {
+  QWENRT_SKIP_WITHOUT_GPU();
+  TestStream stream;
+  const int64_t cols = 96, T = 11;
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(T * cols), -1.0f, 1.0f, 900);
+  // Two F32 matrices and one BF16 matrix (the top halves of random floats) sharing x.
+  const std::vector<float> w0 = RandomFloats(static_cast<size_t>(5 * cols), -1.0f, 1.0f, 901);
+  const std::vector<float> w1 = RandomFloats(static_cast<size_t>(130 * cols), -1.0f, 1.0f, 902);
+  std::vector<uint16_t> w2(static_cast<size_t>(3 * cols));
+  for (size_t i = 0; i < w2.size(); ++i) {
+    uint32_t u;
+    const float f = w1[i] * 0.5f;
+    std::memcpy(&u, &f, sizeof(u));
+    w2[i] = static_cast<uint16_t>(u >> 16);
+  }
+  DeviceArray<float> dx(x, stream), dw0(w0, stream), dw1(w1, stream);
+  DeviceArray<uint16_t> dw2(w2, stream);
+  const std::vector<float> init(static_cast<size_t>(T * 130), -7.0f);
+  DeviceArray<float> y0(init, stream), y1(init, stream), y2(init, stream), z0(init, stream), z1(init, stream),
+      z2(init, stream);
+  const auto* b0 = reinterpret_cast<const uint8_t*>(dw0.get());
+  const auto* b1 = reinterpret_cast<const uint8_t*>(dw1.get());
+  const auto* b2 = reinterpret_cast<const uint8_t*>(dw2.get());
+  const cuda::MatMulTarget targets[] = {{gguf::Type::F32, b0, cols * 4, 5, y0.get()},
+                                        {gguf::Type::F32, b1, cols * 4, 130, y1.get()},
+                                        {gguf::Type::BF16, b2, cols * 2, 3, y2.get()}};
+  REQUIRE_OK(cuda::LaunchMatMulMulti(targets, 3, cols, dx.get(), T, stream.get()));
+  for (int64_t t = 0; t < T; ++t) {  // one token at a time, one matrix at a time
+    REQUIRE_OK(cuda::LaunchMatMul(gguf::Type::F32, b0, cols * 4, cols, 5, dx.get() + t * cols, z0.get() + t * 5, 1,
+                                  stream.get()));
+    REQUIRE_OK(cuda::LaunchMatMul(gguf::Type::F32, b1, cols * 4, cols, 130, dx.get() + t * cols,
+                                  z1.get() + t * 130, 1, stream.get()));
+    REQUIRE_OK(cuda::LaunchMatMul(gguf::Type::BF16, b2, cols * 2, cols, 3, dx.get() + t * cols, z2.get() + t * 3,
+                                  1, stream.get()));
+  }
+  CheckBitIdentical(y0.Download(), z0.Download(), "MatMulMulti target 0 vs single launches");
+  CheckBitIdentical(y1.Download(), z1.Download(), "MatMulMulti target 1 vs single launches");
+  CheckBitIdentical(y2.Download(), z2.Download(), "MatMulMulti target 2 vs single launches");
+  CHECK(cuda::LaunchMatMulMulti(targets, 0, cols, dx.get(), T, stream.get()).code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(cuda::LaunchMatMulMulti(targets, cuda::kMaxMatMulTargets + 1, cols, dx.get(), T, stream.get()).code() ==
+        StatusCode::kInvalidArgument);
+
+  // AddRmsNorm == Add then RmsNorm.
+  const int64_t rows = 7, n = 1000;
+  const std::vector<float> a = RandomFloats(static_cast<size_t>(rows * n), -2.0f, 2.0f, 903);
+  const std::vector<float> m = RandomFloats(a.size(), -2.0f, 2.0f, 904);
+  const std::vector<float> g = RandomFloats(static_cast<size_t>(n), 0.5f, 1.5f, 905);
+  DeviceArray<float> xa(a, stream), xb(a, stream), dm(m, stream), dg(g, stream), ya(a, stream), yb(a, stream);
+  REQUIRE_OK(cuda::LaunchAddRmsNorm(xa.get(), dm.get(), dg.get(), ya.get(), rows, n, 1e-6f, stream.get()));
+  REQUIRE_OK(cuda::LaunchAdd(xb.get(), dm.get(), rows * n, stream.get()));
+  REQUIRE_OK(cuda::LaunchRmsNorm(xb.get(), dg.get(), yb.get(), rows, n, 1e-6f, stream.get()));
+  CheckBitIdentical(xa.Download(), xb.Download(), "AddRmsNorm: the sum");
+  CheckBitIdentical(ya.Download(), yb.Download(), "AddRmsNorm: the norm");
+
+  // L2NormScaleRows from a strided source == CopyColumns then L2NormScale.
+  const int64_t Tq = 5, heads = 3, dk = 40, C = 200, offset = 60;  // q at columns 60..179 of C
+  const std::vector<float> src = RandomFloats(static_cast<size_t>(Tq * C), -1.0f, 1.0f, 906);
+  DeviceArray<float> dsrc(src, stream);
+  const std::vector<float> zero(static_cast<size_t>(Tq * heads * dk), 0.0f);
+  DeviceArray<float> fused(zero, stream), split(zero, stream);
+  REQUIRE_OK(cuda::LaunchL2NormScaleRows(dsrc.get() + offset, C, Tq, heads, dk, 1e-6f, 0.25f, fused.get(),
+                                         stream.get()));
+  REQUIRE_OK(cuda::LaunchCopyColumns(dsrc.get(), Tq, C, offset, heads * dk, split.get(), stream.get()));
+  REQUIRE_OK(cuda::LaunchL2NormScale(split.get(), Tq * heads, dk, 1e-6f, 0.25f, stream.get()));
+  CheckBitIdentical(fused.Download(), split.Download(), "L2NormScaleRows vs copy + L2NormScale");
+}
+
+}  // namespace
+}  // namespace qwenrt
+#endif  // QWENRT_HAVE_CUDA

@@ -343,6 +343,29 @@ TEST_CASE("cuda DequantMatVec matches ref::MatMul for every weight type", "[cuda
   }
 }
 
+TEST_CASE("cuda DequantMatVec: 13 tokens at once equal one token at a time, bit for bit", "[cuda]") {
+  QWENRT_SKIP_WITHOUT_GPU();
+  const gguf::Type types[] = {gguf::Type::F32, gguf::Type::F16, gguf::Type::BF16, gguf::Type::Q8_0,
+                              gguf::Type::Q4_K, gguf::Type::Q5_K, gguf::Type::Q6_K};
+  uint32_t seed = 77;
+  for (gguf::Type type : types) {
+    const int64_t cols = type == gguf::Type::F32 || type == gguf::Type::F16 || type == gguf::Type::BF16 ? 1000
+                         : type == gguf::Type::Q8_0                                                 ? 1024
+                                                                                                     : 1280;
+    const int64_t rows = 37, T = 13;  // 13 = 8 + 4 + 1 tokens per warp in the batched launch
+    INFO(gguf::TypeName(type));
+    std::vector<uint8_t> wb = RandomWeights(type, cols, rows, seed++);
+    const WeightMatrix w = MakeWeightMatrix(type, cols, rows, wb.data());
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(T * cols), -1.0f, 1.0f, seed++);
+    std::vector<float> whole(static_cast<size_t>(T * rows)), one(whole.size());
+    REQUIRE(cuda::DequantMatVec(w, x.data(), whole.data(), T).ok());
+    for (int64_t t = 0; t < T; ++t) {
+      REQUIRE(cuda::DequantMatVec(w, x.data() + t * cols, one.data() + t * rows, 1).ok());
+    }
+    CHECK(std::memcmp(whole.data(), one.data(), whole.size() * sizeof(float)) == 0);
+  }
+}
+
 TEST_CASE("cuda GatedDeltaRecurrent matches ref::GatedDelta (output and state)", "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
   uint32_t seed = 100;
