@@ -38,6 +38,7 @@ constexpr int kMaxChunks = 64;
 constexpr int kMinChunkKeys = 64;
 constexpr int64_t kGroupTokens = 64;  // tokens per group with AttentionScratchFloats of scratch
 constexpr int64_t kMaxChunkLen = 48 * 1024 / sizeof(float);  // scores of a chunk in shared memory
+static_assert(kMaxChunks * kMaxChunkLen == kAttentionMaxKeys, "cuda_kernels.h states the limit");
 
 __host__ __device__ inline int64_t NumChunks(int64_t n_keys) {
   const int64_t nc = (n_keys + kMinChunkKeys - 1) / kMinChunkKeys;
@@ -80,9 +81,10 @@ template <int NS>  // Dh slices per lane: dims lane + 32*s, s < NS
 __global__ void __launch_bounds__(kAttnThreads)
     AttentionPartialKernel(const float* __restrict__ q, const float* __restrict__ k,
                            const float* __restrict__ v, float* __restrict__ part_acc,
-                           float* __restrict__ part_ml, int64_t t0, int64_t n_past, int64_t H, int64_t Hkv,
-                           int64_t Dh, float scale) {
+                           float* __restrict__ part_ml, int64_t t0, int64_t n_past, const int64_t* n_past_dev,
+                           int64_t H, int64_t Hkv, int64_t Dh, float scale) {
   extern __shared__ float scores[];
+  if (n_past_dev != nullptr) n_past += *n_past_dev;
   __shared__ float red[kAttnWarps];
   const int64_t item = blockIdx.y, c = blockIdx.x;  // item = (t - t0) * H + h
   const int64_t t = t0 + item / H, h = item % H, g = h / (H / Hkv);
@@ -150,8 +152,10 @@ __global__ void __launch_bounds__(kAttnThreads)
 // Pass 2. grid = items of the group; merges the chunks of each (t, h) in order.
 __global__ void __launch_bounds__(kAttnThreads)
     AttentionCombineKernel(const float* __restrict__ part_acc, const float* __restrict__ part_ml,
-                           float* __restrict__ out, int64_t t0, int64_t n_past, int64_t H, int64_t Dh) {
+                           float* __restrict__ out, int64_t t0, int64_t n_past, const int64_t* n_past_dev,
+                           int64_t H, int64_t Dh) {
   __shared__ float weight[kMaxChunks];
+  if (n_past_dev != nullptr) n_past += *n_past_dev;
   __shared__ float inv_l;
   const int64_t item = blockIdx.x, t = t0 + item / H;
   const int64_t nc = NumChunks(n_past + t + 1);
@@ -178,11 +182,11 @@ __global__ void __launch_bounds__(kAttnThreads)
 
 template <int NS>
 void LaunchPartial(dim3 grid, size_t shared, cudaStream_t st, const float* q, const float* k, const float* v,
-                   float* part_acc, float* part_ml, int64_t t0, int64_t n_past, int64_t H, int64_t Hkv,
-                   int64_t Dh, float scale) {
+                   float* part_acc, float* part_ml, int64_t t0, int64_t n_past, const int64_t* n_past_dev,
+                   int64_t H, int64_t Hkv, int64_t Dh, float scale) {
   if (shared > 48 * 1024) return;  // checked by the caller
-  AttentionPartialKernel<NS><<<grid, kAttnThreads, shared, st>>>(q, k, v, part_acc, part_ml, t0, n_past, H, Hkv,
-                                                                 Dh, scale);
+  AttentionPartialKernel<NS><<<grid, kAttnThreads, shared, st>>>(q, k, v, part_acc, part_ml, t0, n_past, n_past_dev,
+                                                                 H, Hkv, Dh, scale);
 }
 
 }  // namespace
@@ -190,7 +194,8 @@ void LaunchPartial(dim3 grid, size_t shared, cudaStream_t st, const float* q, co
 int64_t AttentionScratchFloats(int64_t H, int64_t Dh) { return kGroupTokens * H * kMaxChunks * (Dh + 2); }
 
 Status LaunchAttention(const AttentionShape& shape, const float* q, const float* k, const float* v,
-                       float* out, float* scratch, int64_t scratch_floats, Stream stream) {
+                       float* out, float* scratch, int64_t scratch_floats, Stream stream,
+                       const int64_t* n_past_dev) {
   const AttentionShape& s = shape;
   if (s.T < 0 || s.n_past < 0 || s.H < 1 || s.Hkv < 1 || s.Dh < 1 || s.H % s.Hkv != 0) {
     return CudaInvalidArgument("cuda::LaunchAttention: bad shape T=" + std::to_string(s.T) +
@@ -227,13 +232,17 @@ Status LaunchAttention(const AttentionShape& shape, const float* q, const float*
   for (int64_t t0 = 0; t0 < s.T; t0 += group) {
     const int64_t nt = std::min(group, s.T - t0);
     // ChunkLen <= 64 up to 4096 keys and grows with n_keys beyond: this bounds every token's chunk.
+    // With the position on the device (a captured graph) the chunk length is unknown here: room for
+    // the longest chunk the kernel supports.
     const size_t shared =
-        static_cast<size_t>(std::max<int64_t>(kMinChunkKeys, ChunkLen(s.n_past + t0 + nt))) * sizeof(float);
+        n_past_dev != nullptr
+            ? static_cast<size_t>(kMaxChunkLen) * sizeof(float)
+            : static_cast<size_t>(std::max<int64_t>(kMinChunkKeys, ChunkLen(s.n_past + t0 + nt))) * sizeof(float);
     const dim3 grid(kMaxChunks, static_cast<unsigned>(nt * s.H));
     // q, out: the group's rows are addressed from token t0 inside the kernels (t = t0 + local).
     auto partial = [&](auto ns) {
-      LaunchPartial<decltype(ns)::value>(grid, shared, st, q, k, v, part_acc, part_ml, t0, s.n_past, s.H, s.Hkv,
-                                         s.Dh, scale);
+      LaunchPartial<decltype(ns)::value>(grid, shared, st, q, k, v, part_acc, part_ml, t0, s.n_past, n_past_dev, s.H,
+                                         s.Hkv, s.Dh, scale);
     };
     if (slices <= 1) partial(std::integral_constant<int, 1>{});
     else if (slices <= 2) partial(std::integral_constant<int, 2>{});
@@ -241,7 +250,7 @@ Status LaunchAttention(const AttentionShape& shape, const float* q, const float*
     else if (slices <= 8) partial(std::integral_constant<int, 8>{});
     else partial(std::integral_constant<int, 16>{});
     AttentionCombineKernel<<<static_cast<unsigned>(nt * s.H), kAttnThreads, 0, st>>>(part_acc, part_ml, out, t0,
-                                                                                     s.n_past, s.H, s.Dh);
+                                                                                     s.n_past, n_past_dev, s.H, s.Dh);
   }
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();

@@ -131,6 +131,15 @@ Status LaunchMatMulMulti(const MatMulTarget* targets, int n, int64_t cols, const
     m.first[i + 1] = m.first[i] + t.rows;
   }
   if (m.first[n] > std::numeric_limits<int32_t>::max()) return CudaInvalidArgument("LaunchMatMul: too many rows");
+  // K-quant lanes read x as float4 (Q4_K/Q5_K) or float2 (Q6_K): rows of x must stay 16-byte aligned.
+  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || (cols % 256 != 0 && cols % 4 != 0)) {
+    for (int i = 0; i < n; ++i) {
+      const gguf::Type ty = targets[i].type;
+      if (ty == gguf::Type::Q4_K || ty == gguf::Type::Q5_K || ty == gguf::Type::Q6_K) {
+        return CudaInvalidArgument("LaunchMatMul: x must be 16-byte aligned for K-quant weights");
+      }
+    }
+  }
   if (T == 0 || m.first[n] == 0) return OkStatus();
   const auto stream = static_cast<cudaStream_t>(stream_handle);
   int64_t t = 0;

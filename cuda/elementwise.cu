@@ -88,7 +88,29 @@ __global__ void CopyColumnsKernel(const float* __restrict__ src, int64_t src_str
   }
 }
 
+__global__ void StoreRowsKernel(float* __restrict__ dst, int64_t row, int64_t pos, const int64_t* pos_dev,
+                                const float* __restrict__ src, int64_t n) {
+  if (pos_dev != nullptr) pos += *pos_dev;
+  float* d = dst + pos * row;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    d[i] = src[i];
+  }
+}
+
 }  // namespace
+
+Status LaunchStoreRows(float* dst, int64_t row, int64_t pos, const int64_t* pos_dev, const float* src, int64_t T,
+                       Stream stream) {
+  int64_t count = 0;
+  QWENRT_RETURN_IF_ERROR(CountElements("LaunchStoreRows", {T, row}, &count));
+  if (pos < 0) return CudaInvalidArgument("cuda::LaunchStoreRows: negative position");
+  if (count == 0) return OkStatus();
+  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchStoreRows", {dst, src}));
+  StoreRowsKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(dst, row, pos, pos_dev, src,
+                                                                                      count);
+  QWENRT_CUDA_TRY(cudaGetLastError());
+  return OkStatus();
+}
 
 Status LaunchL2NormScaleRows(const float* src, int64_t src_token_stride, int64_t T, int64_t heads, int64_t n,
                              float eps, float scale, float* dst, Stream stream) {

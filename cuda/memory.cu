@@ -10,8 +10,9 @@
 //   - Zero-byte copies and memsets return OK without calling CUDA (any pointers, even nullptr).
 //   - Malloc of 0 bytes allocates 1 byte, so a successful Malloc always yields a valid, distinct
 //     pointer. Free / FreeHost / StreamDestroy of nullptr are no-ops.
-//   - Streams are ordinary (blocking) streams: they synchronise with the legacy default stream, so
-//     synchronous cudaMemcpy calls elsewhere (cuda_ops.h helpers) never race with them.
+//   - Streams are non-blocking: work on the legacy default stream (the cuda_ops.h helpers, the
+//     one-time weight upload) neither waits for them nor breaks a graph capture running on them.
+//     Nothing shares buffers across the two, so no ordering between them is needed.
 // Argument errors (null pointer with bytes > 0) are INVALID_ARGUMENT and are detected before any
 // CUDA call; CUDA failures are DEVICE with the CUDA error text, and leave the runtime's last-error
 // state clear (a sticky error, one that breaks the context, still fails every later call).
@@ -24,18 +25,6 @@ namespace qwenrt::cuda {
 namespace {
 
 cudaStream_t AsCuda(Stream stream) { return static_cast<cudaStream_t>(stream); }
-
-// QWENRT_CUDA_TRY that also resets the runtime's last-error state on failure. A failed runtime call
-// (cudaMalloc out of memory, say) is recorded there, and the launchers' cudaGetLastError() after
-// their next, good launch would otherwise report that stale error as a launch failure.
-#define QWENRT_CUDA_TRY_RESET(expr)                                                   \
-  do {                                                                                \
-    const cudaError_t qwenrt_cuda_rc_ = (expr);                                       \
-    if (qwenrt_cuda_rc_ != cudaSuccess) {                                             \
-      cudaGetLastError();                                                             \
-      return ::qwenrt::cuda::CudaCallError(qwenrt_cuda_rc_, #expr, __FILE__, __LINE__); \
-    }                                                                                 \
-  } while (0)
 
 Status CheckCopy(const char* what, const void* dst, const void* src) {
   if (dst == nullptr || src == nullptr) {
@@ -50,7 +39,7 @@ Status Malloc(void** ptr, size_t bytes) {
   if (ptr == nullptr) return CudaInvalidArgument("cuda::Malloc: null output pointer");
   *ptr = nullptr;
   void* p = nullptr;
-  QWENRT_CUDA_TRY_RESET(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
+  QWENRT_CUDA_TRY(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
   *ptr = p;
   return OkStatus();
 }
@@ -63,7 +52,7 @@ Status StreamCreate(Stream* stream) {
   if (stream == nullptr) return CudaInvalidArgument("cuda::StreamCreate: null output pointer");
   *stream = nullptr;
   cudaStream_t s = nullptr;
-  QWENRT_CUDA_TRY_RESET(cudaStreamCreate(&s));
+  QWENRT_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   *stream = s;
   return OkStatus();
 }
@@ -73,43 +62,43 @@ void StreamDestroy(Stream stream) {
 }
 
 Status StreamSynchronize(Stream stream) {
-  QWENRT_CUDA_TRY_RESET(cudaStreamSynchronize(AsCuda(stream)));
+  QWENRT_CUDA_TRY(cudaStreamSynchronize(AsCuda(stream)));
   return OkStatus();
 }
 
 Status CopyToDevice(void* dst, const void* src_host, size_t bytes, Stream stream) {
   if (bytes == 0) return OkStatus();
   QWENRT_RETURN_IF_ERROR(CheckCopy("CopyToDevice", dst, src_host));
-  QWENRT_CUDA_TRY_RESET(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, AsCuda(stream)));
+  QWENRT_CUDA_TRY(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, AsCuda(stream)));
   return OkStatus();
 }
 
 Status CopyToHost(void* dst_host, const void* src, size_t bytes, Stream stream) {
   if (bytes == 0) return OkStatus();
   QWENRT_RETURN_IF_ERROR(CheckCopy("CopyToHost", dst_host, src));
-  QWENRT_CUDA_TRY_RESET(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, AsCuda(stream)));
-  QWENRT_CUDA_TRY_RESET(cudaStreamSynchronize(AsCuda(stream)));
+  QWENRT_CUDA_TRY(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, AsCuda(stream)));
+  QWENRT_CUDA_TRY(cudaStreamSynchronize(AsCuda(stream)));
   return OkStatus();
 }
 
 Status CopyToHostAsync(void* dst_pinned, const void* src, size_t bytes, Stream stream) {
   if (bytes == 0) return OkStatus();
   QWENRT_RETURN_IF_ERROR(CheckCopy("CopyToHostAsync", dst_pinned, src));
-  QWENRT_CUDA_TRY_RESET(cudaMemcpyAsync(dst_pinned, src, bytes, cudaMemcpyDeviceToHost, AsCuda(stream)));
+  QWENRT_CUDA_TRY(cudaMemcpyAsync(dst_pinned, src, bytes, cudaMemcpyDeviceToHost, AsCuda(stream)));
   return OkStatus();
 }
 
 Status CopyOnDevice(void* dst, const void* src, size_t bytes, Stream stream) {
   if (bytes == 0) return OkStatus();
   QWENRT_RETURN_IF_ERROR(CheckCopy("CopyOnDevice", dst, src));
-  QWENRT_CUDA_TRY_RESET(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, AsCuda(stream)));
+  QWENRT_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, AsCuda(stream)));
   return OkStatus();
 }
 
 Status Memset(void* dst, int value, size_t bytes, Stream stream) {
   if (bytes == 0) return OkStatus();
   if (dst == nullptr) return CudaInvalidArgument("cuda::Memset: null pointer");
-  QWENRT_CUDA_TRY_RESET(cudaMemsetAsync(dst, value, bytes, AsCuda(stream)));
+  QWENRT_CUDA_TRY(cudaMemsetAsync(dst, value, bytes, AsCuda(stream)));
   return OkStatus();
 }
 
@@ -117,7 +106,7 @@ Status MallocHost(void** ptr, size_t bytes) {
   if (ptr == nullptr) return CudaInvalidArgument("cuda::MallocHost: null output pointer");
   *ptr = nullptr;
   void* p = nullptr;
-  QWENRT_CUDA_TRY_RESET(cudaMallocHost(&p, bytes == 0 ? 1 : bytes));
+  QWENRT_CUDA_TRY(cudaMallocHost(&p, bytes == 0 ? 1 : bytes));
   *ptr = p;
   return OkStatus();
 }
@@ -126,6 +115,31 @@ void FreeHost(void* ptr) {
   if (ptr != nullptr) cudaFreeHost(ptr);
 }
 
-#undef QWENRT_CUDA_TRY_RESET
+
+Status BeginCapture(Stream stream) {
+  QWENRT_CUDA_TRY(cudaStreamBeginCapture(AsCuda(stream), cudaStreamCaptureModeRelaxed));
+  return OkStatus();
+}
+
+Status EndCapture(Stream stream, Graph* graph) {
+  *graph = nullptr;
+  cudaGraph_t g = nullptr;
+  QWENRT_CUDA_TRY(cudaStreamEndCapture(AsCuda(stream), &g));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
+  cudaGraphDestroy(g);
+  QWENRT_CUDA_TRY(e);
+  *graph = exec;
+  return OkStatus();
+}
+
+Status GraphLaunch(Graph graph, Stream stream) {
+  QWENRT_CUDA_TRY(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), AsCuda(stream)));
+  return OkStatus();
+}
+
+void GraphDestroy(Graph graph) {
+  if (graph != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
+}
 
 }  // namespace qwenrt::cuda

@@ -22,9 +22,10 @@ namespace {
 
 cudaStream_t AsCuda(Stream stream) { return static_cast<cudaStream_t>(stream); }
 
-__global__ void RopeKernel(float* x, int64_t heads, int64_t Dh, int64_t pos0, int64_t half,
-                           float theta_scale, float freq_scale, const uint8_t* __restrict__ pair_uses_pos,
-                           int64_t count) {
+__global__ void RopeKernel(float* x, int64_t heads, int64_t Dh, int64_t pos0, const int64_t* pos_dev,
+                           int64_t half, float theta_scale, float freq_scale,
+                           const uint8_t* __restrict__ pair_uses_pos, int64_t count) {
+  if (pos_dev != nullptr) pos0 += *pos_dev;
   for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < count; k += int64_t{gridDim.x} * blockDim.x) {
     const int64_t i = k % half, th = k / half;  // th = t * heads + h
     const int64_t t = th / heads;
@@ -44,7 +45,8 @@ __global__ void RopeKernel(float* x, int64_t heads, int64_t Dh, int64_t pos0, in
 }  // namespace
 
 Status LaunchRope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, int64_t n_dims,
-                  float base, float freq_scale, const uint8_t* pair_uses_pos, Stream stream) {
+                  float base, float freq_scale, const uint8_t* pair_uses_pos, Stream stream,
+                  const int64_t* pos_dev) {
   if (n_dims < 0 || n_dims > Dh) {
     return CudaInvalidArgument("cuda::LaunchRope: n_dims " + std::to_string(n_dims) + " outside [0, Dh=" +
                                std::to_string(Dh) + "]");
@@ -57,7 +59,7 @@ Status LaunchRope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, 
   QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchRope", {x}));
   const float theta_scale = std::pow(base, -2.0f / static_cast<float>(n_dims));  // as ref::Rope
   RopeKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(
-      x, heads, Dh, pos0, half, theta_scale, freq_scale, pair_uses_pos, count);
+      x, heads, Dh, pos0, pos_dev, half, theta_scale, freq_scale, pair_uses_pos, count);
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();
 }

@@ -36,6 +36,14 @@ Status CopyToHost(void* dst_host, const void* src, size_t bytes, Stream stream);
 Status CopyToHostAsync(void* dst_pinned, const void* src, size_t bytes, Stream stream);
 Status CopyOnDevice(void* dst, const void* src, size_t bytes, Stream stream);
 Status Memset(void* dst, int value, size_t bytes, Stream stream);
+// CUDA graphs: capture the launches enqueued on `stream` between BeginCapture and EndCapture (other
+// threads may use CUDA meanwhile), then replay them with GraphLaunch. EndCapture always ends the
+// capture, also after an error. A Graph is a cudaGraphExec_t.
+using Graph = void*;
+Status BeginCapture(Stream stream);
+Status EndCapture(Stream stream, Graph* graph);
+Status GraphLaunch(Graph graph, Stream stream);
+void GraphDestroy(Graph graph);  // nullptr: no-op
 // Pinned host memory for fast transfers. error: DEVICE.
 Status MallocHost(void** ptr, size_t bytes);
 void FreeHost(void* ptr);
@@ -89,16 +97,25 @@ Status LaunchCopyColumns(const float* src, int64_t rows, int64_t src_stride, int
 Status LaunchCausalConvSilu(const CausalConvShape& shape, const float* x, const float* w, float* state,
                             float* y, Stream stream);
 // As ref::Rope: x [T, heads, Dh] in place at positions pos0 + t. `pair_uses_pos`: [n_dims/2] bytes
-// (device), 0 = that pair sees position 0; nullptr = all pairs rotate.
+// (device), 0 = that pair sees position 0; nullptr = all pairs rotate. `pos_dev` (device, optional):
+// added to pos0 when the kernel runs, so a captured graph can be replayed at any position.
 Status LaunchRope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, int64_t n_dims,
-                  float base, float freq_scale, const uint8_t* pair_uses_pos, Stream stream);
+                  float base, float freq_scale, const uint8_t* pair_uses_pos, Stream stream,
+                  const int64_t* pos_dev = nullptr);
 // As ref::Attention (causal, GQA h -> h / (H/Hkv), scale 1/sqrt(Dh)): q [T, H, Dh];
 // k, v [n_past+T, Hkv, Dh] cache rows; out [T, H, Dh]. Dh <= 512 (UNSUPPORTED above). The keys are
 // split into chunks (flash-decoding) whose partial results go to `scratch` (device, at least
 // H * 64 * (Dh + 2) floats; AttentionScratchFloats(H, Dh) lets 64 tokens run per pass).
 int64_t AttentionScratchFloats(int64_t H, int64_t Dh);
+// `n_past_dev` (device, optional) is added to shape.n_past when the kernels run (graph replay).
+// At most kAttentionMaxKeys keys (n_past + T; UNSUPPORTED above; not checked with n_past_dev).
+inline constexpr int64_t kAttentionMaxKeys = 64 * 12288;
 Status LaunchAttention(const AttentionShape& shape, const float* q, const float* k, const float* v,
-                       float* out, float* scratch, int64_t scratch_floats, Stream stream);
+                       float* out, float* scratch, int64_t scratch_floats, Stream stream,
+                       const int64_t* n_past_dev = nullptr);
+// dst + (pos + *pos_dev) * row <- src [T, row] (the new K or V rows into the cache). pos_dev optional.
+Status LaunchStoreRows(float* dst, int64_t row, int64_t pos, const int64_t* pos_dev, const float* src, int64_t T,
+                       Stream stream);
 // As ref::GatedDelta, token-serial (cuda/gated_delta_recurrent.cu).
 Status LaunchGatedDelta(const GatedDeltaShape& shape, const float* q, const float* k, const float* v,
                         const float* g, const float* beta, float* state, float* out, Stream stream);

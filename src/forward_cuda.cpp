@@ -13,6 +13,8 @@
 #include "forward_cuda.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -52,6 +54,7 @@ class DeviceArray {
   Status AllocateFloats(int64_t n) { return Allocate(static_cast<size_t>(n) * sizeof(float)); }
   float* f() const { return static_cast<float*>(p_); }
   int32_t* i32() const { return static_cast<int32_t*>(p_); }
+  int64_t* i64() const { return static_cast<int64_t*>(p_); }
   uint8_t* u8() const { return static_cast<uint8_t*>(p_); }
   size_t bytes() const { return bytes_; }
 
@@ -146,6 +149,7 @@ class CudaForwardImpl final : public CudaForward, public StateMirror {
   CudaForwardImpl(const Model& model, int64_t max_ubatch) : model_(model), c_(model.config()), Tm_(max_ubatch) {}
   ~CudaForwardImpl() override {
     if (pending_rec_ != nullptr) pending_rec_->Sync();  // hand the newest state to the host first
+    cuda::GraphDestroy(graph_);
     cuda::StreamDestroy(stream_);
   }
 
@@ -159,9 +163,12 @@ class CudaForwardImpl final : public CudaForward, public StateMirror {
  private:
   Status Mirror(KvCache& kv, RecurrentState& rec);
   Status Ubatch(const int32_t* tokens, int64_t T, int64_t n_past, bool all_logits, float* logits_host);
+  // The layer stack on a.x (-> a.x), at positions n_past (+ *pos_dev when given: graph capture).
+  Status Layers(int64_t T, int64_t n_past, const int64_t* pos_dev);
+  Status DecodeWithGraph(int64_t n_past);
   Status GatedDeltaLayer(const GatedDeltaWeights& w, int64_t T, float* conv_state, float* ssm_state);
-  Status FullAttentionLayer(const AttentionWeights& w, int64_t T, int64_t n_past, float* k_cache,
-                            float* v_cache);
+  Status FullAttentionLayer(const AttentionWeights& w, int64_t T, int64_t n_past, const int64_t* pos_dev,
+                            float* k_cache, float* v_cache);
   Status Mlp(const DenseFfnWeights& w, int64_t T);
   Status Moe(const MoeWeights& w, int64_t T);
   Status SwiGluFfn(const DevMatrix& gate, const DevMatrix& up, const DevMatrix& down, const float* x,
@@ -204,6 +211,13 @@ class CudaForwardImpl final : public CudaForward, public StateMirror {
   uint64_t kv_lineage_ = 0;         // 0: nothing mirrored
   DeviceArray conv_state_, ssm_state_;  // [n_gdn_layers, conv_floats] / [n_gdn_layers, ssm_floats]
   uint64_t rec_lineage_ = 0;
+  // With QWENRT_CUDA_GRAPHS=1, decode steps (T = 1, dense models) replay one captured graph of the
+  // whole layer stack; the position comes from pos_dev_. Recaptured when the KV buffers move.
+  bool use_graphs_ = false;
+  cuda::Graph graph_ = nullptr;
+  int64_t graph_kv_capacity_ = -1;
+  DeviceArray pos_dev_;   // [1] int64: n_past of the step being replayed
+  PinnedArray pos_host_;  // [1] int64 staging
   // The state whose newest contents live only here (StateMirror); at most one at a time.
   const RecurrentState* pending_rec_ = nullptr;
   Status pull_error_;  // a failed Pull, reported by the next Run
@@ -314,6 +328,12 @@ Status CudaForwardImpl::Init() {
   QWENRT_RETURN_IF_ERROR(kv_stage_.Allocate(static_cast<size_t>(2 * c_.n_attn_layers() * Tm * KvD) * sizeof(float)));
   k_.resize(static_cast<size_t>(c_.n_attn_layers()));
   v_.resize(static_cast<size_t>(c_.n_attn_layers()));
+  QWENRT_RETURN_IF_ERROR(pos_dev_.Allocate(sizeof(int64_t)));
+  QWENRT_RETURN_IF_ERROR(pos_host_.Allocate(sizeof(int64_t)));
+  // Off by default: on an H200 at the 0.8B shape replay measured 3-5% slower than eager launches
+  // (decode is bound by the kernels themselves, not by launching them; docs/performance.md).
+  const char* env = std::getenv("QWENRT_CUDA_GRAPHS");
+  use_graphs_ = !c_.moe && env != nullptr && std::string(env) == "1";  // MoE routes on the host
   return OkStatus();
 }
 
@@ -485,6 +505,18 @@ Status CudaForwardImpl::Ubatch(const int32_t* tokens, int64_t T, int64_t n_past,
   }
   QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(a_.x.f(), embed, static_cast<size_t>(T * E) * sizeof(float), stream_));
 
+  if (T == 1 && use_graphs_) {
+    QWENRT_RETURN_IF_ERROR(DecodeWithGraph(n_past));
+  } else {
+    QWENRT_RETURN_IF_ERROR(Layers(T, n_past, nullptr));
+  }
+  if (logits_host == nullptr) return OkStatus();
+  return all_logits ? Logits(0, T, logits_host) : Logits(T - 1, 1, logits_host);
+}
+
+Status CudaForwardImpl::Layers(int64_t T, int64_t n_past, const int64_t* pos_dev) {
+  const Weights& w = model_.weights();
+  const int64_t E = c_.n_embd;
   const int64_t cf = c_.conv_channels() * (c_.conv_kernel - 1), sf = c_.ssm_hv * c_.ssm_dv * c_.ssm_dk;
   // Each residual add is fused with the norm that follows it (x += mix; xn = RMSNorm(x)).
   QWENRT_RETURN_IF_ERROR(cuda::LaunchRmsNorm(a_.x.f(), Dev(w.layers[0].attn_norm), a_.xn.f(), T, E, c_.eps, stream_));
@@ -494,7 +526,7 @@ Status CudaForwardImpl::Ubatch(const int32_t* tokens, int64_t T, int64_t n_past,
     if (c_.recurrent[l]) {
       QWENRT_RETURN_IF_ERROR(GatedDeltaLayer(lw.gdn, T, conv_state_.f() + slot * cf, ssm_state_.f() + slot * sf));
     } else {
-      QWENRT_RETURN_IF_ERROR(FullAttentionLayer(lw.attn, T, n_past, k_[slot].f(), v_[slot].f()));
+      QWENRT_RETURN_IF_ERROR(FullAttentionLayer(lw.attn, T, n_past, pos_dev, k_[slot].f(), v_[slot].f()));
     }
     QWENRT_RETURN_IF_ERROR(
         cuda::LaunchAddRmsNorm(a_.x.f(), a_.mix.f(), Dev(lw.post_attention_norm), a_.xn.f(), T, E, c_.eps, stream_));
@@ -506,8 +538,32 @@ Status CudaForwardImpl::Ubatch(const int32_t* tokens, int64_t T, int64_t n_past,
       QWENRT_RETURN_IF_ERROR(cuda::LaunchAdd(a_.x.f(), a_.mix.f(), T * E, stream_));
     }
   }
-  if (logits_host == nullptr) return OkStatus();
-  return all_logits ? Logits(0, T, logits_host) : Logits(T - 1, 1, logits_host);
+  return OkStatus();
+}
+
+// One decode step by graph replay: the first step (and any after the KV buffers moved) captures the
+// layer stack with the position read from pos_dev_, later steps only update pos_dev_ and replay.
+// A capture that fails turns graphs off for this context and runs the step eagerly.
+Status CudaForwardImpl::DecodeWithGraph(int64_t n_past) {
+  if (n_past + 1 > cuda::kAttentionMaxKeys) return Layers(1, n_past, nullptr);  // reports UNSUPPORTED
+  *pos_host_.as<int64_t>() = n_past;  // the previous step's copy is done: Ubatch synchronised
+  QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(pos_dev_.i64(), pos_host_.as<int64_t>(), sizeof(int64_t), stream_));
+  if (graph_ == nullptr || graph_kv_capacity_ != kv_capacity_) {
+    cuda::GraphDestroy(graph_);
+    graph_ = nullptr;
+    Status s = cuda::BeginCapture(stream_);
+    if (s.ok()) s = Layers(1, 0, pos_dev_.i64());
+    cuda::Graph g = nullptr;
+    const Status e = cuda::EndCapture(stream_, &g);
+    if (!s.ok() || !e.ok()) {
+      cuda::GraphDestroy(g);
+      use_graphs_ = false;
+      return Layers(1, n_past, nullptr);
+    }
+    graph_ = g;
+    graph_kv_capacity_ = kv_capacity_;
+  }
+  return cuda::GraphLaunch(graph_, stream_);
 }
 
 // Gated delta net (spec §7): xn -> mix, advancing this layer's conv window and delta-rule state.
@@ -544,7 +600,8 @@ Status CudaForwardImpl::GatedDeltaLayer(const GatedDeltaWeights& w, int64_t T, f
 
 // Gated full attention (spec §8): xn -> mix; writes this ubatch's K/V rows into the device cache.
 Status CudaForwardImpl::FullAttentionLayer(const AttentionWeights& w, int64_t T, int64_t n_past,
-                                           float* k_cache /*[cap, Hkv, Dh]*/, float* v_cache /*[cap, Hkv, Dh]*/) {
+                                           const int64_t* pos_dev, float* k_cache /*[cap, Hkv, Dh]*/,
+                                           float* v_cache /*[cap, Hkv, Dh]*/) {
   DeviceActivations& a = a_;
   const int64_t H = c_.n_head, Hkv = c_.n_head_kv, Dh = c_.head_dim;
   const cuda::MatMulTarget proj[] = {Target(w.q, a.qg.f()),  // [T, H, 2, Dh]: query, then gate
@@ -557,17 +614,16 @@ Status CudaForwardImpl::FullAttentionLayer(const AttentionWeights& w, int64_t T,
   QWENRT_RETURN_IF_ERROR(cuda::LaunchRmsNorm(a.k.f(), Dev(w.k_norm), a.k.f(), T * Hkv, Dh, c_.eps, stream_));
   const uint8_t* pairs = weights_->rope_pairs();
   QWENRT_RETURN_IF_ERROR(cuda::LaunchRope(a.q.f(), T, H, Dh, n_past, c_.rope_dims, c_.rope_base,
-                                          c_.rope_freq_scale, pairs, stream_));
+                                          c_.rope_freq_scale, pairs, stream_, pos_dev));
   QWENRT_RETURN_IF_ERROR(cuda::LaunchRope(a.k.f(), T, Hkv, Dh, n_past, c_.rope_dims, c_.rope_base,
-                                          c_.rope_freq_scale, pairs, stream_));
+                                          c_.rope_freq_scale, pairs, stream_, pos_dev));
 
-  const int64_t row = Hkv * Dh;
-  const size_t bytes = static_cast<size_t>(T * row) * sizeof(float);
-  QWENRT_RETURN_IF_ERROR(cuda::CopyOnDevice(k_cache + n_past * row, a.k.f(), bytes, stream_));
-  QWENRT_RETURN_IF_ERROR(cuda::CopyOnDevice(v_cache + n_past * row, a.v.f(), bytes, stream_));
+  const int64_t row = Hkv * Dh;  // this ubatch's K/V rows into the cache at n_past (+ *pos_dev)
+  QWENRT_RETURN_IF_ERROR(cuda::LaunchStoreRows(k_cache, row, n_past, pos_dev, a.k.f(), T, stream_));
+  QWENRT_RETURN_IF_ERROR(cuda::LaunchStoreRows(v_cache, row, n_past, pos_dev, a.v.f(), T, stream_));
   QWENRT_RETURN_IF_ERROR(
       cuda::LaunchAttention(AttentionShape{T, n_past, H, Hkv, Dh}, a.q.f(), k_cache, v_cache, a.att.f(),
-                            a.att_scratch.f(), cuda::AttentionScratchFloats(H, Dh), stream_));
+                            a.att_scratch.f(), cuda::AttentionScratchFloats(H, Dh), stream_, pos_dev));
   QWENRT_RETURN_IF_ERROR(cuda::LaunchMulSigmoid(a.att.f(), a.gate.f(), T * H * Dh, stream_));  // output gate
   return MatMul(Dev(w.o), a.att.f(), a.mix.f(), T);
 }

@@ -131,6 +131,22 @@ QWENRT_HD uint32_t LoadU32(const uint8_t* p) {
 #endif
 }
 
+// v[k] = p[k], k < N (N = 2 or 4): one vector load on the device (p must be 8·N/2-byte aligned).
+template <int N>
+QWENRT_HD void LoadFloats(const float* p, float (&v)[N]) {
+#ifdef __CUDA_ARCH__
+  if constexpr (N == 4) {
+    const float4 f = *reinterpret_cast<const float4*>(p);
+    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+  } else {
+    const float2 f = *reinterpret_cast<const float2*>(p);
+    v[0] = f.x, v[1] = f.y;
+  }
+#else
+  for (int k = 0; k < N; ++k) v[k] = p[k];
+#endif
+}
+
 template <int NT, bool kFiveBit>
 QWENRT_HD void DotQ45K(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
                        int64_t b0, int64_t bstep, float (&acc)[NT]) {
@@ -149,11 +165,16 @@ QWENRT_HD void DotQ45K(const uint8_t* row, const float* x, int64_t ldx, int64_t 
       int sc, m;
       ScaleMinK(blk + 4, s, &sc, &m);
       const float d1 = Mul(d, static_cast<float>(sc)), m1 = Mul(dmin, static_cast<float>(m));
+      float wv[4];
       for (int k = 0; k < 4; ++k) {
         int q = (qs >> (8 * k + 4 * half)) & 0x0F;
         if (kFiveBit) q += ((qh >> (8 * k + s)) & 1) << 4;
-        const float wv = Sub(Mul(d1, static_cast<float>(q)), m1);
-        for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, xb[t * ldx + 32 * half + k], acc[t]);
+        wv[k] = Sub(Mul(d1, static_cast<float>(q)), m1);
+      }
+      for (int t = 0; t < NT; ++t) {
+        float xv[4];
+        LoadFloats<4>(xb + t * ldx + 32 * half, xv);
+        for (int k = 0; k < 4; ++k) acc[t] = Fma(wv[k], xv[k], acc[t]);
       }
     }
   }
@@ -175,11 +196,16 @@ QWENRT_HD void DotQ6K(const uint8_t* row, const float* x, int64_t ldx, int64_t c
       // Elements 128n + 32m + j + k, k = 0..1 (both in scale group 8n + 2m + j/16).
       const float dsc = Mul(d, static_cast<float>(scales[8 * n + 2 * m + j / 16]));
       const uint16_t lo = (m & 1) ? lo1 : lo0;
+      float wv[2];
       for (int k = 0; k < 2; ++k) {
         const int l4 = (lo >> (8 * k + 4 * (m >> 1))) & 0x0F;
         const int h2 = (hi >> (8 * k + 2 * m)) & 3;
-        const float wv = Mul(dsc, static_cast<float>((l4 | (h2 << 4)) - 32));
-        for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, xb[t * ldx + 32 * m + k], acc[t]);
+        wv[k] = Mul(dsc, static_cast<float>((l4 | (h2 << 4)) - 32));
+      }
+      for (int t = 0; t < NT; ++t) {
+        float xv[2];
+        LoadFloats<2>(xb + t * ldx + 32 * m, xv);
+        for (int k = 0; k < 2; ++k) acc[t] = Fma(wv[k], xv[k], acc[t]);
       }
     }
   }

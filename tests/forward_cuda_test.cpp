@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "cuda_device.h"
@@ -151,6 +152,30 @@ TEST_CASE("CUDA: prefill == token by token == uneven pieces, bit for bit", "[cud
     CHECK(Same(a, c));
     if (!Same(a, c)) WARN(name << " whole vs uneven: " << WorstDiff(a, c));
   }
+}
+
+TEST_CASE("CUDA: decode by graph replay equals eager decode, across KV growth (recapture)", "[cuda]") {
+  SKIP_WITHOUT_CUDA();
+  auto model = Fixture("tiny-s1-q4km");
+  const int64_t V = model->config().n_vocab;
+  const auto tokens = RandomTokens(40, 17, 512);
+  auto decode = [&](bool graphs) {
+    ::setenv("QWENRT_CUDA_GRAPHS", graphs ? "1" : "0", 1);
+    auto ctx = ForwardContext::Create(*model, BackendKind::kCuda, nullptr).value();
+    ::unsetenv("QWENRT_CUDA_GRAPHS");
+    KvCache kv = KvCache::Create(model->config(), 0, /*initial_capacity=*/8).value();  // grows 8 -> 16 -> 32 -> 64
+    RecurrentState rec = RecurrentState::Create(model->config()).value();
+    std::vector<float> all(tokens.size() * static_cast<size_t>(V));
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      REQUIRE(Forward(*ctx, kv, rec, std::span(tokens.data() + i, 1), false, all.data() + i * V).ok());
+    }
+    return all;
+  };
+  const auto replayed = decode(true), eager = decode(false);
+  CHECK(Same(replayed, eager));
+  if (!Same(replayed, eager)) WARN("graph vs eager: " << WorstDiff(replayed, eager));
+  Runner whole(model, BackendKind::kCuda);
+  CHECK(Same(whole.Run(tokens), replayed));
 }
 
 TEST_CASE("CUDA: the device mirror follows the host state (truncate, restore, reset, swap)", "[cuda]") {
