@@ -35,8 +35,9 @@ namespace {
 constexpr int kWarpsPerRow = 4;
 constexpr int kMatVecThreads = kWarpsPerRow * kWarpSize;
 
-// Up to kMaxMatMulTargets matrices sharing x (LaunchMatMulMulti), passed by value: block row b of
-// the grid belongs to matrix i with first[i] <= b < first[i + 1].
+// Up to kMaxMatMulTargets matrices sharing x (LaunchMatMulMulti), passed by value. The grid's
+// blocks walk the targets' row groups in order: block b belongs to matrix i with first[i] <= b <
+// first[i + 1] (first counts groups of R rows).
 struct Targets {
   uint32_t type[kMaxMatMulTargets];
   const uint8_t* w[kMaxMatMulTargets];
@@ -46,39 +47,51 @@ struct Targets {
   int64_t first[kMaxMatMulTargets + 1];
 };
 
-template <int NT>
+// R rows and NT tokens per block of 4 warps.
+template <int NT, int R>
 __global__ void __launch_bounds__(kMatVecThreads)
     DequantMatVecKernel(Targets m, int64_t cols, const float* __restrict__ x) {
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   int i = 0;
   while (blockIdx.x >= m.first[i + 1]) ++i;  // block-uniform
-  const int64_t r = blockIdx.x - m.first[i], rows = m.rows[i];
+  const int64_t r0 = (blockIdx.x - m.first[i]) * R, rows = m.rows[i];
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
-  float acc[NT];
+  const uint8_t* row_ptr[R];
 #pragma unroll
-  for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
-  // Warp w takes blocks w, w + 4, ... of the row; the type is uniform across the block.
-  lanes::LaneDotN<NT>(m.type[i], m.w[i] + r * m.row_bytes[i], x + t0 * cols, cols, cols, lane, warp, kWarpsPerRow,
-                      acc);
-  __shared__ float part[kWarpsPerRow][NT];
+  for (int r = 0; r < R; ++r) row_ptr[r] = m.w[i] + (r0 + r < rows ? r0 + r : rows - 1) * m.row_bytes[i];
+  float acc[R][NT];
 #pragma unroll
-  for (int t = 0; t < NT; ++t) {
-    const float sum = WarpSum(acc[t]);
-    if (lane == 0) part[warp][t] = sum;
+  for (int r = 0; r < R; ++r) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
+  }
+  // Warp w takes blocks w, w + 4, ... of the rows; the type is uniform across the block.
+  lanes::LaneDotN<NT, R>(m.type[i], row_ptr, x + t0 * cols, cols, cols, lane, warp, kWarpsPerRow, acc);
+  __shared__ float part[kWarpsPerRow][R][NT];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const float sum = WarpSum(acc[r][t]);
+      if (lane == 0) part[warp][r][t] = sum;
+    }
   }
   __syncthreads();
-  if (threadIdx.x < NT) {  // the warps' sums in a fixed order
-    float sum = part[0][threadIdx.x];
+  if (threadIdx.x < R * NT) {  // the warps' sums in a fixed order
+    const int r = threadIdx.x / NT, t = threadIdx.x % NT;
+    float sum = part[0][r][t];
 #pragma unroll
-    for (int k = 1; k < kWarpsPerRow; ++k) sum = __fadd_rn(sum, part[k][threadIdx.x]);
-    m.y[i][(t0 + threadIdx.x) * rows + r] = sum;
+    for (int k = 1; k < kWarpsPerRow; ++k) sum = __fadd_rn(sum, part[k][r][t]);
+    if (r0 + r < rows) m.y[i][(t0 + t) * rows + r0 + r] = sum;
   }
 }
 
-// Tokens [t_begin, t_begin + n) in groups of NT (n % NT == 0).
-template <int NT>
+// Tokens [t_begin, t_begin + n) in groups of NT (n % NT == 0), R rows per block.
+template <int NT, int R>
 void LaunchGroups(Targets m, int64_t cols, const float* x, int64_t t_begin, int64_t n, int n_targets,
                   cudaStream_t stream) {
+  m.first[0] = 0;
+  for (int i = 0; i < n_targets; ++i) m.first[i + 1] = m.first[i] + (m.rows[i] + R - 1) / R;
   constexpr int64_t kMaxGridY = 65535;
   for (int64_t g0 = 0; g0 < n / NT; g0 += kMaxGridY) {
     const int64_t ng = std::min(kMaxGridY, n / NT - g0);
@@ -86,7 +99,7 @@ void LaunchGroups(Targets m, int64_t cols, const float* x, int64_t t_begin, int6
     Targets shifted = m;  // outputs from token t on
     for (int i = 0; i < n_targets; ++i) shifted.y[i] = m.y[i] + t * m.rows[i];
     dim3 grid(static_cast<unsigned>(m.first[n_targets]), static_cast<unsigned>(ng));
-    DequantMatVecKernel<NT><<<grid, kMatVecThreads, 0, stream>>>(shifted, cols, x + t * cols);
+    DequantMatVecKernel<NT, R><<<grid, kMatVecThreads, 0, stream>>>(shifted, cols, x + t * cols);
   }
 }
 
@@ -131,6 +144,7 @@ Status LaunchMatMulMulti(const MatMulTarget* targets, int n, int64_t cols, const
     m.first[i + 1] = m.first[i] + t.rows;
   }
   if (m.first[n] > std::numeric_limits<int32_t>::max()) return CudaInvalidArgument("LaunchMatMul: too many rows");
+  // (first[] is recomputed per launch in row groups; here it only totals the rows.)
   // K-quant lanes read x as float4 (Q4_K/Q5_K) or float2 (Q6_K): rows of x must stay 16-byte aligned.
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || (cols % 256 != 0 && cols % 4 != 0)) {
     for (int i = 0; i < n; ++i) {
@@ -144,11 +158,11 @@ Status LaunchMatMulMulti(const MatMulTarget* targets, int n, int64_t cols, const
   const auto stream = static_cast<cudaStream_t>(stream_handle);
   int64_t t = 0;
   const int64_t n8 = T / 8 * 8;
-  LaunchGroups<8>(m, cols, x, t, n8, n, stream);
+  LaunchGroups<8, 4>(m, cols, x, t, n8, n, stream);  // prefill: 4 rows x 8 tokens per warp
   t += n8;
-  if (T - t >= 4) { LaunchGroups<4>(m, cols, x, t, 4, n, stream); t += 4; }
-  if (T - t >= 2) { LaunchGroups<2>(m, cols, x, t, 2, n, stream); t += 2; }
-  if (T - t >= 1) { LaunchGroups<1>(m, cols, x, t, 1, n, stream); }
+  if (T - t >= 4) { LaunchGroups<4, 1>(m, cols, x, t, 4, n, stream); t += 4; }
+  if (T - t >= 2) { LaunchGroups<2, 1>(m, cols, x, t, 2, n, stream); t += 2; }
+  if (T - t >= 1) { LaunchGroups<1, 1>(m, cols, x, t, 1, n, stream); }
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();
 }

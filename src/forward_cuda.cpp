@@ -201,6 +201,7 @@ class CudaForwardImpl final : public CudaForward, public StateMirror {
   PinnedArray moe_host_;     // [Tm * K] f32 weights, then [2 * Tm * K] int32 gather/scatter rows
   PinnedArray kv_stage_;     // [n_attn_layers, 2, Tm, Hkv * Dh] new K/V rows on their way to the host
   PinnedArray logits_stage_; // [V] last-token logits on their way to the caller (decode)
+  PinnedArray state_stage_;  // [n_gdn_layers, conv_floats] then [n_gdn_layers, ssm_floats]
   std::vector<int32_t> ids_, slots_, expert_begin_;  // host MoE grouping (forward.cpp's Moe)
   std::vector<float> route_weights_;
 
@@ -292,6 +293,7 @@ Status CudaForwardImpl::Init() {
     const int64_t G = c_.n_gdn_layers();
     QWENRT_RETURN_IF_ERROR(conv_state_.AllocateFloats(G * C * (c_.conv_kernel - 1)));
     QWENRT_RETURN_IF_ERROR(ssm_state_.AllocateFloats(G * Hv * c_.ssm_dv * c_.ssm_dk));
+    QWENRT_RETURN_IF_ERROR(state_stage_.Allocate(conv_state_.bytes() + ssm_state_.bytes()));
   }
   if (c_.n_attn_layers() > 0) {
     QWENRT_RETURN_IF_ERROR(a.qg.AllocateFloats(Tm * 2 * HD));
@@ -356,11 +358,18 @@ Status CudaForwardImpl::Mirror(KvCache& kv, RecurrentState& rec) {
   const RecurrentState& crec = rec;
   if (rec.pending() != this && rec.lineage() != rec_lineage_) {  // (const reads below pull it)
     rec_lineage_ = 0;
+    // Through the pinned staging: one copy per state array instead of two per layer.
     const size_t cf = static_cast<size_t>(crec.conv_floats()), sf = static_cast<size_t>(crec.ssm_floats());
-    for (int64_t g = 0; g < crec.n_layers(); ++g) {
-      QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(conv_state_.f() + g * cf, crec.conv(g), cf * sizeof(float), stream_));
-      QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(ssm_state_.f() + g * sf, crec.ssm(g), sf * sizeof(float), stream_));
+    const int64_t G = crec.n_layers();
+    float* conv = state_stage_.as<float>();
+    float* ssm = conv + G * cf;
+    QWENRT_RETURN_IF_ERROR(cuda::StreamSynchronize(stream_));  // the staging may still be in use
+    for (int64_t g = 0; g < G; ++g) {
+      std::copy_n(crec.conv(g), cf, conv + g * cf);
+      std::copy_n(crec.ssm(g), sf, ssm + g * sf);
     }
+    QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(conv_state_.f(), conv, G * cf * sizeof(float), stream_));
+    QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(ssm_state_.f(), ssm, G * sf * sizeof(float), stream_));
     rec_lineage_ = rec.lineage();
   }
   const int64_t row = kv.row_floats();
@@ -422,13 +431,21 @@ Status CudaForwardImpl::FetchKvRows(KvCache& kv, int64_t from, int64_t n) {
 // Pending contents to the host (RecurrentState::Sync calls this).
 void CudaForwardImpl::Pull(RecurrentState& rec) {
   pending_rec_ = nullptr;
+  // Both state arrays in two copies to the pinned staging, one synchronisation, then into the
+  // state's own (pageable) memory: several times faster than per-layer pageable copies.
   const size_t cf = static_cast<size_t>(rec.conv_floats()), sf = static_cast<size_t>(rec.ssm_floats());
-  Status s = OkStatus();
-  for (int64_t g = 0; g < rec.n_layers() && s.ok(); ++g) {
-    s = cuda::CopyToHost(rec.host_conv(g), conv_state_.f() + g * cf, cf * sizeof(float), stream_);
-    if (s.ok()) s = cuda::CopyToHost(rec.host_ssm(g), ssm_state_.f() + g * sf, sf * sizeof(float), stream_);
-  }
-  if (!s.ok()) {
+  const int64_t G = rec.n_layers();
+  float* conv = state_stage_.as<float>();
+  float* ssm = conv + G * cf;
+  Status s = cuda::CopyToHostAsync(conv, conv_state_.f(), G * cf * sizeof(float), stream_);
+  if (s.ok()) s = cuda::CopyToHostAsync(ssm, ssm_state_.f(), G * sf * sizeof(float), stream_);
+  if (s.ok()) s = cuda::StreamSynchronize(stream_);
+  if (s.ok()) {
+    for (int64_t g = 0; g < G; ++g) {
+      std::copy_n(conv + g * cf, cf, rec.host_conv(g));
+      std::copy_n(ssm + g * sf, sf, rec.host_ssm(g));
+    }
+  } else {
     for (int64_t g = 0; g < rec.n_layers(); ++g) {
       std::fill_n(rec.host_conv(g), cf, std::nanf(""));
       std::fill_n(rec.host_ssm(g), sf, std::nanf(""));

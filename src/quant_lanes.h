@@ -73,40 +73,56 @@ QWENRT_HD float Mul(float a, float b) { return a * b; }
 QWENRT_HD float Sub(float a, float b) { return a - b; }
 #endif
 
-// Each Dot* adds lane `lane`'s share of row . x[t] to acc[t] for the NT tokens x[t] = x + t * ldx
-// (t < NT): every weight value is decoded once and used for all NT tokens. Only the blocks b0,
-// b0 + bstep, ... of the row are visited (a block: 32 columns for F32/F16/BF16, the quant block
-// otherwise), so several warps can share one row.
+// Each Dot* adds lane `lane`'s share of row_r . x[t] to acc[r][t] for R rows and the NT tokens
+// x[t] = x + t * ldx: every weight value is decoded once and used for all NT tokens, every x value
+// loaded once and used for all R rows. For each (r, t) the products are added in the same order
+// whatever NT and R are, so any (NT, R) gives the same bits. Only the blocks b0, b0 + bstep, ... of
+// the rows are visited (a block: 32 columns for F32/F16/BF16, the quant block otherwise), so
+// several warps can share rows.
 
-template <int NT>
-QWENRT_HD void DotF32(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
-                      int64_t b0, int64_t bstep, float (&acc)[NT]) {
-  const float* w = reinterpret_cast<const float*>(row);  // F32 rows are 4-byte aligned
+template <int NT, int R>
+QWENRT_HD void DotF32(const uint8_t* const (&rows)[R], const float* x, int64_t ldx, int64_t cols, int lane,
+                      int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
   for (int64_t c = lane + kLanes * b0; c < cols; c += kLanes * bstep) {
-    const float wv = w[c];
-    for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, x[t * ldx + c], acc[t]);
+    float wv[R];
+    for (int r = 0; r < R; ++r) wv[r] = reinterpret_cast<const float*>(rows[r])[c];  // 4-byte aligned rows
+    for (int t = 0; t < NT; ++t) {
+      const float xv = x[t * ldx + c];
+      for (int r = 0; r < R; ++r) acc[r][t] = Fma(wv[r], xv, acc[r][t]);
+    }
   }
 }
 
-template <int NT, bool kBf16>
-QWENRT_HD void DotHalf(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
-                       int64_t b0, int64_t bstep, float (&acc)[NT]) {
+template <int NT, int R, bool kBf16>
+QWENRT_HD void DotHalf(const uint8_t* const (&rows)[R], const float* x, int64_t ldx, int64_t cols, int lane,
+                       int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
   for (int64_t c = lane + kLanes * b0; c < cols; c += kLanes * bstep) {
-    const uint16_t h = LoadU16(row + 2 * c);
-    const float wv = kBf16 ? Bf16ToFloat(h) : HalfToFloat(h);
-    for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, x[t * ldx + c], acc[t]);
+    float wv[R];
+    for (int r = 0; r < R; ++r) {
+      const uint16_t h = LoadU16(rows[r] + 2 * c);
+      wv[r] = kBf16 ? Bf16ToFloat(h) : HalfToFloat(h);
+    }
+    for (int t = 0; t < NT; ++t) {
+      const float xv = x[t * ldx + c];
+      for (int r = 0; r < R; ++r) acc[r][t] = Fma(wv[r], xv, acc[r][t]);
+    }
   }
 }
 
-template <int NT>
-QWENRT_HD void DotQ8_0(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
-                       int64_t b0, int64_t bstep, float (&acc)[NT]) {
+template <int NT, int R>
+QWENRT_HD void DotQ8_0(const uint8_t* const (&rows)[R], const float* x, int64_t ldx, int64_t cols, int lane,
+                       int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
   const int64_t nb = cols / 32;
   for (int64_t b = b0; b < nb; b += bstep) {
-    const uint8_t* blk = row + b * 34;
-    const float d = HalfToFloat(LoadU16(blk));
-    const float wv = Mul(d, static_cast<float>(static_cast<int8_t>(blk[2 + lane])));
-    for (int t = 0; t < NT; ++t) acc[t] = Fma(wv, x[t * ldx + b * 32 + lane], acc[t]);
+    float wv[R];
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = rows[r] + b * 34;
+      wv[r] = Mul(HalfToFloat(LoadU16(blk)), static_cast<float>(static_cast<int8_t>(blk[2 + lane])));
+    }
+    for (int t = 0; t < NT; ++t) {
+      const float xv = x[t * ldx + b * 32 + lane];
+      for (int r = 0; r < R; ++r) acc[r][t] = Fma(wv[r], xv, acc[r][t]);
+    }
   }
 }
 
@@ -147,92 +163,111 @@ QWENRT_HD void LoadFloats(const float* p, float (&v)[N]) {
 #endif
 }
 
-template <int NT, bool kFiveBit>
-QWENRT_HD void DotQ45K(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
-                       int64_t b0, int64_t bstep, float (&acc)[NT]) {
+template <int NT, int R, bool kFiveBit>
+QWENRT_HD void DotQ45K(const uint8_t* const (&rows)[R], const float* x, int64_t ldx, int64_t cols, int lane,
+                       int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
   constexpr int kBlockBytes = kFiveBit ? 176 : 144;
   constexpr int kQsOffset = kFiveBit ? 48 : 16;
   const int g = lane / 8, i = 4 * (lane % 8);
   const int64_t nb = cols / 256;
   for (int64_t b = b0; b < nb; b += bstep) {
-    const uint8_t* blk = row + b * kBlockBytes;
-    const float d = HalfToFloat(LoadU16(blk)), dmin = HalfToFloat(LoadU16(blk + 2));
-    const uint32_t qs = LoadU32(blk + kQsOffset + 32 * g + i);
-    const uint32_t qh = kFiveBit ? LoadU32(blk + 16 + i) : 0u;
+    uint32_t qs[R], qh[R];
+    float d[R], dmin[R];
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = rows[r] + b * kBlockBytes;
+      d[r] = HalfToFloat(LoadU16(blk));
+      dmin[r] = HalfToFloat(LoadU16(blk + 2));
+      qs[r] = LoadU32(blk + kQsOffset + 32 * g + i);
+      qh[r] = kFiveBit ? LoadU32(blk + 16 + i) : 0u;
+    }
     const float* xb = x + b * 256 + 64 * g + i;  // sub-block 2g; 2g+1 is 32 further
     for (int half = 0; half < 2; ++half) {
       const int s = 2 * g + half;
-      int sc, m;
-      ScaleMinK(blk + 4, s, &sc, &m);
-      const float d1 = Mul(d, static_cast<float>(sc)), m1 = Mul(dmin, static_cast<float>(m));
-      float wv[4];
-      for (int k = 0; k < 4; ++k) {
-        int q = (qs >> (8 * k + 4 * half)) & 0x0F;
-        if (kFiveBit) q += ((qh >> (8 * k + s)) & 1) << 4;
-        wv[k] = Sub(Mul(d1, static_cast<float>(q)), m1);
+      float wv[R][4];
+      for (int r = 0; r < R; ++r) {
+        int sc, m;
+        ScaleMinK(rows[r] + b * kBlockBytes + 4, s, &sc, &m);
+        const float d1 = Mul(d[r], static_cast<float>(sc)), m1 = Mul(dmin[r], static_cast<float>(m));
+        for (int k = 0; k < 4; ++k) {
+          int q = (qs[r] >> (8 * k + 4 * half)) & 0x0F;
+          if (kFiveBit) q += ((qh[r] >> (8 * k + s)) & 1) << 4;
+          wv[r][k] = Sub(Mul(d1, static_cast<float>(q)), m1);
+        }
       }
       for (int t = 0; t < NT; ++t) {
         float xv[4];
         LoadFloats<4>(xb + t * ldx + 32 * half, xv);
-        for (int k = 0; k < 4; ++k) acc[t] = Fma(wv[k], xv[k], acc[t]);
+        for (int r = 0; r < R; ++r) {
+          for (int k = 0; k < 4; ++k) acc[r][t] = Fma(wv[r][k], xv[k], acc[r][t]);
+        }
       }
     }
   }
 }
 
-template <int NT>
-QWENRT_HD void DotQ6K(const uint8_t* row, const float* x, int64_t ldx, int64_t cols, int lane,
-                      int64_t b0, int64_t bstep, float (&acc)[NT]) {
+template <int NT, int R>
+QWENRT_HD void DotQ6K(const uint8_t* const (&rows)[R], const float* x, int64_t ldx, int64_t cols, int lane,
+                      int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
   const int n = lane / 16, j = 2 * (lane % 16);
   const int64_t nb = cols / 256;
   for (int64_t b = b0; b < nb; b += bstep) {
-    const uint8_t* blk = row + b * 210;
-    const float d = HalfToFloat(LoadU16(blk + 208));
-    const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
-    const uint16_t lo0 = LoadU16(blk + 64 * n + j), lo1 = LoadU16(blk + 64 * n + 32 + j);
-    const uint16_t hi = LoadU16(blk + 128 + 32 * n + j);
+    float d[R];
+    uint16_t lo0[R], lo1[R], hi[R];
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = rows[r] + b * 210;
+      d[r] = HalfToFloat(LoadU16(blk + 208));
+      lo0[r] = LoadU16(blk + 64 * n + j);
+      lo1[r] = LoadU16(blk + 64 * n + 32 + j);
+      hi[r] = LoadU16(blk + 128 + 32 * n + j);
+    }
     const float* xb = x + b * 256 + 128 * n + j;
     for (int m = 0; m < 4; ++m) {
       // Elements 128n + 32m + j + k, k = 0..1 (both in scale group 8n + 2m + j/16).
-      const float dsc = Mul(d, static_cast<float>(scales[8 * n + 2 * m + j / 16]));
-      const uint16_t lo = (m & 1) ? lo1 : lo0;
-      float wv[2];
-      for (int k = 0; k < 2; ++k) {
-        const int l4 = (lo >> (8 * k + 4 * (m >> 1))) & 0x0F;
-        const int h2 = (hi >> (8 * k + 2 * m)) & 3;
-        wv[k] = Mul(dsc, static_cast<float>((l4 | (h2 << 4)) - 32));
+      float wv[R][2];
+      for (int r = 0; r < R; ++r) {
+        const int8_t* scales = reinterpret_cast<const int8_t*>(rows[r] + b * 210 + 192);
+        const float dsc = Mul(d[r], static_cast<float>(scales[8 * n + 2 * m + j / 16]));
+        const uint16_t lo = (m & 1) ? lo1[r] : lo0[r];
+        for (int k = 0; k < 2; ++k) {
+          const int l4 = (lo >> (8 * k + 4 * (m >> 1))) & 0x0F;
+          const int h2 = (hi[r] >> (8 * k + 2 * m)) & 3;
+          wv[r][k] = Mul(dsc, static_cast<float>((l4 | (h2 << 4)) - 32));
+        }
       }
       for (int t = 0; t < NT; ++t) {
         float xv[2];
         LoadFloats<2>(xb + t * ldx + 32 * m, xv);
-        for (int k = 0; k < 2; ++k) acc[t] = Fma(wv[k], xv[k], acc[t]);
+        for (int r = 0; r < R; ++r) {
+          for (int k = 0; k < 2; ++k) acc[r][t] = Fma(wv[r][k], xv[k], acc[r][t]);
+        }
       }
     }
   }
 }
 
-// Lane `lane`'s share of row . x[t] for NT tokens (x[t] = x + t * ldx), added to acc, for a row of
-// type `type_id` (gguf::Type value); nothing is added for types without a lane decoder.
-template <int NT>
-QWENRT_HD void LaneDotN(uint32_t type_id, const uint8_t* row, const float* x, int64_t ldx, int64_t cols,
-                        int lane, int64_t b0, int64_t bstep, float (&acc)[NT]) {
+// Lane `lane`'s share of row_r . x[t] for R rows and NT tokens (x[t] = x + t * ldx), added to acc,
+// for rows of type `type_id` (gguf::Type value); nothing is added for types without a lane decoder.
+template <int NT, int R>
+QWENRT_HD void LaneDotN(uint32_t type_id, const uint8_t* const (&rows)[R], const float* x, int64_t ldx,
+                        int64_t cols, int lane, int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
   switch (type_id) {
-    case 0: DotF32<NT>(row, x, ldx, cols, lane, b0, bstep, acc); break;
-    case 1: DotHalf<NT, false>(row, x, ldx, cols, lane, b0, bstep, acc); break;
-    case 30: DotHalf<NT, true>(row, x, ldx, cols, lane, b0, bstep, acc); break;
-    case 8: DotQ8_0<NT>(row, x, ldx, cols, lane, b0, bstep, acc); break;
-    case 12: DotQ45K<NT, false>(row, x, ldx, cols, lane, b0, bstep, acc); break;
-    case 13: DotQ45K<NT, true>(row, x, ldx, cols, lane, b0, bstep, acc); break;
-    case 14: DotQ6K<NT>(row, x, ldx, cols, lane, b0, bstep, acc); break;
+    case 0: DotF32<NT, R>(rows, x, ldx, cols, lane, b0, bstep, acc); break;
+    case 1: DotHalf<NT, R, false>(rows, x, ldx, cols, lane, b0, bstep, acc); break;
+    case 30: DotHalf<NT, R, true>(rows, x, ldx, cols, lane, b0, bstep, acc); break;
+    case 8: DotQ8_0<NT, R>(rows, x, ldx, cols, lane, b0, bstep, acc); break;
+    case 12: DotQ45K<NT, R, false>(rows, x, ldx, cols, lane, b0, bstep, acc); break;
+    case 13: DotQ45K<NT, R, true>(rows, x, ldx, cols, lane, b0, bstep, acc); break;
+    case 14: DotQ6K<NT, R>(rows, x, ldx, cols, lane, b0, bstep, acc); break;
     default: break;
   }
 }
 
-// One token, the whole row: lane `lane`'s share of row . x.
+// One token, one whole row: lane `lane`'s share of row . x.
 QWENRT_HD float LaneDot(uint32_t type_id, const uint8_t* row, const float* x, int64_t cols, int lane) {
-  float acc[1] = {0.0f};
-  LaneDotN<1>(type_id, row, x, cols, cols, lane, 0, 1, acc);
-  return acc[0];
+  float acc[1][1] = {{0.0f}};
+  const uint8_t* const rows[1] = {row};
+  LaneDotN<1, 1>(type_id, rows, x, cols, cols, lane, 0, 1, acc);
+  return acc[0][0];
 }
 
 }  // namespace qwenrt::lanes
