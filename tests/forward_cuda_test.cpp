@@ -17,34 +17,20 @@
 #include <unistd.h>
 
 #include "cuda_device.h"
+#include "cuda_test_util.h"
 #include "model_test_util.h"
 #include "qwenrt/qwenrt.h"
 #include "session.h"
+#include "session_test_util.h"
 
 namespace qwenrt::test {
 namespace {
-
-#define SKIP_WITHOUT_CUDA()                 \
-  do {                                      \
-    if (!CudaAvailable()) {                 \
-      WARN("no CUDA device: skipped");      \
-      return;                               \
-    }                                       \
-  } while (0)
 
 std::shared_ptr<const Model> Fixture(const std::string& name) {
   static std::map<std::string, std::shared_ptr<const Model>> models;
   auto& m = models[name];
   if (m == nullptr) m = LoadFixture(name);
   return m;
-}
-
-std::vector<int32_t> RandomTokens(int64_t n, uint32_t seed, int64_t vocab) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(vocab - 1));
-  std::vector<int32_t> out(static_cast<size_t>(n));
-  for (auto& t : out) t = d(rng);
-  return out;
 }
 
 bool Same(const std::vector<float>& a, const std::vector<float>& b) {
@@ -70,16 +56,6 @@ SessionParams CudaParams(int64_t ubatch = 64) {
   return p;
 }
 
-std::unique_ptr<Session> NewSession(std::shared_ptr<const Model> m, const SessionParams& p) {
-  auto s = Session::Create(std::move(m), p);
-  if (!s.ok()) FAIL(s.status().ToString());
-  return std::move(s).value();
-}
-
-int32_t Argmax(const float* x, int64_t n) {
-  return static_cast<int32_t>(std::max_element(x, x + n) - x);
-}
-
 // Greedy over the first 512 ids (plain byte-level tokens of the fixtures), so a generation never
 // stops early on an end-of-generation token.
 int32_t ArgmaxPlain(const float* x, int64_t n) { return Argmax(x, std::min<int64_t>(n, 512)); }
@@ -90,8 +66,6 @@ GenerateOptions Greedy(int64_t n) {
   g.sampler = ArgmaxPlain;
   return g;
 }
-
-std::vector<float> Copy(std::span<const float> x) { return std::vector<float>(x.begin(), x.end()); }
 
 TEST_CASE("A CUDA context is UNSUPPORTED without a device, and works with one", "[cuda]") {
   auto model = Fixture("micro-s1-f32");
@@ -113,7 +87,7 @@ TEST_CASE("A CUDA context is UNSUPPORTED without a device, and works with one", 
 }
 
 TEST_CASE("CUDA golden logits meet the exact-math bar and match the reference path", "[cuda][golden]") {
-  SKIP_WITHOUT_CUDA();
+  QWENRT_SKIP_WITHOUT_GPU();
   for (const char* name : {"micro-s1-f32", "tiny-s1-q4km", "tinymoe-s1-q4km"}) {
     auto model = Fixture(name);
     const int64_t V = model->config().n_vocab;
@@ -136,7 +110,7 @@ TEST_CASE("CUDA golden logits meet the exact-math bar and match the reference pa
 }
 
 TEST_CASE("CUDA: prefill == token by token == uneven pieces, bit for bit", "[cuda]") {
-  SKIP_WITHOUT_CUDA();
+  QWENRT_SKIP_WITHOUT_GPU();
   for (const char* name : {"micro-s1-f32", "tiny-s1-q4km", "tinymoe-s1-q4km"}) {
     auto model = Fixture(name);
     const auto tokens = RandomTokens(70, 7, std::min<int64_t>(model->config().n_vocab, 512));
@@ -155,7 +129,7 @@ TEST_CASE("CUDA: prefill == token by token == uneven pieces, bit for bit", "[cud
 }
 
 TEST_CASE("CUDA: decode by graph replay equals eager decode, across KV growth (recapture)", "[cuda]") {
-  SKIP_WITHOUT_CUDA();
+  QWENRT_SKIP_WITHOUT_GPU();
   auto model = Fixture("tiny-s1-q4km");
   const int64_t V = model->config().n_vocab;
   const auto tokens = RandomTokens(40, 17, 512);
@@ -179,7 +153,7 @@ TEST_CASE("CUDA: decode by graph replay equals eager decode, across KV growth (r
 }
 
 TEST_CASE("CUDA: the device mirror follows the host state (truncate, restore, reset, swap)", "[cuda]") {
-  SKIP_WITHOUT_CUDA();
+  QWENRT_SKIP_WITHOUT_GPU();
   auto model = Fixture("tiny-s1-q4km");
   const int64_t V = model->config().n_vocab;
   const auto tokens = RandomTokens(40, 11, 512);
@@ -230,7 +204,7 @@ TEST_CASE("CUDA: the device mirror follows the host state (truncate, restore, re
 
 TEST_CASE("CUDA sessions: turn 2 reuses turn 1 and equals a full re-prefill; fork; save/load",
           "[cuda][session]") {
-  SKIP_WITHOUT_CUDA();
+  QWENRT_SKIP_WITHOUT_GPU();
   auto model = Fixture("tiny-s1-q4km");
   const int64_t V = model->config().n_vocab;
   const auto turn1 = RandomTokens(90, 21, 512);
@@ -284,7 +258,7 @@ TEST_CASE("CUDA sessions: turn 2 reuses turn 1 and equals a full re-prefill; for
 }
 
 TEST_CASE("CUDA sessions honour cancellation from another thread", "[cuda][session]") {
-  SKIP_WITHOUT_CUDA();
+  QWENRT_SKIP_WITHOUT_GPU();
   auto model = Fixture("tiny-s1-q4km");
   const auto tokens = RandomTokens(400, 31, 512);
   SessionParams p = CudaParams(16);
@@ -332,7 +306,7 @@ TEST_CASE("CUDA sessions honour cancellation from another thread", "[cuda][sessi
 }
 
 TEST_CASE("C API: a CUDA session chats and is cancelled from another thread", "[cuda][capi]") {
-  SKIP_WITHOUT_CUDA();
+  QWENRT_SKIP_WITHOUT_GPU();
   const std::string path = DataPath("tiny-s1-q4km.gguf");
   qwenrt_model* model = nullptr;
   REQUIRE(qwenrt_model_load(path.c_str(), nullptr, &model) == QWENRT_OK);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cuda_device.h"
+#include "cuda_test_util.h"
 
 #ifdef QWENRT_HAVE_CUDA
 #include "conv.h"
@@ -28,13 +29,7 @@ namespace {
 
 #ifdef QWENRT_HAVE_CUDA
 
-#define QWENRT_SKIP_WITHOUT_GPU()      \
-  do {                                 \
-    if (!CudaAvailable()) {            \
-      WARN("no CUDA device: skipped"); \
-      return;                          \
-    }                                  \
-  } while (0)
+using test::RandomFloats;
 
 // REQUIRE that a Status is OK, printing it otherwise.
 #define REQUIRE_OK(expr)                  \
@@ -43,14 +38,6 @@ namespace {
     INFO(#expr << ": " << st_.ToString()); \
     REQUIRE(st_.ok());                    \
   } while (0)
-
-std::vector<float> RandomFloats(size_t n, float lo, float hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // A stream for one test case (StreamCreate / StreamDestroy are under test too).
 class TestStream {

@@ -16,6 +16,7 @@
 
 #include "cuda_device.h"
 #include "cuda_ops.h"
+#include "cuda_test_util.h"
 #include "gated_delta.h"
 #include "gated_delta_lanes.h"
 #include "matmul.h"
@@ -25,21 +26,7 @@
 namespace qwenrt {
 namespace {
 
-#define QWENRT_SKIP_WITHOUT_GPU()              \
-  do {                                         \
-    if (!CudaAvailable()) {                    \
-      WARN("no CUDA device: skipped");         \
-      return;                                  \
-    }                                          \
-  } while (0)
-
-std::vector<float> RandomFloats(size_t n, float lo, float hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using test::RandomFloats;
 
 #ifdef QWENRT_HAVE_CUDA
 // Scalar RMSNorm oracle (same formula as the engine's ref::RmsNorm: sum of squares in double).

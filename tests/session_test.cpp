@@ -16,9 +16,15 @@
 
 #include "session.h"
 #include "session_file.h"
+#include "session_test_util.h"
 
 namespace qwenrt {
 namespace {
+
+using test::Argmax;
+using test::Copy;
+using test::NewSession;
+using test::RandomTokens;
 
 const std::string kMicro = std::string(QWENRT_TEST_DATA) + "/micro-s1-f32.gguf";
 const std::string kTiny = std::string(QWENRT_TEST_DATA) + "/tiny-s1-q4km.gguf";
@@ -39,14 +45,6 @@ std::shared_ptr<const Model> Tiny() {
   return m;
 }
 
-std::vector<int32_t> RandomTokens(int64_t n, uint32_t seed, int64_t vocab = 512) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(vocab - 1));
-  std::vector<int32_t> out(static_cast<size_t>(n));
-  for (auto& t : out) t = d(rng);
-  return out;
-}
-
 std::vector<int32_t> Concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
@@ -62,19 +60,6 @@ SessionParams RefParams(int64_t ubatch = 64) {
   p.n_threads = 1;
   p.ubatch = ubatch;
   return p;
-}
-
-std::unique_ptr<Session> NewSession(std::shared_ptr<const Model> m, const SessionParams& p) {
-  auto s = Session::Create(std::move(m), p);
-  if (!s.ok()) FAIL(s.status().ToString());
-  return std::move(s).value();
-}
-
-int32_t Argmax(const float* x, int64_t n) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < n; ++i)
-    if (x[i] > x[best]) best = i;
-  return static_cast<int32_t>(best);
 }
 
 GenerateOptions Greedy(int64_t n) {
@@ -105,7 +90,6 @@ bool SameRows(const std::vector<float>& full, int64_t from, std::span<const floa
   return std::memcmp(full.data() + from * V, part.data(), part.size_bytes()) == 0;
 }
 
-std::vector<float> Copy(std::span<const float> x) { return std::vector<float>(x.begin(), x.end()); }
 
 TEST_CASE("Turn 2 extends the live state and equals a full re-prefill bit for bit", "[ref]") {
   auto m = Micro();
