@@ -148,7 +148,11 @@ class CudaForwardImpl final : public CudaForward, public StateMirror {
  public:
   CudaForwardImpl(const Model& model, int64_t max_ubatch) : model_(model), c_(model.config()), Tm_(max_ubatch) {}
   ~CudaForwardImpl() override {
-    if (pending_rec_ != nullptr) pending_rec_->Sync();  // hand the newest state to the host first
+    // Hand every state whose newest contents live here to the host first.
+    if (pending_rec_ != nullptr) pending_rec_->Sync();
+    std::vector<const RecurrentState*> copies;
+    for (const auto& [state, buffers] : copies_) copies.push_back(state);
+    for (const RecurrentState* state : copies) state->Sync();
     cuda::GraphDestroy(graph_);
     cuda::StreamDestroy(stream_);
   }
@@ -159,6 +163,8 @@ class CudaForwardImpl final : public CudaForward, public StateMirror {
   size_t device_bytes() const override;
   void Pull(RecurrentState& rec) override;
   void Forget(const RecurrentState& rec) override;
+  void Moved(const RecurrentState& from, const RecurrentState& to) override;
+  bool Clone(const RecurrentState& from, RecurrentState& to) override;
 
  private:
   Status Mirror(KvCache& kv, RecurrentState& rec);
@@ -219,8 +225,20 @@ class CudaForwardImpl final : public CudaForward, public StateMirror {
   int64_t graph_kv_capacity_ = -1;
   DeviceArray pos_dev_;   // [1] int64: n_past of the step being replayed
   PinnedArray pos_host_;  // [1] int64 staging
-  // The state whose newest contents live only here (StateMirror); at most one at a time.
+  // States whose newest contents live only here (StateMirror): the live one, in conv_state_ /
+  // ssm_state_ (the one runs advance), and copies made on the device (checkpoints), each in its own
+  // buffers. rec_lineage_ names what the live buffers hold when no state is pending on them.
   const RecurrentState* pending_rec_ = nullptr;
+  struct DeviceState {
+    DeviceArray conv, ssm;
+  };
+  std::map<const RecurrentState*, DeviceState> copies_;
+  // The device buffers holding `state`'s pending contents: the live ones or its copy's.
+  std::pair<float*, float*> Buffers(const RecurrentState& state) {
+    if (&state == pending_rec_) return {conv_state_.f(), ssm_state_.f()};
+    const DeviceState& d = copies_.at(&state);
+    return {d.conv.f(), d.ssm.f()};
+  }
   Status pull_error_;  // a failed Pull, reported by the next Run
 };
 
@@ -342,6 +360,7 @@ Status CudaForwardImpl::Init() {
 size_t CudaForwardImpl::device_bytes() const {
   const DeviceActivations& a = a_;
   size_t n = conv_state_.bytes() + ssm_state_.bytes();
+  for (const auto& [state, d] : copies_) n += d.conv.bytes() + d.ssm.bytes();
   for (const DeviceArray* d : {&a.x, &a.xn, &a.mix, &a.qkv, &a.conv, &a.z, &a.alpha, &a.beta, &a.gq, &a.gk,
                                &a.gv, &a.go, &a.qg, &a.q, &a.gate, &a.k, &a.v, &a.att, &a.att_scratch, &a.ff_gate, &a.ff_up,
                                &a.router, &a.xe, &a.ye, &a.yslot, &a.shgate, &a.moe_weights, &a.moe_rows,
@@ -430,16 +449,22 @@ Status CudaForwardImpl::FetchKvRows(KvCache& kv, int64_t from, int64_t n) {
 
 // Pending contents to the host (RecurrentState::Sync calls this).
 void CudaForwardImpl::Pull(RecurrentState& rec) {
-  pending_rec_ = nullptr;
   // Both state arrays in two copies to the pinned staging, one synchronisation, then into the
   // state's own (pageable) memory: several times faster than per-layer pageable copies.
+  const auto [src_conv, src_ssm] = Buffers(rec);
   const size_t cf = static_cast<size_t>(rec.conv_floats()), sf = static_cast<size_t>(rec.ssm_floats());
   const int64_t G = rec.n_layers();
   float* conv = state_stage_.as<float>();
   float* ssm = conv + G * cf;
-  Status s = cuda::CopyToHostAsync(conv, conv_state_.f(), G * cf * sizeof(float), stream_);
-  if (s.ok()) s = cuda::CopyToHostAsync(ssm, ssm_state_.f(), G * sf * sizeof(float), stream_);
+  Status s = cuda::CopyToHostAsync(conv, src_conv, G * cf * sizeof(float), stream_);
+  if (s.ok()) s = cuda::CopyToHostAsync(ssm, src_ssm, G * sf * sizeof(float), stream_);
   if (s.ok()) s = cuda::StreamSynchronize(stream_);
+  const bool live = &rec == pending_rec_;
+  if (live) {
+    pending_rec_ = nullptr;  // the live buffers still hold these contents (rec_lineage_ names them)
+  } else {
+    copies_.erase(&rec);
+  }
   if (s.ok()) {
     for (int64_t g = 0; g < G; ++g) {
       std::copy_n(conv + g * cf, cf, rec.host_conv(g));
@@ -451,22 +476,72 @@ void CudaForwardImpl::Pull(RecurrentState& rec) {
       std::fill_n(rec.host_ssm(g), sf, std::nanf(""));
     }
     rec.RenewLineage();
-    rec_lineage_ = 0;
+    if (live) rec_lineage_ = 0;
     pull_error_ = Status(StatusCode::kDevice, "CUDA forward: fetching the recurrent state failed (it was "
                                               "replaced by NaN): " + s.message());
   }
 }
 
 void CudaForwardImpl::Forget(const RecurrentState& rec) {
-  if (pending_rec_ == &rec) pending_rec_ = nullptr;
+  if (pending_rec_ == &rec) {
+    pending_rec_ = nullptr;
+    rec_lineage_ = 0;  // the live buffers hold contents nobody names any more
+  } else {
+    copies_.erase(&rec);
+  }
+}
+
+void CudaForwardImpl::Moved(const RecurrentState& from, const RecurrentState& to) {
+  if (pending_rec_ == &from) {
+    pending_rec_ = &to;
+    return;
+  }
+  auto node = copies_.extract(&from);
+  node.key() = &to;
+  copies_.insert(std::move(node));
+}
+
+// A checkpoint (or a restore) without leaving the device: one device-to-device copy of the state.
+bool CudaForwardImpl::Clone(const RecurrentState& from, RecurrentState& to) {
+  const auto [src_conv, src_ssm] = Buffers(from);
+  float* dst_conv = conv_state_.f();
+  float* dst_ssm = ssm_state_.f();
+  if (&to == pending_rec_) {
+    rec_lineage_ = 0;  // the live buffers are rewritten: `to` is pending, so no lineage is needed
+  } else {
+    auto it = copies_.find(&to);
+    if (it == copies_.end()) {
+      DeviceState d;
+      if (!d.conv.Allocate(conv_state_.bytes()).ok() || !d.ssm.Allocate(ssm_state_.bytes()).ok()) return false;
+      it = copies_.emplace(&to, std::move(d)).first;
+    }
+    dst_conv = it->second.conv.f();
+    dst_ssm = it->second.ssm.f();
+  }
+  if (!cuda::CopyOnDevice(dst_conv, src_conv, conv_state_.bytes(), stream_).ok() ||
+      !cuda::CopyOnDevice(dst_ssm, src_ssm, ssm_state_.bytes(), stream_).ok()) {
+    if (&to != pending_rec_) copies_.erase(&to);
+    return false;  // (to's contents are being replaced by the caller's host copy)
+  }
+  to.SetPending(this);
+  return true;
 }
 
 Status CudaForwardImpl::Run(KvCache& kv, RecurrentState& rec, std::span<const int32_t> tokens,
                             bool all_logits, float* logits) {
   if (!pull_error_.ok()) return std::exchange(pull_error_, OkStatus());
   const int64_t T = static_cast<int64_t>(tokens.size()), n_past0 = kv.size(), V = c_.n_vocab;
-  // Another state's newest contents are only here: fetch them before the mirror is reused.
+  // Another state's newest contents are in the live buffers: fetch them before they are reused.
   if (pending_rec_ != nullptr && pending_rec_ != &rec) pending_rec_->Sync();
+  if (rec.pending() == this && &rec != pending_rec_) {  // a device copy (a restored checkpoint): make it live
+    const DeviceState& d = copies_.at(&rec);
+    rec_lineage_ = 0;
+    Status s = cuda::CopyOnDevice(conv_state_.f(), d.conv.f(), conv_state_.bytes(), stream_);
+    if (s.ok()) s = cuda::CopyOnDevice(ssm_state_.f(), d.ssm.f(), ssm_state_.bytes(), stream_);
+    if (!s.ok()) return s;  // rec is still pending on its copy
+    copies_.erase(&rec);
+    pending_rec_ = &rec;
+  }
   const size_t logits_bytes = static_cast<size_t>((all_logits ? std::min(T, Tm_) : 1) * V) * sizeof(float);
   bool launched = false;  // from here on, the device state has advanced
   Status s = [&]() -> Status {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <new>
+#include <utility>
 
 namespace qwenrt {
 
@@ -23,21 +24,23 @@ StatusOr<RecurrentState> RecurrentState::Create(const ModelConfig& config) {
 
 RecurrentState::RecurrentState(RecurrentState&& other) noexcept
     : conv_floats_(other.conv_floats_), ssm_floats_(other.ssm_floats_) {
-  other.Sync();
   conv_ = std::move(other.conv_);
   ssm_ = std::move(other.ssm_);
   lineage_ = std::move(other.lineage_);
+  pending_ = std::exchange(other.pending_, nullptr);
+  if (pending_ != nullptr) pending_->Moved(other, *this);
 }
 
 RecurrentState& RecurrentState::operator=(RecurrentState&& other) noexcept {
   if (this == &other) return *this;
   ForgetPending();
-  other.Sync();
   conv_floats_ = other.conv_floats_;
   ssm_floats_ = other.ssm_floats_;
   conv_ = std::move(other.conv_);
   ssm_ = std::move(other.ssm_);
   lineage_ = std::move(other.lineage_);
+  pending_ = std::exchange(other.pending_, nullptr);
+  if (pending_ != nullptr) pending_->Moved(other, *this);
   return *this;
 }
 
@@ -49,7 +52,7 @@ void RecurrentState::Sync() const {
   if (pending_ == nullptr) return;
   StateMirror* m = pending_;
   pending_ = nullptr;  // before Pull, so Pull's own accesses do not recurse
-  m->Pull(const_cast<RecurrentState&>(*this));
+  m->Pull(*const_cast<RecurrentState*>(this));  // host_conv/host_ssm size a device-made copy's buffers
 }
 
 void RecurrentState::ForgetPending() {
@@ -62,8 +65,8 @@ void RecurrentState::ForgetPending() {
 void RecurrentState::Reset() {
   ForgetPending();  // the device contents are replaced: no need to fetch them
   lineage_.Renew();
-  for (auto& c : conv_) std::fill(c.begin(), c.end(), 0.0f);
-  for (auto& s : ssm_) std::fill(s.begin(), s.end(), 0.0f);
+  for (auto& c : conv_) c.assign(static_cast<size_t>(conv_floats_), 0.0f);  // (a device-made copy
+  for (auto& s : ssm_) s.assign(static_cast<size_t>(ssm_floats_), 0.0f);    //  may have none yet)
 }
 
 size_t RecurrentState::bytes() const {
@@ -71,11 +74,16 @@ size_t RecurrentState::bytes() const {
 }
 
 StatusOr<RecurrentState> RecurrentState::Copy() const {
-  Sync();
   RecurrentState c;
   c.conv_floats_ = conv_floats_;
   c.ssm_floats_ = ssm_floats_;
   try {
+    if (pending_ != nullptr) {  // a copy on the device, host buffers left empty
+      c.conv_.resize(conv_.size());
+      c.ssm_.resize(ssm_.size());
+      if (pending_->Clone(*this, c)) return c;
+    }
+    Sync();
     c.conv_ = conv_;
     c.ssm_ = ssm_;
   } catch (const std::bad_alloc&) {
@@ -85,10 +93,15 @@ StatusOr<RecurrentState> RecurrentState::Copy() const {
 }
 
 void RecurrentState::CopyFrom(const RecurrentState& other) {
+  if (this == &other) return;
+  if (pending_ != nullptr && pending_ != other.pending_) ForgetPending();
+  lineage_.Renew();
+  if (other.pending_ != nullptr && other.pending_->Clone(other, *this)) return;  // stays on the device
   other.Sync();
   ForgetPending();
-  lineage_.Renew();
   for (size_t g = 0; g < conv_.size() && g < other.conv_.size(); ++g) {
+    conv_[g].resize(static_cast<size_t>(conv_floats_));
+    ssm_[g].resize(static_cast<size_t>(ssm_floats_));
     std::copy(other.conv_[g].begin(), other.conv_[g].end(), conv_[g].begin());
     std::copy(other.ssm_[g].begin(), other.ssm_[g].end(), ssm_[g].begin());
   }

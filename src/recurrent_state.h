@@ -16,28 +16,33 @@ namespace qwenrt {
 
 class RecurrentState;
 
-// A device that holds newer contents of a RecurrentState than its host buffers (forward_cuda.cpp
-// runs decode steps without copying the state back each time). While a state is pending on a mirror,
-// the state calls Pull before anything reads or writes its host buffers, and Forget when its contents
-// are replaced or it dies. Both are called on the thread using the state.
+// A device that holds newer contents of RecurrentStates than their host buffers (forward_cuda.cpp
+// runs decode steps, and takes checkpoint copies, without bringing the state to the host). While a
+// state is pending on a mirror, the state calls Pull before anything reads or writes its host
+// buffers, Forget when its contents are replaced or it dies, Moved when it is moved. All are called
+// on the thread using the state.
 class StateMirror {
  public:
   virtual ~StateMirror() = default;
-  // Writes the newer contents into state.host_conv()/host_ssm(). Cannot fail to the caller: on a
-  // device error the buffers are filled with NaN (loud, never silently stale) and the mirror reports
-  // the error from its next run.
+  // Writes the newer contents into state.host_conv()/host_ssm() (already sized). Cannot fail to the
+  // caller: on a device error the buffers are filled with NaN (loud, never silently stale) and the
+  // mirror reports the error from its next run.
   virtual void Pull(RecurrentState& state) = 0;
   virtual void Forget(const RecurrentState& state) = 0;
+  // `to` now stands where `from` stood (a move): the mirror re-keys its copy.
+  virtual void Moved(const RecurrentState& from, const RecurrentState& to) = 0;
+  // Gives `to` a copy of `from`'s contents (pending here) on the device; `to` becomes pending here.
+  // False when the mirror cannot (out of device memory): the caller copies through the host.
+  virtual bool Clone(const RecurrentState& from, RecurrentState& to) = 0;
 };
-
 
 class RecurrentState {
  public:
   // Zeroed state (the state at position 0) for `config`'s GDN layers. Error: OutOfMemory.
   static StatusOr<RecurrentState> Create(const ModelConfig& config);
 
-  RecurrentState(RecurrentState&& other) noexcept;             // pulls `other` first
-  RecurrentState& operator=(RecurrentState&& other) noexcept;  // pulls `other`, forgets ours
+  RecurrentState(RecurrentState&& other) noexcept;             // pending contents move along
+  RecurrentState& operator=(RecurrentState&& other) noexcept;  // ours are forgotten
   ~RecurrentState();
 
   int64_t n_layers() const { return static_cast<int64_t>(conv_.size()); }  // GDN layers
@@ -73,9 +78,16 @@ class RecurrentState {
   void RenewLineage() { lineage_.Renew(); }
   const StateMirror* pending() const { return pending_; }
   void Sync() const;  // pulls pending contents now, if any
-  // For StateMirror::Pull: the host buffers, without syncing or renewing the lineage.
-  float* host_conv(int64_t g) const { return const_cast<float*>(conv_[g].data()); }
-  float* host_ssm(int64_t g) const { return const_cast<float*>(ssm_[g].data()); }
+  // For StateMirror::Pull: the host buffers, without syncing or renewing the lineage. A copy made on
+  // a device (Clone) has no host buffers until its first Pull sizes them.
+  float* host_conv(int64_t g) {
+    conv_[g].resize(static_cast<size_t>(conv_floats_));
+    return conv_[g].data();
+  }
+  float* host_ssm(int64_t g) {
+    ssm_[g].resize(static_cast<size_t>(ssm_floats_));
+    return ssm_[g].data();
+  }
 
   // Names the contents (lineage.h): renewed by the mutable views, Reset and CopyFrom; moved with them.
   uint64_t lineage() const { return lineage_.id(); }
