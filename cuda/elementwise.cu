@@ -19,6 +19,7 @@
 #include <cmath>
 
 #include "activations.cuh"
+#include "l2_norm_row.cuh"
 #include "common.cuh"
 #include "cuda_kernels.h"
 #include "launch_util.cuh"
@@ -30,12 +31,6 @@ cudaStream_t AsCuda(Stream stream) { return static_cast<cudaStream_t>(stream); }
 
 constexpr int kL2RowsPerBlock = kElementwiseThreads / kWarpSize;
 
-__device__ __forceinline__ double WarpSumDouble(double v) {
-#pragma unroll
-  for (int off = kWarpSize / 2; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
-
 __global__ void __launch_bounds__(kElementwiseThreads)
     L2NormScaleKernel(const float* src, int64_t src_token_stride, int64_t heads, float* dst, int64_t rows,
                       int64_t n, float eps, float scale) {
@@ -43,13 +38,7 @@ __global__ void __launch_bounds__(kElementwiseThreads)
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kL2RowsPerBlock + threadIdx.x / kWarpSize;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kL2RowsPerBlock;
   for (int64_t r = first; r < rows; r += stride) {  // warp-uniform loop; r = t * heads + h
-    const float* xr = src + (r / heads) * src_token_stride + (r % heads) * n;
-    float* yr = dst + r * n;
-    double sum = 0.0;
-    for (int64_t i = lane; i < n; i += kWarpSize) sum += static_cast<double>(xr[i] * xr[i]);
-    sum = WarpSumDouble(sum);
-    const float inv = 1.0f / fmaxf(sqrtf(static_cast<float>(sum)), eps);
-    for (int64_t i = lane; i < n; i += kWarpSize) yr[i] = (xr[i] * inv) * scale;
+    L2NormRow(src + (r / heads) * src_token_stride + (r % heads) * n, dst + r * n, n, eps, scale, lane);
   }
 }
 
@@ -65,9 +54,11 @@ __global__ void SwiGluKernel(const float* __restrict__ gate, float* up, int64_t 
   }
 }
 
-__global__ void MulSigmoidKernel(float* x, const float* __restrict__ gate, int64_t n) {
+// x[r][c] *= sigmoid(gate[r * gate_stride + c]) for rows of `width` (width = n, stride = n: flat).
+__global__ void MulSigmoidKernel(float* x, const float* __restrict__ gate, int64_t width, int64_t gate_stride,
+                                 int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    x[i] *= DevSigmoid(gate[i]);
+    x[i] *= DevSigmoid(gate[(i / width) * gate_stride + i % width]);
   }
 }
 
@@ -155,7 +146,21 @@ Status LaunchMulSigmoid(float* x, const float* gate, int64_t n, Stream stream) {
   QWENRT_RETURN_IF_ERROR(CountElements("LaunchMulSigmoid", {n}, &count));
   if (count == 0) return OkStatus();
   QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchMulSigmoid", {x, gate}));
-  MulSigmoidKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(x, gate, count);
+  MulSigmoidKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(x, gate, count, count,
+                                                                                         count);
+  QWENRT_CUDA_TRY(cudaGetLastError());
+  return OkStatus();
+}
+
+Status LaunchMulSigmoidRows(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride,
+                            Stream stream) {
+  int64_t count = 0;
+  QWENRT_RETURN_IF_ERROR(CountElements("LaunchMulSigmoidRows", {rows, n}, &count));
+  if (gate_stride < n) return CudaInvalidArgument("cuda::LaunchMulSigmoidRows: gate stride < n");
+  if (count == 0) return OkStatus();
+  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchMulSigmoidRows", {x, gate}));
+  MulSigmoidKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(x, gate, n, gate_stride,
+                                                                                         count);
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();
 }

@@ -9,10 +9,12 @@
 //         scale their elements. Memory-bound: one read of x, one read of w, one write of y.
 // Versions: v1 (this) is the plain strided loop. TODO(gguf): time float4 loads on an H200 once a
 //         GPU run is available (scripts/gpu-check.sh prints us/launch and GB/s).
+#include "activations.cuh"
 #include "common.cuh"
 #include "cuda_kernels.h"
 
 #include <limits>
+#include <string>
 
 #include "cuda_ops.h"
 
@@ -21,12 +23,15 @@ namespace {
 
 constexpr int kRmsThreads = 256;
 
-template <bool kAdd>  // kAdd: x += mix first (written back), then the norm of the sum
+// kAdd: x += mix first (written back), then the norm of the sum. kGate: y = silu(z) * norm(x) (the
+// GDN output's gated norm). Row r of x starts at x + r * x_stride (q rows inside the joint q/gate
+// projection); mix, z and y rows are contiguous.
+template <bool kAdd, bool kGate>
 __global__ void __launch_bounds__(kRmsThreads)
-    RmsNormKernel(float* x, const float* __restrict__ mix, const float* __restrict__ w, float* y, int64_t n,
-                  float eps) {
+    RmsNormKernel(float* x, int64_t x_stride, const float* __restrict__ mix, const float* __restrict__ z,
+                  const float* __restrict__ w, float* y, int64_t n, float eps) {
   const int64_t row = blockIdx.x;
-  float* xr = x + row * n;
+  float* xr = x + row * x_stride;
   float* yr = y + row * n;
   float sum = 0.0f;
   for (int64_t i = threadIdx.x; i < n; i += kRmsThreads) {
@@ -46,32 +51,48 @@ __global__ void __launch_bounds__(kRmsThreads)
 #pragma unroll
   for (int i = 0; i < kRmsThreads / kWarpSize; ++i) total += partial[i];
   const float scale = 1.0f / sqrtf(total / static_cast<float>(n) + eps);
-  for (int64_t i = threadIdx.x; i < n; i += kRmsThreads) yr[i] = (xr[i] * scale) * w[i];
+  for (int64_t i = threadIdx.x; i < n; i += kRmsThreads) {
+    const float normed = (xr[i] * scale) * w[i];
+    yr[i] = kGate ? DevSilu(z[row * n + i]) * normed : normed;  // as ref::SwiGlu(z, normed)
+  }
+}
+
+template <bool kAdd, bool kGate>
+Status Launch(const char* op, float* x, int64_t x_stride, const float* mix, const float* z, const float* w,
+              float* y, int64_t rows, int64_t n, float eps, Stream stream) {
+  if (rows < 0 || n < 1 || x_stride < n) return CudaInvalidArgument(std::string(op) + ": bad shape");
+  if (rows == 0) return OkStatus();
+  if (rows > std::numeric_limits<int32_t>::max()) return CudaInvalidArgument(std::string(op) + ": too many rows");
+  RmsNormKernel<kAdd, kGate><<<static_cast<unsigned>(rows), kRmsThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      x, x_stride, mix, z, w, y, n, eps);
+  QWENRT_CUDA_TRY(cudaGetLastError());
+  return OkStatus();
 }
 
 }  // namespace
 
+// The kernels never write x without kAdd, so the const_casts below only widen the parameter type.
 Status LaunchRmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps,
                      Stream stream) {
-  if (rows < 0 || n < 1) return CudaInvalidArgument("LaunchRmsNorm: bad shape");
-  if (rows == 0) return OkStatus();
-  if (rows > std::numeric_limits<int32_t>::max()) return CudaInvalidArgument("RmsNorm: too many rows");
-  // x is only read here (RmsNormKernel<false> never writes it).
-  RmsNormKernel<false><<<static_cast<unsigned>(rows), kRmsThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      const_cast<float*>(x), nullptr, w, y, n, eps);
-  QWENRT_CUDA_TRY(cudaGetLastError());
-  return OkStatus();
+  return Launch<false, false>("LaunchRmsNorm", const_cast<float*>(x), n, nullptr, nullptr, w, y, rows, n, eps,
+                              stream);
+}
+
+Status LaunchRmsNormRows(const float* x, int64_t x_stride, const float* w, float* y, int64_t rows, int64_t n,
+                         float eps, Stream stream) {
+  return Launch<false, false>("LaunchRmsNormRows", const_cast<float*>(x), x_stride, nullptr, nullptr, w, y, rows,
+                              n, eps, stream);
+}
+
+Status LaunchRmsNormGate(const float* x, const float* w, const float* z, float* y, int64_t rows, int64_t n,
+                         float eps, Stream stream) {
+  return Launch<false, true>("LaunchRmsNormGate", const_cast<float*>(x), n, nullptr, z, w, y, rows, n, eps,
+                             stream);
 }
 
 Status LaunchAddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows, int64_t n, float eps,
                         Stream stream) {
-  if (rows < 0 || n < 1) return CudaInvalidArgument("LaunchAddRmsNorm: bad shape");
-  if (rows == 0) return OkStatus();
-  if (rows > std::numeric_limits<int32_t>::max()) return CudaInvalidArgument("AddRmsNorm: too many rows");
-  RmsNormKernel<true><<<static_cast<unsigned>(rows), kRmsThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      x, mix, w, y, n, eps);
-  QWENRT_CUDA_TRY(cudaGetLastError());
-  return OkStatus();
+  return Launch<true, false>("LaunchAddRmsNorm", x, n, mix, nullptr, w, y, rows, n, eps, stream);
 }
 
 Status RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps,

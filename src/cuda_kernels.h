@@ -71,6 +71,13 @@ Status LaunchMatMulMulti(const MatMulTarget* targets, int n, int64_t cols, const
 // --- element-wise and per-row ops (same math as ref::) ----------------------------------------------
 Status LaunchRmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps,
                      Stream stream);
+// RmsNorm of rows starting at x + r * x_stride (e.g. the query rows inside the joint q/gate projection).
+Status LaunchRmsNormRows(const float* x, int64_t x_stride, const float* w, float* y, int64_t rows, int64_t n,
+                         float eps, Stream stream);
+// y = silu(z) * RmsNorm(x) (the GDN output's gated norm), bit for bit LaunchRmsNorm then LaunchSwiGlu.
+// x, z, y: [rows, n] (y may alias x).
+Status LaunchRmsNormGate(const float* x, const float* w, const float* z, float* y, int64_t rows, int64_t n,
+                         float eps, Stream stream);
 // x += mix, then y = RmsNorm(x) (the residual add and the next sub-block's norm), bit for bit
 // LaunchAdd followed by LaunchRmsNorm. x, mix, y: [rows, n]; y must not alias x or mix.
 Status LaunchAddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows, int64_t n, float eps,
@@ -85,12 +92,23 @@ Status LaunchL2NormScaleRows(const float* src, int64_t src_token_stride, int64_t
 Status LaunchAdd(float* x, const float* y, int64_t n, Stream stream);               // x += y
 Status LaunchSwiGlu(const float* gate, float* up, int64_t n, Stream stream);        // up = silu(gate)*up
 Status LaunchMulSigmoid(float* x, const float* gate, int64_t n, Stream stream);     // x *= sigmoid(gate)
+// x[r][c] *= sigmoid(gate[r * gate_stride + c]), x: [rows, n] (the attention output gate, read in place
+// from the joint q/gate projection).
+Status LaunchMulSigmoidRows(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride,
+                            Stream stream);
 // alpha = ssm_a * softplus(alpha + dt_bias), beta = sigmoid(beta).  alpha, beta: [T, Hv]
 Status LaunchGdnGates(float* alpha, float* beta, const float* ssm_a, const float* dt_bias, int64_t T,
                       int64_t Hv, Stream stream);
 // dst[r][0..width) = src[r][offset .. offset+width)   src: [rows, src_stride]; dst: [rows, width]
 Status LaunchCopyColumns(const float* src, int64_t rows, int64_t src_stride, int64_t offset,
                          int64_t width, float* dst, Stream stream);
+
+// The GDN step between the conv and the delta rule in one launch (cuda/gdn_split.cu): q, k
+// L2-normed (q also scaled) out of the conv output [T, C], v copied out, and the gates as
+// LaunchGdnGates. Bit for bit the four separate launches. q, k: [T, Hk, Dk]; v: [T, Hv, Dv].
+Status LaunchGdnSplit(const float* conv, int64_t T, int64_t Hk, int64_t Dk, int64_t Hv, int64_t Dv, float eps,
+                      float q_scale, float* q, float* k, float* v, float* alpha, float* beta, const float* ssm_a,
+                      const float* dt_bias, Stream stream);
 
 // --- sequence ops ------------------------------------------------------------------------------------
 // As ref::CausalConvSilu (conv.h): x [T, C]; w [C, Kc]; state [C, Kc-1] updated; y [T, C].

@@ -137,7 +137,7 @@ struct DevMatrix {
 struct DeviceActivations {
   DeviceArray x, xn, mix;                                           // [Tm, E]
   DeviceArray qkv, conv, z, alpha, beta, gq, gk, gv, go;            // gated delta net
-  DeviceArray qg, q, gate, k, v, att;                               // full attention
+  DeviceArray qg, q, k, v, att;                                     // full attention
   DeviceArray att_scratch;                                          // cuda::AttentionScratchFloats
   DeviceArray ff_gate, ff_up;                                       // [Tm, ff]
   DeviceArray router, xe, ye, yslot, shgate, moe_weights, moe_rows;  // MoE
@@ -316,7 +316,6 @@ Status CudaForwardImpl::Init() {
   if (c_.n_attn_layers() > 0) {
     QWENRT_RETURN_IF_ERROR(a.qg.AllocateFloats(Tm * 2 * HD));
     QWENRT_RETURN_IF_ERROR(a.q.AllocateFloats(Tm * HD));
-    QWENRT_RETURN_IF_ERROR(a.gate.AllocateFloats(Tm * HD));
     QWENRT_RETURN_IF_ERROR(a.k.AllocateFloats(Tm * KvD));
     QWENRT_RETURN_IF_ERROR(a.v.AllocateFloats(Tm * KvD));
     QWENRT_RETURN_IF_ERROR(a.att.AllocateFloats(Tm * HD));
@@ -362,7 +361,7 @@ size_t CudaForwardImpl::device_bytes() const {
   size_t n = conv_state_.bytes() + ssm_state_.bytes();
   for (const auto& [state, d] : copies_) n += d.conv.bytes() + d.ssm.bytes();
   for (const DeviceArray* d : {&a.x, &a.xn, &a.mix, &a.qkv, &a.conv, &a.z, &a.alpha, &a.beta, &a.gq, &a.gk,
-                               &a.gv, &a.go, &a.qg, &a.q, &a.gate, &a.k, &a.v, &a.att, &a.att_scratch, &a.ff_gate, &a.ff_up,
+                               &a.gv, &a.go, &a.qg, &a.q, &a.k, &a.v, &a.att, &a.att_scratch, &a.ff_gate, &a.ff_up,
                                &a.router, &a.xe, &a.ye, &a.yslot, &a.shgate, &a.moe_weights, &a.moe_rows,
                                &a.logits}) {
     n += d->bytes();
@@ -662,31 +661,29 @@ Status CudaForwardImpl::DecodeWithGraph(int64_t n_past) {
 Status CudaForwardImpl::GatedDeltaLayer(const GatedDeltaWeights& w, int64_t T, float* conv_state /*[C, Kc-1]*/,
                                         float* ssm_state /*[Hv, Dv, Dk]*/) {
   DeviceActivations& a = a_;
-  const int64_t C = c_.conv_channels(), Hk = c_.ssm_hk, Hv = c_.ssm_hv, Dk = c_.ssm_dk, Dv = c_.ssm_dv,
-                Cq = Hk * Dk, Cv = Hv * Dv;
+  const int64_t C = c_.conv_channels(), Hk = c_.ssm_hk, Hv = c_.ssm_hv, Dk = c_.ssm_dk, Dv = c_.ssm_dv;
   // One launch for the four projections of xn.
   const cuda::MatMulTarget proj[] = {Target(w.qkv, a.qkv.f()),       // m: [T, C]
                                      Target(w.gate, a.z.f()),        // z: [T, Cv]
                                      Target(w.beta, a.beta.f()),     // b: [T, Hv]
                                      Target(w.alpha, a.alpha.f())};  // a: [T, Hv]
   QWENRT_RETURN_IF_ERROR(cuda::LaunchMatMulMulti(proj, 4, c_.n_embd, a.xn.f(), T, stream_));
-  QWENRT_RETURN_IF_ERROR(
-      cuda::LaunchGdnGates(a.alpha.f(), a.beta.f(), Dev(w.ssm_a), Dev(w.dt_bias), T, Hv, stream_));
 
   QWENRT_RETURN_IF_ERROR(cuda::LaunchCausalConvSilu(CausalConvShape{T, C, c_.conv_kernel}, a.qkv.f(),
                                                     Dev(w.conv1d), conv_state, a.conv.f(), stream_));
-  // Split into q [T, Hk, Dk], k [T, Hk, Dk] (L2-normed on the way out; q also scaled), v [T, Hv, Dv].
+  // One launch: split into q [T, Hk, Dk], k [T, Hk, Dk] (L2-normed on the way out; q also scaled by
+  // 1/sqrt(Dk)), v [T, Hv, Dv]; and the gates: g = ssm_a * softplus(alpha + dt_bias), beta = sigmoid(b).
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(Dk));
-  QWENRT_RETURN_IF_ERROR(cuda::LaunchL2NormScaleRows(a.conv.f(), C, T, Hk, Dk, c_.eps, q_scale, a.gq.f(), stream_));
-  QWENRT_RETURN_IF_ERROR(cuda::LaunchL2NormScaleRows(a.conv.f() + Cq, C, T, Hk, Dk, c_.eps, 1.0f, a.gk.f(), stream_));
-  QWENRT_RETURN_IF_ERROR(cuda::LaunchCopyColumns(a.conv.f(), T, C, 2 * Cq, Cv, a.gv.f(), stream_));
+  QWENRT_RETURN_IF_ERROR(cuda::LaunchGdnSplit(a.conv.f(), T, Hk, Dk, Hv, Dv, c_.eps, q_scale, a.gq.f(), a.gk.f(),
+                                              a.gv.f(), a.alpha.f(), a.beta.f(), Dev(w.ssm_a), Dev(w.dt_bias),
+                                              stream_));
 
   // Value head h reads key head h % Hk (tiled order, spec §5.1).
   QWENRT_RETURN_IF_ERROR(cuda::LaunchGatedDelta(GatedDeltaShape{T, Hk, Hv, Dk, Dv}, a.gq.f(), a.gk.f(),
                                                 a.gv.f(), a.alpha.f(), a.beta.f(), ssm_state, a.go.f(),
                                                 stream_));
-  QWENRT_RETURN_IF_ERROR(cuda::LaunchRmsNorm(a.go.f(), Dev(w.norm), a.go.f(), T * Hv, Dv, c_.eps, stream_));
-  QWENRT_RETURN_IF_ERROR(cuda::LaunchSwiGlu(a.z.f(), a.go.f(), T * Cv, stream_));  // norm(o) * silu(z)
+  QWENRT_RETURN_IF_ERROR(  // gated RMSNorm: norm(o) * silu(z)
+      cuda::LaunchRmsNormGate(a.go.f(), Dev(w.norm), a.z.f(), a.go.f(), T * Hv, Dv, c_.eps, stream_));
   return MatMul(Dev(w.out), a.go.f(), a.mix.f(), T);
 }
 
@@ -700,9 +697,8 @@ Status CudaForwardImpl::FullAttentionLayer(const AttentionWeights& w, int64_t T,
                                      Target(w.k, a.k.f()),   // [T, Hkv, Dh]
                                      Target(w.v, a.v.f())};  // [T, Hkv, Dh]
   QWENRT_RETURN_IF_ERROR(cuda::LaunchMatMulMulti(proj, 3, c_.n_embd, a.xn.f(), T, stream_));
-  QWENRT_RETURN_IF_ERROR(cuda::LaunchCopyColumns(a.qg.f(), T * H, 2 * Dh, 0, Dh, a.q.f(), stream_));
-  QWENRT_RETURN_IF_ERROR(cuda::LaunchCopyColumns(a.qg.f(), T * H, 2 * Dh, Dh, Dh, a.gate.f(), stream_));
-  QWENRT_RETURN_IF_ERROR(cuda::LaunchRmsNorm(a.q.f(), Dev(w.q_norm), a.q.f(), T * H, Dh, c_.eps, stream_));
+  // The query rows are read in place from qg (stride 2*Dh), normed into q [T, H, Dh].
+  QWENRT_RETURN_IF_ERROR(cuda::LaunchRmsNormRows(a.qg.f(), 2 * Dh, Dev(w.q_norm), a.q.f(), T * H, Dh, c_.eps, stream_));
   QWENRT_RETURN_IF_ERROR(cuda::LaunchRmsNorm(a.k.f(), Dev(w.k_norm), a.k.f(), T * Hkv, Dh, c_.eps, stream_));
   const uint8_t* pairs = weights_->rope_pairs();
   QWENRT_RETURN_IF_ERROR(cuda::LaunchRope(a.q.f(), T, H, Dh, n_past, c_.rope_dims, c_.rope_base,
@@ -716,7 +712,8 @@ Status CudaForwardImpl::FullAttentionLayer(const AttentionWeights& w, int64_t T,
   QWENRT_RETURN_IF_ERROR(
       cuda::LaunchAttention(AttentionShape{T, n_past, H, Hkv, Dh}, a.q.f(), k_cache, v_cache, a.att.f(),
                             a.att_scratch.f(), cuda::AttentionScratchFloats(H, Dh), stream_, pos_dev));
-  QWENRT_RETURN_IF_ERROR(cuda::LaunchMulSigmoid(a.att.f(), a.gate.f(), T * H * Dh, stream_));  // output gate
+  // Output gate, read in place from qg (the second half of each head's 2*Dh rows).
+  QWENRT_RETURN_IF_ERROR(cuda::LaunchMulSigmoidRows(a.att.f(), a.qg.f() + Dh, T * H, Dh, 2 * Dh, stream_));
   return MatMul(Dev(w.o), a.att.f(), a.mix.f(), T);
 }
 

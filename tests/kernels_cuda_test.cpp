@@ -649,7 +649,7 @@ namespace qwenrt {
 namespace {
 
 // Fused launches of the forward pass: each must equal its unfused form bit for bit.
-TEST_CASE("cuda fused launches equal their parts: MatMulMulti, AddRmsNorm, L2NormScaleRows", "[cuda]") {
+TEST_CASE("cuda fused launches equal their parts (MatMulMulti, AddRmsNorm, L2NormScaleRows, GdnSplit, RmsNormGate, RmsNormRows, MulSigmoidRows)", "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
   TestStream stream;
   const int64_t cols = 96, T = 11;
@@ -715,6 +715,56 @@ TEST_CASE("cuda fused launches equal their parts: MatMulMulti, AddRmsNorm, L2Nor
   REQUIRE_OK(cuda::LaunchCopyColumns(dsrc.get(), Tq, C, offset, heads * dk, split.get(), stream.get()));
   REQUIRE_OK(cuda::LaunchL2NormScale(split.get(), Tq * heads, dk, 1e-6f, 0.25f, stream.get()));
   CheckBitIdentical(fused.Download(), split.Download(), "L2NormScaleRows vs copy + L2NormScale");
+
+  // GdnSplit == two L2NormScaleRows + CopyColumns + GdnGates.
+  {
+    const int64_t Tg = 3, Hk = 2, Dk = 48, Hv = 4, Dv = 40, Cq = Hk * Dk, Cv = Hv * Dv, Cg = 2 * Cq + Cv;
+    const std::vector<float> conv = RandomFloats(static_cast<size_t>(Tg * Cg), -1.0f, 1.0f, 907);
+    const std::vector<float> ab = RandomFloats(static_cast<size_t>(Tg * Hv), -3.0f, 3.0f, 908);
+    const std::vector<float> a_h = RandomFloats(static_cast<size_t>(Hv), -2.0f, -0.1f, 909);
+    const std::vector<float> dt = RandomFloats(static_cast<size_t>(Hv), -1.0f, 1.0f, 910);
+    DeviceArray<float> dconv(conv, stream), ssm_a(a_h, stream), dt_bias(dt, stream);
+    const std::vector<float> zq(static_cast<size_t>(Tg * Cq), 0.0f), zv(static_cast<size_t>(Tg * Cv), 0.0f);
+    DeviceArray<float> q1(zq, stream), k1(zq, stream), v1(zv, stream), al1(ab, stream), be1(ab, stream);
+    DeviceArray<float> q2(zq, stream), k2(zq, stream), v2(zv, stream), al2(ab, stream), be2(ab, stream);
+    REQUIRE_OK(cuda::LaunchGdnSplit(dconv.get(), Tg, Hk, Dk, Hv, Dv, 1e-6f, 0.125f, q1.get(), k1.get(), v1.get(),
+                                    al1.get(), be1.get(), ssm_a.get(), dt_bias.get(), stream.get()));
+    REQUIRE_OK(cuda::LaunchL2NormScaleRows(dconv.get(), Cg, Tg, Hk, Dk, 1e-6f, 0.125f, q2.get(), stream.get()));
+    REQUIRE_OK(cuda::LaunchL2NormScaleRows(dconv.get() + Cq, Cg, Tg, Hk, Dk, 1e-6f, 1.0f, k2.get(), stream.get()));
+    REQUIRE_OK(cuda::LaunchCopyColumns(dconv.get(), Tg, Cg, 2 * Cq, Cv, v2.get(), stream.get()));
+    REQUIRE_OK(cuda::LaunchGdnGates(al2.get(), be2.get(), ssm_a.get(), dt_bias.get(), Tg, Hv, stream.get()));
+    CheckBitIdentical(q1.Download(), q2.Download(), "GdnSplit q");
+    CheckBitIdentical(k1.Download(), k2.Download(), "GdnSplit k");
+    CheckBitIdentical(v1.Download(), v2.Download(), "GdnSplit v");
+    CheckBitIdentical(al1.Download(), al2.Download(), "GdnSplit alpha -> g");
+    CheckBitIdentical(be1.Download(), be2.Download(), "GdnSplit beta");
+  }
+
+  // RmsNormGate == RmsNorm then SwiGlu; RmsNormRows / MulSigmoidRows == CopyColumns then the flat op.
+  {
+    const int64_t rows2 = 6, n2 = 72;
+    const std::vector<float> xo = RandomFloats(static_cast<size_t>(2 * rows2 * n2), -2.0f, 2.0f, 911);
+    const std::vector<float> zz = RandomFloats(static_cast<size_t>(rows2 * n2), -3.0f, 3.0f, 912);
+    const std::vector<float> gw = RandomFloats(static_cast<size_t>(n2), 0.5f, 1.5f, 913);
+    const std::vector<float> flat(xo.begin(), xo.begin() + rows2 * n2);
+    DeviceArray<float> dxo(xo, stream), dflat(flat, stream), dz(zz, stream), dgw(gw, stream);
+    const std::vector<float> zero2(static_cast<size_t>(rows2 * n2), 0.0f);
+    DeviceArray<float> out1(zero2, stream), out2(zero2, stream), col(zero2, stream);
+    REQUIRE_OK(cuda::LaunchRmsNormGate(dflat.get(), dgw.get(), dz.get(), out1.get(), rows2, n2, 1e-6f, stream.get()));
+    REQUIRE_OK(cuda::LaunchRmsNorm(dflat.get(), dgw.get(), out2.get(), rows2, n2, 1e-6f, stream.get()));
+    REQUIRE_OK(cuda::LaunchSwiGlu(dz.get(), out2.get(), rows2 * n2, stream.get()));
+    CheckBitIdentical(out1.Download(), out2.Download(), "RmsNormGate vs RmsNorm + SwiGlu");
+
+    // xo viewed as [rows2, 2, n2]: the first halves are the rows, the second halves the gates.
+    REQUIRE_OK(cuda::LaunchRmsNormRows(dxo.get(), 2 * n2, dgw.get(), out1.get(), rows2, n2, 1e-6f, stream.get()));
+    REQUIRE_OK(cuda::LaunchCopyColumns(dxo.get(), rows2, 2 * n2, 0, n2, col.get(), stream.get()));
+    REQUIRE_OK(cuda::LaunchRmsNorm(col.get(), dgw.get(), out2.get(), rows2, n2, 1e-6f, stream.get()));
+    CheckBitIdentical(out1.Download(), out2.Download(), "RmsNormRows vs CopyColumns + RmsNorm");
+    REQUIRE_OK(cuda::LaunchMulSigmoidRows(out1.get(), dxo.get() + n2, rows2, n2, 2 * n2, stream.get()));
+    REQUIRE_OK(cuda::LaunchCopyColumns(dxo.get(), rows2, 2 * n2, n2, n2, col.get(), stream.get()));
+    REQUIRE_OK(cuda::LaunchMulSigmoid(out2.get(), col.get(), rows2 * n2, stream.get()));
+    CheckBitIdentical(out1.Download(), out2.Download(), "MulSigmoidRows vs CopyColumns + MulSigmoid");
+  }
 }
 
 }  // namespace
