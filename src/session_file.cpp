@@ -8,7 +8,6 @@
 #include <new>
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -303,37 +302,6 @@ StatusOr<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
   }
   ::close(fd);
   return out;
-}
-
-StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
-  size_t size = 0;
-  QWENRT_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, &size));
-  void* data = nullptr;
-  if (size > 0) {
-    data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (data == MAP_FAILED) {
-      int e = errno;
-      ::close(fd);
-      return IoError("cannot map '{}': {}", path, std::strerror(e));
-    }
-  }
-  ::close(fd);
-  return MappedFile(data, size);
-}
-
-MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
-  if (this != &o) {
-    if (data_) ::munmap(data_, size_);
-    data_ = o.data_;
-    size_ = o.size_;
-    o.data_ = nullptr;
-    o.size_ = 0;
-  }
-  return *this;
-}
-
-MappedFile::~MappedFile() {
-  if (data_) ::munmap(data_, size_);
 }
 
 }  // namespace qwenrt

@@ -137,22 +137,4 @@ Status WriteFileAtomic(const std::string& path, const std::function<Status(ByteS
 // Reads a whole file into memory. IoError if it cannot be opened or read.
 StatusOr<std::vector<uint8_t>> ReadWholeFile(const std::string& path);
 
-// A read-only memory map of a whole file (so loading a large session does not hold the file twice).
-// Move-only; unmaps on destruction. An empty file maps to an empty span.
-class MappedFile {
- public:
-  static StatusOr<MappedFile> Open(const std::string& path);  // IoError if it cannot be opened/mapped
-  MappedFile(MappedFile&& o) noexcept : data_(o.data_), size_(o.size_) { o.data_ = nullptr; o.size_ = 0; }
-  MappedFile& operator=(MappedFile&& o) noexcept;
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  ~MappedFile();
-  std::span<const uint8_t> bytes() const { return {static_cast<const uint8_t*>(data_), size_}; }
-
- private:
-  MappedFile(void* data, size_t size) : data_(data), size_(size) {}
-  void* data_ = nullptr;
-  size_t size_ = 0;
-};
-
 }  // namespace qwenrt

@@ -108,8 +108,10 @@ StatusOr<std::vector<uint8_t>> Session::SaveToMemory(std::span<const uint8_t> sa
 }
 
 Status Session::LoadFromFile(const std::string& path, std::vector<uint8_t>* sampler_state) {
-  QWENRT_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
-  return LoadFromMemory(file.bytes(), sampler_state);
+  // Read, not memory-mapped: a map would turn a file truncated by someone else during the load into
+  // SIGBUS; a read turns it into an IoError (or a CRC failure). The cost is one transient copy.
+  QWENRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(path));
+  return LoadFromMemory(bytes, sampler_state);
 }
 
 Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8_t>* sampler_state) {
