@@ -33,6 +33,7 @@ namespace qwenrt::cuda {
 namespace {
 
 constexpr int kWarpsPerRow = 4;
+constexpr int64_t kTallRows = 1 << 17;  // rows from which decode takes 4 rows per block
 constexpr int kMatVecThreads = kWarpsPerRow * kWarpSize;
 
 // Up to kMaxMatMulTargets matrices sharing x (LaunchMatMulMulti), passed by value. The grid's
@@ -162,7 +163,16 @@ Status LaunchMatMulMulti(const MatMulTarget* targets, int n, int64_t cols, const
   t += n8;
   if (T - t >= 4) { LaunchGroups<4, 1>(m, cols, x, t, 4, n, stream); t += 4; }
   if (T - t >= 2) { LaunchGroups<2, 1>(m, cols, x, t, 2, n, stream); t += 2; }
-  if (T - t >= 1) { LaunchGroups<1, 1>(m, cols, x, t, 1, n, stream); }  // (2 or 4 rows: no faster on an H200)
+  if (T - t >= 1) {
+    // Decode: one row per block, except for very tall matrices (the 248k-row LM head), where 4 rows
+    // per block keep more bytes in flight per warp and need a quarter of the blocks. (Same bits
+    // either way; 2 or 4 rows for every matrix measured no faster on an H200.)
+    if (m.first[n] >= kTallRows) {
+      LaunchGroups<1, 4>(m, cols, x, t, 1, n, stream);
+    } else {
+      LaunchGroups<1, 1>(m, cols, x, t, 1, n, stream);
+    }
+  }
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();
 }

@@ -353,6 +353,28 @@ TEST_CASE("cuda DequantMatVec: 13 tokens at once equal one token at a time, bit 
   }
 }
 
+TEST_CASE("cuda DequantMatVec: a tall matrix (the LM head's decode layout) equals its batched rows", "[cuda]") {
+  QWENRT_SKIP_WITHOUT_GPU();
+  const int64_t cols = 256, rows = (int64_t{1} << 17) + 5, T = 9;  // decode takes 4 rows per block here
+  std::vector<uint8_t> wb = RandomWeights(gguf::Type::Q6_K, cols, rows, 4242);
+  const WeightMatrix w = MakeWeightMatrix(gguf::Type::Q6_K, cols, rows, wb.data());
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(T * cols), -1.0f, 1.0f, 4243);
+  std::vector<float> whole(static_cast<size_t>(T * rows)), one(whole.size()), want(whole.size());
+  REQUIRE(cuda::DequantMatVec(w, x.data(), whole.data(), T).ok());
+  for (int64_t t = 0; t < T; ++t) {
+    REQUIRE(cuda::DequantMatVec(w, x.data() + t * cols, one.data() + t * rows, 1).ok());
+  }
+  CHECK(std::memcmp(whole.data(), one.data(), whole.size() * sizeof(float)) == 0);
+  ref::MatMul(w, x.data(), want.data(), T);
+  double max_diff = 0, max_abs = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    max_diff = std::max(max_diff, std::fabs(double(one[i]) - want[i]));
+    max_abs = std::max(max_abs, std::fabs(double(want[i])));
+  }
+  INFO("max |d| " << max_diff << " of max |y| " << max_abs);
+  CHECK(max_diff <= 1e-5 * max_abs);
+}
+
 TEST_CASE("cuda GatedDeltaRecurrent matches ref::GatedDelta (output and state)", "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
   uint32_t seed = 100;
