@@ -530,6 +530,10 @@ Status CudaForwardImpl::Run(KvCache& kv, RecurrentState& rec, std::span<const in
                             bool all_logits, float* logits) {
   if (!pull_error_.ok()) return std::exchange(pull_error_, OkStatus());
   const int64_t T = static_cast<int64_t>(tokens.size()), n_past0 = kv.size(), V = c_.n_vocab;
+  if (c_.n_attn_layers() > 0 && n_past0 + T > cuda::kAttentionMaxKeys) {  // before anything moves
+    return Unsupported("CUDA forward: {} positions exceed the attention kernel's limit of {}", n_past0 + T,
+                       cuda::kAttentionMaxKeys);
+  }
   // Another state's newest contents are in the live buffers: fetch them before they are reused.
   if (pending_rec_ != nullptr && pending_rec_ != &rec) pending_rec_->Sync();
   if (rec.pending() == this && &rec != pending_rec_) {  // a device copy (a restored checkpoint): make it live

@@ -57,8 +57,10 @@ Session::Session(std::shared_ptr<const Model> model, const SessionParams& params
 Session::~Session() = default;
 
 Status Session::Init() {
-  int n = params_.n_threads > 0 ? params_.n_threads
-                                : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  // The CUDA backend does its host-side work (embedding rows, MoE routing) on the calling thread.
+  int n = params_.backend == BackendKind::kCuda ? 1
+          : params_.n_threads > 0               ? params_.n_threads
+                                                : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   try {
     pool_ = std::make_unique<ThreadPool>(n);
     last_logits_.assign(static_cast<size_t>(n_vocab()), 0.0f);
