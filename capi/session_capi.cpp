@@ -277,6 +277,19 @@ qwenrt_status qwenrt_session_reset(qwenrt_session* session) {
   });
 }
 
+qwenrt_status qwenrt_session_get_backend(const qwenrt_session* session, qwenrt_backend* backend) {
+  return Guard(__func__, [&]() -> Status {
+    QWENRT_RETURN_IF_ERROR(CheckSession(session));
+    if (backend == nullptr) return InvalidArgument("backend is NULL");
+    switch (session->session->params().backend) {
+      case BackendKind::kCpu: *backend = QWENRT_BACKEND_CPU; break;
+      case BackendKind::kCuda: *backend = QWENRT_BACKEND_CUDA; break;
+      case BackendKind::kRef: *backend = QWENRT_BACKEND_REF; break;
+    }
+    return OkStatus();
+  });
+}
+
 int64_t qwenrt_session_n_tokens(const qwenrt_session* session) {
   return GuardValue(__func__, int64_t{-1}, [&]() -> int64_t {
     Status s = CheckSession(session);

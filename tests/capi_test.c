@@ -709,6 +709,26 @@ static void TestStructSize(qwenrt_model *model) {
     st = qwenrt_session_create(model, &p, &cuda);
     EXPECT(st == QWENRT_OK || st == QWENRT_UNSUPPORTED || st == QWENRT_DEVICE);
     EXPECT((st == QWENRT_OK) == (cuda != NULL));
+    {
+      /* Which backend a session runs on; AUTO resolves to CUDA when that session can be made. */
+      qwenrt_session *autos = NULL;
+      qwenrt_backend b = QWENRT_BACKEND_AUTO;
+      ASSERT_OK(qwenrt_session_get_backend(ref, &b));
+      EXPECT(b == QWENRT_BACKEND_REF);
+      ASSERT_OK(qwenrt_session_get_backend(cpu, &b));
+      EXPECT(b == QWENRT_BACKEND_CPU);
+      if (cuda != NULL) {
+        ASSERT_OK(qwenrt_session_get_backend(cuda, &b));
+        EXPECT(b == QWENRT_BACKEND_CUDA);
+      }
+      p.backend = QWENRT_BACKEND_AUTO;
+      ASSERT_OK(qwenrt_session_create(model, &p, &autos));
+      ASSERT_OK(qwenrt_session_get_backend(autos, &b));
+      EXPECT(b == (cuda != NULL ? QWENRT_BACKEND_CUDA : QWENRT_BACKEND_CPU));
+      EXPECT_STATUS(qwenrt_session_get_backend(autos, NULL), QWENRT_INVALID_ARGUMENT, "backend is NULL");
+      EXPECT_STATUS(qwenrt_session_get_backend(NULL, &b), QWENRT_INVALID_ARGUMENT, "NULL");
+      qwenrt_session_free(autos);
+    }
     qwenrt_session_free(cuda);
     qwenrt_session_free(cpu);
     qwenrt_session_free(ref);

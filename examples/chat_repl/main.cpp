@@ -492,9 +492,12 @@ class Repl {
                   info.name[0] ? info.name : "(unnamed)", info.arch, info.n_vocab, info.n_ctx_train,
                   info.n_layer, info.fingerprint);
     }
-    std::printf("branch %zu of %zu: %zu messages, %lld tokens held, thinking %s\n", current_,
+    qwenrt_backend backend = QWENRT_BACKEND_AUTO;
+    qwenrt_session_get_backend(cur().session, &backend);
+    const char* backend_name = backend == QWENRT_BACKEND_CUDA ? "cuda" : backend == QWENRT_BACKEND_REF ? "ref" : "cpu";
+    std::printf("branch %zu of %zu: %zu messages, %lld tokens held, thinking %s, backend %s\n", current_,
                 branches_.size(), cur().messages.size(),
-                (long long)qwenrt_session_n_tokens(cur().session), think_ ? "on" : "off");
+                (long long)qwenrt_session_n_tokens(cur().session), think_ ? "on" : "off", backend_name);
     std::printf("last step: prompt %lld, common prefix %lld, reused %lld, prefilled %lld, checkpoint "
                 "%lld, miss reason: %s\n",
                 (long long)r.prompt_tokens, (long long)r.common_prefix, (long long)r.reused_tokens,

@@ -337,6 +337,10 @@ QWENRT_API qwenrt_status qwenrt_session_reset(qwenrt_session *session);
  * Thread safety: one thread per handle at a time. */
 QWENRT_API int64_t qwenrt_session_n_tokens(const qwenrt_session *session);
 
+/* The backend the session runs on: CPU, CUDA or REF (never AUTO: that resolves at creation).
+ * Returns QWENRT_INVALID_ARGUMENT (NULL/freed session, NULL backend). Thread safety: any thread. */
+QWENRT_API qwenrt_status qwenrt_session_get_backend(const qwenrt_session *session, qwenrt_backend *backend);
+
 /* Copies the transcript (the exact token ids the state holds) into `tokens`; *n_tokens = its length.
  * Returns QWENRT_INVALID_ARGUMENT, QWENRT_BUFFER_TOO_SMALL. Thread safety: one thread per handle at a
  * time. */
