@@ -126,7 +126,7 @@ void BM_Prefill(benchmark::State& st) {
   }
   st.counters["tokens/s"] =
       benchmark::Counter(double(st.range(0)) * double(st.iterations()), benchmark::Counter::kIsRate);
-  st.counters["threads"] = kKind == BackendKind::kRef ? 1 : Pool().size();
+  st.counters["threads"] = kKind == BackendKind::kCpu ? Pool().size() : 1;  // ref, cuda: one host thread
 }
 
 // Args: {n_prompt, n_decode}.
@@ -153,7 +153,7 @@ void BM_Decode(benchmark::State& st) {
   }
   st.counters["tokens/s"] =
       benchmark::Counter(double(n_decode) * double(st.iterations()), benchmark::Counter::kIsRate);
-  st.counters["threads"] = Pool().size();
+  st.counters["threads"] = kKind == BackendKind::kCpu ? Pool().size() : 1;
   st.counters["spin_us"] = Pool().spin_micros();
 }
 
