@@ -48,13 +48,7 @@ std::string WorstDiff(const std::vector<float>& a, const std::vector<float>& b) 
   return "max |d| = " + std::to_string(d) + " at " + std::to_string(worst);
 }
 
-SessionParams CudaParams(int64_t ubatch = 64) {
-  SessionParams p;
-  p.backend = BackendKind::kCuda;
-  p.n_threads = 1;
-  p.ubatch = ubatch;
-  return p;
-}
+SessionParams CudaParams(int64_t ubatch = 64) { return TestParams(BackendKind::kCuda, ubatch); }
 
 // Greedy over the first 512 ids (plain byte-level tokens of the fixtures), so a generation never
 // stops early on an end-of-generation token.

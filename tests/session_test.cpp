@@ -54,13 +54,7 @@ std::vector<int32_t> Prefix(const std::vector<int32_t>& a, int64_t n) {
   return std::vector<int32_t>(a.begin(), a.begin() + n);
 }
 
-SessionParams RefParams(int64_t ubatch = 64) {
-  SessionParams p;
-  p.backend = BackendKind::kRef;
-  p.n_threads = 1;
-  p.ubatch = ubatch;
-  return p;
-}
+SessionParams RefParams(int64_t ubatch = 64) { return test::TestParams(BackendKind::kRef, ubatch); }
 
 GenerateOptions Greedy(int64_t n) {
   GenerateOptions g;

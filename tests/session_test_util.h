@@ -24,6 +24,15 @@ inline std::vector<int32_t> RandomTokens(int64_t n, uint32_t seed, int64_t vocab
   return out;
 }
 
+// Parameters for test sessions: one thread, small ubatches (so prefills cross ubatch boundaries).
+inline SessionParams TestParams(BackendKind kind, int64_t ubatch = 64) {
+  SessionParams p;
+  p.backend = kind;
+  p.n_threads = 1;
+  p.ubatch = ubatch;
+  return p;
+}
+
 inline std::unique_ptr<Session> NewSession(std::shared_ptr<const Model> m, const SessionParams& p) {
   auto s = Session::Create(std::move(m), p);
   if (!s.ok()) FAIL(s.status().ToString());
