@@ -16,9 +16,9 @@
 // Split invariance: the lane code pins its roundings (lanes::Fma/Mul/Sub) and the reduction tree is
 //         fixed, so y[t][r] is the same bits for every NT and every T: a prefill equals the same
 //         tokens decoded one by one.
-// Versions: v2 (this): NT tokens per warp (weights read T/8 times instead of T times in prefill).
-//         v1: one token per warp. Next: x staged in shared memory, 2 rows per warp, tensor cores
-//         for large T (docs/performance.md).
+// Versions: v3 (this): 4 warps per row, 4 rows x 8 tokens per block in prefill, 32-bit quant and
+//         float4 activation loads. v2: NT tokens per warp. v1: one row and token per warp. Next
+//         (docs/cuda.md): more loads in flight for decode, tensor cores for large T.
 #include "common.cuh"
 #include "cuda_kernels.h"
 

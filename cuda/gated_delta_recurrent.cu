@@ -16,8 +16,9 @@
 //         Columns are independent, so there is no inter-warp synchronisation at all. The per-column
 //         code is lanes::GatedDeltaColumn (src/gated_delta_lanes.h), which tests also run on the CPU
 //         with an emulated warp.
-// Versions: v1 (this). TODO(gguf): time on an H200 vs one block per head with k/q staged in shared
-//         memory, and a chunked prefill form (gated_delta_chunk.cu) for large T.
+// Measured (H200, cuda_ops_bench, 16 heads of 128 x 128): 3.5 us for one token, 43 us for 64.
+//         A chunked prefill form (as cpu/gated_delta_chunk.cpp) would be faster for large T but not
+//         split-invariant; at the 0.8B shape the delta rule is a small part of a prefill.
 #include "common.cuh"
 #include "cuda_kernels.h"
 
