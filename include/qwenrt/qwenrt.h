@@ -145,7 +145,7 @@ typedef struct qwenrt_session qwenrt_session; /* one conversation's state; one t
 typedef enum qwenrt_backend {
   QWENRT_BACKEND_AUTO = 0, /* CUDA when built in and a device is present, else CPU */
   QWENRT_BACKEND_CPU = 1,  /* optimized CPU path */
-  QWENRT_BACKEND_CUDA = 2, /* NVIDIA GPU; QWENRT_UNSUPPORTED when not built in */
+  QWENRT_BACKEND_CUDA = 2, /* NVIDIA GPU; QWENRT_UNSUPPORTED when not built in or no device */
   QWENRT_BACKEND_REF = 3   /* scalar reference path (slow; for testing) */
 } qwenrt_backend;
 
@@ -309,7 +309,8 @@ typedef struct qwenrt_session_params {
   void *log_user_data;
   /* Make results independent of how tokens are split into prefill batches, so a reused prefix gives
    * logits bit-identical to a full recompute. Default true (costs ~3% of CPU prefill time); false
-   * uses the chunked delta rule, equal within floating-point rounding. */
+   * uses the chunked delta rule, equal within floating-point rounding. The CUDA backend is
+   * split-invariant either way. */
   bool split_invariant;
 } qwenrt_session_params;
 
