@@ -29,8 +29,6 @@
 namespace qwenrt::cuda {
 namespace {
 
-cudaStream_t AsCuda(Stream stream) { return static_cast<cudaStream_t>(stream); }
-
 constexpr int kAttnWarps = 4;
 constexpr int kAttnThreads = kAttnWarps * kWarpSize;
 constexpr int64_t kAttnMaxDh = 512;

@@ -22,8 +22,6 @@
 namespace qwenrt::cuda {
 namespace {
 
-cudaStream_t AsCuda(Stream stream) { return static_cast<cudaStream_t>(stream); }
-
 // Input of channel c at token tau >= -(Kc-1): from x, or from the state before the call.
 __device__ __forceinline__ float ConvInput(const float* x, const float* st, int64_t C, int64_t K1,
                                            int64_t c, int64_t tau) {

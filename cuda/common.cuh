@@ -23,6 +23,9 @@ inline Status CudaCallError(cudaError_t e, const char* expr, const char* file, i
                                          std::to_string(line) + ": " + cudaGetErrorName(e) + " (" +
                                          cudaGetErrorString(e) + ")");
 }
+// The cudaStream_t behind cuda_kernels.h's opaque Stream (a void*).
+inline cudaStream_t AsCuda(void* stream) { return static_cast<cudaStream_t>(stream); }
+
 inline Status CudaInvalidArgument(const std::string& message) {
   return Status(StatusCode::kInvalidArgument, message);
 }

@@ -156,7 +156,7 @@ Status LaunchMatMulMulti(const MatMulTarget* targets, int n, int64_t cols, const
     }
   }
   if (T == 0 || m.first[n] == 0) return OkStatus();
-  const auto stream = static_cast<cudaStream_t>(stream_handle);
+  const cudaStream_t stream = AsCuda(stream_handle);
   int64_t t = 0;
   const int64_t n8 = T / 8 * 8;
   LaunchGroups<8, 4>(m, cols, x, t, n8, n, stream);  // prefill: 4 rows x 8 tokens per warp

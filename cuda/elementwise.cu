@@ -27,8 +27,6 @@
 namespace qwenrt::cuda {
 namespace {
 
-cudaStream_t AsCuda(Stream stream) { return static_cast<cudaStream_t>(stream); }
-
 constexpr int kL2RowsPerBlock = kElementwiseThreads / kWarpSize;
 
 __global__ void __launch_bounds__(kElementwiseThreads)

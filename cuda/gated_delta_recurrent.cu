@@ -96,7 +96,7 @@ Status CheckShape(const GatedDeltaShape& s) {
 
 Status LaunchGatedDelta(const GatedDeltaShape& shape, const float* q, const float* k, const float* v,
                         const float* g, const float* beta, float* state, float* out, Stream stream_handle) {
-  const auto stream = static_cast<cudaStream_t>(stream_handle);
+  const cudaStream_t stream = AsCuda(stream_handle);
   QWENRT_RETURN_IF_ERROR(CheckShape(shape));
   if (shape.T == 0) return OkStatus();
   switch ((shape.Dk + kWarpSize - 1) / kWarpSize) {

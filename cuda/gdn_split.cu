@@ -57,7 +57,7 @@ Status LaunchGdnSplit(const float* conv, int64_t T, int64_t Hk, int64_t Dk, int6
   if (Hk < 1 || Dk < 1 || Hv < 1 || Dv < 1) return CudaInvalidArgument("cuda::LaunchGdnSplit: bad shape");
   if (T == 0) return OkStatus();
   QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchGdnSplit", {conv, q, k, v, alpha, beta, ssm_a, dt_bias}));
-  GdnSplitKernel<<<GridStrideBlocks(jobs, kSplitWarps), kElementwiseThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+  GdnSplitKernel<<<GridStrideBlocks(jobs, kSplitWarps), kElementwiseThreads, 0, AsCuda(stream)>>>(
       conv, T, Hk, Dk, Hv, Dv, eps, q_scale, q, k, v, alpha, beta, ssm_a, dt_bias);
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();

@@ -24,12 +24,11 @@
 namespace qwenrt::cuda {
 namespace {
 
-cudaStream_t AsCuda(Stream stream) { return static_cast<cudaStream_t>(stream); }
-
-Status CheckCopy(const char* what, const void* dst, const void* src) {
-  if (dst == nullptr || src == nullptr) {
-    return CudaInvalidArgument(std::string("cuda::") + what + ": null pointer");
-  }
+// Enqueues one copy of `bytes` (none when 0) after checking the pointers.
+Status Copy(const char* what, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, Stream stream) {
+  if (bytes == 0) return OkStatus();
+  if (dst == nullptr || src == nullptr) return CudaInvalidArgument(std::string("cuda::") + what + ": null pointer");
+  QWENRT_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kind, AsCuda(stream)));
   return OkStatus();
 }
 
@@ -67,32 +66,21 @@ Status StreamSynchronize(Stream stream) {
 }
 
 Status CopyToDevice(void* dst, const void* src_host, size_t bytes, Stream stream) {
-  if (bytes == 0) return OkStatus();
-  QWENRT_RETURN_IF_ERROR(CheckCopy("CopyToDevice", dst, src_host));
-  QWENRT_CUDA_TRY(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, AsCuda(stream)));
-  return OkStatus();
+  return Copy("CopyToDevice", dst, src_host, bytes, cudaMemcpyHostToDevice, stream);
 }
 
 Status CopyToHost(void* dst_host, const void* src, size_t bytes, Stream stream) {
   if (bytes == 0) return OkStatus();
-  QWENRT_RETURN_IF_ERROR(CheckCopy("CopyToHost", dst_host, src));
-  QWENRT_CUDA_TRY(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, AsCuda(stream)));
-  QWENRT_CUDA_TRY(cudaStreamSynchronize(AsCuda(stream)));
-  return OkStatus();
+  QWENRT_RETURN_IF_ERROR(Copy("CopyToHost", dst_host, src, bytes, cudaMemcpyDeviceToHost, stream));
+  return StreamSynchronize(stream);
 }
 
 Status CopyToHostAsync(void* dst_pinned, const void* src, size_t bytes, Stream stream) {
-  if (bytes == 0) return OkStatus();
-  QWENRT_RETURN_IF_ERROR(CheckCopy("CopyToHostAsync", dst_pinned, src));
-  QWENRT_CUDA_TRY(cudaMemcpyAsync(dst_pinned, src, bytes, cudaMemcpyDeviceToHost, AsCuda(stream)));
-  return OkStatus();
+  return Copy("CopyToHostAsync", dst_pinned, src, bytes, cudaMemcpyDeviceToHost, stream);
 }
 
 Status CopyOnDevice(void* dst, const void* src, size_t bytes, Stream stream) {
-  if (bytes == 0) return OkStatus();
-  QWENRT_RETURN_IF_ERROR(CheckCopy("CopyOnDevice", dst, src));
-  QWENRT_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, AsCuda(stream)));
-  return OkStatus();
+  return Copy("CopyOnDevice", dst, src, bytes, cudaMemcpyDeviceToDevice, stream);
 }
 
 Status Memset(void* dst, int value, size_t bytes, Stream stream) {

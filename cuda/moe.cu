@@ -19,8 +19,6 @@
 namespace qwenrt::cuda {
 namespace {
 
-cudaStream_t AsCuda(Stream stream) { return static_cast<cudaStream_t>(stream); }
-
 __global__ void GatherRowsKernel(const float* __restrict__ src, const int32_t* __restrict__ rows,
                                  int64_t E, float* __restrict__ dst, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {

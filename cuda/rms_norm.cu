@@ -63,7 +63,7 @@ Status Launch(const char* op, float* x, int64_t x_stride, const float* mix, cons
   if (rows < 0 || n < 1 || x_stride < n) return CudaInvalidArgument(std::string(op) + ": bad shape");
   if (rows == 0) return OkStatus();
   if (rows > std::numeric_limits<int32_t>::max()) return CudaInvalidArgument(std::string(op) + ": too many rows");
-  RmsNormKernel<kAdd, kGate><<<static_cast<unsigned>(rows), kRmsThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+  RmsNormKernel<kAdd, kGate><<<static_cast<unsigned>(rows), kRmsThreads, 0, AsCuda(stream)>>>(
       x, x_stride, mix, z, w, y, n, eps);
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();

@@ -20,8 +20,6 @@
 namespace qwenrt::cuda {
 namespace {
 
-cudaStream_t AsCuda(Stream stream) { return static_cast<cudaStream_t>(stream); }
-
 __global__ void RopeKernel(float* x, int64_t heads, int64_t Dh, int64_t pos0, const int64_t* pos_dev,
                            int64_t half, float theta_scale, float freq_scale,
                            const uint8_t* __restrict__ pair_uses_pos, int64_t count) {
