@@ -13,12 +13,12 @@
 #include "forward_cuda.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -115,7 +115,6 @@ class DeviceWeights {
     return data_.u8() + (b - host_base_);
   }
   const uint8_t* rope_pairs() const { return rope_pairs_.bytes() > 0 ? rope_pairs_.u8() : nullptr; }
-  size_t bytes() const { return size_; }
 
  private:
   DeviceWeights() = default;
@@ -160,7 +159,6 @@ class CudaForwardImpl final : public CudaForward, public StateMirror {
   Status Init();
   Status Run(KvCache& kv, RecurrentState& rec, std::span<const int32_t> tokens, bool all_logits,
              float* logits) override;
-  size_t device_bytes() const override;
   void Pull(RecurrentState& rec) override;
   void Forget(const RecurrentState& rec) override;
   void Moved(const RecurrentState& from, const RecurrentState& to) override;
@@ -195,6 +193,19 @@ class CudaForwardImpl final : public CudaForward, public StateMirror {
   }
   Status CheckWeightsMapped() const;
   Status FetchKvRows(KvCache& kv, int64_t from, int64_t n);
+  // Device-to-device copy of one state's two arrays (conv windows, delta-rule matrices).
+  Status CopyState(float* dst_conv, float* dst_ssm, const float* src_conv, const float* src_ssm) {
+    QWENRT_RETURN_IF_ERROR(cuda::CopyOnDevice(dst_conv, src_conv, conv_state_.bytes(), stream_));
+    return cuda::CopyOnDevice(dst_ssm, src_ssm, ssm_state_.bytes(), stream_);
+  }
+  // A state whose only copy was lost on the device: NaN, so nothing computes on silently stale data.
+  static void Poison(RecurrentState& rec) {
+    for (int64_t g = 0; g < rec.n_layers(); ++g) {
+      std::fill_n(rec.host_conv(g), rec.conv_floats(), std::nanf(""));
+      std::fill_n(rec.host_ssm(g), rec.ssm_floats(), std::nanf(""));
+    }
+    rec.RenewLineage();
+  }
 
   const Model& model_;
   const ModelConfig& c_;
@@ -356,20 +367,6 @@ Status CudaForwardImpl::Init() {
   return OkStatus();
 }
 
-size_t CudaForwardImpl::device_bytes() const {
-  const DeviceActivations& a = a_;
-  size_t n = conv_state_.bytes() + ssm_state_.bytes();
-  for (const auto& [state, d] : copies_) n += d.conv.bytes() + d.ssm.bytes();
-  for (const DeviceArray* d : {&a.x, &a.xn, &a.mix, &a.qkv, &a.conv, &a.z, &a.alpha, &a.beta, &a.gq, &a.gk,
-                               &a.gv, &a.go, &a.qg, &a.q, &a.k, &a.v, &a.att, &a.att_scratch, &a.ff_gate, &a.ff_up,
-                               &a.router, &a.xe, &a.ye, &a.yslot, &a.shgate, &a.moe_weights, &a.moe_rows,
-                               &a.logits}) {
-    n += d->bytes();
-  }
-  for (size_t i = 0; i < k_.size(); ++i) n += k_[i].bytes() + v_[i].bytes();
-  return n;
-}
-
 // Brings the device mirror up to date with (kv, rec): see forward_cuda.h.
 Status CudaForwardImpl::Mirror(KvCache& kv, RecurrentState& rec) {
   const KvCache& ckv = kv;
@@ -470,11 +467,7 @@ void CudaForwardImpl::Pull(RecurrentState& rec) {
       std::copy_n(ssm + g * sf, sf, rec.host_ssm(g));
     }
   } else {
-    for (int64_t g = 0; g < rec.n_layers(); ++g) {
-      std::fill_n(rec.host_conv(g), cf, std::nanf(""));
-      std::fill_n(rec.host_ssm(g), sf, std::nanf(""));
-    }
-    rec.RenewLineage();
+    Poison(rec);
     if (live) rec_lineage_ = 0;
     pull_error_ = Status(StatusCode::kDevice, "CUDA forward: fetching the recurrent state failed (it was "
                                               "replaced by NaN): " + s.message());
@@ -517,8 +510,7 @@ bool CudaForwardImpl::Clone(const RecurrentState& from, RecurrentState& to) {
     dst_conv = it->second.conv.f();
     dst_ssm = it->second.ssm.f();
   }
-  if (!cuda::CopyOnDevice(dst_conv, src_conv, conv_state_.bytes(), stream_).ok() ||
-      !cuda::CopyOnDevice(dst_ssm, src_ssm, ssm_state_.bytes(), stream_).ok()) {
+  if (!CopyState(dst_conv, dst_ssm, src_conv, src_ssm).ok()) {
     if (&to != pending_rec_) copies_.erase(&to);
     return false;  // (to's contents are being replaced by the caller's host copy)
   }
@@ -539,9 +531,8 @@ Status CudaForwardImpl::Run(KvCache& kv, RecurrentState& rec, std::span<const in
   if (rec.pending() == this && &rec != pending_rec_) {  // a device copy (a restored checkpoint): make it live
     const DeviceState& d = copies_.at(&rec);
     rec_lineage_ = 0;
-    Status s = cuda::CopyOnDevice(conv_state_.f(), d.conv.f(), conv_state_.bytes(), stream_);
-    if (s.ok()) s = cuda::CopyOnDevice(ssm_state_.f(), d.ssm.f(), ssm_state_.bytes(), stream_);
-    if (!s.ok()) return s;  // rec is still pending on its copy
+    // On failure rec is still pending on its copy.
+    QWENRT_RETURN_IF_ERROR(CopyState(conv_state_.f(), ssm_state_.f(), d.conv.f(), d.ssm.f()));
     copies_.erase(&rec);
     pending_rec_ = &rec;
   }
@@ -566,11 +557,7 @@ Status CudaForwardImpl::Run(KvCache& kv, RecurrentState& rec, std::span<const in
       // restores a checkpoint on DEVICE errors).
       rec.SetPending(nullptr);
       pending_rec_ = nullptr;
-      for (int64_t g = 0; g < rec.n_layers(); ++g) {
-        std::fill_n(rec.host_conv(g), rec.conv_floats(), std::nanf(""));
-        std::fill_n(rec.host_ssm(g), rec.ssm_floats(), std::nanf(""));
-      }
-      rec.RenewLineage();
+      Poison(rec);
       return Status(StatusCode::kDevice, "CUDA forward failed and the recurrent state was lost: " + s.message());
     }
     return s;  // the host state is as it was
@@ -640,7 +627,6 @@ Status CudaForwardImpl::Layers(int64_t T, int64_t n_past, const int64_t* pos_dev
 // layer stack with the position read from pos_dev_, later steps only update pos_dev_ and replay.
 // A capture that fails turns graphs off for this context and runs the step eagerly.
 Status CudaForwardImpl::DecodeWithGraph(int64_t n_past) {
-  if (n_past + 1 > cuda::kAttentionMaxKeys) return Layers(1, n_past, nullptr);  // reports UNSUPPORTED
   *pos_host_.as<int64_t>() = n_past;  // the previous step's copy is done: Ubatch synchronised
   QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(pos_dev_.i64(), pos_host_.as<int64_t>(), sizeof(int64_t), stream_));
   if (graph_ == nullptr || graph_kv_capacity_ != kv_capacity_) {

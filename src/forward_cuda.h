@@ -40,7 +40,6 @@ class CudaForward {
   // the state was lost (DEVICE; a Session restores a checkpoint).
   virtual Status Run(KvCache& kv, RecurrentState& rec, std::span<const int32_t> tokens, bool all_logits,
                      float* logits) = 0;
-  virtual size_t device_bytes() const = 0;  // scratch + KV/state mirrors (weights not counted)
 };
 
 }  // namespace qwenrt

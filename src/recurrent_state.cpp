@@ -22,14 +22,7 @@ StatusOr<RecurrentState> RecurrentState::Create(const ModelConfig& config) {
   return s;
 }
 
-RecurrentState::RecurrentState(RecurrentState&& other) noexcept
-    : conv_floats_(other.conv_floats_), ssm_floats_(other.ssm_floats_) {
-  conv_ = std::move(other.conv_);
-  ssm_ = std::move(other.ssm_);
-  lineage_ = std::move(other.lineage_);
-  pending_ = std::exchange(other.pending_, nullptr);
-  if (pending_ != nullptr) pending_->Moved(other, *this);
-}
+RecurrentState::RecurrentState(RecurrentState&& other) noexcept { *this = std::move(other); }
 
 RecurrentState& RecurrentState::operator=(RecurrentState&& other) noexcept {
   if (this == &other) return *this;
