@@ -123,12 +123,7 @@ void Moe(Step& s, const MoeWeights& w) {
   s.be.MatMul(w.router, a.xn.data(), a.router.data(), T);  // [T, X]
   ref::MoeRoute(a.router.data(), T, X, K, a.ids.data(), a.weights.data());
 
-  std::fill(a.expert_begin.begin(), a.expert_begin.end(), 0);  // counting sort of (t, j) by expert
-  for (int64_t i = 0; i < T * K; ++i) ++a.expert_begin[a.ids[i] + 1];
-  for (int64_t e = 0; e < X; ++e) a.expert_begin[e + 1] += a.expert_begin[e];
-  for (int64_t i = 0; i < T * K; ++i) a.slots[a.expert_begin[a.ids[i]]++] = static_cast<int32_t>(i);
-  for (int64_t e = X; e > 0; --e) a.expert_begin[e] = a.expert_begin[e - 1];  // undo the ++ shift
-  a.expert_begin[0] = 0;
+  ref::GroupByExpert(a.ids.data(), T * K, X, a.slots.data(), a.expert_begin.data());
 
   for (int64_t e = 0; e < X; ++e) {
     const int64_t b = a.expert_begin[e], n = a.expert_begin[e + 1] - b;

@@ -732,12 +732,7 @@ Status CudaForwardImpl::Moe(const MoeWeights& w, int64_t T) {
   QWENRT_RETURN_IF_ERROR(cuda::CopyToHost(router, a.router.f(), static_cast<size_t>(T * X) * sizeof(float), stream_));
   ref::MoeRoute(router, T, X, K, ids_.data(), route_weights_.data());
 
-  std::fill(expert_begin_.begin(), expert_begin_.end(), 0);  // counting sort of (t, j) by expert
-  for (int64_t i = 0; i < T * K; ++i) ++expert_begin_[ids_[i] + 1];
-  for (int64_t e = 0; e < X; ++e) expert_begin_[e + 1] += expert_begin_[e];
-  for (int64_t i = 0; i < T * K; ++i) slots_[expert_begin_[ids_[i]]++] = static_cast<int32_t>(i);
-  for (int64_t e = X; e > 0; --e) expert_begin_[e] = expert_begin_[e - 1];
-  expert_begin_[0] = 0;
+  ref::GroupByExpert(ids_.data(), T * K, X, slots_.data(), expert_begin_.data());
 
   // Upload: weights [T, K], then gather rows (token of each sorted slot) and scatter rows (the slot).
   float* wts = moe_host_.as<float>();

@@ -34,4 +34,13 @@ void MoeRoute(float* logits, int64_t T, int64_t X, int64_t k, int32_t* ids, floa
   }
 }
 
+void GroupByExpert(const int32_t* ids, int64_t n, int64_t X, int32_t* slots, int32_t* expert_begin) {
+  std::fill(expert_begin, expert_begin + X + 1, 0);
+  for (int64_t i = 0; i < n; ++i) ++expert_begin[ids[i] + 1];
+  for (int64_t e = 0; e < X; ++e) expert_begin[e + 1] += expert_begin[e];
+  for (int64_t i = 0; i < n; ++i) slots[expert_begin[ids[i]]++] = static_cast<int32_t>(i);
+  for (int64_t e = X; e > 0; --e) expert_begin[e] = expert_begin[e - 1];  // undo the ++ shift
+  expert_begin[0] = 0;
+}
+
 }  // namespace qwenrt::ref

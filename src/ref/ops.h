@@ -61,5 +61,10 @@ void MulSigmoid(float* x, const float* gate, int64_t n);      // x *= sigmoid(ga
 // logits: [T, X] (overwritten with the probabilities); ids, weights: [T, k].
 void MoeRoute(float* logits, int64_t T, int64_t X, int64_t k, int32_t* ids, float* weights);
 
+// Groups the n (token, slot) pairs i = t*k + j by their expert ids[i] (a stable counting sort):
+// slots[expert_begin[e] .. expert_begin[e+1]) are the pairs routed to expert e, in increasing i.
+// ids: [n] in [0, X); slots: [n]; expert_begin: [X + 1].
+void GroupByExpert(const int32_t* ids, int64_t n, int64_t X, int32_t* slots, int32_t* expert_begin);
+
 }  // namespace ref
 }  // namespace qwenrt
