@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_threads.h"
 #include "forward.h"
 #include "kv_cache.h"
 #include "model.h"
@@ -26,11 +27,6 @@
 
 namespace qwenrt {
 namespace {
-
-int BenchThreads() {
-  if (const char* env = std::getenv("QWENRT_BENCH_THREADS")) return std::max(1, std::atoi(env));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 // QWENRT_BENCH_SPIN: the pool's spin in µs (0 = the plain condvar pool), for A/B runs.
 ThreadPool& Pool() {

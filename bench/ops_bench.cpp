@@ -12,15 +12,11 @@
 
 #include "matmul.h"
 #include "quant.h"
+#include "bench_threads.h"
 #include "thread_pool.h"
 
 namespace qwenrt {
 namespace {
-
-int BenchThreads() {
-  if (const char* s = std::getenv("QWENRT_BENCH_THREADS")) return std::max(1, std::atoi(s));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 ThreadPool& Pool() {
   static ThreadPool pool(BenchThreads());
