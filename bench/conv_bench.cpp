@@ -5,8 +5,8 @@
 #include <random>
 #include <vector>
 
-#include "conv.h"
-#include "thread_pool.h"
+#include "ops/conv.h"
+#include "base/thread_pool.h"
 
 namespace qwenrt {
 namespace {

@@ -1,4 +1,4 @@
-// Kernel timings of the CUDA ops (src/cuda_ops.h) at Qwen3.5-like shapes: RMSNorm, the dequantizing
+// Kernel timings of the CUDA ops (src/ops/cuda_ops.h) at Qwen3.5-like shapes: RMSNorm, the dequantizing
 // mat-vec per weight type (decode T = 1 and a small batch), the token-serial gated delta rule.
 // Each benchmark uploads its inputs once and times 200 back-to-back launches with CUDA events
 // (kernel time only); reported: time per launch, achieved GB/s of the bytes the kernel must move.
@@ -10,9 +10,9 @@
 #include <random>
 #include <vector>
 
-#include "cuda_device.h"
-#include "cuda_ops.h"
-#include "quant.h"
+#include "ops/cuda_device.h"
+#include "ops/cuda_ops.h"
+#include "ops/quant.h"
 
 #ifdef QWENRT_HAVE_CUDA
 namespace qwenrt {

@@ -18,12 +18,12 @@
 #include <vector>
 
 #include "bench_threads.h"
-#include "forward.h"
-#include "kv_cache.h"
-#include "model.h"
-#include "recurrent_state.h"
-#include "synth_model.h"
-#include "thread_pool.h"
+#include "model/forward.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "model/recurrent_state.h"
+#include "testing/synth_model.h"
+#include "base/thread_pool.h"
 
 namespace qwenrt {
 namespace {

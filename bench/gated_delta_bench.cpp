@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "gated_delta.h"
-#include "thread_pool.h"
+#include "ops/gated_delta.h"
+#include "base/thread_pool.h"
 
 namespace qwenrt {
 namespace {

@@ -10,10 +10,10 @@
 #include <thread>
 #include <vector>
 
-#include "matmul.h"
-#include "quant.h"
+#include "ops/matmul.h"
+#include "ops/quant.h"
 #include "bench_threads.h"
-#include "thread_pool.h"
+#include "base/thread_pool.h"
 
 namespace qwenrt {
 namespace {

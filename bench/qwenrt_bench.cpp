@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "session.h"
+#include "session/session.h"
 
 namespace qwenrt {
 namespace {

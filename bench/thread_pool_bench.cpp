@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "thread_pool.h"
+#include "base/thread_pool.h"
 
 namespace qwenrt {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "qwenrt/gguf.hpp"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace qwenrt {
 namespace {

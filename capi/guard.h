@@ -10,7 +10,7 @@
 
 #include "last_error.h"
 #include "qwenrt/qwenrt.h"
-#include "status.h"
+#include "base/status.h"
 
 namespace qwenrt::capi {
 

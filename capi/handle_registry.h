@@ -3,7 +3,7 @@
 // mutable state: bookkeeping, not configuration (the cost is one mutex lock per call, not per token).
 #pragma once
 
-#include "status.h"
+#include "base/status.h"
 
 namespace qwenrt::capi {
 

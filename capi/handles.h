@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chat_template.h"
-#include "model.h"
+#include "text/chat_template.h"
+#include "model/model.h"
 #include "qwenrt/qwenrt.h"
-#include "session.h"
-#include "status.h"
-#include "tokenizer.h"
+#include "session/session.h"
+#include "base/status.h"
+#include "text/tokenizer.h"
 
 namespace qwenrt::capi {
 

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chat.h"
+#include "chat/chat.h"
 
 namespace qwenrt::capi {
 

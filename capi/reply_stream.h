@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "qwenrt/qwenrt.h"
-#include "sampler.h"
-#include "status.h"
-#include "tokenizer.h"
+#include "chat/sampler.h"
+#include "base/status.h"
+#include "text/tokenizer.h"
 
 namespace qwenrt::capi {
 

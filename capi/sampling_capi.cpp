@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "sampler.h"
+#include "chat/sampler.h"
 #include "validate.h"
 
 namespace qwenrt::capi {

@@ -7,9 +7,9 @@
 #include <span>
 
 #include "qwenrt/qwenrt.h"
-#include "session.h"
-#include "status.h"
-#include "tokenizer.h"
+#include "session/session.h"
+#include "base/status.h"
+#include "text/tokenizer.h"
 
 namespace qwenrt::capi {
 
@@ -17,7 +17,7 @@ namespace qwenrt::capi {
 // (temperature < 0, top_p or min_p outside [0, 1], top_k < 0, penalties < 0, repeat_last_n < 0).
 Status ReadSamplingParams(const qwenrt_sampling_params* in, qwenrt_sampling_params* out);
 
-// A sampler for one generation (src/sampler.h; reseeded with p.seed each time). `history` (the
+// A sampler for one generation (src/chat/sampler.h; reseeded with p.seed each time). `history` (the
 // transcript) fills the penalty window. A sampling failure makes the function return -1 (which stops
 // Session::Generate) and stores the reason in *error.
 StatusOr<SamplerFn> MakeSampler(const qwenrt_sampling_params& p, const Tokenizer& tokenizer,

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "handles.h"
-#include "status.h"
+#include "base/status.h"
 
 namespace qwenrt::capi {
 

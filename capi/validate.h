@@ -9,7 +9,7 @@
 #include <initializer_list>
 #include <string_view>
 
-#include "status.h"
+#include "base/status.h"
 
 namespace qwenrt::capi {
 

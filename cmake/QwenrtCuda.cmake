@@ -1,5 +1,5 @@
 # QWENRT_CUDA=AUTO enables the CUDA backend when nvcc is found (also in /usr/local/cuda), ON requires
-# it, OFF disables it. The CUDA sources are cuda/*.cu; they are compiled into the core object library
+# it, OFF disables it. The CUDA sources are src/ops/cuda/*.cu; they are compiled into the core object library
 # and QWENRT_HAVE_CUDA is defined so that src/ can register the backend.
 include(CheckLanguage)
 set(QWENRT_HAVE_CUDA OFF)
@@ -18,7 +18,7 @@ if(NOT QWENRT_CUDA STREQUAL "OFF")
     enable_language(CUDA)
     # CUDA sources are C++17: CMake 3.25 has no nvcc flag for CUDA_STANDARD 20 (and would otherwise
     # inherit CXX_STANDARD 20 and fail at generate time), and fmt 9 (status.h) does not compile
-    # under nvcc in C++20 mode. Headers included from cuda/*.cu must therefore stay C++17.
+    # under nvcc in C++20 mode. Headers included from src/ops/cuda/*.cu must therefore stay C++17.
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
@@ -33,7 +33,7 @@ function(qwenrt_add_cuda target)
   if(NOT QWENRT_HAVE_CUDA)
     return()
   endif()
-  file(GLOB cu_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/cuda/*.cu)
+  file(GLOB cu_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/ops/cuda/*.cu)
   if(NOT cu_sources)
     return()
   endif()

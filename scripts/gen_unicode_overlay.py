@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates the Unicode overlay table of src/unicode.cpp.
+"""Generates the Unicode overlay table of src/text/unicode.cpp.
 
 utf8proc from Debian knows Unicode 15.0; the peer's pre-tokenizer tables come from the latest UCD
 (>= 15.1). This script lists the code points whose L/M/N class differs between the installed

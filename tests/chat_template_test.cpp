@@ -10,9 +10,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "chat_template.h"
-#include "jinja_eval.h"
-#include "jinja_parser.h"
+#include "text/chat_template.h"
+#include "text/jinja/jinja_eval.h"
+#include "text/jinja/jinja_parser.h"
 #include "test_util.h"
 
 using qwenrt::ChatTemplate;

@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chat.h"
-#include "chat_template.h"
-#include "model.h"
-#include "session.h"
+#include "chat/chat.h"
+#include "text/chat_template.h"
+#include "model/model.h"
+#include "session/session.h"
 #include "test_util.h"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace qwenrt {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "checkpoint.h"
+#include "session/checkpoint.h"
 
 namespace qwenrt {
 namespace {

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "alloc_counter.h"
-#include "conv.h"
+#include "ops/conv.h"
 #include "test_util.h"
-#include "thread_pool.h"
+#include "base/thread_pool.h"
 
 namespace qwenrt {
 namespace {

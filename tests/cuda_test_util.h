@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "cuda_device.h"
+#include "ops/cuda_device.h"
 
 // Ends a GPU test case, with a warning that says so, when no CUDA device is present.
 #define QWENRT_SKIP_WITHOUT_GPU()              \

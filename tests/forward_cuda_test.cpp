@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cuda_device.h"
+#include "ops/cuda_device.h"
 #include "cuda_test_util.h"
 #include "model_test_util.h"
 #include "qwenrt/qwenrt.h"
-#include "session.h"
+#include "session/session.h"
 #include "session_test_util.h"
 
 namespace qwenrt::test {

@@ -6,9 +6,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "cpu/ops.h"
-#include "quant.h"
-#include "ref/ops.h"
+#include "ops/cpu/ops.h"
+#include "ops/quant.h"
+#include "ops/ref/ops.h"
 
 namespace qwenrt {
 namespace {

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "alloc_counter.h"
-#include "gated_delta.h"
+#include "ops/gated_delta.h"
 #include "test_util.h"
-#include "thread_pool.h"
+#include "base/thread_pool.h"
 
 namespace qwenrt {
 namespace {

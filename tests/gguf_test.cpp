@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gguf_status.h"
+#include "model/gguf_status.h"
 #include "qwenrt/gguf.hpp"
 #include "qwenrt/gguf_writer.hpp"
 

@@ -1,4 +1,4 @@
-// The device-pointer launchers of cuda_kernels.h (cuda/memory.cu, elementwise.cu, moe.cu,
+// The device-pointer launchers of cuda_kernels.h (src/ops/cuda/memory.cu, elementwise.cu, moe.cu,
 // causal_conv.cu, rope.cu, attention.cu) against the ref:: ops and small host oracles, on odd sizes,
 // plus the split-invariance properties the forward pass relies on: attention of T tokens in one
 // launch equals the same tokens one launch each, and the causal conv run in pieces equals one run,
@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "cuda_device.h"
+#include "ops/cuda_device.h"
 #include "cuda_test_util.h"
 
 #ifdef QWENRT_HAVE_CUDA
-#include "conv.h"
-#include "cuda_kernels.h"
-#include "ref/ops.h"
+#include "ops/conv.h"
+#include "ops/cuda_kernels.h"
+#include "ops/ref/ops.h"
 #endif
 
 namespace qwenrt {

@@ -10,11 +10,11 @@
 #include <random>
 #include <vector>
 
-#include "matmul.h"
+#include "ops/matmul.h"
 #include "qwenrt/gguf.hpp"
-#include "quant.h"
-#include "thread_pool.h"
-#include "vec_dot.h"
+#include "ops/quant.h"
+#include "base/thread_pool.h"
+#include "ops/vec_dot.h"
 
 namespace qwenrt {
 namespace {

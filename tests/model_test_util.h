@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "forward.h"
-#include "model.h"
+#include "model/forward.h"
+#include "model/model.h"
 #include "test_util.h"
 
 namespace qwenrt::test {

@@ -1,4 +1,4 @@
-// CUDA kernels (src/cuda_ops.h) against the scalar references: RMSNorm, the dequantizing mat-vec for
+// CUDA kernels (src/ops/cuda_ops.h) against the scalar references: RMSNorm, the dequantizing mat-vec for
 // every supported weight type (vs ref::MatMul) and the token-serial gated delta rule (vs
 // ref::GatedDelta, output and final state), on odd sizes. Without a device every GPU case skips with
 // a warning; built without CUDA the file checks that the stubs report UNSUPPORTED. The lane mapping of
@@ -14,14 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "cuda_device.h"
-#include "cuda_ops.h"
+#include "ops/cuda_device.h"
+#include "ops/cuda_ops.h"
 #include "cuda_test_util.h"
-#include "gated_delta.h"
-#include "gated_delta_lanes.h"
-#include "matmul.h"
-#include "quant.h"
-#include "quant_lanes.h"
+#include "ops/gated_delta.h"
+#include "ops/gated_delta_lanes.h"
+#include "ops/matmul.h"
+#include "ops/quant.h"
+#include "ops/quant_lanes.h"
 
 namespace qwenrt {
 namespace {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "qwenrt/gguf.hpp"
-#include "quant.h"
-#include "quantize.h"
+#include "ops/quant.h"
+#include "testing/quantize.h"
 
 namespace qwenrt {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "../capi/reply_stream.h"
 #include "qwenrt/gguf.hpp"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace qwenrt::capi {
 namespace {

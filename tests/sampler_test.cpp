@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sampler.h"
+#include "chat/sampler.h"
 
 namespace qwenrt {
 namespace {

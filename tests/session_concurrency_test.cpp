@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "session.h"
+#include "session/session.h"
 
 namespace qwenrt {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <unistd.h>
 
-#include "session_file.h"
+#include "session/session_file.h"
 
 namespace qwenrt {
 namespace {

@@ -14,8 +14,8 @@
 
 #include <unistd.h>
 
-#include "session.h"
-#include "session_file.h"
+#include "session/session.h"
+#include "session/session_file.h"
 #include "session_test_util.h"
 
 namespace qwenrt {

@@ -11,7 +11,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "session.h"
+#include "session/session.h"
 
 namespace qwenrt::test {
 

@@ -1,7 +1,7 @@
 // Status / StatusOr basics: codes, messages and the propagation macros.
 #include <catch2/catch.hpp>
 
-#include "status.h"
+#include "base/status.h"
 
 namespace qwenrt {
 namespace {

@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "qwenrt/gguf.hpp"
-#include "quant.h"
-#include "synth_model.h"
-#include "thread_pool.h"
+#include "ops/quant.h"
+#include "testing/synth_model.h"
+#include "base/thread_pool.h"
 
 namespace qwenrt {
 namespace {

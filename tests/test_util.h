@@ -13,7 +13,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "unicode.h"
+#include "text/unicode.h"
 
 namespace qwenrt::test {
 

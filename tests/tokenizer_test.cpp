@@ -16,12 +16,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pretokenizer.h"
+#include "text/pretokenizer.h"
 #include "qwenrt/gguf.hpp"
 #include "qwenrt/gguf_writer.hpp"
 #include "test_util.h"
-#include "tokenizer.h"
-#include "unicode.h"
+#include "text/tokenizer.h"
+#include "text/unicode.h"
 
 namespace qwenrt {
 namespace {

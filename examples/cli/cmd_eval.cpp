@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "cli_command.h"
-#include "forward.h"
-#include "model.h"
+#include "model/forward.h"
+#include "model/model.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chat_template.h"
+#include "text/chat_template.h"
 #include "cli_command.h"
 #include "qwenrt/gguf.hpp"
 

@@ -1,5 +1,5 @@
 // `qwenrt-cli synth`: writes a random-weight Qwen3.5 Q4_K_M GGUF at a real shape (see
-// src/synth_model.h), so benchmarks can run at 0.8B / 4B size without real weights.
+// src/testing/synth_model.h), so benchmarks can run at 0.8B / 4B size without real weights.
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "cli_command.h"
-#include "synth_model.h"
-#include "thread_pool.h"
+#include "testing/synth_model.h"
+#include "base/thread_pool.h"
 
 namespace qwenrt::cli {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "cli_command.h"
 #include "qwenrt/gguf.hpp"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace qwenrt::cli {
 namespace {

@@ -1,0 +1,312 @@
+// The Qwen3.5 forward pass (spec §1, §7–§9, §11), one ubatch at a time. Read this file first: each
+// layer kind is a short list of named ops; the ops themselves live in the backend (ref/ or cpu/).
+//
+//   x = token_embd[tokens]
+//   for each layer: x += GatedDeltaLayer or FullAttentionLayer (RMSNorm(x, attn_norm))
+//                   x += Mlp or Moe (RMSNorm(x, post_attention_norm))
+//   logits = output · RMSNorm(x, output_norm)
+#include "model/forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "ops/quant.h"
+
+namespace qwenrt {
+namespace {
+
+// What the layer functions of one ubatch share.
+struct Step {
+  const ModelConfig& c;
+  Backend& be;
+  Activations& a;
+  int64_t T;       // tokens in this ubatch
+  int64_t n_past;  // position of the first one
+};
+
+// x[t] = token_embd row tokens[t] (no scaling).
+void Embed(Step& s, const WeightMatrix& token_embd, const int32_t* tokens) {
+  for (int64_t t = 0; t < s.T; ++t) {
+    const uint8_t* row = token_embd.data + static_cast<size_t>(tokens[t]) * token_embd.row_bytes;
+    ref::DequantizeRow(token_embd.type, row, s.a.x.data() + t * s.c.n_embd, s.c.n_embd);
+  }
+}
+
+// Gated delta net (spec §7): xn -> mix, advancing this layer's conv window and delta-rule state.
+void GatedDeltaLayer(Step& s, const GatedDeltaWeights& w, float* conv_state /*[C, Kc-1]*/,
+                     float* ssm_state /*[Hv, Dv, Dk]*/) {
+  const ModelConfig& c = s.c;
+  Activations& a = s.a;
+  const int64_t T = s.T, C = c.conv_channels(), Hk = c.ssm_hk, Hv = c.ssm_hv, Dk = c.ssm_dk,
+                Dv = c.ssm_dv, Cq = Hk * Dk, Cv = Hv * Dv;
+  s.be.MatMul(w.qkv, a.xn.data(), a.qkv.data(), T);      // m: [T, C]
+  s.be.MatMul(w.gate, a.xn.data(), a.z.data(), T);       // z: [T, Cv]
+  s.be.MatMul(w.beta, a.xn.data(), a.beta.data(), T);    // b: [T, Hv]
+  s.be.MatMul(w.alpha, a.xn.data(), a.alpha.data(), T);  // a: [T, Hv]
+  ref::GdnGates(a.alpha.data(), a.beta.data(), w.ssm_a, w.dt_bias, T, Hv);  // -> g, beta
+
+  s.be.CausalConvSilu(CausalConvShape{T, C, c.conv_kernel}, a.qkv.data(), w.conv1d, conv_state,
+                      a.conv.data());  // y = SiLU(conv(m)), window advanced
+  for (int64_t t = 0; t < T; ++t) {  // split into q [T, Hk, Dk], k [T, Hk, Dk], v [T, Hv, Dv]
+    const float* y = a.conv.data() + t * C;
+    std::copy(y, y + Cq, a.gq.data() + t * Cq);
+    std::copy(y + Cq, y + 2 * Cq, a.gk.data() + t * Cq);
+    std::copy(y + 2 * Cq, y + 2 * Cq + Cv, a.gv.data() + t * Cv);
+  }
+  ref::L2Norm(a.gq.data(), T * Hk, Dk, c.eps);
+  ref::L2Norm(a.gk.data(), T * Hk, Dk, c.eps);
+  const float q_scale = 1.0f / std::sqrt(static_cast<float>(Dk));
+  for (int64_t i = 0; i < T * Cq; ++i) a.gq[i] *= q_scale;
+
+  // Value head h reads key head h % Hk (tiled order, spec §5.1).
+  s.be.GatedDelta(GatedDeltaShape{T, Hk, Hv, Dk, Dv}, a.gq.data(), a.gk.data(), a.gv.data(),
+                  a.alpha.data(), a.beta.data(), ssm_state, a.go.data());
+  s.be.RmsNorm(a.go.data(), w.norm, a.go.data(), T * Hv, Dv, c.eps);  // gated RMSNorm:
+  ref::SwiGlu(a.z.data(), a.go.data(), T * Cv);                       //   norm(o) * silu(z)
+  s.be.MatMul(w.out, a.go.data(), a.mix.data(), T);
+}
+
+// Gated full attention (spec §8): xn -> mix; writes this ubatch's K/V rows into the cache.
+void FullAttentionLayer(Step& s, const AttentionWeights& w, const RopeParams& rope,
+                        float* k_cache /*[cap, Hkv, Dh]*/, float* v_cache /*[cap, Hkv, Dh]*/) {
+  const ModelConfig& c = s.c;
+  Activations& a = s.a;
+  const int64_t T = s.T, H = c.n_head, Hkv = c.n_head_kv, Dh = c.head_dim;
+  s.be.MatMul(w.q, a.xn.data(), a.qg.data(), T);  // [T, H, 2, Dh]: query, then gate, per head
+  for (int64_t th = 0; th < T * H; ++th) {
+    const float* qg = a.qg.data() + th * 2 * Dh;
+    std::copy(qg, qg + Dh, a.q.data() + th * Dh);
+    std::copy(qg + Dh, qg + 2 * Dh, a.gate.data() + th * Dh);
+  }
+  s.be.MatMul(w.k, a.xn.data(), a.k.data(), T);  // [T, Hkv, Dh]
+  s.be.MatMul(w.v, a.xn.data(), a.v.data(), T);  // [T, Hkv, Dh]
+  s.be.RmsNorm(a.q.data(), w.q_norm, a.q.data(), T * H, Dh, c.eps);
+  s.be.RmsNorm(a.k.data(), w.k_norm, a.k.data(), T * Hkv, Dh, c.eps);
+  ref::Rope(a.q.data(), T, H, Dh, s.n_past, rope);
+  ref::Rope(a.k.data(), T, Hkv, Dh, s.n_past, rope);
+
+  s.be.RoundAttentionInputs(a.q.data(), T * H * Dh, a.k.data(), a.v.data(), T * Hkv * Dh);
+  const int64_t row = Hkv * Dh;
+  std::copy(a.k.data(), a.k.data() + T * row, k_cache + s.n_past * row);
+  std::copy(a.v.data(), a.v.data() + T * row, v_cache + s.n_past * row);
+  s.be.Attention(AttentionShape{T, s.n_past, H, Hkv, Dh}, a.q.data(), k_cache, v_cache, a.att.data());
+  ref::MulSigmoid(a.att.data(), a.gate.data(), T * H * Dh);  // output gate
+  s.be.MatMul(w.o, a.att.data(), a.mix.data(), T);
+}
+
+// Dense SwiGLU FFN (spec §9.1): xn -> mix.
+void Mlp(Step& s, const DenseFfnWeights& w) {
+  Activations& a = s.a;
+  s.be.MatMul(w.gate, a.xn.data(), a.ff_gate.data(), s.T);  // [T, F]
+  s.be.MatMul(w.up, a.xn.data(), a.ff_up.data(), s.T);      // [T, F]
+  ref::SwiGlu(a.ff_gate.data(), a.ff_up.data(), s.T * s.c.n_ff);
+  s.be.MatMul(w.down, a.ff_up.data(), a.mix.data(), s.T);
+}
+
+// y[n, E] = down · (silu(gate · x) * (up · x)) for n rows x[n, E], hidden width `ff`.
+void SwiGluFfn(Step& s, const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
+               const float* x, float* y, int64_t n) {
+  s.be.MatMul(gate, x, s.a.ff_gate.data(), n);
+  s.be.MatMul(up, x, s.a.ff_up.data(), n);
+  ref::SwiGlu(s.a.ff_gate.data(), s.a.ff_up.data(), n * gate.rows);
+  s.be.MatMul(down, s.a.ff_up.data(), y, n);
+}
+
+// Routed experts + sigmoid-gated shared expert (spec §9.2): xn -> mix. Tokens are grouped by expert
+// so each expert runs one [n, E] matmul; results are summed per token in selection order.
+void Moe(Step& s, const MoeWeights& w) {
+  const ModelConfig& c = s.c;
+  Activations& a = s.a;
+  const int64_t T = s.T, E = c.n_embd, X = c.n_expert, K = c.n_expert_used;
+  s.be.MatMul(w.router, a.xn.data(), a.router.data(), T);  // [T, X]
+  ref::MoeRoute(a.router.data(), T, X, K, a.ids.data(), a.weights.data());
+
+  ref::GroupByExpert(a.ids.data(), T * K, X, a.slots.data(), a.expert_begin.data());
+
+  for (int64_t e = 0; e < X; ++e) {
+    const int64_t b = a.expert_begin[e], n = a.expert_begin[e + 1] - b;
+    if (n == 0) continue;
+    for (int64_t i = 0; i < n; ++i) {  // gather
+      const int64_t t = a.slots[b + i] / K;
+      std::copy_n(a.xn.data() + t * E, E, a.xe.data() + i * E);
+    }
+    SwiGluFfn(s, w.gate.Expert(e), w.up.Expert(e), w.down.Expert(e), a.xe.data(), a.ye.data(), n);
+    for (int64_t i = 0; i < n; ++i) {  // scatter to (token, slot)
+      std::copy_n(a.ye.data() + i * E, E, a.yslot.data() + static_cast<int64_t>(a.slots[b + i]) * E);
+    }
+  }
+  std::fill(a.mix.begin(), a.mix.begin() + T * E, 0.0f);
+  for (int64_t t = 0; t < T; ++t) {
+    float* m = a.mix.data() + t * E;
+    for (int64_t j = 0; j < K; ++j) {
+      const float wt = a.weights[t * K + j];
+      const float* y = a.yslot.data() + (t * K + j) * E;
+      for (int64_t i = 0; i < E; ++i) m[i] += wt * y[i];
+    }
+  }
+
+  SwiGluFfn(s, w.shexp_gate, w.shexp_up, w.shexp_down, a.xn.data(), a.ye.data(), T);
+  s.be.MatMul(w.shexp_gate_inp, a.xn.data(), a.shgate.data(), T);  // [T, 1]
+  for (int64_t t = 0; t < T; ++t) {
+    const float gamma = Sigmoid(a.shgate[t]);
+    float* m = a.mix.data() + t * E;
+    const float* y = a.ye.data() + t * E;
+    for (int64_t i = 0; i < E; ++i) m[i] += gamma * y[i];
+  }
+}
+
+// logits[rows, V] = output · RMSNorm(x[first .. first+rows), output_norm)   (spec §11)
+void Logits(Step& s, const Weights& w, int64_t first, int64_t rows, float* logits) {
+  const int64_t E = s.c.n_embd;
+  s.be.RmsNorm(s.a.x.data() + first * E, w.output_norm, s.a.xn.data(), rows, E, s.c.eps);
+  s.be.MatMul(w.output, s.a.xn.data(), logits, rows);
+}
+
+// One ubatch of T <= max_ubatch tokens at positions kv.size() ...; capacity already reserved.
+void RunUbatch(ForwardContext& ctx, Backend& be, Activations& act, KvCache& kv, RecurrentState& rec,
+               const int32_t* tokens, int64_t T, bool all_logits, float* logits) {
+  const Model& model = ctx.model();
+  const ModelConfig& c = model.config();
+  const Weights& w = model.weights();
+  Step s{c, be, act, T, kv.size()};
+  const RopeParams rope{c.rope_dims, c.rope_base, c.rope_freq_scale, &c.rope_pair_uses_pos};
+  const int64_t n = T * c.n_embd;
+
+  Embed(s, w.token_embd, tokens);
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const LayerWeights& lw = w.layers[l];
+    const int64_t slot = c.kind_index[l];
+    be.RmsNorm(act.x.data(), lw.attn_norm, act.xn.data(), T, c.n_embd, c.eps);
+    if (c.recurrent[l]) {
+      GatedDeltaLayer(s, lw.gdn, rec.conv(slot), rec.ssm(slot));
+    } else {
+      FullAttentionLayer(s, lw.attn, rope, kv.k(slot), kv.v(slot));
+    }
+    ref::Add(act.x.data(), act.mix.data(), n);
+    be.RmsNorm(act.x.data(), lw.post_attention_norm, act.xn.data(), T, c.n_embd, c.eps);
+    if (c.moe) {
+      Moe(s, lw.moe);
+    } else {
+      Mlp(s, lw.ffn);
+    }
+    ref::Add(act.x.data(), act.mix.data(), n);
+  }
+  kv.Commit(s.n_past + T);
+  if (all_logits) {
+    Logits(s, w, 0, T, logits);
+  } else if (logits != nullptr) {
+    Logits(s, w, T - 1, 1, logits);
+  }
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& model, BackendKind kind,
+                                                                 ThreadPool* pool,
+                                                                 const Options& options) {
+  if (options.max_ubatch < 1) return InvalidArgument("max_ubatch must be >= 1, got {}", options.max_ubatch);
+  std::unique_ptr<ForwardContext> ctx(new ForwardContext(model, kind));
+  ctx->max_ubatch_ = options.max_ubatch;
+  if (kind == BackendKind::kCuda) {  // device-resident: no host backend or scratch
+    QWENRT_ASSIGN_OR_RETURN(ctx->cuda_, CudaForward::Create(model, options.max_ubatch));
+    return ctx;
+  }
+  QWENRT_ASSIGN_OR_RETURN(ctx->backend_, MakeBackend(kind, pool, options.backend));
+  const ModelConfig& c = model.config();
+  const size_t Tm = static_cast<size_t>(options.max_ubatch);
+  const size_t E = c.n_embd, C = c.conv_channels(), Cq = c.ssm_hk * c.ssm_dk, Cv = c.ssm_hv * c.ssm_dv,
+               Hv = c.ssm_hv, HD = c.n_head * c.head_dim, KvD = c.n_head_kv * c.head_dim,
+               X = c.n_expert, K = c.n_expert_used;
+  const size_t ff = std::max({c.n_ff, c.n_ff_exp, c.n_ff_shexp});
+  const bool gdn = c.n_gdn_layers() > 0, attn = c.n_attn_layers() > 0;
+  Activations& a = ctx->act_;
+  try {
+    a.x.resize(Tm * E);
+    a.xn.resize(Tm * E);
+    a.mix.resize(Tm * E);
+    if (gdn) {
+      a.qkv.resize(Tm * C);
+      a.conv.resize(Tm * C);
+      a.z.resize(Tm * Cv);
+      a.alpha.resize(Tm * Hv);
+      a.beta.resize(Tm * Hv);
+      a.gq.resize(Tm * Cq);
+      a.gk.resize(Tm * Cq);
+      a.gv.resize(Tm * Cv);
+      a.go.resize(Tm * Cv);
+    }
+    if (attn) {
+      a.qg.resize(Tm * 2 * HD);
+      a.q.resize(Tm * HD);
+      a.gate.resize(Tm * HD);
+      a.k.resize(Tm * KvD);
+      a.v.resize(Tm * KvD);
+      a.att.resize(Tm * HD);
+    }
+    a.ff_gate.resize(Tm * ff);
+    a.ff_up.resize(Tm * ff);
+    if (c.moe) {
+      a.router.resize(Tm * X);
+      a.ids.resize(Tm * K);
+      a.weights.resize(Tm * K);
+      a.slots.resize(Tm * K);
+      a.expert_begin.resize(X + 1);
+      a.xe.resize(Tm * E);
+      a.ye.resize(Tm * E);
+      a.yslot.resize(Tm * K * E);
+      a.shgate.resize(Tm);
+    }
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("out of memory allocating forward scratch for ubatches of {} tokens", Tm);
+  }
+  return ctx;
+}
+
+size_t ForwardContext::bytes() const {
+  const Activations& a = act_;
+  size_t n = 0;
+  for (const std::vector<float>* v :
+       {&a.x, &a.xn, &a.mix, &a.qkv, &a.conv, &a.z, &a.alpha, &a.beta, &a.gq, &a.gk, &a.gv, &a.go, &a.qg,
+        &a.q, &a.gate, &a.k, &a.v, &a.att, &a.ff_gate, &a.ff_up, &a.router, &a.weights, &a.xe, &a.ye,
+        &a.yslot, &a.shgate}) {
+    n += v->capacity() * sizeof(float);
+  }
+  return n + (a.ids.capacity() + a.slots.capacity() + a.expert_begin.capacity()) * sizeof(int32_t);
+}
+
+Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec, std::span<const int32_t> tokens,
+               bool all_logits, float* logits) {
+  const ModelConfig& c = ctx.model().config();
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  if (T == 0) return InvalidArgument("Forward: no tokens");
+  if (logits == nullptr) return InvalidArgument("Forward: logits buffer is null");
+  for (int64_t i = 0; i < T; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= c.n_vocab) {
+      return InvalidArgument("token id {} at index {} is outside the vocabulary [0, {})", tokens[i], i,
+                             c.n_vocab);
+    }
+  }
+  if (kv.n_layers() != c.n_attn_layers() || kv.row_floats() != c.n_head_kv * c.head_dim) {
+    return InvalidArgument("Forward: the KV cache was not created for this model");
+  }
+  if (rec.n_layers() != c.n_gdn_layers() ||
+      rec.conv_floats() != c.conv_channels() * (c.conv_kernel - 1) ||
+      rec.ssm_floats() != c.ssm_hv * c.ssm_dv * c.ssm_dk) {
+    return InvalidArgument("Forward: the recurrent state was not created for this model");
+  }
+  QWENRT_RETURN_IF_ERROR(kv.Reserve(kv.size() + T));
+  if (ctx.cuda_ != nullptr) return ctx.cuda_->Run(kv, rec, tokens, all_logits, logits);
+  QWENRT_RETURN_IF_ERROR(ctx.backend_->Reserve(kv.capacity()));  // grows with the cache only
+  // Nothing below can fail: the state is only touched from here on.
+  for (int64_t b = 0; b < T; b += ctx.max_ubatch_) {
+    const int64_t n = std::min(ctx.max_ubatch_, T - b);
+    const bool last = b + n == T;
+    float* out = all_logits ? logits + b * c.n_vocab : (last ? logits : nullptr);
+    RunUbatch(ctx, *ctx.backend_, ctx.act_, kv, rec, tokens.data() + b, n, all_logits, out);
+  }
+  return OkStatus();
+}
+
+}  // namespace qwenrt

@@ -1,0 +1,115 @@
+// Model loading: parse (gguf.hpp) → config → weight views → optional deep tensor check →
+// fingerprint. Everything after the parse only reads the mapped bytes.
+#include "model/model.h"
+
+#include <new>
+
+#include "model/gguf_meta.h"
+#include "model/gguf_status.h"
+
+namespace qwenrt {
+namespace {
+
+class Fnv1a {
+ public:
+  void Add(const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < n; ++i) h_ = (h_ ^ p[i]) * 0x100000001b3ull;
+  }
+  void Add(std::string_view s) {
+    const uint64_t n = s.size();
+    Add(&n, sizeof n);  // length-prefixed so that ("ab","c") != ("a","bc")
+    Add(s.data(), s.size());
+  }
+  void Add(int64_t v) { Add(&v, sizeof v); }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = 0xcbf29ce484222325ull;
+};
+
+void AddStringArray(Fnv1a& h, const gguf::File& f, const char* key) {
+  const gguf::Value* v = f.Find(key);
+  if (v == nullptr || v->type() != gguf::ValueType::ARRAY ||
+      v->element_type() != gguf::ValueType::STRING) {
+    h.Add(int64_t{-1});
+    return;
+  }
+  h.Add(static_cast<int64_t>(v->size()));
+  for (size_t i = 0; i < v->size(); ++i) h.Add(v->StringAt(i));
+}
+
+std::string Fingerprint(const gguf::File& f, const ModelConfig& c) {
+  Fnv1a h;
+  h.Add(c.arch);
+  h.Add(static_cast<int64_t>(f.tensors().size()));
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    h.Add(t.name);
+    h.Add(static_cast<int64_t>(t.type));
+    h.Add(static_cast<int64_t>(t.n_dims));
+    for (int d = 0; d < t.n_dims; ++d) h.Add(t.ne[d]);
+  }
+  AddStringArray(h, f, "tokenizer.ggml.tokens");
+  AddStringArray(h, f, "tokenizer.ggml.merges");
+  std::string tmpl;
+  if (!meta::GetString(f, "tokenizer.chat_template", false, "", &tmpl).ok()) tmpl.clear();
+  h.Add(tmpl);
+  return fmt::format("{:016x}", h.value());
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<const Model>> Model::Build(gguf::File file, const LoadOptions& options) {
+  auto progress = [&](float x) -> Status {
+    if (options.progress && !options.progress(x)) return Cancelled("model load cancelled");
+    return OkStatus();
+  };
+  try {
+    QWENRT_RETURN_IF_ERROR(progress(0.1f));
+    std::shared_ptr<Model> m(new Model(std::move(file)));
+    QWENRT_ASSIGN_OR_RETURN(m->config_, ConfigFromGguf(m->file_));
+    QWENRT_ASSIGN_OR_RETURN(m->weights_, WeightsFromGguf(m->file_, m->config_));
+    QWENRT_RETURN_IF_ERROR(progress(0.3f));
+    if (options.check_tensors) {
+      const auto& tensors = m->file_.tensors();
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        gguf::Error err;
+        if (!gguf::CheckTensorData(tensors[i], &err)) return GgufStatus(err);
+        QWENRT_RETURN_IF_ERROR(progress(0.3f + 0.6f * static_cast<float>(i + 1) / tensors.size()));
+      }
+    }
+    m->fingerprint_ = Fingerprint(m->file_, m->config_);
+    QWENRT_RETURN_IF_ERROR(progress(1.0f));
+    return std::shared_ptr<const Model>(std::move(m));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("out of memory while loading the model");
+  }
+}
+
+StatusOr<std::shared_ptr<const Model>> Model::Load(const std::string& path, const LoadOptions& options) {
+  gguf::Error err;
+  std::optional<gguf::File> f;
+  try {
+    f = gguf::File::Open(path, &err);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("out of memory while reading '{}'", path);
+  }
+  if (!f) return GgufStatus(err);
+  return Build(std::move(*f), options);
+}
+
+StatusOr<std::shared_ptr<const Model>> Model::LoadFromMemory(const void* data, size_t size,
+                                                             const LoadOptions& options) {
+  if (data == nullptr && size != 0) return InvalidArgument("LoadFromMemory: null data");
+  gguf::Error err;
+  std::optional<gguf::File> f;
+  try {
+    f = gguf::File::FromMemory(data, size, /*copy=*/true, &err);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("out of memory while copying a {}-byte model image", size);
+  }
+  if (!f) return GgufStatus(err);
+  return Build(std::move(*f), options);
+}
+
+}  // namespace qwenrt

@@ -1,0 +1,60 @@
+// Model: a loaded qwen35 / qwen35moe GGUF file — the mapped bytes, the validated configuration and
+// the weight views into them. Immutable after Load; share it as std::shared_ptr<const Model> across
+// sessions and threads. Mutable per-sequence state lives in KvCache / RecurrentState.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "model/config.h"
+#include "qwenrt/gguf.hpp"
+#include "base/status.h"
+#include "model/weights.h"
+
+namespace qwenrt {
+
+struct ModelLoadOptions {
+  // Scan every tensor's data for NaN/Inf (F32/F16/BF16) and non-finite block scales (gguf checklist
+  // item 27). Costs one pass over the file.
+  bool check_tensors = false;
+  // Called with a fraction in [0, 1] as loading proceeds; returning false cancels (-> Cancelled).
+  std::function<bool(float)> progress;
+};
+
+class Model {
+ public:
+  using LoadOptions = ModelLoadOptions;
+
+
+  // Maps the file and validates it. Errors: Io (cannot open/map), BadFormat (malformed file,
+  // inconsistent metadata, wrong tensor shape/type, unknown tensor), Unsupported (architecture,
+  // YaRN, MTP-only or split file, tensor type), Cancelled, OutOfMemory. Any thread.
+  static StatusOr<std::shared_ptr<const Model>> Load(const std::string& path,
+                                                     const LoadOptions& options = {});
+  // As Load, from a GGUF image in memory. The bytes are copied, so the caller may free them after
+  // the call returns. Any thread.
+  static StatusOr<std::shared_ptr<const Model>> LoadFromMemory(const void* data, size_t size,
+                                                               const LoadOptions& options = {});
+
+  const ModelConfig& config() const { return config_; }
+  const Weights& weights() const { return weights_; }
+  const gguf::File& gguf() const { return file_; }  // tokenizer and chat template are read from here
+  // 16 hex digits: 64-bit FNV-1a over the architecture, every tensor's name/shape/type, the
+  // tokenizer tokens and merges and the chat template. Identifies "the same model" for saved state.
+  const std::string& fingerprint() const { return fingerprint_; }
+
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+ private:
+  explicit Model(gguf::File file) : file_(std::move(file)) {}
+  static StatusOr<std::shared_ptr<const Model>> Build(gguf::File file, const LoadOptions& options);
+
+  gguf::File file_;
+  ModelConfig config_;
+  Weights weights_;
+  std::string fingerprint_;
+};
+
+}  // namespace qwenrt

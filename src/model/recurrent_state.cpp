@@ -1,0 +1,103 @@
+// RecurrentState allocation, reset and copies.
+#include "model/recurrent_state.h"
+
+#include <algorithm>
+#include <new>
+#include <utility>
+
+namespace qwenrt {
+
+StatusOr<RecurrentState> RecurrentState::Create(const ModelConfig& config) {
+  RecurrentState s;
+  s.conv_floats_ = config.conv_channels() * (config.conv_kernel - 1);
+  s.ssm_floats_ = config.ssm_hv * config.ssm_dv * config.ssm_dk;
+  const int64_t n = config.n_gdn_layers();
+  try {
+    s.conv_.assign(n, std::vector<float>(static_cast<size_t>(s.conv_floats_), 0.0f));
+    s.ssm_.assign(n, std::vector<float>(static_cast<size_t>(s.ssm_floats_), 0.0f));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("out of memory allocating the recurrent state ({} bytes)",
+                       static_cast<size_t>(n * (s.conv_floats_ + s.ssm_floats_)) * sizeof(float));
+  }
+  return s;
+}
+
+RecurrentState::RecurrentState(RecurrentState&& other) noexcept { *this = std::move(other); }
+
+RecurrentState& RecurrentState::operator=(RecurrentState&& other) noexcept {
+  if (this == &other) return *this;
+  ForgetPending();
+  conv_floats_ = other.conv_floats_;
+  ssm_floats_ = other.ssm_floats_;
+  conv_ = std::move(other.conv_);
+  ssm_ = std::move(other.ssm_);
+  lineage_ = std::move(other.lineage_);
+  pending_ = std::exchange(other.pending_, nullptr);
+  if (pending_ != nullptr) pending_->Moved(other, *this);
+  return *this;
+}
+
+RecurrentState::~RecurrentState() { ForgetPending(); }
+
+void RecurrentState::SetPending(StateMirror* mirror) const { pending_ = mirror; }
+
+void RecurrentState::Sync() const {
+  if (pending_ == nullptr) return;
+  StateMirror* m = pending_;
+  pending_ = nullptr;  // before Pull, so Pull's own accesses do not recurse
+  m->Pull(*const_cast<RecurrentState*>(this));  // host_conv/host_ssm size a device-made copy's buffers
+}
+
+void RecurrentState::ForgetPending() {
+  if (pending_ == nullptr) return;
+  StateMirror* m = pending_;
+  pending_ = nullptr;
+  m->Forget(*this);
+}
+
+void RecurrentState::Reset() {
+  ForgetPending();  // the device contents are replaced: no need to fetch them
+  lineage_.Renew();
+  for (auto& c : conv_) c.assign(static_cast<size_t>(conv_floats_), 0.0f);  // (a device-made copy
+  for (auto& s : ssm_) s.assign(static_cast<size_t>(ssm_floats_), 0.0f);    //  may have none yet)
+}
+
+size_t RecurrentState::bytes() const {
+  return conv_.size() * static_cast<size_t>(conv_floats_ + ssm_floats_) * sizeof(float);
+}
+
+StatusOr<RecurrentState> RecurrentState::Copy() const {
+  RecurrentState c;
+  c.conv_floats_ = conv_floats_;
+  c.ssm_floats_ = ssm_floats_;
+  try {
+    if (pending_ != nullptr) {  // a copy on the device, host buffers left empty
+      c.conv_.resize(conv_.size());
+      c.ssm_.resize(ssm_.size());
+      if (pending_->Clone(*this, c)) return c;
+    }
+    Sync();
+    c.conv_ = conv_;
+    c.ssm_ = ssm_;
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("out of memory copying the recurrent state ({} bytes)", bytes());
+  }
+  return c;
+}
+
+void RecurrentState::CopyFrom(const RecurrentState& other) {
+  if (this == &other) return;
+  if (pending_ != nullptr && pending_ != other.pending_) ForgetPending();
+  lineage_.Renew();
+  if (other.pending_ != nullptr && other.pending_->Clone(other, *this)) return;  // stays on the device
+  other.Sync();
+  ForgetPending();
+  for (size_t g = 0; g < conv_.size() && g < other.conv_.size(); ++g) {
+    conv_[g].resize(static_cast<size_t>(conv_floats_));
+    ssm_[g].resize(static_cast<size_t>(ssm_floats_));
+    std::copy(other.conv_[g].begin(), other.conv_[g].end(), conv_[g].begin());
+    std::copy(other.ssm_[g].begin(), other.ssm_[g].end(), ssm_[g].begin());
+  }
+}
+
+}  // namespace qwenrt

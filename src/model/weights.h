@@ -1,0 +1,92 @@
+// Weights: typed, validated views of the tensors of a qwen35 / qwen35moe GGUF file (no copies: the
+// pointers point into the mapped file). One struct per layer kind, like gemma.cpp's
+// LayerWeightsPtrs. Shapes are written as `[rows, cols]` row-major (GGUF ne = {cols, rows}).
+// MTP/NextN tensors are checked for presence as part of the file but never referenced by a forward.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/config.h"
+#include "ops/matmul.h"
+#include "qwenrt/gguf.hpp"
+#include "base/status.h"
+
+namespace qwenrt {
+
+// The `n_expert` matrices of a 3-D expert tensor (or one half of the fused gate_up tensor):
+// expert e's matrix is `rows` rows starting at data + e * expert_stride.
+struct ExpertMatrices {
+  gguf::Type type = gguf::Type::F32;
+  int64_t cols = 0, rows = 0, n_expert = 0;
+  const uint8_t* data = nullptr;
+  size_t row_bytes = 0;
+  size_t expert_stride = 0;  // bytes between consecutive experts' first rows
+  WeightMatrix Expert(int64_t e) const {
+    return WeightMatrix{type, cols, rows, data + static_cast<size_t>(e) * expert_stride, row_bytes};
+  }
+};
+
+struct GatedDeltaWeights {
+  WeightMatrix qkv;            // [C, E]  rows: q (Hk*Dk), k (Hk*Dk), v (Hv*Dv, tiled head order)
+  WeightMatrix gate;           // [Hv*Dv, E]  z gate
+  WeightMatrix alpha;          // [Hv, E]
+  WeightMatrix beta;           // [Hv, E]
+  WeightMatrix out;            // [E, Hv*Dv]
+  const float* conv1d = nullptr;   // [C, Kc] tap 0 = oldest input
+  const float* dt_bias = nullptr;  // [Hv]
+  const float* ssm_a = nullptr;    // [Hv]  = -exp(A_log)
+  const float* norm = nullptr;     // [Dv]  gated RMSNorm weight, used as is
+};
+
+struct AttentionWeights {
+  WeightMatrix q;              // [H*2*Dh, E]  per head: Dh query rows then Dh gate rows
+  WeightMatrix k;              // [Hkv*Dh, E]
+  WeightMatrix v;              // [Hkv*Dh, E]
+  WeightMatrix o;              // [E, H*Dh]
+  const float* q_norm = nullptr;   // [Dh]
+  const float* k_norm = nullptr;   // [Dh]
+};
+
+struct DenseFfnWeights {
+  WeightMatrix gate;           // [F, E]
+  WeightMatrix up;             // [F, E]
+  WeightMatrix down;           // [E, F]
+};
+
+struct MoeWeights {
+  WeightMatrix router;         // [X, E]  F32
+  ExpertMatrices gate;         // X x [Fe, E]
+  ExpertMatrices up;           // X x [Fe, E]
+  ExpertMatrices down;         // X x [E, Fe]
+  WeightMatrix shexp_gate_inp; // [1, E]  F32: one sigmoid gate logit per token
+  WeightMatrix shexp_gate;     // [Fs, E]
+  WeightMatrix shexp_up;       // [Fs, E]
+  WeightMatrix shexp_down;     // [E, Fs]
+};
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;            // [E]
+  const float* post_attention_norm = nullptr;  // [E]  (the pre-FFN norm)
+  GatedDeltaWeights gdn;   // valid when the layer is recurrent
+  AttentionWeights attn;   // valid when the layer is full attention
+  DenseFfnWeights ffn;     // valid for qwen35
+  MoeWeights moe;          // valid for qwen35moe
+};
+
+struct Weights {
+  WeightMatrix token_embd;     // [V, E]
+  const float* output_norm = nullptr;  // [E]
+  WeightMatrix output;         // [V, E]; equals token_embd when the head is tied
+  bool tied = false;
+  std::vector<LayerWeights> layers;  // [L] trunk layers only
+};
+
+// Builds the views and checks every tensor of the file: presence, shape (trailing 1s allowed),
+// type by role (norms, conv, ssm vectors and routers must be F32; matrices any supported type),
+// no unknown tensors, MTP tensors accounted for, token_embd rows == V. Errors name the tensor and,
+// for shapes, both the expected and the actual shape (BadFormat; Unsupported for a type the engine
+// cannot use or an MTP-only file).
+StatusOr<Weights> WeightsFromGguf(const gguf::File& file, const ModelConfig& config);
+
+}  // namespace qwenrt

@@ -1,0 +1,72 @@
+// CPU causal attention: (token, head) pairs in parallel, each with a two-pass softmax over its
+// cached keys. Dot products and the V accumulation use 16 independent partial sums so the compiler
+// vectorises them; this changes the summation order against ref (rounding only). Each query's
+// result depends only on its own row and the cache, so results do not depend on the batch split.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/cpu/ops.h"
+
+namespace qwenrt::cpu {
+namespace {
+
+constexpr int64_t kLanes = 16;
+
+float Dot(const float* a, const float* b, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t d = 0;
+  for (; d + kLanes <= n; d += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) acc[l] += a[d + l] * b[d + l];
+  }
+  float sum = 0.0f;
+  for (; d < n; ++d) sum += a[d] * b[d];
+  for (int64_t l = 0; l < kLanes; ++l) sum += acc[l];
+  return sum;
+}
+
+void Axpy(float alpha, const float* x, float* y, int64_t n) {  // y += alpha * x
+  for (int64_t d = 0; d < n; ++d) y[d] += alpha * x[d];
+}
+
+}  // namespace
+
+void Attention(const AttentionShape& s, const float* q, const float* k, const float* v, float* out,
+               float* scores, ThreadPool& pool) {
+  // Everything the workers need behind one pointer: keeps the std::function allocation-free.
+  struct Args {
+    AttentionShape s;
+    const float *q, *k, *v;
+    float *out, *scores;
+    int64_t n_max, group, row;
+    float scale;
+  } args{s, q, k, v, out, scores, s.n_past + s.T, s.H / s.Hkv, s.Hkv * s.Dh,
+         1.0f / std::sqrt(static_cast<float>(s.Dh))};
+  // Long rows are expensive: hand out pairs one by one when the context is long.
+  const int64_t grain = args.n_max > 256 ? 1 : 4;
+  pool.ParallelForDynamic(s.T * s.H, grain, [a = &args](int64_t b, int64_t e, int thread) {
+    const AttentionShape& sh = a->s;
+    float* sc = a->scores + thread * a->n_max;
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t t = i / sh.H, h = i % sh.H, g = h / a->group;
+      const int64_t n_keys = sh.n_past + t + 1;
+      const float* qh = a->q + (t * sh.H + h) * sh.Dh;
+      float* oh = a->out + (t * sh.H + h) * sh.Dh;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < n_keys; ++j) {
+        sc[j] = Dot(qh, a->k + j * a->row + g * sh.Dh, sh.Dh) * a->scale;
+        mx = std::max(mx, sc[j]);
+      }
+      float sum = 0.0f;
+      for (int64_t j = 0; j < n_keys; ++j) {
+        sc[j] = std::exp(sc[j] - mx);
+        sum += sc[j];
+      }
+      const float inv = 1.0f / sum;
+      std::fill(oh, oh + sh.Dh, 0.0f);
+      for (int64_t j = 0; j < n_keys; ++j) Axpy(sc[j] * inv, a->v + j * a->row + g * sh.Dh, oh, sh.Dh);
+    }
+  });
+}
+
+}  // namespace qwenrt::cpu

@@ -1,0 +1,129 @@
+// Fast CPU matmul driver: converts the activations once to each weight's dot type, then splits the
+// output rows over the thread pool. Each thread walks its rows in tiles of kRowTile and, inside a
+// tile, all tokens kMaxDotTokens at a time, so a tile of weights (a few KiB, L1-resident) is fetched
+// from memory once per call however large T is: that is where prefill speed comes from.
+// MatMulMulti runs several matrices that read the same activations in one parallel region (one
+// activation conversion, one pool wake-up), which matters at decode where each call is short.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "ops/matmul.h"
+#include "ops/vec_dot.h"
+
+namespace qwenrt::cpu {
+namespace {
+
+constexpr int64_t kRowTile = 16;  // weight rows per tile: 16 x 3584 Q4_K = 32 KiB at most in practice
+
+enum ActFormat { kActF32 = 0, kActQ8K = 1, kActQ8_0 = 2, kActFormats = 3 };
+
+struct Job {
+  const WeightMatrix* w;
+  DotKernel kernel;
+  const uint8_t* act;  // [T] activation rows of act_stride bytes
+  size_t act_stride;
+  float* y;            // [T, rows]
+  int64_t tile_begin;  // first global tile index of this matrix
+};
+
+struct Batch {
+  Job jobs[kMaxMatMulMulti];
+  int n;
+  int64_t T;
+};
+
+// Grow-only per-thread scratch for the converted activations, one per format (64-byte aligned).
+uint8_t* Scratch(int format, size_t bytes) {
+  thread_local std::vector<uint64_t> buf[kActFormats];
+  const size_t words = (bytes + 63) / 8 + 8;
+  if (buf[format].size() < words) buf[format].resize(words);
+  auto p = reinterpret_cast<uintptr_t>(buf[format].data());
+  return reinterpret_cast<uint8_t*>((p + 63) & ~uintptr_t{63});
+}
+
+bool KernelFor(gguf::Type type, DotKernel* kernel, ActFormat* format) {
+  switch (type) {
+    case gguf::Type::Q4_K: *kernel = DotQ4K_Q8K; *format = kActQ8K; return true;
+    case gguf::Type::Q5_K: *kernel = DotQ5K_Q8K; *format = kActQ8K; return true;
+    case gguf::Type::Q6_K: *kernel = DotQ6K_Q8K; *format = kActQ8K; return true;
+    case gguf::Type::Q8_0: *kernel = DotQ8_0_Q8_0; *format = kActQ8_0; return true;
+    case gguf::Type::F32: *kernel = DotF32_F32; *format = kActF32; return true;
+    case gguf::Type::F16: *kernel = DotF16_F32; *format = kActF32; return true;
+    case gguf::Type::BF16: *kernel = DotBF16_F32; *format = kActF32; return true;
+    default: return false;
+  }
+}
+
+void RunTile(const Batch& batch, int64_t global_tile) {
+  int j = 0;
+  while (j + 1 < batch.n && batch.jobs[j + 1].tile_begin <= global_tile) ++j;
+  const Job& job = batch.jobs[j];
+  const WeightMatrix& w = *job.w;
+  const int64_t r0 = (global_tile - job.tile_begin) * kRowTile, r1 = std::min(w.rows, r0 + kRowTile);
+  for (int64_t t0 = 0; t0 < batch.T; t0 += kMaxDotTokens) {
+    const int ntok = static_cast<int>(std::min<int64_t>(kMaxDotTokens, batch.T - t0));
+    const uint8_t* a = job.act + t0 * job.act_stride;
+    for (int64_t r = r0; r < r1; ++r) {
+      job.kernel(w.data + r * w.row_bytes, a, job.act_stride, ntok, w.cols, job.y + t0 * w.rows + r, w.rows);
+    }
+  }
+}
+
+// Converts x: [T, cols] into `format` rows at dst (stride bytes each), in parallel when large.
+void ConvertActivations(ActFormat format, const float* x, int64_t T, int64_t cols, uint8_t* dst, size_t stride,
+                        ThreadPool& pool) {
+  void (*quantize)(const float*, void*, int64_t) = format == kActQ8K ? cpu::QuantizeRowQ8K : QuantizeRowQ8_0;
+  if (T * cols <= 16384) {  // a few tokens: cheaper inline than waking the pool
+    for (int64_t t = 0; t < T; ++t) quantize(x + t * cols, dst + t * stride, cols);
+    return;
+  }
+  struct Q {
+    void (*fn)(const float*, void*, int64_t);
+    const float* x;
+    uint8_t* dst;
+    size_t stride;
+    int64_t cols;
+  } q{quantize, x, dst, stride, cols};
+  const Q* qp = &q;  // one-pointer capture: fits std::function's inline storage (no allocation)
+  pool.ParallelFor(T, [qp](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) qp->fn(qp->x + t * qp->cols, qp->dst + t * qp->stride, qp->cols);
+  });
+}
+
+}  // namespace
+
+void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys, int64_t T, ThreadPool& pool) {
+  if (T <= 0 || n <= 0 || n > kMaxMatMulMulti) return;
+  Batch batch;
+  batch.n = 0;
+  batch.T = T;
+  const uint8_t* act[kActFormats] = {reinterpret_cast<const uint8_t*>(x), nullptr, nullptr};
+  size_t stride[kActFormats] = {static_cast<size_t>(ws[0].cols) * sizeof(float), 0, 0};
+  int64_t tiles = 0;
+  for (int i = 0; i < n; ++i) {
+    const WeightMatrix& w = ws[i];
+    DotKernel kernel;
+    ActFormat format;
+    // Precondition violations (CheckWeightMatrix, equal cols) leave that output unwritten.
+    if (w.rows <= 0 || w.cols != ws[0].cols || !KernelFor(w.type, &kernel, &format)) continue;
+    if (act[format] == nullptr) {
+      stride[format] = static_cast<size_t>(RowBytes(format == kActQ8K ? gguf::Type::Q8_K : gguf::Type::Q8_0, w.cols));
+      uint8_t* dst = Scratch(format, stride[format] * static_cast<size_t>(T));
+      ConvertActivations(format, x, T, w.cols, dst, stride[format], pool);
+      act[format] = dst;
+    }
+    batch.jobs[batch.n++] = Job{&w, kernel, act[format], stride[format], ys[i], tiles};
+    tiles += (w.rows + kRowTile - 1) / kRowTile;
+  }
+  const Batch* bp = &batch;
+  pool.ParallelFor(tiles, [bp](int64_t b, int64_t e, int) {
+    for (int64_t tile = b; tile < e; ++tile) RunTile(*bp, tile);
+  });
+}
+
+void MatMul(const WeightMatrix& w, const float* x, float* y, int64_t T, ThreadPool& pool) {
+  MatMulMulti(&w, 1, x, &y, T, pool);
+}
+
+}  // namespace qwenrt::cpu

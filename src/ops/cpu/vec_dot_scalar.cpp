@@ -1,0 +1,43 @@
+// Portable multi-token dot kernels: the scalar definitions of vec_dot.h applied token by token. Used
+// when the build has no AVX2 (see vec_dot_x86.cpp for the SIMD versions).
+#include "ops/vec_dot.h"
+#if !QWENRT_X86_DOT
+
+namespace qwenrt::cpu {
+namespace {
+
+template <float (*Dot)(const void*, const void*, int64_t)>
+void Each(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out, int64_t out_stride) {
+  for (int t = 0; t < ntok; ++t) out[t * out_stride] = Dot(w, static_cast<const uint8_t*>(a) + t * a_stride, n);
+}
+
+float F32(const void* w, const void* a, int64_t n) {
+  return ref::VecDotF32(static_cast<const float*>(w), static_cast<const float*>(a), n);
+}
+float F16(const void* w, const void* a, int64_t n) {
+  return ref::VecDotF16_F32(static_cast<const uint16_t*>(w), static_cast<const float*>(a), n);
+}
+float BF16(const void* w, const void* a, int64_t n) {
+  return ref::VecDotBF16_F32(static_cast<const uint16_t*>(w), static_cast<const float*>(a), n);
+}
+
+}  // namespace
+
+#define QWENRT_SCALAR_KERNEL(Name, Dot)                                                              \
+  void Name(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,         \
+            int64_t out_stride) {                                                                    \
+    Each<Dot>(w, a, a_stride, ntok, n, out, out_stride);                                             \
+  }
+QWENRT_SCALAR_KERNEL(DotQ4K_Q8K, ref::VecDotQ4K_Q8K)
+QWENRT_SCALAR_KERNEL(DotQ5K_Q8K, ref::VecDotQ5K_Q8K)
+QWENRT_SCALAR_KERNEL(DotQ6K_Q8K, ref::VecDotQ6K_Q8K)
+QWENRT_SCALAR_KERNEL(DotQ8_0_Q8_0, ref::VecDotQ8_0_Q8_0)
+QWENRT_SCALAR_KERNEL(DotF32_F32, F32)
+QWENRT_SCALAR_KERNEL(DotF16_F32, F16)
+QWENRT_SCALAR_KERNEL(DotBF16_F32, BF16)
+#undef QWENRT_SCALAR_KERNEL
+
+const char* DotKernelIsa() { return "scalar"; }
+
+}  // namespace qwenrt::cpu
+#endif  // !QWENRT_X86_DOT

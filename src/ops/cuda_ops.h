@@ -1,0 +1,50 @@
+// Host-side entry points of the CUDA kernels in cuda/ (plain C++, no CUDA headers): each takes host
+// pointers, copies the inputs to the device, runs the kernel, copies the results back and
+// synchronises. Good for testing against ref:: and for timing; the device-resident backend calls
+// the launchers in cuda/*.cuh instead. Built without CUDA, every function returns UNSUPPORTED
+// (cuda_device_stub.cpp).
+//
+// Errors (all functions): INVALID_ARGUMENT for bad shapes / null pointers, UNSUPPORTED for a weight
+// type or head size the kernels do not handle, DEVICE for any CUDA failure (no device, out of
+// device memory, launch failure) with the CUDA error text. Outputs are unspecified after an error.
+// Thread safety: any thread (each call allocates its own device buffers on the default stream).
+#pragma once
+
+#include <cstdint>
+
+#include "ops/gated_delta.h"
+#include "ops/matmul.h"
+#include "base/status.h"
+
+namespace qwenrt::cuda {
+
+// Optional timing of a call: with iters > 0 the kernel is launched once more untimed and then
+// `iters` times between CUDA events on device-resident inputs; ms = mean milliseconds per launch
+// (kernel only, no copies). Results returned are those of the first launch.
+struct KernelTiming {
+  int iters = 0;
+  double ms = 0.0;
+};
+
+// y[r] = x[r] * (1 / sqrt(mean(x[r]^2) + eps)) * w            x, y: [rows, n] (may alias); w: [n]
+// Same contract as ref::RmsNorm.
+Status RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps,
+               KernelTiming* timing = nullptr);
+
+// y[t][r] = sum_c W[r][c] * x[t][c]      x: [T, cols]; y: [T, rows]; W as stored in GGUF.
+// Weights F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K, dequantized on the fly in f32 (the "exact" path:
+// same products as ref::MatMul, different summation order). One warp per (row, token).
+Status DequantMatVec(const WeightMatrix& w, const float* x, float* y, int64_t T,
+                     KernelTiming* timing = nullptr);
+
+// The gated delta rule, token-serial (decode form); same arguments, layouts and result as
+// ref::GatedDelta (gated_delta.h): state [Hv, Dv, Dk] updated in place, out [T, Hv, Dv], value head
+// h uses key head h % Hk. Dk <= 256 (UNSUPPORTED above).
+Status GatedDeltaRecurrent(const GatedDeltaShape& shape, const float* q, const float* k,
+                           const float* v, const float* g, const float* beta, float* state,
+                           float* out, KernelTiming* timing = nullptr);
+
+// Largest Dk GatedDeltaRecurrent handles (the state column lives in registers, 8 per lane).
+inline constexpr int64_t kGatedDeltaMaxDk = 256;
+
+}  // namespace qwenrt::cuda

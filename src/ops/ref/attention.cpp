@@ -1,0 +1,45 @@
+// Reference causal attention over the KV cache: two-pass softmax in f32, grouped-query mapping
+// h -> h / (H/Hkv) (consecutive query heads share a KV head; spec §8 step 7).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/ref/ops.h"
+
+namespace qwenrt::ref {
+
+void Attention(const AttentionShape& s, const float* q, const float* k, const float* v, float* out,
+               float* scores) {
+  const int64_t group = s.H / s.Hkv, row = s.Hkv * s.Dh;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.Dh));
+  for (int64_t t = 0; t < s.T; ++t) {
+    const int64_t n_keys = s.n_past + t + 1;
+    for (int64_t h = 0; h < s.H; ++h) {
+      const int64_t g = h / group;
+      const float* qh = q + (t * s.H + h) * s.Dh;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < n_keys; ++j) {
+        const float* kj = k + j * row + g * s.Dh;
+        float dot = 0.0f;
+        for (int64_t d = 0; d < s.Dh; ++d) dot += qh[d] * kj[d];
+        scores[j] = dot * scale;
+        mx = std::max(mx, scores[j]);
+      }
+      float sum = 0.0f;
+      for (int64_t j = 0; j < n_keys; ++j) {
+        scores[j] = std::exp(scores[j] - mx);
+        sum += scores[j];
+      }
+      const float inv = 1.0f / sum;
+      float* oh = out + (t * s.H + h) * s.Dh;
+      std::fill(oh, oh + s.Dh, 0.0f);
+      for (int64_t j = 0; j < n_keys; ++j) {
+        const float* vj = v + j * row + g * s.Dh;
+        const float pj = scores[j] * inv;
+        for (int64_t d = 0; d < s.Dh; ++d) oh[d] += pj * vj[d];
+      }
+    }
+  }
+}
+
+}  // namespace qwenrt::ref

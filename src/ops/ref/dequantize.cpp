@@ -1,0 +1,109 @@
+// Scalar dequantization of one row of every supported GGUF type to float32 (spec §3). This is the
+// definition the fast paths and the CUDA kernels are checked against; it favours plainness over speed.
+// Float operations are ordered as llama.cpp's dequantize_row_* (scale products first), so results are
+// bit-identical to the peer's.
+#include <cstring>
+
+#include "ops/quant.h"
+
+namespace qwenrt::ref {
+namespace {
+
+void DequantizeQ8_0(const BlockQ8_0* x, float* y, int64_t nb) {
+  for (int64_t b = 0; b < nb; ++b, y += kQK8_0) {
+    const float d = Fp16ToFp32(x[b].d);
+    for (int j = 0; j < kQK8_0; ++j) y[j] = d * x[b].qs[j];
+  }
+}
+
+void DequantizeQ4K(const BlockQ4K* x, float* y, int64_t nb) {
+  for (int64_t b = 0; b < nb; ++b, y += kQK_K) {
+    const float d = Fp16ToFp32(x[b].d), dmin = Fp16ToFp32(x[b].dmin);
+    for (int s = 0; s < 8; ++s) {
+      uint8_t sc, m;
+      UnpackScaleMinK(x[b].scales, s, &sc, &m);
+      const float d1 = d * sc, m1 = dmin * m;
+      const uint8_t* q = x[b].qs + 32 * (s / 2);
+      const int shift = (s % 2) * 4;  // even sub-blocks: low nibbles, odd: high nibbles
+      for (int l = 0; l < 32; ++l) y[32 * s + l] = d1 * ((q[l] >> shift) & 0x0F) - m1;
+    }
+  }
+}
+
+void DequantizeQ5K(const BlockQ5K* x, float* y, int64_t nb) {
+  for (int64_t b = 0; b < nb; ++b, y += kQK_K) {
+    const float d = Fp16ToFp32(x[b].d), dmin = Fp16ToFp32(x[b].dmin);
+    for (int s = 0; s < 8; ++s) {
+      uint8_t sc, m;
+      UnpackScaleMinK(x[b].scales, s, &sc, &m);
+      const float d1 = d * sc, m1 = dmin * m;
+      const uint8_t* q = x[b].qs + 32 * (s / 2);
+      const int shift = (s % 2) * 4;
+      for (int l = 0; l < 32; ++l) {
+        const int q5 = ((q[l] >> shift) & 0x0F) + 16 * ((x[b].qh[l] >> s) & 1);
+        y[32 * s + l] = d1 * q5 - m1;
+      }
+    }
+  }
+}
+
+void DequantizeQ6K(const BlockQ6K* x, float* y, int64_t nb) {
+  for (int64_t b = 0; b < nb; ++b, y += kQK_K) {
+    const float d = Fp16ToFp32(x[b].d);
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = x[b].ql + 64 * half;
+      const uint8_t* qh = x[b].qh + 32 * half;
+      float* out = y + 128 * half;
+      for (int l = 0; l < 32; ++l) {
+        // The four elements l, l+32, l+64, l+96 of this half share ql/qh bytes (spec §3.7 table).
+        const int q[4] = {
+            ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32,
+            ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32,
+            ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32,
+            ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32,
+        };
+        for (int k = 0; k < 4; ++k) {
+          const int e = 128 * half + 32 * k + l;
+          out[32 * k + l] = d * x[b].scales[e / 16] * q[k];
+        }
+      }
+    }
+  }
+}
+
+void DequantizeQ8K(const BlockQ8K* x, float* y, int64_t nb) {
+  for (int64_t b = 0; b < nb; ++b, y += kQK_K) {
+    for (int j = 0; j < kQK_K; ++j) y[j] = x[b].d * x[b].qs[j];
+  }
+}
+
+}  // namespace
+
+bool DequantizeRow(gguf::Type type, const void* src, float* dst, int64_t n) {
+  const int64_t elems = BlockElems(type);
+  if (elems == 0 || n < 0 || n % elems != 0) return false;
+  const int64_t nb = n / elems;
+  switch (type) {
+    case gguf::Type::F32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return true;
+    case gguf::Type::F16: {
+      const auto* h = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = Fp16ToFp32(h[i]);
+      return true;
+    }
+    case gguf::Type::BF16: {
+      const auto* h = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToFp32(h[i]);
+      return true;
+    }
+    case gguf::Type::Q8_0: DequantizeQ8_0(static_cast<const BlockQ8_0*>(src), dst, nb); return true;
+    case gguf::Type::Q4_K: DequantizeQ4K(static_cast<const BlockQ4K*>(src), dst, nb); return true;
+    case gguf::Type::Q5_K: DequantizeQ5K(static_cast<const BlockQ5K*>(src), dst, nb); return true;
+    case gguf::Type::Q6_K: DequantizeQ6K(static_cast<const BlockQ6K*>(src), dst, nb); return true;
+    case gguf::Type::Q8_K: DequantizeQ8K(static_cast<const BlockQ8K*>(src), dst, nb); return true;
+    default: return false;
+  }
+}
+
+}  // namespace qwenrt::ref

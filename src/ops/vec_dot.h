@@ -1,0 +1,73 @@
+// Dot products between one weight row (GGUF block format) and one activation row, as the CPU matmul
+// uses them (spec §3.9). `ref::` versions are scalar with exact integer inner sums and define the
+// result; `cpu::` versions (SIMD) must agree with them to float rounding. `n` is the row length in
+// elements (a multiple of the block size); `w` and `a` point at n / block-size blocks.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/quant.h"
+
+namespace qwenrt {
+
+namespace ref {
+// Per super-block: fp16(d)*dy*sum_s sc_s*sum(q4*q8) - fp16(dmin)*dy*sum_s m_s*(bsums[2s]+bsums[2s+1]).
+float VecDotQ4K_Q8K(const void* w, const void* a, int64_t n);
+float VecDotQ5K_Q8K(const void* w, const void* a, int64_t n);
+// Per super-block: fp16(d)*dy*sum_g scales[g]*sum(q6*q8), q6 in [-32, 31].
+float VecDotQ6K_Q8K(const void* w, const void* a, int64_t n);
+// Per block: fp16(d_w)*fp16(d_a)*sum(q_w*q_a).
+float VecDotQ8_0_Q8_0(const void* w, const void* a, int64_t n);
+// Float weights against f32 activations (more accurate than llama.cpp's f16/bf16-rounded activations
+// and no slower: the weights dominate the memory traffic). Accumulates in f32, column order.
+float VecDotF32(const float* w, const float* a, int64_t n);
+float VecDotF16_F32(const uint16_t* w, const float* a, int64_t n);
+float VecDotBF16_F32(const uint16_t* w, const float* a, int64_t n);
+}  // namespace ref
+
+}  // namespace qwenrt
+
+// The SIMD kernels (cpu/vec_dot_x86.cpp) need AVX2 + FMA + F16C; otherwise cpu/vec_dot_scalar.cpp.
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define QWENRT_X86_DOT 1
+#else
+#define QWENRT_X86_DOT 0
+#endif
+
+namespace qwenrt::cpu {
+
+// Multi-token dot kernel: for t < ntok (1 <= ntok <= kMaxDotTokens),
+//   out[t * out_stride] = dot(weight row `w`, activation row `a + t * a_stride` bytes)
+// over n elements. Unpacking a weight block once for several tokens is what makes prefill fast.
+// With AVX-512VL there are 32 vector registers: 8 tokens' accumulators fit without spilling.
+#if QWENRT_X86_DOT && defined(__AVX512VL__)
+inline constexpr int kMaxDotTokens = 8;
+#else
+inline constexpr int kMaxDotTokens = 4;
+#endif
+using DotKernel = void (*)(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                           int64_t out_stride);
+
+// Activations: Q8_K rows (K-quants), Q8_0 rows (Q8_0), f32 rows (float weights).
+void DotQ4K_Q8K(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                int64_t out_stride);
+void DotQ5K_Q8K(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                int64_t out_stride);
+void DotQ6K_Q8K(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                int64_t out_stride);
+void DotQ8_0_Q8_0(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                  int64_t out_stride);
+void DotF32_F32(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                int64_t out_stride);
+void DotF16_F32(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                int64_t out_stride);
+void DotBF16_F32(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                 int64_t out_stride);
+
+// SIMD version of QuantizeRowQ8K (quant.h), bit-identical to it.
+void QuantizeRowQ8K(const float* x, void* dst_blocks, int64_t n);
+
+// Which instruction set the kernels above were compiled for ("avx512vnni", "avx2", "scalar").
+const char* DotKernelIsa();
+
+}  // namespace qwenrt::cpu

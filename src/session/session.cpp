@@ -1,0 +1,331 @@
+// Session: prefix resume over the transcript, checkpoint placement during prefill, decode loop,
+// fork. Saving and loading a session is in session_io.cpp.
+#include "session/session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <new>
+#include <optional>
+#include <thread>
+
+namespace qwenrt {
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool IsCancelled(const std::atomic<bool>* flag) {
+  return flag != nullptr && flag->load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> model,
+                                                   const SessionParams& params) {
+  if (!model) return InvalidArgument("Session::Create: null model");
+  const ModelConfig& cfg = model->config();
+  if (params.ubatch < 1) return InvalidArgument("Session: ubatch must be >= 1 (got {})", params.ubatch);
+  if (params.n_threads < 0) return InvalidArgument("Session: n_threads must be >= 0");
+  if (params.max_context < 0 || params.initial_capacity < 0 || params.checkpoint_tail < 0 ||
+      params.checkpoint_every < 0 || params.checkpoint_budget_bytes < -1)
+    return InvalidArgument("Session: negative max_context / initial_capacity / checkpoint setting");
+  int64_t max_context = params.max_context > 0 ? params.max_context : cfg.n_ctx_train;
+  if (max_context <= 0) return InvalidArgument("Session: the model has no trained context length");
+  int64_t initial = std::min(max_context, params.initial_capacity > 0 ? params.initial_capacity : 1024);
+  QWENRT_ASSIGN_OR_RETURN(KvCache kv, KvCache::Create(cfg, max_context, initial));
+  QWENRT_ASSIGN_OR_RETURN(RecurrentState rec, RecurrentState::Create(cfg));
+  size_t budget = params.checkpoint_budget_bytes < 0 ? 8 * std::max<size_t>(rec.bytes(), 1)
+                                                     : static_cast<size_t>(params.checkpoint_budget_bytes);
+  std::unique_ptr<Session> s(
+      new (std::nothrow) Session(std::move(model), params, max_context, std::move(kv), std::move(rec), budget));
+  if (!s) return OutOfMemory("Session: allocation failed");
+  QWENRT_RETURN_IF_ERROR(s->Init());
+  return s;
+}
+
+Session::Session(std::shared_ptr<const Model> model, const SessionParams& params, int64_t max_context,
+                 KvCache kv, RecurrentState rec, size_t checkpoint_budget)
+    : model_(std::move(model)),
+      params_(params),
+      max_context_(max_context),
+      kv_(std::move(kv)),
+      rec_(std::move(rec)),
+      checkpoints_(checkpoint_budget) {}
+
+Session::~Session() = default;
+
+Status Session::Init() {
+  // The CUDA backend does its host-side work (embedding rows, MoE routing) on the calling thread.
+  int n = params_.backend == BackendKind::kCuda ? 1
+          : params_.n_threads > 0               ? params_.n_threads
+                                                : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  try {
+    pool_ = std::make_unique<ThreadPool>(n);
+    last_logits_.assign(static_cast<size_t>(n_vocab()), 0.0f);
+  } catch (const std::exception& e) {
+    return OutOfMemory("Session: cannot start its thread pool: {}", e.what());
+  }
+  ForwardContext::Options fo;
+  fo.max_ubatch = params_.ubatch;
+  if (params_.split_invariant) fo.backend.gdn_chunk_min_tokens = INT64_MAX;
+  QWENRT_ASSIGN_OR_RETURN(ctx_, ForwardContext::Create(*model_, params_.backend, pool_.get(), fo));
+  return OkStatus();
+}
+
+void Session::Trace(const std::string& line) const {
+  if (params_.trace) params_.trace(line);
+}
+
+Status Session::CheckTokens(std::span<const int32_t> tokens) const {
+  const int64_t V = n_vocab();
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= V)
+      return InvalidArgument("token {} at index {} is outside the vocabulary [0, {})", tokens[i], i, V);
+  return OkStatus();
+}
+
+void Session::RestoreTo(int64_t pos, const RecurrentState* snapshot) {
+  kv_.Truncate(pos);
+  if (snapshot != nullptr)
+    rec_.CopyFrom(*snapshot);
+  else
+    rec_.Reset();
+  transcript_.resize(static_cast<size_t>(pos));
+  checkpoints_.DropAfter(pos);
+  has_logits_ = false;
+}
+
+Status Session::Run(std::span<const int32_t> tokens, float* logits, bool all_logits) {
+  Status s = Forward(*ctx_, kv_, rec_, tokens, all_logits, logits);
+  if (!s.ok()) {
+    // Forward's own validation leaves kv/rec unchanged; anything else may have touched the state
+    // half way, so fall back to a state we know: the newest checkpoint (or empty).
+    if (kv_.size() != size() || s.code() == StatusCode::kInternal || s.code() == StatusCode::kDevice) {
+      const auto* e = checkpoints_.FindAtOrBefore(size());
+      RestoreTo(e ? e->pos : 0, e ? &e->snapshot : nullptr);
+    }
+    return s;
+  }
+  transcript_.insert(transcript_.end(), tokens.begin(), tokens.end());
+  return OkStatus();
+}
+
+void Session::TakeCheckpoint(uint64_t turn, int64_t* created) {
+  if (std::optional<RecurrentState> spare = checkpoints_.TakeSpare()) {
+    spare->CopyFrom(rec_);  // reuse an evicted snapshot's memory
+    checkpoints_.Put(size(), turn, std::move(*spare));
+  } else {
+    auto snap = rec_.Copy();
+    if (!snap.ok()) return;  // out of memory: run on without this checkpoint
+    checkpoints_.Put(size(), turn, std::move(snap).value());
+  }
+  if (created) ++*created;
+}
+
+Status Session::Feed(std::span<const int32_t> tokens, const FeedOptions& options, FeedReport* report) {
+  FeedReport local;
+  FeedReport& r = report ? *report : local;
+  r = FeedReport();
+  const int64_t N = static_cast<int64_t>(tokens.size());
+  const int64_t M = size();
+  const int64_t V = n_vocab();
+  r.prompt_tokens = N;
+  // Validate everything before touching the state.
+  if (N == 0) return InvalidArgument("Feed: empty token sequence");
+  if (N > max_context_)
+    return ContextFull("Feed: {} tokens exceed the session's context of {}", N, max_context_);
+  QWENRT_RETURN_IF_ERROR(CheckTokens(tokens));
+
+  int64_t P = 0;
+  while (P < std::min(N, M) && tokens[P] == transcript_[P]) ++P;
+  r.common_prefix = P;
+
+  // Where the prefill starts. The live state can be extended when the transcript is a prefix of
+  // `tokens`; otherwise we need a snapshot at c <= limit (limit < N: at least one token must run to
+  // produce the last position's logits, unless the live state already has them).
+  const int64_t limit = std::min(P, N - 1);
+  int64_t start = 0;
+  const CheckpointStore<RecurrentState>::Entry* restore = nullptr;
+  bool live = false;
+  if (P == N && M == N && has_logits_) {
+    start = N;
+    live = true;
+  } else if (P == M && M <= limit) {
+    start = M;
+    live = true;
+  } else {
+    restore = checkpoints_.FindAtOrBefore(limit);
+    start = restore ? restore->pos : 0;
+  }
+  QWENRT_RETURN_IF_ERROR(kv_.Reserve(N));  // may grow (contents kept); on error nothing changed
+
+  if (options.all_logits && start < N) {
+    try {
+      logits_.resize(static_cast<size_t>((N - start) * V));
+    } catch (const std::bad_alloc&) {
+      return OutOfMemory("Feed: cannot allocate logits for {} positions", N - start);
+    }
+  }
+
+  ++turn_;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!live) RestoreTo(start, restore ? &restore->snapshot : nullptr);
+  r.restore_ms = MsSince(t0);
+  r.reused_tokens = start;
+  r.checkpoint_pos = restore ? start : -1;
+  if (start < P) {
+    if (limit < P)
+      r.miss_reason = fmt::format(
+          "the sequence ends inside the transcript: re-evaluating from {} to get the logits of position {}",
+          start, N - 1);
+    else if (restore)
+      r.miss_reason = fmt::format("no checkpoint between {} and {}", start + 1, P);
+    else
+      r.miss_reason = fmt::format("no checkpoint at or before {}: prefill from the start", P);
+  }
+
+  logits_rows_ = 0;
+  Status status;
+  const auto t1 = std::chrono::steady_clock::now();
+  if (start < N) {
+    std::vector<int64_t> cps = PlanCheckpointPositions(start, N, options.checkpoint_positions,
+                                                       params_.checkpoint_tail, params_.checkpoint_every);
+    bool stop = false;  // progress() asked to stop
+    for (const PrefillBatch& b : PlanPrefill(start, N, params_.ubatch, cps)) {
+      if (stop || IsCancelled(options.cancel)) {
+        status = Cancelled("Feed cancelled after {} of {} tokens (session holds {} tokens)",
+                           r.prefilled_tokens, N - start, size());
+        break;
+      }
+      const auto piece = tokens.subspan(static_cast<size_t>(b.begin), static_cast<size_t>(b.end - b.begin));
+      float* out = options.all_logits ? logits_.data() + (b.begin - start) * V : last_logits_.data();
+      status = Run(piece, out, options.all_logits);
+      if (!status.ok()) break;
+      if (options.all_logits)
+        std::memcpy(last_logits_.data(), out + (b.end - b.begin - 1) * V, static_cast<size_t>(V) * sizeof(float));
+      has_logits_ = true;
+      r.prefilled_tokens += b.end - b.begin;
+      if (b.checkpoint) TakeCheckpoint(turn_, &r.checkpoints_created);
+      if (options.progress && !options.progress(r.prefilled_tokens, N - start)) stop = true;
+    }
+  }
+  if (options.all_logits) logits_rows_ = r.prefilled_tokens;
+  r.prefill_ms = MsSince(t1);
+  r.n_checkpoints = static_cast<int64_t>(checkpoints_.size());
+  r.checkpoint_bytes = checkpoints_.bytes();
+  std::string source = restore      ? fmt::format("checkpoint {}", start)
+                       : start == 0 ? std::string("from scratch")
+                                    : std::string("live state");
+  Trace(fmt::format("prefill {} tokens from position {} ({}, common prefix {} of {}){}{}", r.prefilled_tokens,
+                    start, source, P, N, r.miss_reason.empty() ? "" : "; miss: " + r.miss_reason,
+                    status.ok() ? "" : "; " + status.ToString()));
+  return status;
+}
+
+Status Session::DecodeStep(int32_t token) {
+  std::span<const int32_t> one(&token, 1);
+  QWENRT_RETURN_IF_ERROR(CheckTokens(one));
+  if (size() + 1 > max_context_) return ContextFull("DecodeStep: context of {} tokens is full", max_context_);
+  QWENRT_RETURN_IF_ERROR(kv_.Reserve(size() + 1));
+  logits_rows_ = 0;
+  QWENRT_RETURN_IF_ERROR(Run(one, last_logits_.data(), false));
+  has_logits_ = true;
+  if (params_.checkpoint_every > 0 && size() % params_.checkpoint_every == 0) TakeCheckpoint(turn_, nullptr);
+  return OkStatus();
+}
+
+Status Session::Generate(const GenerateOptions& options, std::vector<int32_t>* out, GenerateReport* report) {
+  GenerateReport local;
+  GenerateReport& r = report ? *report : local;
+  r = GenerateReport();
+  if (!options.sampler) return InvalidArgument("Generate: no sampler");
+  if (out == nullptr) return InvalidArgument("Generate: null output vector");
+  if (!has_logits_) return InvalidArgument("Generate: no logits to sample from (Feed first)");
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t V = n_vocab();
+  Status status;
+  for (int64_t i = 0; i < options.max_tokens; ++i) {
+    if (IsCancelled(options.cancel)) {
+      status = Cancelled("Generate cancelled after {} tokens", r.n_sampled);
+      break;
+    }
+    int32_t tok = options.sampler(last_logits_.data(), V);
+    if (tok < 0 || tok >= V) {
+      status = InvalidArgument("Generate: sampler returned token {} outside [0, {})", tok, V);
+      break;
+    }
+    bool is_stop = std::find(options.stop_tokens.begin(), options.stop_tokens.end(), tok) !=
+                   options.stop_tokens.end();
+    if (!is_stop && size() + 1 > max_context_) {
+      status = ContextFull("Generate: context of {} tokens is full", max_context_);
+      break;
+    }
+    out->push_back(tok);
+    ++r.n_sampled;
+    if (is_stop) {
+      r.hit_stop = true;
+      break;
+    }
+    status = DecodeStep(tok);
+    if (!status.ok()) break;
+    ++r.n_decoded;
+    if (options.on_token && !options.on_token(tok)) break;
+  }
+  r.decode_ms = MsSince(t0);
+  Trace(fmt::format("decode {} tokens to position {} ({:.1f} ms{}){}", r.n_decoded, size(), r.decode_ms,
+                    r.hit_stop ? ", stop token" : "", status.ok() ? "" : "; " + status.ToString()));
+  return status;
+}
+
+void Session::set_checkpoint_budget(int64_t bytes) {
+  params_.checkpoint_budget_bytes = bytes < 0 ? -1 : bytes;
+  checkpoints_.set_budget(bytes < 0 ? 8 * std::max<size_t>(rec_.bytes(), 1) : static_cast<size_t>(bytes));
+}
+
+Status Session::Checkpoint() {
+  if (size() == 0) return OkStatus();
+  int64_t created = 0;
+  TakeCheckpoint(turn_, &created);
+  if (created == 0) return OutOfMemory("Checkpoint: cannot allocate a {}-byte snapshot", rec_.bytes());
+  return OkStatus();
+}
+
+void Session::Reset() {
+  RestoreTo(0, nullptr);
+  checkpoints_.Clear();
+  logits_rows_ = 0;
+}
+
+std::span<const float> Session::last_logits() const {
+  if (!has_logits_) return {};
+  return last_logits_;
+}
+
+std::span<const float> Session::logits() const {
+  if (logits_rows_ > 0) return std::span<const float>(logits_.data(), static_cast<size_t>(logits_rows_ * n_vocab()));
+  return last_logits();
+}
+
+StatusOr<std::unique_ptr<Session>> Session::Fork() const {
+  QWENRT_ASSIGN_OR_RETURN(KvCache kv, kv_.Copy());
+  QWENRT_ASSIGN_OR_RETURN(RecurrentState rec, rec_.Copy());
+  QWENRT_ASSIGN_OR_RETURN(auto cps, checkpoints_.Copy());
+  std::unique_ptr<Session> s(
+      new (std::nothrow) Session(model_, params_, max_context_, std::move(kv), std::move(rec), checkpoints_.budget()));
+  if (!s) return OutOfMemory("Fork: allocation failed");
+  QWENRT_RETURN_IF_ERROR(s->Init());
+  s->checkpoints_ = std::move(cps);
+  try {
+    s->transcript_ = transcript_;
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("Fork: cannot copy the transcript");
+  }
+  s->last_logits_ = last_logits_;
+  s->has_logits_ = has_logits_;
+  s->turn_ = turn_;
+  return s;
+}
+
+}  // namespace qwenrt

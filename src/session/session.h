@@ -1,0 +1,228 @@
+// Session: one conversation on a shared Model. It owns the attention KV cache, the recurrent (GDN)
+// state, the transcript (the exact token ids whose effect the state holds; token i sits at position
+// i), the recurrent-state checkpoints and its own ForwardContext and ThreadPool. `Feed` takes the
+// whole token sequence of the next step and prefills only what the state does not already hold;
+// `DecodeStep` / `Generate` extend it one token at a time; `Fork` and `Save*` / `Load*` copy it.
+// Sampling policy and text live elsewhere (sampler.h, chat.h); this file is tokens in, logits out.
+//
+// Thread safety: a Model may be shared by any number of Sessions on any threads. A Session is
+// externally synchronised: one thread at a time per Session ("one thread per handle at a time").
+// The only cross-thread interaction allowed is the caller-owned cancel flag passed in FeedOptions /
+// GenerateOptions, which another thread may set at any time.
+//
+// Example:
+//   QWENRT_ASSIGN_OR_RETURN(auto s, Session::Create(model, {}));
+//   FeedReport r;
+//   QWENRT_RETURN_IF_ERROR(s->Feed(prompt_tokens, {}, &r));      // turn 1: prefills everything
+//   QWENRT_RETURN_IF_ERROR(s->Generate(gen_options, &reply, nullptr));
+//   QWENRT_RETURN_IF_ERROR(s->Feed(rerendered_history_plus_new, {}, &r));  // turn 2: only the new part
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/backend.h"
+#include "session/checkpoint.h"
+#include "model/forward.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "model/recurrent_state.h"
+#include "base/status.h"
+#include "base/thread_pool.h"
+
+namespace qwenrt {
+
+class ByteSink;  // session_file.h
+
+struct SessionParams {
+  BackendKind backend = BackendKind::kCpu;
+  int n_threads = 0;             // workers of the session's ThreadPool; 0 = hardware concurrency
+  int64_t ubatch = 512;          // most tokens per forward call during a prefill
+  int64_t max_context = 0;       // most positions; 0 = the model's trained context
+  int64_t initial_capacity = 0;  // KV positions allocated up front (doubles on demand); 0 = 1024
+  // Memory for checkpoints. -1 = room for 8 snapshots. The newest snapshot of the latest turn is
+  // kept even when it alone exceeds the budget (see checkpoint.h for the eviction order).
+  int64_t checkpoint_budget_bytes = -1;
+  int64_t checkpoint_tail = 4;   // automatic checkpoint this many tokens before each prefill end; 0 = off
+  int64_t checkpoint_every = 0;  // also a checkpoint at every multiple of K (prefill and decode); 0 = off
+  // kCpu only: results independent of how a sequence is split into forward calls, so a resumed
+  // prefill equals a full one bit for bit. On by default: it runs the delta rule token-serially
+  // instead of in chunks of 64, which costs ~3% of prefill time at the 0.8B shape (the delta rule
+  // is a small part of a prefill next to the matmuls); false trades exactness for that speed.
+  bool split_invariant = true;
+  // One line per step (Feed, Generate), e.g.
+  // "prefill 25 tokens from position 780 (checkpoint 780, common prefix 783 of 805)". Called on the
+  // session's thread.
+  std::function<void(const std::string&)> trace;
+};
+
+struct FeedOptions {
+  // Logits of every prefilled position (rows for positions report.reused_tokens .. N-1) instead of
+  // only the last one. See Session::logits().
+  bool all_logits = false;
+  // Extra checkpoint positions (absolute; p = the state after tokens 0..p-1). The prefill is split
+  // exactly there. Positions outside the prefilled range (reused_tokens, N] are ignored.
+  std::span<const int64_t> checkpoint_positions;
+  // Checked before every forward call; when set, Feed returns Cancelled (see Feed).
+  const std::atomic<bool>* cancel = nullptr;
+  // Called after every forward call with the tokens prefilled so far and the total to prefill;
+  // returning false cancels like `cancel` does.
+  std::function<bool(int64_t done, int64_t total)> progress;
+};
+
+// What one Feed did. Exposed as-is by the C ABI.
+struct FeedReport {
+  int64_t prompt_tokens = 0;     // N: length of the sequence fed
+  int64_t common_prefix = 0;     // P: longest common prefix with the transcript before the call
+  int64_t reused_tokens = 0;     // positions not recomputed (= the position the prefill started at)
+  int64_t checkpoint_pos = -1;   // checkpoint restored, -1 if none (live state used, or from scratch)
+  int64_t prefilled_tokens = 0;  // tokens run through the model by this call
+  std::string miss_reason;       // why reused_tokens < common_prefix; empty otherwise
+  int64_t checkpoints_created = 0;
+  int64_t n_checkpoints = 0;     // held after the call
+  size_t checkpoint_bytes = 0;   // held after the call
+  double restore_ms = 0;         // cutting the KV + restoring the recurrent state
+  double prefill_ms = 0;         // the forward calls
+};
+
+// A sampler: picks the next token from the logits [n_vocab] of the last position.
+using SamplerFn = std::function<int32_t(const float* logits, int64_t n_vocab)>;
+
+struct GenerateOptions {
+  int64_t max_tokens = 256;
+  SamplerFn sampler;                    // required
+  std::span<const int32_t> stop_tokens;  // sampled, returned, but not evaluated (like <|im_end|>)
+  const std::atomic<bool>* cancel = nullptr;  // checked before every token
+  std::function<bool(int32_t)> on_token;      // called per sampled token; false = stop after it
+};
+
+struct GenerateReport {
+  int64_t n_sampled = 0;   // tokens sampled (appended to *out)
+  int64_t n_decoded = 0;   // tokens evaluated (the transcript grew by this much)
+  bool hit_stop = false;   // ended on a stop token
+  double decode_ms = 0;
+};
+
+class Session {
+ public:
+  // Errors: InvalidArgument (null model, bad params), Unsupported (backend), OutOfMemory.
+  static StatusOr<std::unique_ptr<Session>> Create(std::shared_ptr<const Model> model,
+                                                   const SessionParams& params);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Makes the state hold exactly `tokens` (N >= 1) and leaves the logits of position N-1 in
+  // last_logits(), recomputing as little as possible:
+  //  P = longest common prefix of `tokens` and transcript(). If the transcript is a prefix of
+  //  `tokens`, the live state is extended. Otherwise the KV is cut back and the recurrent state is
+  //  restored from the newest checkpoint at c <= min(P, N-1) (position 0 if there is none), and
+  //  tokens c..N-1 are prefilled. If `tokens` equals the transcript nothing is computed. Checkpoints
+  //  are taken as docs/checkpoints.md says.
+  // Errors (session unchanged): InvalidArgument (empty, or a token id outside [0, n_vocab)),
+  // ContextFull (N > max context), OutOfMemory (KV growth).
+  // Cancelled: the session holds a prefix of `tokens` (transcript() says which) and is consistent;
+  // feed again to continue. Other errors during the forward pass leave a consistent session
+  // rolled back to its newest checkpoint.
+  // `report` may be null. One thread per handle at a time.
+  Status Feed(std::span<const int32_t> tokens, const FeedOptions& options, FeedReport* report);
+
+  // Evaluates one token at the end of the transcript; its logits go to last_logits().
+  // Errors (session unchanged): InvalidArgument (token id), ContextFull, OutOfMemory.
+  Status DecodeStep(int32_t token);
+
+  // Samples from last_logits(), appends the token to *out and evaluates it, until max_tokens,
+  // a stop token (appended, not evaluated), on_token returning false, or cancellation (returns
+  // Cancelled; everything sampled so far is in *out and evaluated). Errors: InvalidArgument (no
+  // logits yet — Feed first; no sampler; null out; the sampler returned an id outside the
+  // vocabulary — that token is not appended), ContextFull (stops before overflowing; the tokens
+  // generated so far stay). After any error the transcript is exactly what was evaluated.
+  Status Generate(const GenerateOptions& options, std::vector<int32_t>* out, GenerateReport* report);
+
+  // Snapshots the live state as a checkpoint at the current position (no-op when empty).
+  Status Checkpoint();
+
+  // Forgets everything (empty transcript, no checkpoints, zero state). Capacity is kept.
+  void Reset();
+
+  // Changes the checkpoint memory budget (bytes; -1 = room for 8 snapshots, as in SessionParams)
+  // and evicts down to it at once. Used by the C ABI's qwenrt_session_set_checkpoint_budget.
+  void set_checkpoint_budget(int64_t bytes);
+
+  // A new independent Session with a deep copy of the KV (valid prefix only), the recurrent state,
+  // the transcript, the checkpoints and the last logits, plus its own ThreadPool/ForwardContext.
+  // Cost: O(KV bytes for size() positions + checkpoint bytes) memory and copy time. The fork gets
+  // the same params (trace callback included). Errors: OutOfMemory.
+  StatusOr<std::unique_ptr<Session>> Fork() const;
+
+  // Save: transcript, KV (valid prefix), recurrent state, checkpoints, last logits and the caller's
+  // opaque `sampler_state`, with format version, model fingerprint and CRC-32 (docs/session-format.md).
+  // The file is written atomically (temp file + rename). Errors: Io, OutOfMemory.
+  Status SaveToFile(const std::string& path, std::span<const uint8_t> sampler_state = {}) const;
+  StatusOr<std::vector<uint8_t>> SaveToMemory(std::span<const uint8_t> sampler_state = {}) const;
+  // Load replaces this session's contents with the saved ones (only after the whole file has been
+  // verified; on error the session is unchanged). `sampler_state` (may be null) receives the blob.
+  // Errors: Io, BadFormat (damaged, truncated, not a session file, inconsistent contents),
+  // Unsupported (other format version), InvalidArgument (saved with a different model),
+  // ContextFull (more tokens than this session's max context), OutOfMemory.
+  Status LoadFromFile(const std::string& path, std::vector<uint8_t>* sampler_state = nullptr);
+  Status LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8_t>* sampler_state = nullptr);
+
+  // Logits of the position after the transcript's last token: [n_vocab]; empty when the transcript
+  // is empty or was restored without logits.
+  std::span<const float> last_logits() const;
+  // Logits written by the last Feed: [prefilled_tokens, n_vocab] with all_logits, else the same
+  // as last_logits(). Valid until the next call that changes the session.
+  std::span<const float> logits() const;
+
+  const std::vector<int32_t>& transcript() const { return transcript_; }
+  int64_t size() const { return static_cast<int64_t>(transcript_.size()); }
+  int64_t capacity() const { return kv_.capacity(); }
+  int64_t max_context() const { return max_context_; }
+  int64_t n_vocab() const { return model_->config().n_vocab; }
+  std::vector<CheckpointInfo> checkpoints() const { return checkpoints_.List(); }
+  size_t checkpoint_bytes() const { return checkpoints_.bytes(); }
+  // One evicted snapshot kept for reuse by the next checkpoint (0 or state_bytes()); not in the budget.
+  size_t spare_checkpoint_bytes() const { return checkpoints_.spare_bytes(); }
+  size_t state_bytes() const { return rec_.bytes(); }   // one checkpoint costs this much
+  size_t kv_bytes() const { return kv_.bytes(); }
+  const SessionParams& params() const { return params_; }
+  const std::shared_ptr<const Model>& model() const { return model_; }
+
+ private:
+  Session(std::shared_ptr<const Model> model, const SessionParams& params, int64_t max_context,
+          KvCache kv, RecurrentState rec, size_t checkpoint_budget);
+  Status Init();
+  // Checks ids and capacity for appending `n` tokens (nothing mutated).
+  Status CheckTokens(std::span<const int32_t> tokens) const;
+  // Runs tokens through the model at the end of the transcript; on a forward error, rolls back.
+  Status Run(std::span<const int32_t> tokens, float* logits, bool all_logits);
+  // Cuts the transcript/KV to `pos` and loads the recurrent state of the checkpoint at `pos`
+  // (or zeros for pos == 0); drops checkpoints after pos.
+  void RestoreTo(int64_t pos, const RecurrentState* snapshot);
+  void TakeCheckpoint(uint64_t turn, int64_t* created);
+  void Trace(const std::string& line) const;
+  Status WriteTo(ByteSink* sink, std::span<const uint8_t> sampler_state) const;
+
+  std::shared_ptr<const Model> model_;
+  SessionParams params_;
+  int64_t max_context_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<ForwardContext> ctx_;
+  KvCache kv_;                      // attention K/V, size() == transcript_.size()
+  RecurrentState rec_;              // GDN state after transcript_
+  std::vector<int32_t> transcript_;  // [size()]
+  CheckpointStore<RecurrentState> checkpoints_;  // every entry pos <= size(), valid for transcript_
+  std::vector<float> last_logits_;  // [V] when has_logits_
+  bool has_logits_ = false;
+  std::vector<float> logits_;       // [rows, V]: what the last Feed returned with all_logits
+  int64_t logits_rows_ = 0;         // 0 = logits() is last_logits()
+  uint64_t turn_ = 0;               // Feed calls so far (checkpoints remember theirs)
+};
+
+}  // namespace qwenrt

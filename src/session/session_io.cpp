@@ -1,0 +1,221 @@
+// Session save/load: what the sections of a session file hold (docs/session-format.md) and how a
+// loaded file is checked against the model before it replaces the session's state.
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "session/session.h"
+#include "session/session_file.h"
+
+namespace qwenrt {
+namespace {
+
+constexpr uint32_t kTagSess = SectionTag("SESS");  // shapes and counts
+constexpr uint32_t kTagToks = SectionTag("TOKS");  // transcript
+constexpr uint32_t kTagLogt = SectionTag("LOGT");  // last logits
+constexpr uint32_t kTagKvca = SectionTag("KVCA");  // attention K/V, valid prefix
+constexpr uint32_t kTagRecs = SectionTag("RECS");  // live recurrent state
+constexpr uint32_t kTagCkpt = SectionTag("CKPT");  // one checkpoint
+constexpr uint32_t kTagSamp = SectionTag("SAMP");  // caller's sampler state
+
+// The SESS section: the shapes the rest of the file was written with.
+struct SessHeader {
+  int64_t n_vocab, n_attn_layers, kv_row_floats, n_gdn_layers, conv_floats, ssm_floats;
+  uint64_t turn;
+  int64_t n_tokens, n_checkpoints;
+};
+static_assert(sizeof(SessHeader) == 72);
+
+uint64_t StateBytes(const SessHeader& h) {
+  return static_cast<uint64_t>(h.n_gdn_layers) * static_cast<uint64_t>(h.conv_floats + h.ssm_floats) * 4;
+}
+
+void PutState(SessionWriter& w, const RecurrentState& rec) {
+  for (int64_t g = 0; g < rec.n_layers(); ++g) {
+    w.PutFloats({rec.conv(g), static_cast<size_t>(rec.conv_floats())});
+    w.PutFloats({rec.ssm(g), static_cast<size_t>(rec.ssm_floats())});
+  }
+}
+
+Status GetState(ByteCursor& c, RecurrentState& rec) {
+  for (int64_t g = 0; g < rec.n_layers(); ++g) {
+    QWENRT_RETURN_IF_ERROR(c.Floats(rec.conv(g), static_cast<size_t>(rec.conv_floats())));
+    QWENRT_RETURN_IF_ERROR(c.Floats(rec.ssm(g), static_cast<size_t>(rec.ssm_floats())));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status Session::WriteTo(ByteSink* sink, std::span<const uint8_t> sampler_state) const {
+  const int64_t n = size();
+  SessHeader h{n_vocab(), kv_.n_layers(), kv_.row_floats(), rec_.n_layers(), rec_.conv_floats(),
+               rec_.ssm_floats(), turn_, n, static_cast<int64_t>(checkpoints_.size())};
+  SessionWriter w(sink, model_->fingerprint());
+  w.BeginSection(kTagSess, sizeof h);
+  w.PutBytes(&h, sizeof h);
+  w.EndSection();
+
+  w.BeginSection(kTagToks, static_cast<uint64_t>(n) * 4);
+  w.PutBytes(transcript_.data(), transcript_.size() * sizeof(int32_t));
+  w.EndSection();
+
+  std::span<const float> logits = last_logits();
+  w.BeginSection(kTagLogt, logits.size_bytes());
+  w.PutFloats(logits);
+  w.EndSection();
+
+  const size_t row = static_cast<size_t>(kv_.row_floats());
+  w.BeginSection(kTagKvca, static_cast<uint64_t>(kv_.n_layers()) * 2 * static_cast<uint64_t>(n) * row * 4);
+  for (int64_t a = 0; a < kv_.n_layers(); ++a) {
+    w.PutFloats({kv_.k(a), static_cast<size_t>(n) * row});
+    w.PutFloats({kv_.v(a), static_cast<size_t>(n) * row});
+  }
+  w.EndSection();
+
+  w.BeginSection(kTagRecs, StateBytes(h));
+  PutState(w, rec_);
+  w.EndSection();
+
+  // Checkpoints from least to most recently used, so that loading them in file order rebuilds the
+  // same LRU order.
+  std::vector<const CheckpointStore<RecurrentState>::Entry*> cps;
+  for (const auto& e : checkpoints_.entries()) cps.push_back(&e);
+  std::sort(cps.begin(), cps.end(), [](auto* a, auto* b) { return a->last_used < b->last_used; });
+  for (const auto* e : cps) {
+    w.BeginSection(kTagCkpt, 16 + StateBytes(h));
+    w.PutI64(e->pos);
+    w.PutU64(e->turn);
+    PutState(w, e->snapshot);
+    w.EndSection();
+  }
+
+  w.BeginSection(kTagSamp, sampler_state.size());
+  w.PutBytes(sampler_state.data(), sampler_state.size());
+  w.EndSection();
+  return w.Finish();
+}
+
+Status Session::SaveToFile(const std::string& path, std::span<const uint8_t> sampler_state) const {
+  return WriteFileAtomic(path, [&](ByteSink* sink) { return WriteTo(sink, sampler_state); });
+}
+
+StatusOr<std::vector<uint8_t>> Session::SaveToMemory(std::span<const uint8_t> sampler_state) const {
+  std::vector<uint8_t> out;
+  VectorSink sink(&out);
+  QWENRT_RETURN_IF_ERROR(WriteTo(&sink, sampler_state));
+  return out;
+}
+
+Status Session::LoadFromFile(const std::string& path, std::vector<uint8_t>* sampler_state) {
+  // Read, not memory-mapped: a map would turn a file truncated by someone else during the load into
+  // SIGBUS; a read turns it into an IoError (or a CRC failure). The cost is one transient copy.
+  QWENRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(path));
+  return LoadFromMemory(bytes, sampler_state);
+}
+
+Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8_t>* sampler_state) {
+  QWENRT_ASSIGN_OR_RETURN(ParsedSessionFile file, ParseSessionFile(bytes, model_->fingerprint()));
+  const ModelConfig& cfg = model_->config();
+  if (file.sections.empty() || file.sections[0].tag != kTagSess)
+    return BadFormat("session file: the first section must be SESS");
+
+  // Shapes: the fingerprint matched, so a mismatch here means a file written inconsistently.
+  SessHeader h{};
+  ByteCursor hc(file.sections[0].payload, "SESS section");
+  QWENRT_RETURN_IF_ERROR(hc.Bytes(&h, sizeof h));
+  QWENRT_RETURN_IF_ERROR(hc.ExpectEnd());
+  if (h.n_vocab != n_vocab() || h.n_attn_layers != kv_.n_layers() || h.kv_row_floats != kv_.row_floats() ||
+      h.n_gdn_layers != rec_.n_layers() || h.conv_floats != rec_.conv_floats() || h.ssm_floats != rec_.ssm_floats())
+    return BadFormat("session file: state shapes do not match the model");
+  if (h.n_tokens < 0 || h.n_checkpoints < 0)
+    return BadFormat("session file: negative token or checkpoint count");
+  if (h.n_tokens > max_context_)
+    return ContextFull("session file holds {} tokens, more than this session's context of {}", h.n_tokens,
+                       max_context_);
+  const size_t n = static_cast<size_t>(h.n_tokens);
+  const uint64_t state_bytes = StateBytes(h);
+  const size_t row = static_cast<size_t>(h.kv_row_floats);
+
+  // Pass 1: the section table against the SESS shapes, before anything big is allocated.
+  int seen_toks = 0, seen_logt = 0, seen_kvca = 0, seen_recs = 0, seen_samp = 0;
+  int64_t seen_ckpt = 0;
+  for (size_t i = 1; i < file.sections.size(); ++i) {
+    const SessionSection& s = file.sections[i];
+    const uint64_t len = s.payload.size();
+    bool ok = false;
+    if (s.tag == kTagToks) ok = !seen_toks++ && len == n * 4;
+    else if (s.tag == kTagLogt) ok = !seen_logt++ && (len == 0 || (n > 0 && len == static_cast<uint64_t>(h.n_vocab) * 4));
+    else if (s.tag == kTagKvca) ok = !seen_kvca++ && len == static_cast<uint64_t>(h.n_attn_layers) * 2 * n * row * 4;
+    else if (s.tag == kTagRecs) ok = !seen_recs++ && len == state_bytes;
+    else if (s.tag == kTagCkpt) ok = ++seen_ckpt <= h.n_checkpoints && len == 16 + state_bytes;
+    else if (s.tag == kTagSamp) ok = !seen_samp++;
+    else return BadFormat("session file: unknown section {}", SectionTagName(s.tag));
+    if (!ok) return BadFormat("session file: {} section repeated or of the wrong size ({} bytes)",
+                              SectionTagName(s.tag), len);
+  }
+  if (!seen_toks || !seen_logt || !seen_kvca || !seen_recs || !seen_samp || seen_ckpt != h.n_checkpoints)
+    return BadFormat("session file: missing sections");
+
+  // Pass 2: decode into fresh objects.
+  std::vector<int32_t> transcript;
+  std::vector<float> logits;
+  bool has_logits = false;
+  std::vector<uint8_t> blob;
+  try {
+    QWENRT_ASSIGN_OR_RETURN(KvCache kv, KvCache::Create(cfg, max_context_, std::max<int64_t>(h.n_tokens, 1)));
+    QWENRT_ASSIGN_OR_RETURN(RecurrentState rec, RecurrentState::Create(cfg));
+    CheckpointStore<RecurrentState> cps(checkpoints_.budget());
+    for (size_t i = 1; i < file.sections.size(); ++i) {
+      const SessionSection& s = file.sections[i];
+      ByteCursor c(s.payload, SectionTagName(s.tag) + " section");
+      if (s.tag == kTagToks) {
+        transcript.resize(n);
+        QWENRT_RETURN_IF_ERROR(c.Bytes(transcript.data(), n * 4));
+        for (int32_t t : transcript)
+          if (t < 0 || t >= h.n_vocab) return BadFormat("session file: token {} outside the vocabulary", t);
+      } else if (s.tag == kTagLogt) {
+        has_logits = !s.payload.empty();
+        logits.assign(static_cast<size_t>(h.n_vocab), 0.0f);
+        if (has_logits) QWENRT_RETURN_IF_ERROR(c.Floats(logits.data(), logits.size()));
+      } else if (s.tag == kTagKvca) {
+        for (int64_t a = 0; a < kv.n_layers(); ++a) {
+          QWENRT_RETURN_IF_ERROR(c.Floats(kv.k(a), n * row));
+          QWENRT_RETURN_IF_ERROR(c.Floats(kv.v(a), n * row));
+        }
+        kv.Commit(h.n_tokens);
+      } else if (s.tag == kTagRecs) {
+        QWENRT_RETURN_IF_ERROR(GetState(c, rec));
+      } else if (s.tag == kTagCkpt) {
+        int64_t pos = 0;
+        uint64_t turn = 0;
+        QWENRT_RETURN_IF_ERROR(c.I64(&pos));
+        QWENRT_RETURN_IF_ERROR(c.U64(&turn));
+        if (pos < 1 || pos > h.n_tokens) return BadFormat("session file: checkpoint at {} outside [1, {}]", pos, n);
+        for (const auto& e : cps.entries())
+          if (e.pos == pos) return BadFormat("session file: two checkpoints at {}", pos);
+        QWENRT_ASSIGN_OR_RETURN(RecurrentState snap, RecurrentState::Create(cfg));
+        QWENRT_RETURN_IF_ERROR(GetState(c, snap));
+        cps.Put(pos, turn, std::move(snap));
+      } else if (s.tag == kTagSamp) {
+        blob.assign(s.payload.begin(), s.payload.end());
+      }
+    }
+
+    // Everything checked: replace the session's state (nothing below can fail).
+    kv_ = std::move(kv);
+    rec_ = std::move(rec);
+    transcript_ = std::move(transcript);
+    checkpoints_ = std::move(cps);
+    last_logits_ = std::move(logits);
+    has_logits_ = has_logits;
+    logits_rows_ = 0;
+    turn_ = h.turn;
+    if (sampler_state) *sampler_state = std::move(blob);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("session file: not enough memory to load {} tokens", n);
+  }
+  return OkStatus();
+}
+
+}  // namespace qwenrt
