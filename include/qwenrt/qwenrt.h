@@ -37,7 +37,11 @@
  * Thread safety: a `qwenrt_model` is immutable once loaded and may be shared by any number of sessions
  * on any number of threads. A `qwenrt_session` is externally synchronised: one thread per handle at a
  * time (different sessions may run in parallel). The only session function that may be called from
- * another thread while a call is running is `qwenrt_session_cancel`. The library keeps no global
+ * another thread while a call is running is `qwenrt_session_cancel` (and `qwenrt_session_get_backend`).
+ * Misuse is detected: another call from a second thread while one runs, or a call that would change
+ * the session made from inside its own callback, returns QWENRT_INVALID_ARGUMENT ("session is busy")
+ * and changes nothing; `qwenrt_session_free` from inside a callback takes effect when the running call
+ * returns (docs/c-abi.md, "the busy rule"). The library keeps no global
  * mutable configuration (no global logger); the last-error text is per thread. Each function below ends
  * its comment with one tag: "Thread safety: any thread.", "Thread safety: one thread per handle at a
  * time." or "Thread safety: call before any other function.".
