@@ -1,4 +1,5 @@
-// qwenrt-bench: scripted workloads on a model file. `multiturn` runs a chat on random token ids,
+// qwenrt-bench: scripted workloads on a model file. `pp` / `tg` / `speed` (tool_speed.cpp) measure
+// prefill and decode like llama-bench, optionally beside it. `multiturn` runs a chat on random token ids,
 // re-sending the whole history every turn (as a chat server does), and reports per turn how much
 // was reused from the session and the time to first token, plus a full re-prefill of the last turn
 // for comparison. Not a timed test: numbers depend on the (shared) machine.
@@ -20,7 +21,8 @@ namespace qwenrt {
 namespace {
 
 const char kUsage[] =
-    "usage: qwenrt-bench multiturn --model M.gguf [--history N] [--new K] [--turns T] [--reply R]\n"
+    "usage: qwenrt-bench pp|tg|speed -m FILE [-p N] [-n N] [-t T] [-r R] [--peer DIR] [--json]  (see pp --help)\n"
+    "       qwenrt-bench multiturn --model M.gguf [--history N] [--new K] [--turns T] [--reply R]\n"
     "                              [--reasoning-stripped] [--backend cpu|ref|cuda] [--threads N] [--ubatch U]\n"
     "                              [--chunked] [--seed S] [--json]\n"
     "  --history N           tokens of the first prompt (default 784)\n"
@@ -264,10 +266,17 @@ int RunMultiturn(const Args& a) {
 }  // namespace
 }  // namespace qwenrt
 
+namespace qwenrt::bench {
+int RunSpeed(int argc, char** argv);  // tool_speed.cpp: pp / tg / speed
+}  // namespace qwenrt::bench
+
 int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     std::fputs(qwenrt::kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
+  }
+  if (std::strcmp(argv[1], "pp") == 0 || std::strcmp(argv[1], "tg") == 0 || std::strcmp(argv[1], "speed") == 0) {
+    return qwenrt::bench::RunSpeed(argc, argv);
   }
   if (std::strcmp(argv[1], "multiturn") != 0) {
     std::fprintf(stderr, "qwenrt-bench: unknown workload '%s'\n%s", argv[1], qwenrt::kUsage);

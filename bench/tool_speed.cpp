@@ -1,0 +1,280 @@
+// qwenrt-bench pp / tg / speed: prefill and decode speed on any model file, in llama-bench's terms,
+// optionally next to llama.cpp's own llama-bench on the same file in the same run (--peer DIR).
+//   ppN: prefill N random tokens into an empty session (one Feed), tokens/s;
+//   tgN: decode N tokens one at a time from an empty session, tokens/s.
+// Each test: one warm-up run, then -r timed repetitions; the table shows mean ± sd. Not a timed test:
+// numbers depend on the (shared) machine, so compare ratios measured in one run.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "session/session.h"
+
+namespace qwenrt::bench {
+namespace {
+
+const char kSpeedUsage[] =
+    "usage: qwenrt-bench pp|tg|speed -m FILE [-p N[,N...]] [-n N[,N...]] [-t THREADS] [-r REPS]\n"
+    "                                [--backend cpu|ref|cuda] [--chunked] [--peer DIR] [--json]\n"
+    "  pp: prefill tests only (default -p 512); tg: decode tests only (default -n 128);\n"
+    "  speed: both (defaults -p 512 -n 128). -t default: all cores; -r default 3.\n"
+    "  --peer DIR  also run DIR/bin/llama-bench (llama.cpp) on the same file with the same tests\n"
+    "  --chunked   CPU: chunked delta rule (not split-invariant)\n";
+
+struct SpeedArgs {
+  std::string model, peer;
+  std::vector<int64_t> pp, tg;
+  int threads = 0, reps = 3;
+  BackendKind backend = BackendKind::kCpu;
+  bool json = false, split_invariant = true;
+};
+
+bool ParseList(const char* s, std::vector<int64_t>* out) {
+  out->clear();
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0 || v > (1 << 24)) return false;
+    if (v > 0) out->push_back(v);
+  }
+  return true;
+}
+
+bool ParseSpeedArgs(int argc, char** argv, SpeedArgs* a, std::string* err) {
+  const std::string mode = argv[1];
+  if (mode != "tg") a->pp = {512};
+  if (mode != "pp") a->tg = {128};
+  for (int i = 2; i < argc; ++i) {
+    const std::string k = argv[i];
+    const char* v = nullptr;
+    auto value = [&]() {
+      if (i + 1 >= argc) {
+        *err = "missing value for " + k;
+        return false;
+      }
+      v = argv[++i];
+      return true;
+    };
+    if (k == "--help" || k == "-h") {
+      *err = "help";
+      return false;
+    } else if (k == "--json") {
+      a->json = true;
+    } else if (k == "--chunked") {
+      a->split_invariant = false;
+    } else if (k == "-m" || k == "--model") {
+      if (!value()) return false;
+      a->model = v;
+    } else if (k == "--peer") {
+      if (!value()) return false;
+      a->peer = v;
+    } else if (k == "-p" || k == "-n") {
+      if (!value()) return false;
+      if (!ParseList(v, k == "-p" ? &a->pp : &a->tg)) {
+        *err = "bad list '" + std::string(v) + "' for " + k;
+        return false;
+      }
+    } else if (k == "-t" || k == "-r") {
+      if (!value()) return false;
+      char* end = nullptr;
+      const long v2 = std::strtol(v, &end, 10);
+      if (*end != '\0' || v2 < (k == "-t" ? 0 : 1) || v2 > 1024) {
+        *err = "bad value '" + std::string(v) + "' for " + k;
+        return false;
+      }
+      (k == "-t" ? a->threads : a->reps) = static_cast<int>(v2);
+    } else if (k == "--backend") {
+      if (!value()) return false;
+      const std::string b = v;
+      if (b == "cpu") a->backend = BackendKind::kCpu;
+      else if (b == "ref") a->backend = BackendKind::kRef;
+      else if (b == "cuda") a->backend = BackendKind::kCuda;
+      else {
+        *err = "unknown backend '" + b + "' (cpu, ref or cuda)";
+        return false;
+      }
+    } else {
+      *err = "unknown option " + k;
+      return false;
+    }
+  }
+  if (a->model.empty()) *err = "-m FILE is required";
+  return err->empty();
+}
+
+struct Result {
+  std::string test;  // "pp512", "tg128"
+  int64_t n = 0;
+  bool prefill = true;
+  std::vector<double> tokens_per_s;
+  double peer_mean = 0, peer_sd = 0;  // 0: not measured
+  double Mean() const {
+    double s = 0;
+    for (double x : tokens_per_s) s += x;
+    return tokens_per_s.empty() ? 0 : s / static_cast<double>(tokens_per_s.size());
+  }
+  double Sd() const {
+    if (tokens_per_s.size() < 2) return 0;
+    const double m = Mean();
+    double s = 0;
+    for (double x : tokens_per_s) s += (x - m) * (x - m);
+    return std::sqrt(s / static_cast<double>(tokens_per_s.size() - 1));
+  }
+};
+
+std::vector<int32_t> RandomTokens(int64_t n, int64_t n_vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(n_vocab - 1));
+  std::vector<int32_t> out(static_cast<size_t>(n));
+  for (int32_t& t : out) t = d(rng);
+  return out;
+}
+
+// Seconds of one run of the test on a reset session.
+StatusOr<double> RunOnce(Session& s, const Result& r, const std::vector<int32_t>& tokens) {
+  s.Reset();
+  const auto t0 = std::chrono::steady_clock::now();
+  if (r.prefill) {
+    QWENRT_RETURN_IF_ERROR(s.Feed(tokens, {}, nullptr));
+  } else {
+    for (int64_t i = 0; i < r.n; ++i) QWENRT_RETURN_IF_ERROR(s.DecodeStep(tokens[static_cast<size_t>(i)]));
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// llama-bench's JSON for the same tests; fills peer_mean / peer_sd. Returns false with a message.
+bool RunPeer(const SpeedArgs& a, std::vector<Result>* results, std::string* err) {
+  std::string pp = "0", tg = "0";
+  for (const Result& r : *results) {
+    std::string& list = r.prefill ? pp : tg;
+    list = (list == "0" ? "" : list + ",") + std::to_string(r.n);
+  }
+  const int threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const std::string cmd = "'" + a.peer + "/bin/llama-bench' -m '" + a.model + "' -p " + pp + " -n " + tg + " -t " +
+                          std::to_string(threads) + " -r " + std::to_string(a.reps) + " -o json 2>/dev/null";
+  std::FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    *err = "cannot run " + cmd;
+    return false;
+  }
+  std::string out;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int rc = pclose(p);
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  if (rc != 0 || j.is_discarded() || !j.is_array()) {
+    *err = "llama-bench failed (exit " + std::to_string(rc) + "): " + cmd;
+    return false;
+  }
+  for (const auto& e : j) {
+    const int64_t np = e.value("n_prompt", 0), ng = e.value("n_gen", 0);
+    for (Result& r : *results) {
+      if ((r.prefill && np == r.n && ng == 0) || (!r.prefill && ng == r.n && np == 0)) {
+        r.peer_mean = e.value("avg_ts", 0.0);
+        r.peer_sd = e.value("stddev_ts", 0.0);
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int RunSpeed(int argc, char** argv) {
+  SpeedArgs a;
+  std::string err;
+  if (!ParseSpeedArgs(argc, argv, &a, &err)) {
+    if (err == "help") {
+      std::fputs(kSpeedUsage, stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "qwenrt-bench: %s\n%s", err.c_str(), kSpeedUsage);
+    return 2;
+  }
+  auto loaded = Model::Load(a.model);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "qwenrt-bench: %s\n", loaded.status().ToString().c_str());
+    return 1;
+  }
+  std::shared_ptr<const Model> model = *loaded;
+  SessionParams p;
+  p.backend = a.backend;
+  p.n_threads = a.threads;
+  p.split_invariant = a.split_invariant;
+  p.checkpoint_tail = 0;  // llama-bench takes no snapshots either
+  int64_t longest = 1;
+  for (int64_t n : a.pp) longest = std::max(longest, n);
+  for (int64_t n : a.tg) longest = std::max(longest, n);
+  p.initial_capacity = longest;
+  auto session = Session::Create(model, p);
+  if (!session.ok()) {
+    std::fprintf(stderr, "qwenrt-bench: %s\n", session.status().ToString().c_str());
+    return 1;
+  }
+  std::vector<Result> results;
+  for (int64_t n : a.pp) results.push_back({"pp" + std::to_string(n), n, true, {}});
+  for (int64_t n : a.tg) results.push_back({"tg" + std::to_string(n), n, false, {}});
+  const int64_t V = model->config().n_vocab;
+  for (Result& r : results) {
+    const std::vector<int32_t> tokens = RandomTokens(r.n, V, static_cast<uint32_t>(r.n));
+    for (int rep = -1; rep < a.reps; ++rep) {  // rep -1: warm-up
+      StatusOr<double> secs = RunOnce(**session, r, tokens);
+      if (!secs.ok()) {
+        std::fprintf(stderr, "qwenrt-bench: %s: %s\n", r.test.c_str(), secs.status().ToString().c_str());
+        return 1;
+      }
+      if (rep >= 0) r.tokens_per_s.push_back(static_cast<double>(r.n) / *secs);
+    }
+  }
+  if (!a.peer.empty() && !RunPeer(a, &results, &err)) {
+    std::fprintf(stderr, "qwenrt-bench: %s\n", err.c_str());
+    return 1;
+  }
+  const int threads = (*session)->params().n_threads > 0 ? (*session)->params().n_threads
+                                                         : static_cast<int>(std::thread::hardware_concurrency());
+  if (a.json) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const Result& r : results) {
+      nlohmann::ordered_json e = {{"model", a.model}, {"backend", BackendName(a.backend)}, {"threads", threads},
+                                  {"test", r.test}, {"n_prompt", r.prefill ? r.n : 0}, {"n_gen", r.prefill ? 0 : r.n},
+                                  {"tokens_per_s", r.Mean()}, {"stddev", r.Sd()}, {"samples", r.tokens_per_s}};
+      if (r.peer_mean > 0) {
+        e["peer_tokens_per_s"] = r.peer_mean;
+        e["peer_stddev"] = r.peer_sd;
+        e["ratio"] = r.Mean() / r.peer_mean;
+      }
+      out.push_back(std::move(e));
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("| model | backend | threads | test | qwenrt t/s |%s\n", a.peer.empty() ? "" : " llama.cpp t/s | ratio |");
+  std::printf("|---|---|---|---|---|%s\n", a.peer.empty() ? "" : "---|---|");
+  for (const Result& r : results) {
+    std::printf("| %s | %s | %d | %s | %.2f ± %.2f |", a.model.c_str(), BackendName(a.backend), threads,
+                r.test.c_str(), r.Mean(), r.Sd());
+    if (!a.peer.empty()) {
+      if (r.peer_mean > 0) {
+        std::printf(" %.2f ± %.2f | %.2fx |", r.peer_mean, r.peer_sd, r.Mean() / r.peer_mean);
+      } else {
+        std::printf(" - | - |");
+      }
+    }
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace qwenrt::bench
