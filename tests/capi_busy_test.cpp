@@ -91,16 +91,21 @@ bool NestedCalls(qwenrt_piece_kind, const char*, size_t, void* user) {
   return true;
 }
 
+// A chat on `s` whose stream callback runs NestedCalls.
+qwenrt_status ChatWithNestedCalls(qwenrt_session* s, Chat& c, Nested& n) {
+  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  gp.max_tokens = 48;
+  gp.callback = NestedCalls;
+  gp.user_data = &n;
+  return qwenrt_session_chat(s, &c.chat, &c.sampling, &gp, nullptr);
+}
+
 TEST_CASE("calls from inside the stream callback are refused and change nothing", "[capi]") {
   qwenrt_model* m = LoadModel();
   qwenrt_session* s = NewSession(m);
   Chat c;
   Nested n{s, &c.chat, {}, {}};
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
-  gp.max_tokens = 48;
-  gp.callback = NestedCalls;
-  gp.user_data = &n;
-  REQUIRE(qwenrt_session_chat(s, &c.chat, &c.sampling, &gp, nullptr) == QWENRT_OK);
+  REQUIRE(ChatWithNestedCalls(s, c, n) == QWENRT_OK);
   REQUIRE(n.statuses.size() == 7);
   for (size_t i = 0; i < 6; ++i) {
     INFO(n.errors[i]);
@@ -123,11 +128,7 @@ TEST_CASE("qwenrt_session_free from inside the callback takes effect when the ca
   Chat c;
   Nested n{s, &c.chat, {}, {}};
   n.free_it = true;
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
-  gp.max_tokens = 48;
-  gp.callback = NestedCalls;
-  gp.user_data = &n;
-  CHECK(qwenrt_session_chat(s, &c.chat, &c.sampling, &gp, nullptr) == QWENRT_OK);
+  CHECK(ChatWithNestedCalls(s, c, n) == QWENRT_OK);
   REQUIRE(n.statuses.size() == 1);
   CHECK(n.statuses[0] == QWENRT_INVALID_ARGUMENT);  // freed for every new call
   CHECK(qwenrt_session_n_tokens(s) == -1);         // and after the call: gone (ASan: no leak, no UAF)
