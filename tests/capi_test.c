@@ -840,6 +840,14 @@ static void TestMisuse(qwenrt_model *model) {
   msgs[0] = Msg(QWENRT_ROLE_USER, "ok");
   chat.tools_json = "[not json";
   EXPECT_STATUS(qwenrt_session_feed_chat(s, &chat, NULL), QWENRT_INVALID_ARGUMENT, "tools");
+  { /* tools nested 60,000 deep: refused, no stack overflow */
+    static char deep[120001];
+    memset(deep, '[', 60000);
+    memset(deep + 60000, ']', 60000);
+    deep[120000] = '\0';
+    chat.tools_json = deep;
+    EXPECT_STATUS(qwenrt_session_feed_chat(s, &chat, NULL), QWENRT_INVALID_ARGUMENT, "nests deeper");
+  }
   chat.tools_json = NULL;
   EXPECT(qwenrt_session_n_tokens(s) == 0); /* nothing was fed by the failures above */
 

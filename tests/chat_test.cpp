@@ -363,6 +363,29 @@ TEST_CASE("invalid requests give errors, not crashes, and leave the session as i
   CHECK((*tiny)->session().size() == 0);
 }
 
+TEST_CASE("tools and tool-call arguments nested 50,000 deep are refused without recursion", "[chat]") {
+  Fixture& f = GetFixture();
+  auto chat = f.NewChat();
+  const int depth = 50000;
+  std::string text(depth, '[');
+  text += std::string(depth, ']');
+  Json deep = Json::parse(text);  // nlohmann parses iteratively
+  ChatRequest req{{User("hi")}};
+  req.tools = Json::array({deep});
+  Status st = chat->FeedChat(req);
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(st.message().find("nests deeper") != std::string::npos);
+  ChatRequest call{{User("hi")}};
+  call.messages.push_back({Role::kAssistant, "", std::nullopt, {ToolCall{"f", Json::object({{"a", deep}})}}});
+  call.messages.push_back(User("again"));
+  CHECK(f.model->Render(call).status().code() == StatusCode::kInvalidArgument);
+  CHECK(chat->session().size() == 0);
+  // The limit leaves real schemas alone.
+  Json nested = Json::object();
+  for (int i = 0; i < 100; ++i) nested = Json::object({{"properties", nested}});
+  CHECK(CheckJsonDepth(nested, "schema").ok());
+}
+
 TEST_CASE("a call from inside the stream callback is refused and changes nothing", "[chat]") {
   Fixture& f = GetFixture();
   auto chat = f.NewChat();

@@ -32,6 +32,7 @@ StatusOr<std::string> ChatModel::Render(const ChatRequest& request) const {
     if (!template_error_.empty()) return Unsupported("the model's chat template cannot be used: {}", template_error_);
     return Unsupported("the model has no chat template (tokenizer.chat_template)");
   }
+  QWENRT_RETURN_IF_ERROR(CheckRequestDepth(request));
   return chat_template_->RenderChat(MessagesJson(request.messages), request.tools, request.add_generation_prompt,
                                     request.enable_thinking);
 }

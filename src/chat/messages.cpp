@@ -1,6 +1,9 @@
 // Messages -> the JSON the chat template renders (see messages.h).
 #include "chat/messages.h"
 
+#include <utility>
+#include <vector>
+
 namespace qwenrt {
 
 const char* RoleName(Role role) {
@@ -11,6 +14,26 @@ const char* RoleName(Role role) {
     case Role::kTool: return "tool";
   }
   return "user";
+}
+
+Status CheckJsonDepth(const nlohmann::ordered_json& value, std::string_view what, int max_depth) {
+  std::vector<std::pair<const nlohmann::ordered_json*, int>> stack{{&value, 1}};
+  while (!stack.empty()) {
+    const auto [v, depth] = stack.back();
+    stack.pop_back();
+    if (!v->is_structured()) continue;
+    if (depth > max_depth) return InvalidArgument("{} nests deeper than {} levels", what, max_depth);
+    for (const auto& child : *v) stack.emplace_back(&child, depth + 1);
+  }
+  return OkStatus();
+}
+
+Status CheckRequestDepth(const ChatRequest& request) {
+  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(request.tools, "tools"));
+  for (const ChatMessage& m : request.messages) {
+    for (const ToolCall& c : m.tool_calls) QWENRT_RETURN_IF_ERROR(CheckJsonDepth(c.arguments, "tool call arguments"));
+  }
+  return OkStatus();
 }
 
 nlohmann::ordered_json MessagesJson(const std::vector<ChatMessage>& messages) {

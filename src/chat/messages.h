@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/status.h"
+
 namespace qwenrt {
 
 enum class Role { kSystem, kUser, kAssistant, kTool };
@@ -32,6 +34,18 @@ struct ChatRequest {
   bool enable_thinking = true;
   bool add_generation_prompt = true;      // end with "<|im_start|>assistant\n" (and "<think>\n")
 };
+
+// How deeply tool definitions and tool-call arguments may nest. Real schemas stay far below; the
+// limit keeps every recursive step after it (copies, dumps, the template's value conversion) within a
+// small, fixed stack.
+inline constexpr int kMaxJsonDepth = 128;
+
+// InvalidArgument naming `what` when `value` nests deeper than `max_depth` (arrays and objects);
+// walks the value with an explicit stack, so any depth is safe to check.
+Status CheckJsonDepth(const nlohmann::ordered_json& value, std::string_view what, int max_depth = kMaxJsonDepth);
+
+// CheckJsonDepth over the request's tools and every tool call's arguments.
+Status CheckRequestDepth(const ChatRequest& request);
 
 // The messages as the chat template's `messages` variable.
 nlohmann::ordered_json MessagesJson(const std::vector<ChatMessage>& messages);
