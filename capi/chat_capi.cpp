@@ -126,10 +126,15 @@ Status ReadGenerate(const qwenrt_sampling_params* sampling, const qwenrt_generat
                                      QWENRT_FIELD(qwenrt_generate_params, stop_strings),
                                      QWENRT_FIELD(qwenrt_generate_params, n_stop_strings),
                                      QWENRT_FIELD(qwenrt_generate_params, callback),
-                                     QWENRT_FIELD(qwenrt_generate_params, user_data)},
+                                     QWENRT_FIELD(qwenrt_generate_params, user_data),
+                                     QWENRT_FIELD(qwenrt_generate_params, max_reasoning_tokens)},
                                     "params", "qwenrt_generate_params"));
   if (g.max_tokens < -1) return InvalidArgument("params->max_tokens is {} (-1 = until the context is full)", g.max_tokens);
   out->max_tokens = g.max_tokens;
+  if (g.max_reasoning_tokens < 0) {
+    return InvalidArgument("params->max_reasoning_tokens is {} (0 = no limit)", g.max_reasoning_tokens);
+  }
+  out->max_reasoning_tokens = g.max_reasoning_tokens;
   if (g.n_stop_strings > 0 && g.stop_strings == nullptr) {
     return InvalidArgument("params->stop_strings is NULL but n_stop_strings is {}", g.n_stop_strings);
   }

@@ -91,6 +91,7 @@ qwenrt_generate_params qwenrt_generate_default_params(void) {
   p.n_stop_strings = 0;
   p.callback = nullptr;
   p.user_data = nullptr;
+  p.max_reasoning_tokens = 0;
   return p;
 }
 

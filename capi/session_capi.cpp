@@ -149,6 +149,8 @@ qwenrt_report ToCReport(const TurnReport& t) {
   r.ttft_ms = t.ttft_ms;
   r.decode_ms = t.decode_ms;
   r.decode_tokens_per_s = t.decode_tokens_per_s;
+  r.reasoning_tokens = t.reasoning_tokens;
+  r.reasoning_budget_hit = t.reasoning_budget_hit ? 1 : 0;
   return r;
 }
 

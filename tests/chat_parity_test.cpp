@@ -30,7 +30,8 @@ struct TurnResult {
   std::vector<int32_t> transcript;
   std::string report_line, content, reasoning, tool_calls;
   int64_t prompt = 0, common = 0, reused = 0, prefilled = 0, checkpoint = 0, generated = 0;
-  int miss = 0, stop = 0, n_checkpoints = 0;
+  int miss = 0, stop = 0, n_checkpoints = 0, budget_hit = 0;
+  int64_t reasoning_tokens = 0;
   uint64_t checkpoint_bytes = 0;
 };
 
@@ -43,6 +44,7 @@ void Append(std::vector<Piece>& pieces, int kind, std::string_view text) {
 }
 
 constexpr int32_t kMaxTokens = 20;
+int32_t g_reasoning_budget = 0;  // max_reasoning_tokens of both runs
 constexpr uint64_t kSeed = 7;
 constexpr float kTemperature = 1.5f;
 
@@ -91,6 +93,7 @@ std::vector<TurnResult> RunC(qwenrt_history_mode mode, const char* tools_json) {
     samp.seed = kSeed;
     qwenrt_generate_params gp = qwenrt_generate_default_params();
     gp.max_tokens = kMaxTokens;
+    gp.max_reasoning_tokens = g_reasoning_budget;
     TurnResult t;
     gp.callback = CollectC;
     gp.user_data = &t.pieces;
@@ -107,6 +110,8 @@ std::vector<TurnResult> RunC(qwenrt_history_mode mode, const char* tools_json) {
     t.stop = r.stop_reason;
     t.n_checkpoints = r.n_checkpoints;
     t.checkpoint_bytes = r.checkpoint_bytes;
+    t.reasoning_tokens = r.reasoning_tokens;
+    t.budget_hit = r.reasoning_budget_hit;
     size_t n = 0;
     qwenrt_session_get_checkpoints(s, nullptr, 0, &n);
     t.checkpoints.resize(n);
@@ -155,6 +160,7 @@ std::vector<TurnResult> RunCore(HistoryMode mode, const char* tools_json) {
     req.messages.push_back({Role::kUser, user, std::nullopt, {}});
     GenerateRequest gen;
     gen.max_tokens = kMaxTokens;
+    gen.max_reasoning_tokens = g_reasoning_budget;
     gen.sampling.temperature = kTemperature;
     gen.sampling.seed = kSeed;
     TurnResult t;
@@ -182,6 +188,8 @@ std::vector<TurnResult> RunCore(HistoryMode mode, const char* tools_json) {
                                                            : QWENRT_STOP_NONE;
     t.n_checkpoints = static_cast<int>(r.n_checkpoints);
     t.checkpoint_bytes = r.checkpoint_bytes;
+    t.reasoning_tokens = r.reasoning_tokens;
+    t.budget_hit = r.reasoning_budget_hit ? 1 : 0;
     for (const CheckpointInfo& c : s.session().checkpoints()) t.checkpoints.push_back(c.pos);
     t.transcript = s.session().transcript();
     t.report_line = s.report_line();
@@ -215,6 +223,8 @@ void CheckSame(const std::vector<TurnResult>& c, const std::vector<TurnResult>& 
     CHECK(c[i].stop == core[i].stop);
     CHECK(c[i].n_checkpoints == core[i].n_checkpoints);
     CHECK(c[i].checkpoint_bytes == core[i].checkpoint_bytes);
+    CHECK(c[i].reasoning_tokens == core[i].reasoning_tokens);
+    CHECK(c[i].budget_hit == core[i].budget_hit);
   }
   // Later turns really reused earlier ones (the comparison is not between two empty runs).
   CHECK(core.back().reused > 0);
@@ -230,6 +240,16 @@ TEST_CASE("C ABI and C++ host: same pieces, checkpoints and reports (template hi
 
 TEST_CASE("C ABI and C++ host: same pieces, checkpoints and reports (transcript history, tools)", "[chat][capi]") {
   CheckSame(RunC(QWENRT_HISTORY_TRANSCRIPT, kTools), RunCore(HistoryMode::kTranscript, kTools));
+}
+
+TEST_CASE("C ABI and C++ host: the same with a thinking budget", "[chat][capi]") {
+  g_reasoning_budget = 3;
+  const auto c = RunC(QWENRT_HISTORY_TEMPLATE, nullptr);
+  const auto core = RunCore(HistoryMode::kTemplate, nullptr);
+  g_reasoning_budget = 0;
+  CheckSame(c, core);
+  CHECK(core[0].budget_hit == 1);
+  CHECK(core[0].reasoning_tokens == 5);
 }
 
 }  // namespace

@@ -386,6 +386,47 @@ TEST_CASE("tools and tool-call arguments nested 50,000 deep are refused without 
   CHECK(CheckJsonDepth(nested, "schema").ok());
 }
 
+TEST_CASE("thinking budget: the reasoning is closed after N tokens and the answer follows", "[chat]") {
+  Fixture& f = GetFixture();
+  const Tokenizer& tok = f.tok();
+  ChatRequest req{{User("Hello world")}};
+  GenerateRequest g = f.Gen();
+  g.max_tokens = 40;
+  g.sampling.logit_bias = {{tok.Encode("\n")[0], -1000.0f}};  // no early </think>: the budget must end it
+  g.sampling.logit_bias.push_back({tok.special_ids().think_end, -1000.0f});
+  {
+    auto free_run = f.NewChat();
+    REQUIRE(free_run->Chat(req, g).ok());
+    CHECK_FALSE(free_run->report().reasoning_budget_hit);
+    REQUIRE(free_run->report().reasoning_tokens == free_run->report().generated_tokens);  // never closed
+  }
+  for (int64_t budget : {1, 5, 12}) {
+    INFO("budget " << budget);
+    auto chat = f.NewChat();
+    g.max_reasoning_tokens = budget;
+    std::string streamed_reasoning, streamed_content;
+    g.on_piece = [&](PieceKind k, std::string_view text) {
+      (k == PieceKind::kReasoning ? streamed_reasoning : streamed_content) += text;
+      return true;
+    };
+    REQUIRE(chat->Chat(req, g).ok());
+    const TurnReport& r = chat->report();
+    CHECK(r.reasoning_budget_hit);
+    const std::vector<int32_t> forced = tok.Encode("\n</think>\n\n", true);
+    CHECK(r.reasoning_tokens == budget + 2);  // the budget, then "\n" and "</think>"
+    // The transcript holds exactly the forced close after `budget` sampled reasoning tokens.
+    const auto& t = chat->session().transcript();
+    const size_t at = static_cast<size_t>(r.feed.prompt_tokens + budget);
+    REQUIRE(t.size() >= at + forced.size());
+    CHECK(std::equal(forced.begin(), forced.end(), t.begin() + static_cast<ptrdiff_t>(at)));
+    CHECK(chat->state().reply_reasoning == streamed_reasoning);
+    CHECK(chat->state().reply_content == streamed_content);
+    CHECK(r.generated_tokens > budget + static_cast<int64_t>(forced.size()));  // the answer followed
+  }
+  g.max_reasoning_tokens = -1;
+  CHECK(f.NewChat()->Chat(req, g).code() == StatusCode::kInvalidArgument);
+}
+
 TEST_CASE("a call from inside the stream callback is refused and changes nothing", "[chat]") {
   Fixture& f = GetFixture();
   auto chat = f.NewChat();

@@ -389,6 +389,8 @@ typedef struct qwenrt_report {
   double ttft_ms;              /* feed + first generated token (= prefill_ms when nothing generated) */
   double decode_ms;            /* time of the generation after the first token */
   double decode_tokens_per_s;  /* generated tokens per second after the first one; 0 if < 2 tokens */
+  int64_t reasoning_tokens;    /* generated tokens inside <think>...</think> (markers included) */
+  int32_t reasoning_budget_hit; /* 1 when max_reasoning_tokens closed the reasoning, else 0 */
 } qwenrt_report;
 
 /* Fills *report for the last step (all zero, checkpoint_pos -1, before any step).
@@ -469,9 +471,13 @@ typedef struct qwenrt_generate_params {
   size_t n_stop_strings;
   qwenrt_stream_callback callback; /* NULL = no streaming (read the reply with get_reply) */
   void *user_data;
+  /* Thinking budget: at most this many reasoning tokens; when reached, the reasoning is closed the way
+   * the chat template writes it ("\n</think>\n\n", fed without sampling) and the answer follows; the
+   * report says so (reasoning_budget_hit). 0 = no limit (default). Counts against max_tokens. */
+  int32_t max_reasoning_tokens;
 } qwenrt_generate_params;
 
-/* Defaults: 512 tokens, no stop strings, no callback. Thread safety: any thread. */
+/* Defaults: 512 tokens, no stop strings, no callback, no reasoning limit. Thread safety: any thread. */
 QWENRT_API qwenrt_generate_params qwenrt_generate_default_params(void);
 
 /* Generates a reply from the session's current state (after a feed): samples a token, streams it,

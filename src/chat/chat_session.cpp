@@ -17,25 +17,15 @@ double MsSince(std::chrono::steady_clock::time_point t) {
 
 // The sampler of one generation, reseeded from `p.seed` each time. The penalty window starts with
 // the end of the transcript (the prompt, and earlier replies), as if those tokens had been sampled:
-// the one penalty-window rule. A sampling failure returns -1 (which stops Session::Generate) and
-// stores the reason in *error.
-StatusOr<SamplerFn> MakeReplySampler(const SamplerParams& p, const Tokenizer& tokenizer,
-                                     std::span<const int32_t> history, std::shared_ptr<Status> error) {
-  QWENRT_ASSIGN_OR_RETURN(Sampler created, Sampler::Create(p, tokenizer.n_vocab()));
-  auto sampler = std::make_shared<Sampler>(std::move(created));
-  QWENRT_RETURN_IF_ERROR(sampler->SetBanned(tokenizer.unused_ids()));
+// the one penalty-window rule.
+StatusOr<Sampler> MakeReplySampler(const SamplerParams& p, const Tokenizer& tokenizer,
+                                   std::span<const int32_t> history) {
+  QWENRT_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(p, tokenizer.n_vocab()));
+  QWENRT_RETURN_IF_ERROR(sampler.SetBanned(tokenizer.unused_ids()));
   const size_t window = static_cast<size_t>(std::max(p.penalty_last_n, 0));
   const size_t from = history.size() > window ? history.size() - window : 0;
-  for (size_t i = from; i < history.size(); ++i) sampler->Accept(history[i]);
-  return SamplerFn([sampler, error](const float* logits, int64_t n) -> int32_t {
-    StatusOr<int32_t> tok = sampler->Sample(std::span<const float>(logits, static_cast<size_t>(n)));
-    if (!tok.ok()) {
-      *error = tok.status();
-      return -1;
-    }
-    sampler->Accept(*tok);
-    return *tok;
-  });
+  for (size_t i = from; i < history.size(); ++i) sampler.Accept(history[i]);
+  return sampler;
 }
 
 }  // namespace
@@ -171,6 +161,7 @@ Status ChatSession::Chat(const ChatRequest& request, const GenerateRequest& gen)
   QWENRT_CHAT_BUSY("Chat");
   // Fail before feeding when the generation could not start anyway.
   QWENRT_RETURN_IF_ERROR(Sampler::Create(gen.sampling, model_->tokenizer().n_vocab()).status());
+  if (gen.max_reasoning_tokens < 0) return InvalidArgument("max_reasoning_tokens is {} (0 = no limit)", gen.max_reasoning_tokens);
   if (gen.max_tokens < -1) return InvalidArgument("max_tokens is {} (-1 = until the context is full)", gen.max_tokens);
   QWENRT_ASSIGN_OR_RETURN(TurnPlan plan, PlanChat(request));
   QWENRT_RETURN_IF_ERROR(FeedPlanned(plan.tokens, plan.checkpoints));
@@ -185,6 +176,9 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
   if (session.size() == 0) return InvalidArgument("the session holds no tokens: feed a prompt first");
   if (session.last_logits().empty()) return InvalidArgument("no logits for the last position: feed first");
   if (request.max_tokens < -1) return InvalidArgument("max_tokens is {} (-1 = until the context is full)", request.max_tokens);
+  if (request.max_reasoning_tokens < 0) {
+    return InvalidArgument("max_reasoning_tokens is {} (0 = no limit)", request.max_reasoning_tokens);
+  }
   QWENRT_RETURN_IF_ERROR(TakeCancel("before the generation started"));
   const Tokenizer& tok = model_->tokenizer();
   state_.ClearReply();
@@ -193,6 +187,8 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
   const int64_t room = session.max_context() - session.size();
   const int64_t limit = requested < 0 ? room : std::min<int64_t>(requested, room);
   report_.generated_tokens = 0;
+  report_.reasoning_tokens = 0;
+  report_.reasoning_budget_hit = false;
   report_.stop_reason = StopReason::kNone;
   if (limit <= 0) {
     report_.stop_reason = requested == 0 ? StopReason::kMaxTokens : StopReason::kContextFull;
@@ -205,15 +201,40 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
                      [&](PieceKind kind, std::string_view text) {
                        return request.on_piece == nullptr || request.on_piece(kind, text);
                      });
-  auto sampler_error = std::make_shared<Status>();
-  QWENRT_ASSIGN_OR_RETURN(SamplerFn sampler, MakeReplySampler(request.sampling, tok, session.transcript(), sampler_error));
+  QWENRT_ASSIGN_OR_RETURN(Sampler sampler, MakeReplySampler(request.sampling, tok, session.transcript()));
+  Status sampler_error;
+  // Tokens fed without sampling: the close of the reasoning when the thinking budget runs out.
+  std::vector<int32_t> forced;
+  size_t next_forced = 0;
+  int64_t reasoning_tokens = 0;
+  bool budget_hit = false;
+  const int64_t budget = request.max_reasoning_tokens;
 
   const auto t0 = std::chrono::steady_clock::now();
   auto t_first = t0;
   bool first = true;
   GenerateOptions go;
   go.max_tokens = limit;
-  go.sampler = std::move(sampler);
+  go.sampler = [&](const float* logits, int64_t n) -> int32_t {
+    if (next_forced == forced.size() && budget > 0 && !budget_hit && stream.in_reasoning() &&
+        reasoning_tokens >= budget) {
+      budget_hit = true;
+      tok.Encode("\n</think>\n\n", SpecialTokens::kAll, &forced);  // as the template closes it
+    }
+    int32_t id;
+    if (next_forced < forced.size()) {
+      id = forced[next_forced++];
+    } else {
+      StatusOr<int32_t> sampled = sampler.Sample(std::span<const float>(logits, static_cast<size_t>(n)));
+      if (!sampled.ok()) {
+        sampler_error = sampled.status();
+        return -1;  // stops Session::Generate; reported below
+      }
+      id = *sampled;
+    }
+    sampler.Accept(id);
+    return id;
+  };
   go.stop_tokens = tok.eog_ids();
   go.cancel = &cancel_;
   go.on_token = [&](int32_t token) {
@@ -222,13 +243,16 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
       t_first = std::chrono::steady_clock::now();
     }
     if (tok.IsEog(token)) return false;
-    return stream.Push(token);
+    const bool reasoning = stream.in_reasoning() || token == tok.special_ids().think;
+    const bool go_on = stream.Push(token);
+    if (reasoning) ++reasoning_tokens;  // the closing </think> counts, the opening <think> too
+    return go_on;
   };
   std::vector<int32_t> out;
   GenerateReport gr;
   Status st = session.Generate(go, &out, &gr);
   if (st.code() == StatusCode::kCancelled) cancel_.store(false);
-  if (!sampler_error->ok()) st = *sampler_error;
+  if (!sampler_error.ok()) st = sampler_error;
   if (st.code() == StatusCode::kContextFull) st = OkStatus();  // a full context ends the reply
   if (st.ok() || st.code() == StatusCode::kCancelled) stream.Finish();
 
@@ -241,6 +265,8 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
   state_.reply_tool_calls = stream.tool_calls_json();
   TurnReport& r = report_;
   r.generated_tokens = gr.n_sampled - (gr.hit_stop ? 1 : 0);  // the end token is not part of the reply
+  r.reasoning_tokens = reasoning_tokens;
+  r.reasoning_budget_hit = budget_hit;
   if (gr.hit_stop) {
     r.stop_reason = StopReason::kEndOfGeneration;
   } else if (stream.stopped_by_string()) {

@@ -61,6 +61,9 @@ struct GenerateRequest {
   SamplerParams sampling;  // greedy by default
   int64_t max_tokens = 512;  // -1 = until the context is full
   std::vector<std::string> stop_strings;
+  // Thinking budget: at most this many reasoning tokens, then "\n</think>\n\n" is fed without
+  // sampling and the answer follows (TurnReport::reasoning_budget_hit). 0 = no limit.
+  int64_t max_reasoning_tokens = 0;
   // Each piece as it streams (text valid during the call); false stops the reply. May be null.
   std::function<bool(PieceKind kind, std::string_view text)> on_piece;
 };
@@ -77,6 +80,8 @@ struct TurnReport {
   double ttft_ms = 0;             // feed + first sampled token
   double decode_ms = 0;
   double decode_tokens_per_s = 0;
+  int64_t reasoning_tokens = 0;      // generated inside <think>...</think>
+  bool reasoning_budget_hit = false;  // max_reasoning_tokens closed the reasoning
 };
 
 class ChatSession {

@@ -41,6 +41,8 @@ class ReplyStream {
   bool Finish();
 
   bool stopped_by_sink() const { return stopped_by_sink_; }
+  // Inside a <think> block (the next text is reasoning).
+  bool in_reasoning() const { return mode_ == Mode::kReasoning; }
   bool stopped_by_string() const { return stopped_by_string_; }
   // Everything emitted so far, by kind (tool_calls is a JSON array).
   const std::string& content() const { return content_; }
