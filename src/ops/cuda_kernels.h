@@ -76,7 +76,7 @@ Status LaunchRmsNormRows(const float* x, int64_t x_stride, const float* w, float
                          float eps, Stream stream);
 // y = silu(z) * RmsNorm(x) (the GDN output's gated norm), bit for bit LaunchRmsNorm then LaunchSwiGlu.
 // x, z, y: [rows, n] (y may alias x).
-Status LaunchRmsNormGate(const float* x, const float* w, const float* z, float* y, int64_t rows, int64_t n,
+Status LaunchGatedRmsNorm(const float* x, const float* w, const float* z, float* y, int64_t rows, int64_t n,
                          float eps, Stream stream);
 // x += mix, then y = RmsNorm(x) (the residual add and the next sub-block's norm), bit for bit
 // LaunchAdd followed by LaunchRmsNorm. x, mix, y: [rows, n]; y must not alias x or mix.
@@ -140,17 +140,17 @@ Status LaunchGatedDelta(const GatedDeltaShape& shape, const float* q, const floa
 
 // --- mixture of experts --------------------------------------------------------------------------
 // dst[i] = src[rows[i]] for i < n.  src: [*, E]; rows: [n] int32 (device); dst: [n, E]
-Status LaunchGatherRows(const float* src, const int32_t* rows, int64_t n, int64_t E, float* dst,
+Status LaunchMoeGather(const float* src, const int32_t* rows, int64_t n, int64_t E, float* dst,
                         Stream stream);
 // dst[rows[i]] = src[i] for i < n.  src: [n, E]; rows: [n]; dst: [*, E]
-Status LaunchScatterRows(const float* src, const int32_t* rows, int64_t n, int64_t E, float* dst,
+Status LaunchMoeScatter(const float* src, const int32_t* rows, int64_t n, int64_t E, float* dst,
                          Stream stream);
 // mix[t] = sum_{j<K} weights[t][j] * yslot[t][j], summed in j order from 0.
 // yslot: [T, K, E]; weights: [T, K]; mix: [T, E]
 Status LaunchMoeCombine(const float* yslot, const float* weights, int64_t T, int64_t K, int64_t E,
                         float* mix, Stream stream);
 // mix[t] += sigmoid(gate[t]) * y[t].  mix, y: [T, E]; gate: [T]
-Status LaunchAddSigmoidScaled(float* mix, const float* y, const float* gate, int64_t T, int64_t E,
+Status LaunchAddSigmoidGated(float* mix, const float* y, const float* gate, int64_t T, int64_t E,
                               Stream stream);
 
 }  // namespace qwenrt::cuda

@@ -86,15 +86,16 @@ Status Session::CheckTokens(std::span<const int32_t> tokens) const {
   return OkStatus();
 }
 
-void Session::RestoreTo(int64_t pos, const RecurrentState* snapshot) {
-  kv_.Truncate(pos);
-  if (snapshot != nullptr)
-    rec_.CopyFrom(*snapshot);
-  else
+int64_t Session::RestoreTo(int64_t pos, const RecurrentState* snapshot) {
+  if (snapshot == nullptr || !rec_.CopyFrom(*snapshot).ok()) {  // (a device copy can fail)
+    pos = 0;
     rec_.Reset();
+  }
+  kv_.Truncate(pos);
   transcript_.resize(static_cast<size_t>(pos));
   checkpoints_.DropAfter(pos);
   has_logits_ = false;
+  return pos;
 }
 
 Status Session::Run(std::span<const int32_t> tokens, float* logits, bool all_logits) {
@@ -114,7 +115,7 @@ Status Session::Run(std::span<const int32_t> tokens, float* logits, bool all_log
 
 void Session::TakeCheckpoint(uint64_t turn, int64_t* created) {
   if (std::optional<RecurrentState> spare = checkpoints_.TakeSpare()) {
-    spare->CopyFrom(rec_);  // reuse an evicted snapshot's memory
+    if (!spare->CopyFrom(rec_).ok()) return;  // reuse an evicted snapshot's memory; device error: skip
     checkpoints_.Put(size(), turn, std::move(*spare));
   } else {
     auto snap = rec_.Copy();
@@ -171,7 +172,10 @@ Status Session::Feed(std::span<const int32_t> tokens, const FeedOptions& options
 
   ++turn_;
   const auto t0 = std::chrono::steady_clock::now();
-  if (!live) RestoreTo(start, restore ? &restore->snapshot : nullptr);
+  if (!live) {
+    const int64_t at = RestoreTo(start, restore ? &restore->snapshot : nullptr);
+    if (at != start) start = at, restore = nullptr;  // the snapshot could not be copied: from 0
+  }
   r.restore_ms = MsSince(t0);
   r.reused_tokens = start;
   r.checkpoint_pos = restore ? start : -1;

@@ -157,14 +157,15 @@ class Session {
   // A new independent Session with a deep copy of the KV (valid prefix only), the recurrent state,
   // the transcript, the checkpoints and the last logits, plus its own ThreadPool/ForwardContext.
   // Cost: O(KV bytes for size() positions + checkpoint bytes) memory and copy time. The fork gets
-  // the same params (trace callback included). Errors: OutOfMemory.
+  // the same params (trace callback included). Errors: OutOfMemory, Device (copying device state).
   StatusOr<std::unique_ptr<Session>> Fork() const;
 
   // Save: transcript, KV (valid prefix), recurrent state, checkpoints, last logits and the caller's
   // opaque `sampler_state`, with format version, model fingerprint and CRC-32 (docs/session-format.md).
-  // The file is written atomically (temp file + rename). Errors: Io, OutOfMemory.
-  Status SaveToFile(const std::string& path, std::span<const uint8_t> sampler_state = {}) const;
-  StatusOr<std::vector<uint8_t>> SaveToMemory(std::span<const uint8_t> sampler_state = {}) const;
+  // The file is written atomically (temp file + rename). Not const: state the CUDA backend holds on
+  // the device is fetched to the host first. Errors: Io, OutOfMemory, Device.
+  Status SaveToFile(const std::string& path, std::span<const uint8_t> sampler_state = {});
+  StatusOr<std::vector<uint8_t>> SaveToMemory(std::span<const uint8_t> sampler_state = {});
   // Load replaces this session's contents with the saved ones (only after the whole file has been
   // verified; on error the session is unchanged). `sampler_state` (may be null) receives the blob.
   // Errors: Io, BadFormat (damaged, truncated, not a session file, inconsistent contents),
@@ -203,10 +204,12 @@ class Session {
   // Runs tokens through the model at the end of the transcript; on a forward error, rolls back.
   Status Run(std::span<const int32_t> tokens, float* logits, bool all_logits);
   // Cuts the transcript/KV to `pos` and loads the recurrent state of the checkpoint at `pos`
-  // (or zeros for pos == 0); drops checkpoints after pos.
-  void RestoreTo(int64_t pos, const RecurrentState* snapshot);
+  // (or zeros for pos == 0); drops checkpoints after pos. Returns the position restored to: 0 when
+  // the snapshot could not be copied (a device error).
+  int64_t RestoreTo(int64_t pos, const RecurrentState* snapshot);
   void TakeCheckpoint(uint64_t turn, int64_t* created);
   void Trace(const std::string& line) const;
+  Status FetchStates();  // device-resident recurrent states (live, checkpoints) to the host
   Status WriteTo(ByteSink* sink, std::span<const uint8_t> sampler_state) const;
 
   std::shared_ptr<const Model> model_;
