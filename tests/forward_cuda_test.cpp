@@ -11,7 +11,10 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <unistd.h>
 
@@ -59,6 +62,90 @@ GenerateOptions Greedy(int64_t n) {
   g.max_tokens = n;
   g.sampler = ArgmaxPlain;
   return g;
+}
+
+// A host-side StateMirror standing in for the GPU: "device" contents per state, and a log of the
+// calls, so the pending-state protocol of RecurrentState is checked on any machine.
+class FakeMirror final : public StateMirror {
+ public:
+  std::map<const RecurrentState*, float> device;  // the first float of the held contents
+  std::vector<std::string> calls;
+  bool room = true;  // false: Clone goes through the host
+
+  void Hold(RecurrentState& rec, float value) {
+    device[&rec] = value;
+    rec.SetPending(this);
+  }
+  Status Fetch(RecurrentState& rec) override {
+    calls.push_back("Fetch");
+    rec.SetPending(nullptr);
+    rec.host_conv(0)[0] = device.at(&rec);
+    device.erase(&rec);
+    return OkStatus();
+  }
+  void Forget(const RecurrentState& rec) override {
+    calls.push_back("Forget");
+    device.erase(&rec);
+  }
+  void Moved(const RecurrentState& from, const RecurrentState& to) override {
+    calls.push_back("Moved");
+    device[&to] = device.at(&from);
+    device.erase(&from);
+  }
+  Status Clone(const RecurrentState& from, RecurrentState& to) override {
+    calls.push_back("Clone");
+    if (!room) {
+      to.host_conv(0)[0] = device.at(&from);
+      return OkStatus();
+    }
+    Hold(to, device.at(&from));
+    return OkStatus();
+  }
+};
+
+TEST_CASE("RecurrentState: accessors never fetch; Fetch, Copy, CopyFrom, move and Reset follow the mirror",
+          "[cuda][state]") {
+  auto model = Fixture("micro-s1-f32");
+  RecurrentState a = RecurrentState::Create(model->config()).value();
+  REQUIRE(a.n_layers() > 0);
+  FakeMirror m;
+  CHECK(a.Fetch().ok());  // not pending: nothing to do
+  CHECK(m.calls.empty());
+
+  m.Hold(a, 7.0f);
+  const uint64_t lineage = a.lineage();
+  RecurrentState b = a.Copy().value();  // stays on the "device"
+  CHECK(b.pending() == &m);
+  CHECK(m.device.at(&b) == 7.0f);
+  RecurrentState c = std::move(b);  // the held copy is re-keyed
+  CHECK(c.pending() == &m);
+  CHECK(b.pending() == nullptr);
+  CHECK(m.device.count(&c) == 1);
+  CHECK(m.device.count(&b) == 0);
+
+  REQUIRE(a.Fetch().ok());  // explicit: the host buffers become current, the lineage is kept
+  CHECK(a.pending() == nullptr);
+  CHECK(a.lineage() == lineage);
+  CHECK(std::as_const(a).conv(0)[0] == 7.0f);
+
+  RecurrentState d = RecurrentState::Create(model->config()).value();
+  REQUIRE(d.CopyFrom(c).ok());  // restore from a held copy: on the "device"
+  CHECK(d.pending() == &m);
+  m.room = false;
+  RecurrentState e = RecurrentState::Create(model->config()).value();
+  REQUIRE(e.CopyFrom(c).ok());  // no room: fetched straight into e, c stays held
+  CHECK(e.pending() == nullptr);
+  CHECK(c.pending() == &m);
+  CHECK(e.conv(0)[0] == 7.0f);
+
+  d.Reset();  // held contents dropped, not fetched
+  CHECK(d.pending() == nullptr);
+  CHECK(d.conv(0)[0] == 0.0f);
+  std::erase(m.calls, "Moved");  // (StatusOr moves its value too)
+  const std::vector<std::string> want = {"Clone", "Fetch", "Clone", "Clone", "Forget"};
+  CHECK(m.calls == want);
+  c.Reset();  // nothing may be held when m goes
+  CHECK(m.device.empty());
 }
 
 TEST_CASE("A CUDA context is UNSUPPORTED without a device, and works with one", "[cuda]") {
