@@ -1,5 +1,6 @@
-// Stand-ins for the CUDA entry points (cuda_device.h, cuda_ops.h, forward_cuda.h, cuda_weights.h) when qwenrt is built without CUDA:
-// nothing is available and every op returns UNSUPPORTED, so callers need no #ifdefs.
+// Stand-ins for the CUDA entry points (cuda_device.h, cuda_ops.h, forward_cuda.h, cuda_weights.h)
+// when qwenrt is built without CUDA: nothing is available and every op returns UNSUPPORTED, so
+// callers need no #ifdefs.
 #ifndef QWENRT_HAVE_CUDA
 
 #include "ops/cuda_device.h"

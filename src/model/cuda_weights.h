@@ -43,7 +43,9 @@ class CudaWeights {
     return data_.u8() + (b - host_base_);
   }
   // Device views of host weights (Upload checked that each one maps).
-  DevMatrix Matrix(const WeightMatrix& w) const { return DevMatrix{w.type, w.cols, w.rows, Map(w.data, 1), w.row_bytes}; }
+  DevMatrix Matrix(const WeightMatrix& w) const {
+    return DevMatrix{w.type, w.cols, w.rows, Map(w.data, 1), w.row_bytes};
+  }
   const float* Vector(const float* p) const { return reinterpret_cast<const float*>(Map(p, 4)); }
   // `w` as one output of a MatMulMulti launch writing y.
   cuda::MatMulTarget Target(const WeightMatrix& w, float* y) const {
