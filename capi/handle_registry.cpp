@@ -38,10 +38,10 @@ bool UnregisterHandle(const void* handle, HandleKind kind) {
   return true;
 }
 
-Status CheckHandle(const void* handle, HandleKind kind, const char* what) {
-  if (handle == nullptr) return InvalidArgument("{} is NULL", what);
-  Registry& r = TheRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
+namespace {
+
+// CheckHandle's test; `r.mu` held.
+Status CheckLocked(Registry& r, const void* handle, HandleKind kind, const char* what) {
   auto it = r.live.find(handle);
   if (it == r.live.end()) {
     return InvalidArgument("{} is not a live {} (already freed, or never created by qwenrt)", what,
@@ -51,6 +51,36 @@ Status CheckHandle(const void* handle, HandleKind kind, const char* what) {
     return InvalidArgument("{} is a {}, not a {}", what, HandleKindName(it->second), HandleKindName(kind));
   }
   return OkStatus();
+}
+
+}  // namespace
+
+Status CheckHandle(const void* handle, HandleKind kind, const char* what) {
+  return WithLiveHandle(handle, kind, what, [] { return OkStatus(); });
+}
+
+Status WithLiveHandle(const void* handle, HandleKind kind, const char* what, const std::function<Status()>& fn) {
+  if (handle == nullptr) return InvalidArgument("{} is NULL", what);
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  QWENRT_RETURN_IF_ERROR(CheckLocked(r, handle, kind, what));
+  return fn();
+}
+
+bool UnregisterHandleThen(const void* handle, HandleKind kind, const std::function<void()>& fn) {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.live.find(handle);
+  if (it == r.live.end() || it->second != kind) return false;
+  r.live.erase(it);
+  fn();
+  return true;
+}
+
+void WithRegistryLock(const std::function<void()>& fn) {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  fn();
 }
 
 }  // namespace qwenrt::capi

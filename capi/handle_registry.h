@@ -3,6 +3,8 @@
 // mutable state: bookkeeping, not configuration (the cost is one mutex lock per call, not per token).
 #pragma once
 
+#include <functional>
+
 #include "base/status.h"
 
 namespace qwenrt::capi {
@@ -20,5 +22,16 @@ bool UnregisterHandle(const void* handle, HandleKind kind);
 // OK when `handle` is a live handle of `kind`; otherwise INVALID_ARGUMENT naming `what` and why
 // (NULL, freed / never created, or a handle of the other kind).
 Status CheckHandle(const void* handle, HandleKind kind, const char* what);
+
+// CheckHandle, then (when live) `fn` with the registry lock held: for bookkeeping that must not
+// race a free (qwenrt_session_cancel, the session call counter). `fn` must be short and not call
+// back into the registry.
+Status WithLiveHandle(const void* handle, HandleKind kind, const char* what, const std::function<Status()>& fn);
+
+// Unregisters a live handle and runs `fn` under the same lock hold; false when it was not live.
+bool UnregisterHandleThen(const void* handle, HandleKind kind, const std::function<void()>& fn);
+
+// Runs `fn` with the registry lock held.
+void WithRegistryLock(const std::function<void()>& fn);
 
 }  // namespace qwenrt::capi

@@ -12,31 +12,6 @@
 
 namespace qwenrt::capi {
 
-StatusOr<std::shared_ptr<const ModelBundle>> MakeBundle(std::shared_ptr<const Model> model) {
-  auto bundle = std::make_shared<ModelBundle>();
-  QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::FromGguf(model->gguf()));
-  bundle->tokenizer = std::move(tok);
-  if (const gguf::Value* v = model->gguf().Find("tokenizer.chat_template"); v != nullptr) {
-    StatusOr<ChatTemplate> t = ChatTemplate::Parse(std::string(v->AsString()));
-    if (t.ok()) {
-      bundle->chat_template = std::make_shared<const ChatTemplate>(std::move(t).value());
-    } else {
-      bundle->template_error = t.status().message();
-    }
-  }
-  if (const gguf::Value* v = model->gguf().Find("general.name"); v != nullptr) {
-    bundle->name = std::string(v->AsString());
-  }
-  for (const gguf::TensorInfo& t : model->gguf().tensors()) {
-    uint64_t n = 1;
-    for (int d = 0; d < t.n_dims; ++d) n *= static_cast<uint64_t>(t.ne[d]);
-    bundle->n_params += n;
-    bundle->weight_bytes += t.nbytes;
-  }
-  bundle->model = std::move(model);
-  return std::shared_ptr<const ModelBundle>(std::move(bundle));
-}
-
 namespace {
 
 constexpr const char* kModelParams = "qwenrt_model_params";
@@ -63,15 +38,15 @@ Model::LoadOptions ToLoadOptions(const qwenrt_model_params& p) {
 // Wraps a loaded model in a registered handle.
 Status Publish(StatusOr<std::shared_ptr<const Model>> loaded, qwenrt_model** out_model) {
   if (!loaded.ok()) return loaded.status();
-  QWENRT_ASSIGN_OR_RETURN(std::shared_ptr<const ModelBundle> bundle, MakeBundle(std::move(loaded).value()));
+  QWENRT_ASSIGN_OR_RETURN(std::shared_ptr<const ChatModel> chat_model, ChatModel::Create(std::move(loaded).value()));
   auto handle = std::make_unique<qwenrt_model>();
-  handle->bundle = std::move(bundle);
+  handle->model = std::move(chat_model);
   RegisterHandle(handle.get(), HandleKind::kModel);
   *out_model = handle.release();
   return OkStatus();
 }
 
-const ModelBundle& B(const qwenrt_model* m) { return *m->bundle; }
+const ChatModel& B(const qwenrt_model* m) { return *m->model; }
 
 }  // namespace
 }  // namespace qwenrt::capi
@@ -118,23 +93,23 @@ qwenrt_status qwenrt_model_get_info(const qwenrt_model* model, qwenrt_model_info
   return Guard(__func__, [&]() -> Status {
     QWENRT_RETURN_IF_ERROR(CheckHandle(model, HandleKind::kModel, "model"));
     if (info == nullptr) return InvalidArgument("info is NULL");
-    const ModelBundle& b = B(model);
-    const ModelConfig& c = b.model->config();
+    const ChatModel& b = B(model);
+    const ModelConfig& c = b.model()->config();
     qwenrt_model_info v{};
     v.struct_size = sizeof v;
     v.arch = c.arch.c_str();
-    v.name = b.name.c_str();
-    v.fingerprint = b.model->fingerprint().c_str();
+    v.name = b.name().c_str();
+    v.fingerprint = b.model()->fingerprint().c_str();
     v.n_vocab = static_cast<int32_t>(c.n_vocab);
     v.n_ctx_train = static_cast<int32_t>(c.n_ctx_train);
     v.n_layer = static_cast<int32_t>(c.n_layer);
     v.n_embd = static_cast<int32_t>(c.n_embd);
     v.n_expert = static_cast<int32_t>(c.n_expert);
-    v.has_chat_template = b.chat_template != nullptr;
-    v.n_params = b.n_params;
-    v.weight_bytes = b.weight_bytes;
-    v.eos_token = b.tokenizer->special_ids().eos;
-    v.eot_token = b.tokenizer->special_ids().im_end;
+    v.has_chat_template = b.chat_template() != nullptr;
+    v.n_params = b.n_params();
+    v.weight_bytes = b.weight_bytes();
+    v.eos_token = b.tokenizer().special_ids().eos;
+    v.eot_token = b.tokenizer().special_ids().im_end;
     return WriteOut(v, info, "info", "qwenrt_model_info");
   });
 }
@@ -146,7 +121,7 @@ bool qwenrt_model_token_is_eog(const qwenrt_model* model, int32_t token) {
       Report(__func__, s);
       return false;
     }
-    return B(model).tokenizer->IsEog(token);
+    return B(model).tokenizer().IsEog(token);
   });
 }
 
@@ -160,7 +135,7 @@ qwenrt_status qwenrt_tokenize(const qwenrt_model* model, const char* text, size_
     std::string_view sv(text == nullptr ? "" : text, text_len);
     QWENRT_RETURN_IF_ERROR(CheckUtf8(sv, "text"));
     std::vector<int32_t> ids;
-    B(model).tokenizer->Encode(sv, parse_special ? SpecialTokens::kAll : SpecialTokens::kUserDefined, &ids);
+    B(model).tokenizer().Encode(sv, parse_special ? SpecialTokens::kAll : SpecialTokens::kUserDefined, &ids);
     *n_tokens = ids.size();
     if (ids.size() > capacity) {
       return BufferTooSmall("{} tokens do not fit in capacity {}", ids.size(), capacity);
@@ -177,7 +152,7 @@ qwenrt_status qwenrt_detokenize(const qwenrt_model* model, const int32_t* tokens
     if (needed == nullptr) return InvalidArgument("needed is NULL");
     if (tokens == nullptr && n > 0) return InvalidArgument("tokens is NULL but n is {}", n);
     if (buf == nullptr && capacity > 0) return InvalidArgument("buf is NULL but capacity is {}", capacity);
-    const Tokenizer& tok = *B(model).tokenizer;
+    const Tokenizer& tok = B(model).tokenizer();
     for (size_t i = 0; i < n; ++i) {
       if (tokens[i] < 0 || tokens[i] >= tok.n_vocab()) {
         return InvalidArgument("tokens[{}] = {} is outside the vocabulary [0, {})", i, tokens[i], tok.n_vocab());

@@ -1,11 +1,8 @@
-// Sampling params of the C ABI and the sampler built from them.
+// Sampling params of the C ABI and their conversion to the core's.
 #include "sampling_capi.h"
 
-#include <algorithm>
 #include <cmath>
-#include <vector>
 
-#include "chat/sampler.h"
 #include "validate.h"
 
 namespace qwenrt::capi {
@@ -39,8 +36,7 @@ Status ReadSamplingParams(const qwenrt_sampling_params* in, qwenrt_sampling_para
   return OkStatus();
 }
 
-StatusOr<SamplerFn> MakeSampler(const qwenrt_sampling_params& p, const Tokenizer& tokenizer,
-                                std::span<const int32_t> history, std::shared_ptr<Status> error) {
+SamplerParams ToSamplerParams(const qwenrt_sampling_params& p) {
   SamplerParams sp;
   sp.temperature = p.temperature;
   sp.top_k = p.top_k;
@@ -51,22 +47,7 @@ StatusOr<SamplerFn> MakeSampler(const qwenrt_sampling_params& p, const Tokenizer
   sp.frequency_penalty = p.frequency_penalty;
   sp.penalty_last_n = p.repeat_last_n;
   sp.seed = p.seed;
-  QWENRT_ASSIGN_OR_RETURN(Sampler created, Sampler::Create(sp, tokenizer.n_vocab()));
-  auto sampler = std::make_shared<Sampler>(std::move(created));
-  QWENRT_RETURN_IF_ERROR(sampler->SetBanned(tokenizer.unused_ids()));
-  // The penalty window starts with the end of the transcript, as if those tokens had been sampled.
-  size_t window = static_cast<size_t>(std::max(p.repeat_last_n, 0));
-  size_t from = history.size() > window ? history.size() - window : 0;
-  for (size_t i = from; i < history.size(); ++i) sampler->Accept(history[i]);
-  return SamplerFn([sampler, error](const float* logits, int64_t n) -> int32_t {
-    StatusOr<int32_t> tok = sampler->Sample(std::span<const float>(logits, static_cast<size_t>(n)));
-    if (!tok.ok()) {
-      *error = tok.status();
-      return -1;  // Session::Generate stops on an invalid id; the caller reports *error
-    }
-    sampler->Accept(*tok);
-    return *tok;
-  });
+  return sp;
 }
 
 }  // namespace qwenrt::capi

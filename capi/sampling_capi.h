@@ -1,15 +1,10 @@
 // Sampling params of the C ABI: reading `qwenrt_sampling_params` (struct_size rule, ranges) and
-// building the Session's sampler from them.
+// converting them to the core's SamplerParams.
 #pragma once
 
-#include <cstdint>
-#include <memory>
-#include <span>
-
-#include "qwenrt/qwenrt.h"
-#include "session/session.h"
 #include "base/status.h"
-#include "text/tokenizer.h"
+#include "chat/sampler.h"
+#include "qwenrt/qwenrt.h"
 
 namespace qwenrt::capi {
 
@@ -17,10 +12,7 @@ namespace qwenrt::capi {
 // (temperature < 0, top_p or min_p outside [0, 1], top_k < 0, penalties < 0, repeat_last_n < 0).
 Status ReadSamplingParams(const qwenrt_sampling_params* in, qwenrt_sampling_params* out);
 
-// A sampler for one generation (src/chat/sampler.h; reseeded with p.seed each time). `history` (the
-// transcript) fills the penalty window. A sampling failure makes the function return -1 (which stops
-// Session::Generate) and stores the reason in *error.
-StatusOr<SamplerFn> MakeSampler(const qwenrt_sampling_params& p, const Tokenizer& tokenizer,
-                                std::span<const int32_t> history, std::shared_ptr<Status> error);
+// The core's sampler parameters (src/chat/sampler.h) for checked C ones.
+SamplerParams ToSamplerParams(const qwenrt_sampling_params& p);
 
 }  // namespace qwenrt::capi

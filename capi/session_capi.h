@@ -1,46 +1,33 @@
-// Helpers shared by the session and chat shims (session_capi.cpp, chat_capi.cpp): handle checks,
-// cancellation bookkeeping, feeding with the report filled in, and the chat state kept in saved
-// sessions.
+// Helpers shared by the session and chat shims (session_capi.cpp, chat_capi.cpp): entering a call
+// on a session handle (liveness, the one-thread rule, deferred free) and converting the core's
+// report to the C struct.
 #pragma once
 
-#include <cstdint>
-#include <span>
-#include <string>
-#include <vector>
-
-#include "handles.h"
 #include "base/status.h"
+#include "handles.h"
 
 namespace qwenrt::capi {
 
-// INVALID_ARGUMENT unless `s` is a live session handle.
-Status CheckSession(const qwenrt_session* s);
+// One shim call on a session handle. Enter() checks that the handle is live and that no other
+// thread runs a call on it (INVALID_ARGUMENT otherwise); nested calls from the same thread (from
+// inside a stream callback) pass through to the ChatSession, whose busy flag refuses the ones that
+// would change it. A qwenrt_session_free made meanwhile is carried out when the last call leaves.
+class SessionCall {
+ public:
+  explicit SessionCall(const qwenrt_session* s) : s_(s) {}
+  ~SessionCall();
+  Status Enter();
 
-// A cancel requested while no call ran cancels the next call: consumes the flag and returns
-// CANCELLED ("... `when`") if it is set.
-Status TakeCancel(qwenrt_session* s, const char* when);
+ private:
+  const qwenrt_session* s_;
+  bool entered_ = false;
+};
 
-// Consumes the cancel flag when `status` is CANCELLED (the request was honoured); returns `status`.
-Status FinishCancellable(qwenrt_session* s, Status status);
+#define QWENRT_CAPI_ENTER(session)  \
+  SessionCall session_call(session); \
+  QWENRT_RETURN_IF_ERROR(session_call.Enter())
 
-// Feeds `tokens` (prefix reuse), asking for checkpoints at the pending positions plus `boundaries`,
-// and fills s->report / s->report_line (timings: the feed's wall time). Calls the log callback.
-Status FeedTokens(qwenrt_session* s, std::span<const int32_t> tokens, std::span<const int64_t> boundaries,
-                  FeedReport* fr);
-
-// The trace line of a feed: "prefill 25 tokens from position 780 (checkpoint 780, common prefix 783 of 805)".
-std::string FormatStepLine(const FeedReport& r);
-
-// Updates the report's memory fields (checkpoints held, their bytes, state bytes) from the session.
-void RefreshMemory(qwenrt_session* s);
-
-// Forgets the last reply.
-void ClearReply(qwenrt_session* s);
-
-// The C-side state saved with a session (the last reply), as the Session's opaque sampler-state blob.
-std::vector<uint8_t> EncodeChatState(const qwenrt_session& s);
-// After a successful load: restores what EncodeChatState wrote (tolerating an empty blob) and
-// resets the report, the pending checkpoint requests and the cancel flag.
-void AfterLoad(qwenrt_session* s, const std::vector<uint8_t>& state);
+// The C report of the last step.
+qwenrt_report ToCReport(const TurnReport& r);
 
 }  // namespace qwenrt::capi

@@ -1,8 +1,9 @@
-// Chat layer tests: the streaming reply parser (reasoning / content / tool calls), message
-// rendering through the model's template, and multi-turn conversations on the tiny fixture model:
-// in template mode turns 2 and 3 prefill only the re-rendered previous reply and the new message,
-// with logits equal to a full re-prefill; transcript mode appends only the new turn; fixed seeds
-// reproduce; streamed text is always whole UTF-8 characters.
+// The chat engine (src/chat/chat_session.h) on the tiny fixture model: tool-call markup, message
+// rendering, and multi-turn conversations — in template mode turns 2 and 3 prefill only the
+// re-rendered previous reply and the new message (resumed from the checkpoint after the previous
+// `<|im_start|>assistant\n`), with logits equal to a full re-prefill; transcript mode appends only the
+// new turn; fixed seeds reproduce; streamed text is always whole UTF-8 characters; bad requests
+// are errors that leave the session as it was.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,8 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chat/chat.h"
-#include "text/chat_template.h"
+#include "chat/chat_model.h"
+#include "chat/chat_session.h"
+#include "chat/tool_call.h"
 #include "model/model.h"
 #include "session/session.h"
 #include "test_util.h"
@@ -27,149 +29,70 @@ const std::string kData = QWENRT_TEST_DATA;
 
 using test::IsValidUtf8;
 
-// Collects the events of a parse.
-struct Events {
-  std::string reasoning, content;
-  std::vector<ToolCall> calls;
-  int n = 0;
-  ChatCallback Callback() {
-    return [this](const ChatEvent& e) {
-      ++n;
-      if (e.kind == ChatEvent::Kind::kReasoning) reasoning += e.text;
-      if (e.kind == ChatEvent::Kind::kContent) content += e.text;
-      if (e.kind == ChatEvent::Kind::kToolCall) calls.push_back(*e.tool_call);
-      return true;
-    };
-  }
-};
-
-// Feeds `text` to a parser in pieces of `step` bytes (markers get split).
-void ParseInPieces(ReplyParser& p, std::string_view text, size_t step, const ChatCallback& cb) {
-  for (size_t i = 0; i < text.size(); i += step) p.Push(text.substr(i, step), cb);
-  p.Finish(cb);
-}
-
-TEST_CASE("reply parser: reasoning, content and trimming, whatever the chunking", "[chat]") {
-  const std::string reply = "\nLet me think.\nStill thinking.  \n</think>\n\nThe answer is 4.\n";
-  for (size_t step : {1, 2, 3, 7, 100}) {
-    INFO("step " << step);
-    Events ev;
-    ReplyParser p(/*in_reasoning=*/true, nullptr);
-    ParseInPieces(p, reply, step, ev.Callback());
-    CHECK(p.reasoning() == "Let me think.\nStill thinking.");
-    CHECK(p.content() == "The answer is 4.");
-    CHECK(ev.reasoning == p.reasoning());
-    CHECK(ev.content == p.content());
-    CHECK(p.tool_calls().empty());
-  }
-  // Thinking off: everything is content; a stray "</think>" is just text there.
-  ReplyParser off(false, nullptr);
-  off.Push("Hi </think> there", nullptr);
-  off.Finish(nullptr);
-  CHECK(off.content() == "Hi </think> there");
-  CHECK(off.reasoning().empty());
-  // Unterminated reasoning stays reasoning.
-  ReplyParser open(true, nullptr);
-  open.Push("thinking forever <", nullptr);
-  open.Finish(nullptr);
-  CHECK(open.reasoning() == "thinking forever <");
-}
-
-TEST_CASE("reply parser: tool calls with schema-typed arguments", "[chat]") {
+TEST_CASE("tool-call markup: schema-typed arguments, Python literals, garbage refused", "[chat]") {
   const Json tools = Json::parse(R"([{"type": "function", "function": {"name": "get_weather",
       "parameters": {"type": "object", "properties": {"city": {"type": "string"},
       "metric": {"type": "boolean"}, "days": {"type": "integer"}, "zip": {"type": "string"},
       "opts": {"type": "object"}}}}}])");
-  const std::string reply =
-      "Need the tool.\n</think>\n\nChecking.\n\n<tool_call>\n<function=get_weather>\n"
-      "<parameter=city>\nParis\n</parameter>\n<parameter=metric>\nTrue\n</parameter>\n"
-      "<parameter=days>\n3\n</parameter>\n<parameter=zip>\n75001\n</parameter>\n"
-      "<parameter=opts>\n{\"a\": [1, \"x\"]}\n</parameter>\n</function>\n</tool_call>\n"
-      "<tool_call>\n<function=noop>\n</function>\n</tool_call>";
-  for (size_t step : {1, 5, 1000}) {
-    Events ev;
-    ReplyParser p(true, tools);
-    ParseInPieces(p, reply, step, ev.Callback());
-    CHECK(p.reasoning() == "Need the tool.");
-    CHECK(p.content() == "Checking.");
-    REQUIRE(p.tool_calls().size() == 2);
-    const ToolCall& c = p.tool_calls()[0];
-    CHECK(c.name == "get_weather");
-    CHECK(c.arguments.dump() == R"({"city":"Paris","metric":true,"days":3,"zip":"75001","opts":{"a":[1,"x"]}})");
-    CHECK(p.tool_calls()[1].name == "noop");
-    CHECK(p.tool_calls()[1].arguments.empty());
-    REQUIRE(ev.calls.size() == 2);
-    CHECK(ev.calls[0].arguments == c.arguments);
-  }
+  auto c = ParseToolCall("\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=metric>\nTrue\n"
+                         "</parameter>\n<parameter=days>\n3\n</parameter>\n<parameter=zip>\n75001\n</parameter>\n"
+                         "<parameter=opts>\n{\"a\": [1, \"x\"]}\n</parameter>\n</function>\n", tools);
+  REQUIRE(c);
+  CHECK(c->name == "get_weather");
+  CHECK(c->arguments.dump() == R"({"city":"Paris","metric":true,"days":3,"zip":"75001","opts":{"a":[1,"x"]}})");
+  auto noop = ParseToolCall("<function=noop>\n</function>", tools);
+  REQUIRE(noop);
+  CHECK(noop->arguments.empty());
   // Without a schema values are JSON when they parse, Python literals included, else strings.
-  auto call = ReplyParser::ParseToolCall("<function=f>\n<parameter=a>\n42\n</parameter>\n"
-                                         "<parameter=b>\nFalse\n</parameter>\n<parameter=c>\nhello world\n"
-                                         "</parameter>\n<parameter=d>\nline1\nline2\n</parameter>\n</function>", nullptr);
+  auto call = ParseToolCall("<function=f>\n<parameter=a>\n42\n</parameter>\n"
+                            "<parameter=b>\nFalse\n</parameter>\n<parameter=c>\nhello world\n"
+                            "</parameter>\n<parameter=d>\nline1\nline2\n</parameter>\n</function>", nullptr);
   REQUIRE(call);
   CHECK(call->arguments.dump() == R"({"a":42,"b":false,"c":"hello world","d":"line1\nline2"})");
-  // <tool_call> also ends the reasoning; a malformed block is kept as content.
-  ReplyParser p(true, nullptr);
-  p.Push("hmm<tool_call>\nnot a call\n</tool_call> after", nullptr);
-  p.Finish(nullptr);
-  CHECK(p.reasoning() == "hmm");
-  CHECK(p.tool_calls().empty());
-  CHECK(p.content() == "<tool_call>\nnot a call\n</tool_call> after");
-  ReplyParser q(false, nullptr);
-  q.Push("x <tool_call>\n<function=f>", nullptr);
-  q.Finish(nullptr);  // unterminated
-  CHECK(q.content() == "x <tool_call>\n<function=f>");
+  CHECK_FALSE(ParseToolCall("not a call", nullptr));
+  CHECK_FALSE(ParseToolCall("<function=f>\n<parameter=a>\n1\n</function>", nullptr));  // unclosed parameter
+  CHECK_FALSE(ParseToolCall("<function=>\n</function>", nullptr));
+  // Tool definitions of any shape never crash the typing.
+  CHECK(ParseToolCall("<function=f>\n<parameter=a>\n1\n</parameter>\n</function>", Json::parse(R"([1, "x", {"function": 3}])")));
 }
-
-TEST_CASE("reply parser: a callback returning false is reported", "[chat]") {
-  ReplyParser p(false, nullptr);
-  CHECK_FALSE(p.Push("stop here", [](const ChatEvent&) { return false; }));
-}
-
-// ---- on the fixture model
 
 struct Fixture {
-  std::shared_ptr<const Model> model;
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::optional<ChatTemplate> tmpl;
+  std::shared_ptr<const ChatModel> model;
 
   Fixture() {
     auto m = Model::Load(kData + "/tiny-s1-q4km.gguf");
     REQUIRE(m.ok());
-    model = *m;
-    auto t = Tokenizer::FromGguf(model->gguf());
-    REQUIRE(t.ok());
-    tokenizer = std::move(*t);
-    std::string source;
-    gguf::Error err;
-    REQUIRE(model->gguf().GetString("tokenizer.chat_template", &source, &err));
-    auto parsed = ChatTemplate::Parse(source);
-    REQUIRE(parsed.ok());
-    tmpl.emplace(std::move(*parsed));
+    auto cm = ChatModel::Create(*m);
+    REQUIRE(cm.ok());
+    model = *cm;
     Calibrate();
   }
+  const Tokenizer& tok() const { return model->tokenizer(); }
 
-  std::unique_ptr<Session> NewSession() const {
-    SessionParams p;
-    p.backend = BackendKind::kCpu;
-    p.n_threads = 2;
-    p.split_invariant = true;  // a resumed prefill equals a full one bit for bit
-    p.checkpoint_tail = 0;     // only the chat layer's checkpoints
-    auto s = Session::Create(model, p);
+  ChatSessionParams Params(HistoryMode mode) const {
+    ChatSessionParams p;
+    p.session.backend = BackendKind::kCpu;
+    p.session.n_threads = 2;
+    p.session.split_invariant = true;  // a resumed prefill equals a full one bit for bit
+    p.session.checkpoint_tail = 0;     // only the chat engine's checkpoints
+    p.history = mode;
+    return p;
+  }
+
+  std::unique_ptr<ChatSession> NewChat(HistoryMode mode = HistoryMode::kTemplate) const {
+    auto s = ChatSession::Create(model, Params(mode));
     REQUIRE(s.ok());
     return std::move(*s);
   }
 
-  ChatOptions Options(HistoryMode mode) const {
-    ChatOptions o;
-    o.history = mode;
-    o.enable_thinking = true;
-    o.max_tokens = 24;
-    o.sampling.temperature = 10.0f;
-    o.sampling.frequency_penalty = 20.0f;
-    o.sampling.seed = 2026;
-    o.sampling.logit_bias = bias;
-    o.keep_prompt_logits = true;
-    return o;
+  GenerateRequest Gen() const {
+    GenerateRequest g;
+    g.max_tokens = 24;
+    g.sampling.temperature = 10.0f;
+    g.sampling.frequency_penalty = 20.0f;
+    g.sampling.seed = 2026;
+    g.sampling.logit_bias = bias;
+    return g;
   }
 
   // The weights are random, with a few huge logits ("\n" first). To get replies with both
@@ -177,11 +100,11 @@ struct Fixture {
   // measured once on the first prompt.
   std::vector<std::pair<int32_t, float>> bias;
   void Calibrate() {
-    const int32_t newline = tokenizer->Encode("\n")[0], think_end = tokenizer->special_ids().think_end;
-    auto s = NewSession();
-    const auto prompt = tokenizer->Encode("<|im_start|>user\nHello world<|im_end|>\n<|im_start|>assistant\n<think>\n", true);
-    REQUIRE(s->Feed(prompt, {}, nullptr).ok());
-    const auto l = s->last_logits();
+    const int32_t newline = tok().Encode("\n")[0], think_end = tok().special_ids().think_end;
+    auto s = NewChat();
+    const auto prompt = tok().Encode("<|im_start|>user\nHello world<|im_end|>\n<|im_start|>assistant\n<think>\n", true);
+    REQUIRE(s->FeedTokens(prompt).ok());
+    const auto l = s->session().last_logits();
     float top = -1e30f;
     for (size_t i = 0; i < l.size(); ++i) {
       if (static_cast<int32_t>(i) != newline) top = std::max(top, l[i]);
@@ -195,14 +118,8 @@ Fixture& GetFixture() {
   return f;
 }
 
-size_t LastAssistantHeader(const std::vector<int32_t>& tokens, const Tokenizer& tok) {
-  const auto header = tok.Encode("<|im_start|>assistant", true);
-  size_t last = std::string::npos;
-  for (size_t i = 0; i + header.size() <= tokens.size(); ++i) {
-    if (std::equal(header.begin(), header.end(), tokens.begin() + static_cast<ptrdiff_t>(i))) last = i;
-  }
-  return last;
-}
+ChatMessage User(std::string text) { return {Role::kUser, std::move(text), std::nullopt, {}}; }
+ChatMessage Tool(std::string text) { return {Role::kTool, std::move(text), std::nullopt, {}}; }
 
 int64_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   size_t n = 0;
@@ -210,159 +127,167 @@ int64_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
   return static_cast<int64_t>(n);
 }
 
-struct TurnLog {
-  std::vector<ChatReply> replies;
+// One turn as a host runs it, with what the tests look at.
+struct Turn {
+  std::vector<int32_t> prompt;        // the planned prompt
+  std::vector<float> prompt_logits;   // after the feed
+  std::vector<int32_t> transcript;    // after the reply
+  TurnReport report;
+  ChatState reply;
+  std::string streamed_content, streamed_reasoning;
 };
 
-TurnLog RunThreeTurns(HistoryMode mode, std::vector<std::vector<int32_t>>* transcripts = nullptr) {
+Turn RunTurn(ChatSession& chat, const ChatRequest& req, GenerateRequest gen) {
+  Turn t;
+  auto plan = chat.PlanChat(req);
+  REQUIRE(plan.ok());
+  t.prompt = plan->tokens;
+  REQUIRE(chat.FeedChat(req).ok());
+  CHECK(chat.session().transcript() == t.prompt);
+  const auto l = chat.session().last_logits();
+  t.prompt_logits.assign(l.begin(), l.end());
+  bool all_valid = true;
+  gen.on_piece = [&](PieceKind kind, std::string_view text) {
+    all_valid = all_valid && IsValidUtf8(text);
+    if (kind == PieceKind::kContent) t.streamed_content += text;
+    if (kind == PieceKind::kReasoning) t.streamed_reasoning += text;
+    return true;
+  };
+  REQUIRE(chat.Generate(gen).ok());
+  CHECK(all_valid);  // streaming never splits a UTF-8 character
+  t.report = chat.report();
+  t.reply = chat.state();
+  t.transcript = chat.session().transcript();
+  CHECK(t.streamed_content == t.reply.reply_content);
+  CHECK(t.streamed_reasoning == t.reply.reply_reasoning);
+  return t;
+}
+
+const char* kUsers[] = {"Hello world", "Tell me more about it.", "Thanks! One last question?"};
+
+std::vector<Turn> RunThreeTurns(HistoryMode mode) {
   Fixture& f = GetFixture();
-  auto session = f.NewSession();
-  auto chat = Conversation::Create(*session, *f.tokenizer, *f.tmpl, f.Options(mode));
-  REQUIRE(chat.ok());
-  TurnLog log;
-  for (const char* user : {"Hello world", "Tell me more about it.", "Thanks! One last question?"}) {
-    (*chat)->AddUser(user);
-    Events ev;
-    bool all_valid = true;
-    auto cb = [&](const ChatEvent& e) {
-      all_valid = all_valid && IsValidUtf8(e.text);
-      return ev.Callback()(e);
-    };
-    auto r = (*chat)->Reply(cb);
-    REQUIRE(r.ok());
-    CHECK(all_valid);  // streaming never splits a UTF-8 character
-    CHECK(ev.reasoning == r->reasoning_content);
-    CHECK(ev.content == r->content);
-    CHECK(IsValidUtf8(r->content));
-    CHECK(IsValidUtf8(r->reasoning_content));
-    if (transcripts) transcripts->push_back(session->transcript());
-    log.replies.push_back(std::move(*r));
+  auto chat = f.NewChat(mode);
+  ChatRequest req;
+  std::vector<Turn> turns;
+  for (const char* user : kUsers) {
+    req.messages.push_back(User(user));
+    turns.push_back(RunTurn(*chat, req, f.Gen()));
+    const ChatState& r = turns.back().reply;
+    ChatMessage a{Role::kAssistant, r.reply_content, std::nullopt, {}};
+    if (!r.reply_reasoning.empty()) a.reasoning = r.reply_reasoning;
+    req.messages.push_back(std::move(a));
   }
-  CHECK((*chat)->messages().size() == 6);
-  return log;
+  return turns;
 }
 
 TEST_CASE("template mode: later turns prefill only the previous reply and the new message",
           "[chat][golden]") {
   Fixture& f = GetFixture();
-  const Tokenizer& tok = *f.tokenizer;
-  std::vector<std::vector<int32_t>> transcripts;
-  const TurnLog log = RunThreeTurns(HistoryMode::kTemplate, &transcripts);
-  const auto& r = log.replies;
+  const Tokenizer& tok = f.tok();
+  const std::vector<Turn> r = RunThreeTurns(HistoryMode::kTemplate);
   // At least one reply has both parts, so the re-rendering really drops reasoning.
-  CHECK(std::any_of(r.begin(), r.end(), [](const ChatReply& x) { return !x.reasoning_content.empty(); }));
-  CHECK(std::any_of(r.begin(), r.end(), [](const ChatReply& x) { return !x.content.empty(); }));
+  CHECK(std::any_of(r.begin(), r.end(), [](const Turn& x) { return !x.reply.reply_reasoning.empty(); }));
+  CHECK(std::any_of(r.begin(), r.end(), [](const Turn& x) { return !x.reply.reply_content.empty(); }));
 
   // Turn 1 starts from scratch.
-  CHECK(r[0].feed_report.reused_tokens == 0);
-  CHECK(r[0].feed_report.prefilled_tokens == static_cast<int64_t>(r[0].prompt_tokens.size()));
+  CHECK(r[0].report.feed.reused_tokens == 0);
+  CHECK(r[0].report.feed.miss_reason == MissReason::kEmpty);
+  CHECK(r[0].report.feed.prefilled_tokens == static_cast<int64_t>(r[0].prompt.size()));
 
-  const char* users[] = {"Hello world", "Tell me more about it.", "Thanks! One last question?"};
+  const auto header = tok.Encode("<|im_start|>assistant\n", true);
   for (size_t t = 1; t < 3; ++t) {
     INFO("turn " << t + 1);
-    const auto& prev = r[t - 1];
-    const auto& cur = r[t];
-    const size_t header = LastAssistantHeader(prev.prompt_tokens, tok);
-    REQUIRE(header != std::string::npos);
-    const FeedReport& rep = cur.feed_report;
-    CHECK(rep.prompt_tokens == static_cast<int64_t>(cur.prompt_tokens.size()));
-    CHECK(rep.common_prefix == CommonPrefix(cur.prompt_tokens, transcripts[t - 1]));
-    CHECK(rep.checkpoint_pos == static_cast<int64_t>(header));
-    CHECK(rep.reused_tokens == static_cast<int64_t>(header));
-    CHECK(rep.prefilled_tokens == static_cast<int64_t>(cur.prompt_tokens.size() - header));
+    const Turn& prev = r[t - 1];
+    const Turn& cur = r[t];
+    // The checkpoint right after the previous prompt's last "<|im_start|>assistant\n".
+    const int64_t resume = static_cast<int64_t>(prev.prompt.size()) - 2;  // minus "<think>\n"
+    REQUIRE(std::equal(header.begin(), header.end(), prev.prompt.begin() + (resume - static_cast<int64_t>(header.size()))));
+    const FeedReport& rep = cur.report.feed;
+    CHECK(rep.prompt_tokens == static_cast<int64_t>(cur.prompt.size()));
+    CHECK(rep.common_prefix == CommonPrefix(cur.prompt, prev.transcript));
+    CHECK(rep.checkpoint_pos == resume);
+    CHECK(rep.reused_tokens == resume);
+    CHECK(rep.miss_reason == MissReason::kNone);
+    CHECK(rep.prefilled_tokens == static_cast<int64_t>(cur.prompt.size()) - resume);
     // What was prefilled is exactly the re-rendered previous reply (reasoning dropped) plus the
     // new user message and the generation prompt.
-    const std::vector<int32_t> prefilled(cur.prompt_tokens.begin() + static_cast<ptrdiff_t>(header),
-                                         cur.prompt_tokens.end());
-    CHECK(tok.Decode(prefilled, true) == "<|im_start|>assistant\n" + prev.content + "<|im_end|>\n<|im_start|>user\n" +
-                                             users[t] + "<|im_end|>\n<|im_start|>assistant\n<think>\n");
-    // The resumed prefill gives the logits of a full prefill of the same prompt.
-    auto fresh = f.NewSession();
-    REQUIRE(fresh->Feed(cur.prompt_tokens, {}, nullptr).ok());
-    const auto full = fresh->last_logits();
+    const std::vector<int32_t> prefilled(cur.prompt.begin() + resume, cur.prompt.end());
+    CHECK(tok.Decode(prefilled, true) == prev.reply.reply_content + "<|im_end|>\n<|im_start|>user\n" + kUsers[t] +
+                                             "<|im_end|>\n<|im_start|>assistant\n<think>\n");
+    // The resumed prefill gives the logits of a full prefill of the same prompt, bit for bit.
+    auto fresh = f.NewChat();
+    REQUIRE(fresh->FeedTokens(cur.prompt).ok());
+    const auto full = fresh->session().last_logits();
     REQUIRE(cur.prompt_logits.size() == full.size());
-    float max_diff = 0;
-    for (size_t i = 0; i < full.size(); ++i) max_diff = std::max(max_diff, std::abs(full[i] - cur.prompt_logits[i]));
-    CHECK(max_diff == 0.0f);
+    CHECK(std::equal(full.begin(), full.end(), cur.prompt_logits.begin()));
   }
 }
 
 TEST_CASE("fixed-seed conversations are reproducible", "[chat]") {
-  const TurnLog a = RunThreeTurns(HistoryMode::kTemplate);
-  const TurnLog b = RunThreeTurns(HistoryMode::kTemplate);
+  const std::vector<Turn> a = RunThreeTurns(HistoryMode::kTemplate);
+  const std::vector<Turn> b = RunThreeTurns(HistoryMode::kTemplate);
   for (size_t t = 0; t < 3; ++t) {
-    CHECK(a.replies[t].tokens == b.replies[t].tokens);
-    CHECK(a.replies[t].content == b.replies[t].content);
-    CHECK(a.replies[t].reasoning_content == b.replies[t].reasoning_content);
+    CHECK(a[t].transcript == b[t].transcript);
+    CHECK(a[t].reply.reply_content == b[t].reply.reply_content);
+    CHECK(a[t].reply.reply_reasoning == b[t].reply.reply_reasoning);
   }
 }
 
 TEST_CASE("transcript mode appends only the new turn", "[chat]") {
   Fixture& f = GetFixture();
-  std::vector<std::vector<int32_t>> transcripts;
-  const TurnLog log = RunThreeTurns(HistoryMode::kTranscript, &transcripts);
+  const std::vector<Turn> r = RunThreeTurns(HistoryMode::kTranscript);
   for (size_t t = 1; t < 3; ++t) {
     INFO("turn " << t + 1);
-    const auto& cur = log.replies[t];
-    const auto& before = transcripts[t - 1];
+    const Turn& cur = r[t];
+    const auto& before = r[t - 1].transcript;
     // The prompt extends exactly what the model holds (reasoning included) ...
-    REQUIRE(cur.prompt_tokens.size() > before.size());
-    CHECK(std::equal(before.begin(), before.end(), cur.prompt_tokens.begin()));
+    REQUIRE(cur.prompt.size() > before.size());
+    CHECK(std::equal(before.begin(), before.end(), cur.prompt.begin()));
     // ... closed by <|im_end|>\n, then the new message and the generation prompt.
-    const std::vector<int32_t> added(cur.prompt_tokens.begin() + static_cast<ptrdiff_t>(before.size()),
-                                     cur.prompt_tokens.end());
-    const char* users[] = {"", "Tell me more about it.", "Thanks! One last question?"};
-    CHECK(f.tokenizer->Decode(added, true) == std::string("<|im_end|>\n<|im_start|>user\n") + users[t] +
-                                                  "<|im_end|>\n<|im_start|>assistant\n<think>\n");
-    CHECK(cur.feed_report.reused_tokens == static_cast<int64_t>(before.size()));
-    CHECK(cur.feed_report.prefilled_tokens == static_cast<int64_t>(added.size()));
-    CHECK(cur.feed_report.checkpoint_pos == -1);  // the live state was extended
+    const std::vector<int32_t> added(cur.prompt.begin() + static_cast<ptrdiff_t>(before.size()), cur.prompt.end());
+    CHECK(f.tok().Decode(added, true) == std::string("<|im_end|>\n<|im_start|>user\n") + kUsers[t] +
+                                             "<|im_end|>\n<|im_start|>assistant\n<think>\n");
+    CHECK(cur.report.feed.reused_tokens == static_cast<int64_t>(before.size()));
+    CHECK(cur.report.feed.prefilled_tokens == static_cast<int64_t>(added.size()));
+    CHECK(cur.report.feed.checkpoint_pos == -1);  // the live state was extended
   }
 }
 
 TEST_CASE("transcript mode: a tool result turn is appended as the template groups it", "[chat]") {
   Fixture& f = GetFixture();
-  auto session = f.NewSession();
-  ChatOptions o = f.Options(HistoryMode::kTranscript);
-  o.tools = Json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+  auto chat = f.NewChat(HistoryMode::kTranscript);
+  ChatRequest req;
+  req.tools = Json::parse(R"([{"type": "function", "function": {"name": "get_weather",
       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])");
-  auto chat = Conversation::Create(*session, *f.tokenizer, *f.tmpl, o);
-  REQUIRE(chat.ok());
-  (*chat)->AddUser("Weather in Paris?");
-  auto r1 = (*chat)->Reply();
-  REQUIRE(r1.ok());
-  const std::vector<int32_t> before = session->transcript();
-  (*chat)->AddToolResult("{\"temp\": 20}");
-  (*chat)->AddToolResult("{\"wind\": 3}");
-  auto r2 = (*chat)->Reply();
-  REQUIRE(r2.ok());
-  REQUIRE(r2->prompt_tokens.size() > before.size());
-  CHECK(std::equal(before.begin(), before.end(), r2->prompt_tokens.begin()));
-  const std::vector<int32_t> added(r2->prompt_tokens.begin() + static_cast<ptrdiff_t>(before.size()),
-                                   r2->prompt_tokens.end());
-  CHECK(f.tokenizer->Decode(added, true) ==
+  req.messages = {User("Weather in Paris?")};
+  const Turn t1 = RunTurn(*chat, req, f.Gen());
+  req.messages.push_back({Role::kAssistant, t1.reply.reply_content, std::nullopt, {}});
+  req.messages.push_back(Tool("{\"temp\": 20}"));
+  req.messages.push_back(Tool("{\"wind\": 3}"));
+  const Turn t2 = RunTurn(*chat, req, f.Gen());
+  const auto& before = t1.transcript;
+  REQUIRE(t2.prompt.size() > before.size());
+  CHECK(std::equal(before.begin(), before.end(), t2.prompt.begin()));
+  const std::vector<int32_t> added(t2.prompt.begin() + static_cast<ptrdiff_t>(before.size()), t2.prompt.end());
+  CHECK(f.tok().Decode(added, true) ==
         "<|im_end|>\n<|im_start|>user\n<tool_response>\n{\"temp\": 20}\n</tool_response>\n<tool_response>\n"
         "{\"wind\": 3}\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n");
-  CHECK(r2->feed_report.prefilled_tokens == static_cast<int64_t>(added.size()));
+  CHECK(t2.report.feed.prefilled_tokens == static_cast<int64_t>(added.size()));
 }
 
-TEST_CASE("messages render through the model's template", "[chat]") {
+TEST_CASE("messages render through the model's template; the plan's checkpoints follow the policy", "[chat]") {
   Fixture& f = GetFixture();
-  auto session = f.NewSession();
-  ChatOptions o = f.Options(HistoryMode::kTemplate);
-  o.tools = Json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+  ChatRequest req;
+  req.tools = Json::parse(R"([{"type": "function", "function": {"name": "get_weather",
       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])");
-  auto chat = Conversation::Create(*session, *f.tokenizer, *f.tmpl, o);
-  REQUIRE(chat.ok());
-  Conversation& c = **chat;
-  c.AddSystem("Be brief.");
-  c.AddUser("Weather in Paris?");
+  req.messages = {{Role::kSystem, "Be brief.", std::nullopt, {}}, User("Weather in Paris?")};
   ToolCall call{"get_weather", {{"city", "Paris"}, {"metric", true}}};
-  c.Add({Role::kAssistant, "", std::string("Need the tool."), {call}});
-  c.AddToolResult("{\"temp\": 20}");
-  auto prompt = c.RenderPrompt();
+  req.messages.push_back({Role::kAssistant, "", std::string("Need the tool."), {call}});
+  req.messages.push_back(Tool("{\"temp\": 20}"));
+  auto prompt = f.model->Render(req);
   REQUIRE(prompt.ok());
-  // Spec §6.7, after the system block.
+  // docs/spec/tokenizer-and-chat.md §6.7, after the system block.
   const std::string tail =
       "<|im_start|>user\nWeather in Paris?<|im_end|>\n"
       "<|im_start|>assistant\n<think>\nNeed the tool.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
@@ -373,48 +298,164 @@ TEST_CASE("messages render through the model's template", "[chat]") {
   CHECK(prompt->substr(prompt->size() - tail.size()) == tail);
   CHECK(prompt->rfind("<|im_start|>system\n# Tools", 0) == 0);
   // Thinking off closes the think block in the generation prompt.
-  c.set_enable_thinking(false);
-  auto off = c.RenderPrompt();
+  req.enable_thinking = false;
+  auto off = f.model->Render(req);
   REQUIRE(off.ok());
   const std::string off_tail = "<|im_start|>assistant\n<think>\n\n</think>\n\n";
   CHECK(off->substr(off->size() - off_tail.size()) == off_tail);
-  // The prompt asks for checkpoints before each assistant header and at the end.
-  std::vector<int32_t> tokens;
-  std::vector<int64_t> checkpoints;
-  REQUIRE(c.BuildPrompt(&tokens, &checkpoints).ok());
-  REQUIRE(checkpoints.size() == 3);
-  CHECK(checkpoints.back() == static_cast<int64_t>(tokens.size()));
-  for (size_t i = 0; i + 1 < checkpoints.size(); ++i) {
-    CHECK(tokens[static_cast<size_t>(checkpoints[i])] == f.tokenizer->special_ids().im_start);
+  // The plan asks for a checkpoint at every message start and after every assistant header.
+  req.enable_thinking = true;
+  auto chat = f.NewChat();
+  auto plan = chat->PlanChat(req);
+  REQUIRE(plan.ok());
+  const int32_t im_start = f.tok().special_ids().im_start;
+  const auto header = f.tok().Encode("<|im_start|>assistant\n", true);
+  std::vector<int64_t> expected;
+  for (size_t i = 0; i < plan->tokens.size(); ++i) {
+    if (plan->tokens[i] != im_start) continue;
+    if (i > 0) expected.push_back(static_cast<int64_t>(i));
+    if (std::equal(header.begin(), header.end(), plan->tokens.begin() + static_cast<ptrdiff_t>(i))) {
+      expected.push_back(static_cast<int64_t>(i + header.size()));
+    }
   }
+  CHECK(plan->checkpoints == expected);
+  CHECK(std::count(plan->tokens.begin(), plan->tokens.end(), im_start) == 5);  // 4 messages + the prompt
 }
 
-TEST_CASE("invalid conversations and options give errors, not crashes", "[chat]") {
+TEST_CASE("invalid requests give errors, not crashes, and leave the session as it was", "[chat]") {
   Fixture& f = GetFixture();
-  auto session = f.NewSession();
-  ChatOptions bad = f.Options(HistoryMode::kTemplate);
+  auto chat = f.NewChat();
+  ChatRequest req{{User("hi")}};
+  REQUIRE(chat->Chat(req, f.Gen()).ok());
+  const std::vector<int32_t> held = chat->session().transcript();
+  const ChatState state = chat->state();
+  auto unchanged = [&] {
+    CHECK(chat->session().transcript() == held);
+    CHECK(chat->state().reply_content == state.reply_content);
+    CHECK(chat->state().transcript_reply_end == state.transcript_reply_end);
+  };
+  ChatRequest bad = req;
   bad.tools = Json::object();
-  CHECK(Conversation::Create(*session, *f.tokenizer, *f.tmpl, bad).status().code() == StatusCode::kInvalidArgument);
-  bad = f.Options(HistoryMode::kTemplate);
-  bad.sampling.top_p = 2.0f;
-  CHECK(Conversation::Create(*session, *f.tokenizer, *f.tmpl, bad).status().code() == StatusCode::kInvalidArgument);
-  auto chat = Conversation::Create(*session, *f.tokenizer, *f.tmpl, f.Options(HistoryMode::kTemplate));
-  REQUIRE(chat.ok());
+  CHECK(chat->Chat(bad, f.Gen()).code() == StatusCode::kInvalidArgument);
+  unchanged();
+  GenerateRequest g = f.Gen();
+  g.sampling.top_p = 2.0f;
+  CHECK(chat->Chat(req, g).code() == StatusCode::kInvalidArgument);
+  unchanged();
+  g = f.Gen();
+  g.max_tokens = -2;
+  CHECK(chat->Chat(req, g).code() == StatusCode::kInvalidArgument);
+  unchanged();
   // The template's own errors.
-  auto r = (*chat)->Reply();
-  CHECK(r.status().code() == StatusCode::kInvalidArgument);
-  CHECK(r.status().message() == "No messages provided.");
-  CHECK((*chat)->messages().empty());
-  (*chat)->AddSystem("only a system message");
-  r = (*chat)->Reply();
-  CHECK(r.status().message() == "No user query found in messages.");
-  CHECK((*chat)->messages().size() == 1);
-  chat = Conversation::Create(*session, *f.tokenizer, *f.tmpl, f.Options(HistoryMode::kTemplate));
-  REQUIRE(chat.ok());
-  (*chat)->AddUser("hi");
-  (*chat)->AddSystem("late system message");
-  CHECK_FALSE((*chat)->Reply().ok());
-  CHECK((*chat)->messages().size() == 2);
+  Status st = chat->FeedChat(ChatRequest{});
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(st.message() == "No messages provided.");
+  st = chat->FeedChat(ChatRequest{{{Role::kSystem, "only a system message", std::nullopt, {}}}});
+  CHECK(st.message() == "No user query found in messages.");
+  CHECK_FALSE(chat->FeedChat(ChatRequest{{User("hi"), {Role::kSystem, "late system message", std::nullopt, {}}}}).ok());
+  unchanged();
+  // A context too small for the prompt.
+  ChatSessionParams p = f.Params(HistoryMode::kTemplate);
+  p.session.max_context = 4;
+  auto tiny = ChatSession::Create(f.model, p);
+  REQUIRE(tiny.ok());
+  CHECK((*tiny)->Chat(req, f.Gen()).code() == StatusCode::kContextFull);
+  CHECK((*tiny)->session().size() == 0);
+}
+
+TEST_CASE("a call from inside the stream callback is refused and changes nothing", "[chat]") {
+  Fixture& f = GetFixture();
+  auto chat = f.NewChat();
+  ChatRequest req{{User("hi")}};
+  GenerateRequest g = f.Gen();
+  std::vector<Status> nested;
+  g.on_piece = [&](PieceKind, std::string_view) {
+    if (nested.empty()) {
+      nested.push_back(chat->FeedChat(req));
+      nested.push_back(chat->Reset());
+      nested.push_back(chat->Generate(f.Gen()));
+      nested.push_back(chat->SaveToMemory().status());
+      nested.push_back(chat->Fork().status());
+    }
+    return true;
+  };
+  REQUIRE(chat->Chat(req, g).ok());
+  REQUIRE(nested.size() == 5);
+  for (const Status& s : nested) {
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message().find("busy") != std::string::npos);
+  }
+  CHECK(chat->report().generated_tokens > 0);
+  // Afterwards the session is usable again.
+  CHECK(chat->FeedChat(req).ok());
+}
+
+TEST_CASE("fork, save and load carry the chat state: transcript history continues without re-prefill", "[chat]") {
+  Fixture& f = GetFixture();
+  auto chat = f.NewChat(HistoryMode::kTranscript);
+  ChatRequest req{{User("Hello world")}};
+  const Turn t1 = RunTurn(*chat, req, f.Gen());
+  req.messages.push_back({Role::kAssistant, t1.reply.reply_content, std::nullopt, {}});
+  req.messages.push_back(User("More?"));
+  auto blob = chat->SaveToMemory();
+  REQUIRE(blob.ok());
+  auto fork = chat->Fork();
+  REQUIRE(fork.ok());
+  auto loaded = f.NewChat(HistoryMode::kTranscript);
+  REQUIRE(loaded->LoadFromMemory(*blob).ok());
+  CHECK(loaded->state().reply_content == t1.reply.reply_content);
+  const Turn a = RunTurn(*chat, req, f.Gen());
+  const Turn b = RunTurn(**fork, req, f.Gen());
+  const Turn c = RunTurn(*loaded, req, f.Gen());
+  CHECK(a.report.feed.reused_tokens == static_cast<int64_t>(t1.transcript.size()));
+  for (const Turn* x : {&b, &c}) {
+    CHECK(x->prompt == a.prompt);
+    CHECK(x->report.feed.reused_tokens == a.report.feed.reused_tokens);
+    CHECK(x->transcript == a.transcript);
+    CHECK(x->reply.reply_content == a.reply.reply_content);
+  }
+  // A damaged chat state is refused before anything changes.
+  std::vector<uint8_t> bytes = *blob;
+  const std::vector<int32_t> held = loaded->session().transcript();
+  CHECK_FALSE(loaded->LoadFromMemory(std::span<const uint8_t>(bytes.data(), bytes.size() / 2)).ok());
+  CHECK(loaded->session().transcript() == held);
+}
+
+TEST_CASE("chat state encoding round-trips; version 1 blobs load; damage is refused", "[chat]") {
+  ChatState s;
+  s.reply_content = "content";
+  s.reply_reasoning = "why";
+  s.reply_tool_calls = R"([{"name":"f","arguments":{}}])";
+  s.assistants_fed = 2;
+  s.transcript_assistants = 3;
+  s.transcript_reply_end = 40;
+  s.tools = Json::parse(R"([{"type":"function","function":{"name":"f"}}])");
+  const std::vector<uint8_t> blob = EncodeChatState(s);
+  auto back = DecodeChatState(blob, 100);
+  REQUIRE(back.ok());
+  CHECK(back->reply_content == s.reply_content);
+  CHECK(back->reply_reasoning == s.reply_reasoning);
+  CHECK(back->reply_tool_calls == s.reply_tool_calls);
+  CHECK(back->transcript_reply_end == 40);
+  CHECK(back->tools == s.tools);
+  // Marks beyond the session's length are dropped (the next chat renders whole).
+  auto short_session = DecodeChatState(blob, 10);
+  REQUIRE(short_session.ok());
+  CHECK(short_session->transcript_reply_end == -1);
+  // Version 1: the same without the tools string.
+  std::vector<uint8_t> v1(blob.begin(), blob.end() - 8 - static_cast<ptrdiff_t>(s.tools.dump().size()));
+  v1[0] = 1;
+  auto old = DecodeChatState(v1, 100);
+  REQUIRE(old.ok());
+  CHECK(old->reply_content == "content");
+  CHECK(old->tools.is_null());
+  CHECK(DecodeChatState({}, 0).ok());
+  std::vector<uint8_t> future = blob;
+  future[0] = 9;
+  CHECK(DecodeChatState(future, 100).status().code() == StatusCode::kUnsupported);
+  for (size_t cut = 1; cut < blob.size(); cut += 7) {
+    CHECK(DecodeChatState(std::span<const uint8_t>(blob.data(), cut), 100).status().code() == StatusCode::kBadFormat);
+  }
 }
 
 }  // namespace

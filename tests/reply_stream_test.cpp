@@ -1,4 +1,4 @@
-// ReplyStream (capi/reply_stream.h): a generated reply, fed token by token, comes out as reasoning,
+// ReplyStream (src/chat/reply_stream.h, the one reply splitter): a generated reply, fed token by token, comes out as reasoning,
 // content and tool-call pieces with the template's markup removed, stop strings honoured, and the
 // streamed text equal to what the stream keeps.
 #include <catch2/catch.hpp>
@@ -7,11 +7,12 @@
 #include <utility>
 #include <vector>
 
-#include "../capi/reply_stream.h"
+#include "chat/reply_stream.h"
+#include "chat/tool_call.h"
 #include "qwenrt/gguf.hpp"
 #include "text/tokenizer.h"
 
-namespace qwenrt::capi {
+namespace qwenrt {
 namespace {
 
 const Tokenizer& FixtureTokenizer() {
@@ -27,7 +28,7 @@ const Tokenizer& FixtureTokenizer() {
 }
 
 struct Piece {
-  qwenrt_piece_kind kind;
+  PieceKind kind;
   std::string text;
 };
 
@@ -36,8 +37,8 @@ std::vector<Piece> Run(std::string_view reply, bool in_reasoning, std::vector<st
                        int stop_after = 0) {
   const Tokenizer& tok = FixtureTokenizer();
   std::vector<Piece> pieces;
-  ReplyStream stream(tok, in_reasoning, std::move(stops), nullptr, [&](qwenrt_piece_kind k, std::string_view t) {
-    if (!pieces.empty() && pieces.back().kind == k && k != QWENRT_PIECE_TOOL_CALL) {
+  ReplyStream stream(tok, in_reasoning, std::move(stops), nullptr, [&](PieceKind k, std::string_view t) {
+    if (!pieces.empty() && pieces.back().kind == k && k != PieceKind::kToolCall) {
       pieces.back().text.append(t);
     } else {
       pieces.push_back({k, std::string(t)});
@@ -53,8 +54,8 @@ std::vector<Piece> Run(std::string_view reply, bool in_reasoning, std::vector<st
   if (go) stream.Finish();
   std::string content, reasoning;  // what the stream keeps is what it streamed
   for (const Piece& p : pieces) {
-    if (p.kind == QWENRT_PIECE_CONTENT) content += p.text;
-    if (p.kind == QWENRT_PIECE_REASONING) reasoning += p.text;
+    if (p.kind == PieceKind::kContent) content += p.text;
+    if (p.kind == PieceKind::kReasoning) reasoning += p.text;
   }
   CHECK(stream.content() == content);
   CHECK(stream.reasoning() == reasoning);
@@ -64,23 +65,23 @@ std::vector<Piece> Run(std::string_view reply, bool in_reasoning, std::vector<st
 TEST_CASE("reasoning then content, markup removed") {
   auto pieces = Run("I should greet.\n</think>\n\nHello there!", true);
   REQUIRE(pieces.size() == 2);
-  CHECK(pieces[0].kind == QWENRT_PIECE_REASONING);
+  CHECK(pieces[0].kind == PieceKind::kReasoning);
   CHECK(pieces[0].text == "I should greet.");
-  CHECK(pieces[1].kind == QWENRT_PIECE_CONTENT);
+  CHECK(pieces[1].kind == PieceKind::kContent);
   CHECK(pieces[1].text == "Hello there!");
 }
 
 TEST_CASE("content only when the prompt closed the think block") {
   auto pieces = Run("Just an answer.", false);
   REQUIRE(pieces.size() == 1);
-  CHECK(pieces[0].kind == QWENRT_PIECE_CONTENT);
+  CHECK(pieces[0].kind == PieceKind::kContent);
   CHECK(pieces[0].text == "Just an answer.");
 }
 
 TEST_CASE("a think block the model opens itself") {
   auto pieces = Run("<think>\nhmm\n</think>\n\nok", false);
   REQUIRE(pieces.size() == 2);
-  CHECK(pieces[0].kind == QWENRT_PIECE_REASONING);
+  CHECK(pieces[0].kind == PieceKind::kReasoning);
   CHECK(pieces[0].text == "hmm");
   CHECK(pieces[1].text == "ok");
 }
@@ -91,26 +92,26 @@ TEST_CASE("tool calls are parsed into JSON") {
       "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
       true);
   REQUIRE(pieces.size() == 2);
-  CHECK(pieces[0].kind == QWENRT_PIECE_REASONING);
-  CHECK(pieces[1].kind == QWENRT_PIECE_TOOL_CALL);
+  CHECK(pieces[0].kind == PieceKind::kReasoning);
+  CHECK(pieces[1].kind == PieceKind::kToolCall);
   CHECK(pieces[1].text == R"({"name":"get_weather","arguments":{"city":"Paris","days":3}})");
 }
 
 TEST_CASE("ParseToolCall keeps strings verbatim and marks garbage") {
-  CHECK(ParseToolCall("<function=f>\n<parameter=s>\nline 1\nline 2\n</parameter>\n</function>") ==
+  CHECK(ToolCallJson("<function=f>\n<parameter=s>\nline 1\nline 2\n</parameter>\n</function>") ==
         R"({"name":"f","arguments":{"s":"line 1\nline 2"}})");
-  CHECK(ParseToolCall("<function=f>\n<parameter=o>\n{\"a\": [1, true]}\n</parameter>\n</function>") ==
+  CHECK(ToolCallJson("<function=f>\n<parameter=o>\n{\"a\": [1, true]}\n</parameter>\n</function>") ==
         R"({"name":"f","arguments":{"o":{"a":[1,true]}}})");
-  CHECK(ParseToolCall("no function here") == R"({"name":"","arguments":{},"raw":"no function here"})");
-  CHECK(ParseToolCall("<function=f>\n<parameter=b>\nTrue\n</parameter>\n</function>") ==
+  CHECK(ToolCallJson("no function here") == R"({"name":"","arguments":{},"raw":"no function here"})");
+  CHECK(ToolCallJson("<function=f>\n<parameter=b>\nTrue\n</parameter>\n</function>") ==
         R"({"name":"f","arguments":{"b":true}})");
   // A "string" parameter stays a string even when its text is JSON.
   auto tools = nlohmann::ordered_json::parse(
       R"([{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":)"
       R"({"zip":{"type":"string"},"n":{"type":"integer"}}}}}])");
-  CHECK(ParseToolCall("<function=f>\n<parameter=zip>\n12345\n</parameter>\n<parameter=n>\n7\n</parameter>\n"
+  CHECK(ToolCallJson("<function=f>\n<parameter=zip>\n12345\n</parameter>\n<parameter=n>\n7\n</parameter>\n"
                       "</function>", tools) == R"({"name":"f","arguments":{"zip":"12345","n":7}})");
-  CHECK(ParseToolCall("<function=f>\n<parameter=zip>\n5\n</parameter>\n</function>", tools) ==
+  CHECK(ToolCallJson("<function=f>\n<parameter=zip>\n5\n</parameter>\n</function>", tools) ==
         R"({"name":"f","arguments":{"zip":"5"}})");
 }
 
@@ -123,7 +124,7 @@ TEST_CASE("stop strings end the content and are not streamed") {
 TEST_CASE("the sink can stop the stream") {
   auto pieces = Run("thinking\n</think>\n\nanswer", true, {}, 1);
   REQUIRE(pieces.size() == 1);
-  CHECK(pieces[0].kind == QWENRT_PIECE_REASONING);
+  CHECK(pieces[0].kind == PieceKind::kReasoning);
 }
 
 TEST_CASE("EndsInsideThink reads the prompt's last think marker") {
@@ -139,4 +140,4 @@ TEST_CASE("EndsInsideThink reads the prompt's last think marker") {
 }
 
 }  // namespace
-}  // namespace qwenrt::capi
+}  // namespace qwenrt

@@ -113,7 +113,8 @@ TEST_CASE("Turn 2 extends the live state and equals a full re-prefill bit for bi
   CHECK(r.reused_tokens == 320);
   CHECK(r.prefilled_tokens == 25);
   CHECK(r.checkpoint_pos == -1);
-  CHECK(r.miss_reason.empty());
+  CHECK(r.miss_reason == MissReason::kNone);
+  CHECK(r.miss_detail.empty());
   REQUIRE(trace.size() == 3);
   CHECK(trace[2] == "prefill 25 tokens from position 320 (live state, common prefix 320 of 345)");
 
@@ -161,7 +162,8 @@ TEST_CASE("Divergence inside the previous turn resumes from the newest checkpoin
   CHECK(r.checkpoint_pos == 196);  // the automatic "4 before the end" checkpoint of turn 1
   CHECK(r.reused_tokens == 196);
   CHECK(r.prefilled_tokens == static_cast<int64_t>(turn2.size()) - 196);
-  CHECK(r.miss_reason == "no checkpoint between 197 and 198");
+  CHECK(r.miss_reason == MissReason::kNoCheckpoint);
+  CHECK(r.miss_detail == "no checkpoint between 197 and 198");
   std::vector<float> full = FullLogits(m, p, turn2);
   CHECK(SameRows(full, 196, s->logits(), V));
 
@@ -175,7 +177,7 @@ TEST_CASE("Divergence inside the previous turn resumes from the newest checkpoin
   REQUIRE(s2->Feed(turn2, o, &r).ok());
   CHECK(r.checkpoint_pos == 198);
   CHECK(r.reused_tokens == 198);
-  CHECK(r.miss_reason.empty());
+  CHECK(r.miss_reason == MissReason::kNone);
   CHECK(SameRows(full, 198, s2->logits(), V));
   // Checkpoints beyond the divergence were dropped with the dead branch.
   for (const auto& c : s2->checkpoints()) CHECK(c.pos <= static_cast<int64_t>(turn2.size()));
@@ -194,6 +196,7 @@ TEST_CASE("A strict prefix of the transcript restores to it with correct logits"
   CHECK(r.common_prefix == 150);
   CHECK(r.checkpoint_pos == 128);
   CHECK(r.prefilled_tokens == 22);
+  CHECK(r.miss_reason == MissReason::kEndsInsideTranscript);
   CHECK(s->size() == 150);
   std::vector<float> full = FullLogits(m, p, a);
   CHECK(SameRows(full, 149, s->last_logits(), V));
@@ -207,7 +210,8 @@ TEST_CASE("A strict prefix of the transcript restores to it with correct logits"
   CHECK(r.checkpoint_pos == -1);
   CHECK(r.reused_tokens == 0);
   CHECK(r.prefilled_tokens == 30);
-  CHECK_FALSE(r.miss_reason.empty());
+  CHECK(r.miss_reason == MissReason::kEndsInsideTranscript);
+  CHECK_FALSE(r.miss_detail.empty());
   CHECK(SameRows(full, 29, s->last_logits(), V));
 }
 

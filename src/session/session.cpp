@@ -22,6 +22,25 @@ bool IsCancelled(const std::atomic<bool>* flag) {
 
 }  // namespace
 
+const char* MissReasonName(MissReason reason) {
+  switch (reason) {
+    case MissReason::kNone: return "none";
+    case MissReason::kEmpty: return "empty";
+    case MissReason::kNoCheckpoint: return "no_checkpoint";
+    case MissReason::kEndsInsideTranscript: return "ends_inside";
+  }
+  return "none";
+}
+
+std::string FormatFeedLine(const FeedReport& r) {
+  const std::string source = r.checkpoint_pos >= 0 ? fmt::format("checkpoint {}", r.checkpoint_pos)
+                             : r.reused_tokens == 0 ? std::string("from scratch")
+                                                    : std::string("live state");
+  return fmt::format("prefill {} tokens from position {} ({}, common prefix {} of {}){}", r.prefilled_tokens,
+                     r.reused_tokens, source, r.common_prefix, r.prompt_tokens,
+                     r.miss_detail.empty() ? "" : "; miss: " + r.miss_detail);
+}
+
 StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> model,
                                                    const SessionParams& params) {
   if (!model) return InvalidArgument("Session::Create: null model");
@@ -174,20 +193,31 @@ Status Session::Feed(std::span<const int32_t> tokens, const FeedOptions& options
   const auto t0 = std::chrono::steady_clock::now();
   if (!live) {
     const int64_t at = RestoreTo(start, restore ? &restore->snapshot : nullptr);
-    if (at != start) start = at, restore = nullptr;  // the snapshot could not be copied: from 0
+    if (at != start) {  // the snapshot could not be copied (a device error): from the start
+      start = at;
+      restore = nullptr;
+      try {
+        if (options.all_logits) logits_.resize(static_cast<size_t>(N * V));
+      } catch (const std::bad_alloc&) {
+        return OutOfMemory("Feed: cannot allocate logits for {} positions", N);
+      }
+    }
   }
   r.restore_ms = MsSince(t0);
   r.reused_tokens = start;
   r.checkpoint_pos = restore ? start : -1;
+  if (M == 0) r.miss_reason = MissReason::kEmpty;
   if (start < P) {
-    if (limit < P)
-      r.miss_reason = fmt::format(
+    if (limit < P) {
+      r.miss_reason = MissReason::kEndsInsideTranscript;
+      r.miss_detail = fmt::format(
           "the sequence ends inside the transcript: re-evaluating from {} to get the logits of position {}",
           start, N - 1);
-    else if (restore)
-      r.miss_reason = fmt::format("no checkpoint between {} and {}", start + 1, P);
-    else
-      r.miss_reason = fmt::format("no checkpoint at or before {}: prefill from the start", P);
+    } else {
+      r.miss_reason = MissReason::kNoCheckpoint;
+      r.miss_detail = restore ? fmt::format("no checkpoint between {} and {}", start + 1, P)
+                              : fmt::format("no checkpoint at or before {}: prefill from the start", P);
+    }
   }
 
   logits_rows_ = 0;
@@ -219,12 +249,7 @@ Status Session::Feed(std::span<const int32_t> tokens, const FeedOptions& options
   r.prefill_ms = MsSince(t1);
   r.n_checkpoints = static_cast<int64_t>(checkpoints_.size());
   r.checkpoint_bytes = checkpoints_.bytes();
-  std::string source = restore      ? fmt::format("checkpoint {}", start)
-                       : start == 0 ? std::string("from scratch")
-                                    : std::string("live state");
-  Trace(fmt::format("prefill {} tokens from position {} ({}, common prefix {} of {}){}{}", r.prefilled_tokens,
-                    start, source, P, N, r.miss_reason.empty() ? "" : "; miss: " + r.miss_reason,
-                    status.ok() ? "" : "; " + status.ToString()));
+  Trace(FormatFeedLine(r) + (status.ok() ? "" : "; " + status.ToString()));
   return status;
 }
 

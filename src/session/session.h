@@ -75,6 +75,15 @@ struct FeedOptions {
   std::function<bool(int64_t done, int64_t total)> progress;
 };
 
+// Why a Feed reused less than the common prefix with the transcript (FeedReport::miss_reason).
+enum class MissReason {
+  kNone,                  // everything in common was reused (or nothing was in common)
+  kEmpty,                 // the session held nothing
+  kNoCheckpoint,          // the prefix diverged inside the transcript and no checkpoint lay closer
+  kEndsInsideTranscript,  // the sequence is a prefix of the transcript: its last position is re-run
+};
+const char* MissReasonName(MissReason reason);  // "none", "empty", "no_checkpoint", "ends_inside"
+
 // What one Feed did. Exposed as-is by the C ABI.
 struct FeedReport {
   int64_t prompt_tokens = 0;     // N: length of the sequence fed
@@ -82,7 +91,8 @@ struct FeedReport {
   int64_t reused_tokens = 0;     // positions not recomputed (= the position the prefill started at)
   int64_t checkpoint_pos = -1;   // checkpoint restored, -1 if none (live state used, or from scratch)
   int64_t prefilled_tokens = 0;  // tokens run through the model by this call
-  std::string miss_reason;       // why reused_tokens < common_prefix; empty otherwise
+  MissReason miss_reason = MissReason::kNone;
+  std::string miss_detail;       // the same in words, with positions; empty for kNone / kEmpty
   int64_t checkpoints_created = 0;
   int64_t n_checkpoints = 0;     // held after the call
   size_t checkpoint_bytes = 0;   // held after the call
@@ -107,6 +117,11 @@ struct GenerateReport {
   bool hit_stop = false;   // ended on a stop token
   double decode_ms = 0;
 };
+
+// The one trace line of a feed, e.g.
+// "prefill 25 tokens from position 780 (checkpoint 780, common prefix 783 of 805)", plus
+// "; miss: <detail>" when less than the common prefix was reused.
+std::string FormatFeedLine(const FeedReport& report);
 
 class Session {
  public:
@@ -160,19 +175,25 @@ class Session {
   // the same params (trace callback included). Errors: OutOfMemory, Device (copying device state).
   StatusOr<std::unique_ptr<Session>> Fork() const;
 
-  // Save: transcript, KV (valid prefix), recurrent state, checkpoints, last logits and the caller's
-  // opaque `sampler_state`, with format version, model fingerprint and CRC-32 (docs/session-format.md).
-  // The file is written atomically (temp file + rename). Not const: state the CUDA backend holds on
-  // the device is fetched to the host first. Errors: Io, OutOfMemory, Device.
-  Status SaveToFile(const std::string& path, std::span<const uint8_t> sampler_state = {});
-  StatusOr<std::vector<uint8_t>> SaveToMemory(std::span<const uint8_t> sampler_state = {});
+  // Save: transcript, KV (valid prefix), recurrent state, checkpoints, last logits and the chat
+  // layer's opaque `chat_state` (the CHAT section), with format version, model fingerprint and CRC-32
+  // (docs/session-format.md). The file is written atomically (temp file + rename). Not const: state
+  // the CUDA backend holds on the device is fetched to the host first. Errors: Io, OutOfMemory,
+  // Device.
+  Status SaveToFile(const std::string& path, std::span<const uint8_t> chat_state = {});
+  StatusOr<std::vector<uint8_t>> SaveToMemory(std::span<const uint8_t> chat_state = {});
+  // Checks a saved chat state (its bytes and the saved transcript length) before a load commits.
+  using ChatStateCheck = std::function<Status(std::span<const uint8_t> chat_state, int64_t n_tokens)>;
   // Load replaces this session's contents with the saved ones (only after the whole file has been
-  // verified; on error the session is unchanged). `sampler_state` (may be null) receives the blob.
+  // verified, `check` included; on error the session is unchanged). `chat_state` (may be null)
+  // receives the CHAT blob (or a version-1 file's SAMP blob, the same bytes under their old name).
   // Errors: Io, BadFormat (damaged, truncated, not a session file, inconsistent contents),
   // Unsupported (other format version), InvalidArgument (saved with a different model),
-  // ContextFull (more tokens than this session's max context), OutOfMemory.
-  Status LoadFromFile(const std::string& path, std::vector<uint8_t>* sampler_state = nullptr);
-  Status LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8_t>* sampler_state = nullptr);
+  // ContextFull (more tokens than this session's max context), OutOfMemory, and `check`'s.
+  Status LoadFromFile(const std::string& path, std::vector<uint8_t>* chat_state = nullptr,
+                      const ChatStateCheck& check = nullptr);
+  Status LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8_t>* chat_state = nullptr,
+                        const ChatStateCheck& check = nullptr);
 
   // Logits of the position after the transcript's last token: [n_vocab]; empty when the transcript
   // is empty or was restored without logits.
@@ -210,7 +231,7 @@ class Session {
   void TakeCheckpoint(uint64_t turn, int64_t* created);
   void Trace(const std::string& line) const;
   Status FetchStates();  // device-resident recurrent states (live, checkpoints) to the host
-  Status WriteTo(ByteSink* sink, std::span<const uint8_t> sampler_state) const;
+  Status WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) const;
 
   std::shared_ptr<const Model> model_;
   SessionParams params_;

@@ -16,7 +16,8 @@ constexpr uint32_t kTagLogt = SectionTag("LOGT");  // last logits
 constexpr uint32_t kTagKvca = SectionTag("KVCA");  // attention K/V, valid prefix
 constexpr uint32_t kTagRecs = SectionTag("RECS");  // live recurrent state
 constexpr uint32_t kTagCkpt = SectionTag("CKPT");  // one checkpoint
-constexpr uint32_t kTagSamp = SectionTag("SAMP");  // caller's sampler state
+constexpr uint32_t kTagChat = SectionTag("CHAT");  // the chat layer's state (chat/chat_state.h)
+constexpr uint32_t kTagSamp = SectionTag("SAMP");  // the same, as files written before CHAT called it
 
 // The SESS section: the shapes the rest of the file was written with.
 struct SessHeader {
@@ -47,7 +48,7 @@ Status GetState(ByteCursor& c, RecurrentState& rec) {
 
 }  // namespace
 
-Status Session::WriteTo(ByteSink* sink, std::span<const uint8_t> sampler_state) const {
+Status Session::WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) const {
   const int64_t n = size();
   SessHeader h{n_vocab(), kv_.n_layers(), kv_.row_floats(), rec_.n_layers(), rec_.conv_floats(),
                rec_.ssm_floats(), turn_, n, static_cast<int64_t>(checkpoints_.size())};
@@ -90,8 +91,8 @@ Status Session::WriteTo(ByteSink* sink, std::span<const uint8_t> sampler_state) 
     w.EndSection();
   }
 
-  w.BeginSection(kTagSamp, sampler_state.size());
-  w.PutBytes(sampler_state.data(), sampler_state.size());
+  w.BeginSection(kTagChat, chat_state.size());
+  w.PutBytes(chat_state.data(), chat_state.size());
   w.EndSection();
   return w.Finish();
 }
@@ -103,27 +104,29 @@ Status Session::FetchStates() {
   return checkpoints_.ForEachSnapshot([](RecurrentState& s) { return s.Fetch(); });
 }
 
-Status Session::SaveToFile(const std::string& path, std::span<const uint8_t> sampler_state) {
+Status Session::SaveToFile(const std::string& path, std::span<const uint8_t> chat_state) {
   QWENRT_RETURN_IF_ERROR(FetchStates());
-  return WriteFileAtomic(path, [&](ByteSink* sink) { return WriteTo(sink, sampler_state); });
+  return WriteFileAtomic(path, [&](ByteSink* sink) { return WriteTo(sink, chat_state); });
 }
 
-StatusOr<std::vector<uint8_t>> Session::SaveToMemory(std::span<const uint8_t> sampler_state) {
+StatusOr<std::vector<uint8_t>> Session::SaveToMemory(std::span<const uint8_t> chat_state) {
   QWENRT_RETURN_IF_ERROR(FetchStates());
   std::vector<uint8_t> out;
   VectorSink sink(&out);
-  QWENRT_RETURN_IF_ERROR(WriteTo(&sink, sampler_state));
+  QWENRT_RETURN_IF_ERROR(WriteTo(&sink, chat_state));
   return out;
 }
 
-Status Session::LoadFromFile(const std::string& path, std::vector<uint8_t>* sampler_state) {
+Status Session::LoadFromFile(const std::string& path, std::vector<uint8_t>* chat_state,
+                             const ChatStateCheck& check) {
   // Read, not memory-mapped: a map would turn a file truncated by someone else during the load into
   // SIGBUS; a read turns it into an IoError (or a CRC failure). The cost is one transient copy.
   QWENRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(path));
-  return LoadFromMemory(bytes, sampler_state);
+  return LoadFromMemory(bytes, chat_state, check);
 }
 
-Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8_t>* sampler_state) {
+Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8_t>* chat_state,
+                               const ChatStateCheck& check) {
   QWENRT_ASSIGN_OR_RETURN(ParsedSessionFile file, ParseSessionFile(bytes, model_->fingerprint()));
   const ModelConfig& cfg = model_->config();
   if (file.sections.empty() || file.sections[0].tag != kTagSess)
@@ -158,7 +161,7 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
     else if (s.tag == kTagKvca) ok = !seen_kvca++ && len == static_cast<uint64_t>(h.n_attn_layers) * 2 * n * row * 4;
     else if (s.tag == kTagRecs) ok = !seen_recs++ && len == state_bytes;
     else if (s.tag == kTagCkpt) ok = ++seen_ckpt <= h.n_checkpoints && len == 16 + state_bytes;
-    else if (s.tag == kTagSamp) ok = !seen_samp++;
+    else if (s.tag == kTagChat || s.tag == kTagSamp) ok = !seen_samp++;
     else return BadFormat("session file: unknown section {}", SectionTagName(s.tag));
     if (!ok) return BadFormat("session file: {} section repeated or of the wrong size ({} bytes)",
                               SectionTagName(s.tag), len);
@@ -206,10 +209,12 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
         QWENRT_ASSIGN_OR_RETURN(RecurrentState snap, RecurrentState::Create(cfg));
         QWENRT_RETURN_IF_ERROR(GetState(c, snap));
         cps.Put(pos, turn, std::move(snap));
-      } else if (s.tag == kTagSamp) {
+      } else if (s.tag == kTagChat || s.tag == kTagSamp) {
         blob.assign(s.payload.begin(), s.payload.end());
       }
     }
+
+    if (check) QWENRT_RETURN_IF_ERROR(check(blob, h.n_tokens));
 
     // Everything checked: replace the session's state (nothing below can fail).
     kv_ = std::move(kv);
@@ -220,7 +225,7 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
     has_logits_ = has_logits;
     logits_rows_ = 0;
     turn_ = h.turn;
-    if (sampler_state) *sampler_state = std::move(blob);
+    if (chat_state) *chat_state = std::move(blob);
   } catch (const std::bad_alloc&) {
     return OutOfMemory("session file: not enough memory to load {} tokens", n);
   }

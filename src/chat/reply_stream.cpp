@@ -1,26 +1,9 @@
 // Splitting a generated reply into reasoning, content and tool-call pieces (see reply_stream.h).
-#include "reply_stream.h"
+#include "chat/reply_stream.h"
 
-#include <optional>
+#include "chat/tool_call.h"
 
-#include <nlohmann/json.hpp>
-
-#include "chat/chat.h"
-
-namespace qwenrt::capi {
-
-std::string ParseToolCall(std::string_view block, const nlohmann::ordered_json& tools) {
-  nlohmann::ordered_json out;
-  if (std::optional<ToolCall> call = ReplyParser::ParseToolCall(block, tools)) {  // the chat layer's parser
-    out["name"] = call->name;
-    out["arguments"] = call->arguments;
-  } else {
-    out["name"] = "";
-    out["arguments"] = nlohmann::ordered_json::object();
-    out["raw"] = std::string(block);
-  }
-  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+namespace qwenrt {
 
 ReplyStream::ReplyStream(const Tokenizer& tokenizer, bool in_reasoning, std::vector<std::string> stop_strings,
                          nlohmann::ordered_json tools, Sink sink)
@@ -43,9 +26,9 @@ bool ReplyStream::EndsInsideThink(const Tokenizer& tokenizer, std::span<const in
   return false;
 }
 
-bool ReplyStream::Send(qwenrt_piece_kind kind, std::string_view text) {
+bool ReplyStream::Send(PieceKind kind, std::string_view text) {
   if (text.empty()) return true;
-  (kind == QWENRT_PIECE_REASONING ? reasoning_ : content_).append(text);
+  (kind == PieceKind::kReasoning ? reasoning_ : content_).append(text);
   if (!sink_(kind, text)) {
     stopped_by_sink_ = true;
     return false;
@@ -67,7 +50,7 @@ bool ReplyStream::EmitReasoning(std::string_view text, bool final) {
   if (reasoning_.empty()) {
     while (lead < piece_out_.size() && piece_out_[lead] == '\n') ++lead;
   }
-  return Send(QWENRT_PIECE_REASONING, std::string_view(piece_out_).substr(lead));
+  return Send(PieceKind::kReasoning, std::string_view(piece_out_).substr(lead));
 }
 
 bool ReplyStream::EmitContent(std::string_view text, bool final) {
@@ -81,7 +64,7 @@ bool ReplyStream::EmitContent(std::string_view text, bool final) {
   piece_out_.clear();
   bool stop = stops_.Push(text, &piece_out_);
   if (final && !stop) stops_.Flush(&piece_out_);
-  bool more = Send(QWENRT_PIECE_CONTENT, piece_out_);
+  bool more = Send(PieceKind::kContent, piece_out_);
   if (stop) {
     stopped_by_string_ = true;
     return false;
@@ -94,11 +77,11 @@ bool ReplyStream::Push(int32_t token) {
   if (mode_ == Mode::kToolCall) {
     if (token == ids.tool_call_end) {
       decoder_.Flush(&tool_block_);
-      tool_calls_.push_back(ParseToolCall(tool_block_, tools_));
+      tool_calls_.push_back(ToolCallJson(tool_block_, tools_));
       tool_block_.clear();
       mode_ = Mode::kContent;
       content_started_ = false;
-      if (!sink_(QWENRT_PIECE_TOOL_CALL, tool_calls_.back())) {
+      if (!sink_(PieceKind::kToolCall, tool_calls_.back())) {
         stopped_by_sink_ = true;
         return false;
       }
@@ -163,4 +146,4 @@ std::string ReplyStream::tool_calls_json() const {
   return out + "]";
 }
 
-}  // namespace qwenrt::capi
+}  // namespace qwenrt

@@ -1,7 +1,9 @@
-// ReplyStream: turns generated token ids into the pieces the C ABI streams: reasoning (inside
-// <think>...</think>), content, and parsed tool calls (<tool_call>...</tool_call> as JSON), never
-// splitting a UTF-8 character, holding back text that may be the start of a stop string, and
-// trimming the newlines the template puts around </think>. Knows nothing about sessions.
+// ReplyStream: the one reply splitter. It turns generated token ids into the pieces a chat reply
+// streams: reasoning (inside <think>...</think>), content, and parsed tool calls
+// (<tool_call>...</tool_call> as JSON), never splitting a UTF-8 character, holding back text that
+// may be the start of a stop string, and trimming the newlines the template puts around </think>.
+// Token-driven: the markers are special tokens, so text that merely looks like one is content.
+// Knows nothing about sessions.
 #pragma once
 
 #include <cstdint>
@@ -13,25 +15,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "qwenrt/qwenrt.h"
 #include "chat/sampler.h"
 #include "base/status.h"
 #include "text/tokenizer.h"
 
-namespace qwenrt::capi {
+namespace qwenrt {
 
-// Parses one tool call block (the text between <tool_call> and </tool_call>):
-//   <function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>
-// into {"name": NAME, "arguments": {KEY: VALUE, ...}} with the chat layer's parser
-// (ReplyParser::ParseToolCall): VALUE is typed by the tool's JSON schema in `tools` (an OpenAI-format
-// array or null): "string" parameters verbatim, others as JSON (True/False/None as Python spells
-// them). Unparsable blocks give {"name": "", "arguments": {}, "raw": TEXT}.
-std::string ParseToolCall(std::string_view block, const nlohmann::ordered_json& tools = nullptr);
+enum class PieceKind { kContent, kReasoning, kToolCall };
 
 class ReplyStream {
  public:
   // Receives each piece; returns false to stop the generation.
-  using Sink = std::function<bool(qwenrt_piece_kind kind, std::string_view text)>;
+  using Sink = std::function<bool(PieceKind kind, std::string_view text)>;
 
   // `in_reasoning`: the prompt left a <think> block open (the reply starts with reasoning).
   // `tools`: the chat's tool definitions (null if none), to type parsed tool-call arguments.
@@ -59,7 +54,7 @@ class ReplyStream {
   enum class Mode { kContent, kReasoning, kToolCall };
   bool EmitReasoning(std::string_view text, bool final);
   bool EmitContent(std::string_view text, bool final);
-  bool Send(qwenrt_piece_kind kind, std::string_view text);
+  bool Send(PieceKind kind, std::string_view text);
 
   const Tokenizer& tok_;
   StreamDecoder decoder_;
@@ -78,4 +73,4 @@ class ReplyStream {
   bool stopped_by_string_ = false;
 };
 
-}  // namespace qwenrt::capi
+}  // namespace qwenrt

@@ -1,0 +1,39 @@
+// ChatModel construction and prompt rendering (see chat_model.h).
+#include "chat/chat_model.h"
+
+namespace qwenrt {
+
+StatusOr<std::shared_ptr<const ChatModel>> ChatModel::Create(std::shared_ptr<const Model> model) {
+  if (model == nullptr) return InvalidArgument("ChatModel: model is null");
+  std::shared_ptr<ChatModel> m(new ChatModel());
+  QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::FromGguf(model->gguf()));
+  m->tokenizer_ = std::move(tok);
+  if (const gguf::Value* v = model->gguf().Find("tokenizer.chat_template"); v != nullptr) {
+    StatusOr<ChatTemplate> t = ChatTemplate::Parse(std::string(v->AsString()));
+    if (t.ok()) {
+      m->chat_template_ = std::make_unique<const ChatTemplate>(std::move(t).value());
+    } else {
+      m->template_error_ = t.status().message();
+    }
+  }
+  if (const gguf::Value* v = model->gguf().Find("general.name"); v != nullptr) m->name_ = std::string(v->AsString());
+  for (const gguf::TensorInfo& t : model->gguf().tensors()) {
+    uint64_t n = 1;
+    for (int d = 0; d < t.n_dims; ++d) n *= static_cast<uint64_t>(t.ne[d]);
+    m->n_params_ += n;
+    m->weight_bytes_ += t.nbytes;
+  }
+  m->model_ = std::move(model);
+  return std::shared_ptr<const ChatModel>(std::move(m));
+}
+
+StatusOr<std::string> ChatModel::Render(const ChatRequest& request) const {
+  if (chat_template_ == nullptr) {
+    if (!template_error_.empty()) return Unsupported("the model's chat template cannot be used: {}", template_error_);
+    return Unsupported("the model has no chat template (tokenizer.chat_template)");
+  }
+  return chat_template_->RenderChat(MessagesJson(request.messages), request.tools, request.add_generation_prompt,
+                                    request.enable_thinking);
+}
+
+}  // namespace qwenrt

@@ -1,0 +1,148 @@
+// ChatSession: the one chat engine. It drives a Session the way the C ABI promises: the host sends
+// the whole conversation each turn (ChatRequest); the turn planner turns it into prompt tokens and
+// checkpoint positions (turn_planner.h); the Session prefills only what it does not already hold;
+// the reply streams through the one reply splitter (reply_stream.h) as reasoning / content /
+// tool-call pieces; and the turn's report (reuse, checkpoints, stop reason, timings) is kept for
+// the host to read. `qwenrt_session` is a ChatSession; `chat_repl` and C++ hosts run this same code.
+//
+//   QWENRT_ASSIGN_OR_RETURN(auto chat, ChatSession::Create(chat_model, {}));
+//   ChatRequest req;  req.messages = {{Role::kUser, "Hello"}};
+//   GenerateRequest gen;  gen.on_piece = [](PieceKind k, std::string_view text) { ...; return true; };
+//   QWENRT_RETURN_IF_ERROR(chat->Chat(req, gen));       // turn 1
+//   req.messages.push_back({Role::kAssistant, chat->state().reply_content});
+//   req.messages.push_back({Role::kUser, "More"});
+//   QWENRT_RETURN_IF_ERROR(chat->Chat(req, gen));       // turn 2: reuses turn 1
+//
+// Thread safety: one thread at a time per ChatSession. Cancel() may be called from any thread
+// while another runs a call. A call made while another is running on the same ChatSession (from
+// another thread, or from inside a streaming callback) is refused with InvalidArgument and changes
+// nothing (the busy flag).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "chat/chat_model.h"
+#include "chat/chat_state.h"
+#include "chat/messages.h"
+#include "chat/reply_stream.h"
+#include "chat/sampler.h"
+#include "chat/turn_planner.h"
+#include "session/session.h"
+
+namespace qwenrt {
+
+struct ChatSessionParams {
+  SessionParams session;  // backend, threads, context, checkpoint budget, ...
+  HistoryMode history = HistoryMode::kTemplate;
+  // One line per feed (FormatFeedLine), called on the session's thread. May be null.
+  std::function<void(const std::string&)> log;
+};
+
+// Why a generation ended.
+enum class StopReason {
+  kNone,         // no generation yet
+  kEndOfGeneration,  // the model produced an end-of-generation token (not part of the reply)
+  kMaxTokens,
+  kStopString,
+  kCallback,     // the piece callback returned false
+  kContextFull,  // the session's context is full
+};
+const char* StopReasonName(StopReason reason);  // "none", "eog", "max_tokens", "stop_string", ...
+
+struct GenerateRequest {
+  SamplerParams sampling;  // greedy by default
+  int64_t max_tokens = 512;  // -1 = until the context is full
+  std::vector<std::string> stop_strings;
+  // Each piece as it streams (text valid during the call); false stops the reply. May be null.
+  std::function<bool(PieceKind kind, std::string_view text)> on_piece;
+};
+
+// What the last step did (a feed and the generation that followed it).
+struct TurnReport {
+  FeedReport feed;                // prompt, common prefix, reused, prefilled, checkpoint, miss reason
+  int64_t n_checkpoints = 0;      // held after the step
+  uint64_t checkpoint_bytes = 0;
+  uint64_t state_bytes = 0;       // KV cache + recurrent state
+  int64_t generated_tokens = 0;   // after the feed (the end token not counted)
+  StopReason stop_reason = StopReason::kNone;
+  double prefill_ms = 0;          // the feed's wall time
+  double ttft_ms = 0;             // feed + first sampled token
+  double decode_ms = 0;
+  double decode_tokens_per_s = 0;
+};
+
+class ChatSession {
+ public:
+  // Errors: InvalidArgument (null model), those of Session::Create.
+  static StatusOr<std::unique_ptr<ChatSession>> Create(std::shared_ptr<const ChatModel> model,
+                                                       ChatSessionParams params);
+
+  // Plans the turn and feeds its prompt (prefix reuse, checkpoints of the policy). Errors: the
+  // planner's, the Session's (ContextFull, Cancelled, ...); on error the report is unchanged and the
+  // session is as Session::Feed leaves it (unchanged, or a consistent prefix after Cancelled).
+  Status FeedChat(const ChatRequest& request);
+  // Feeds raw tokens (no chat bookkeeping): transcript history then renders the next chat whole.
+  Status FeedTokens(std::span<const int32_t> tokens);
+  // Generates a reply after what was fed. Errors: InvalidArgument (nothing fed, bad sampling
+  // parameters), Cancelled (the reply so far is kept), the Session's. A full context ends the
+  // reply (kContextFull), it is not an error.
+  Status Generate(const GenerateRequest& request);
+  // FeedChat + Generate; the sampling parameters are checked before anything is fed.
+  Status Chat(const ChatRequest& request, const GenerateRequest& gen);
+
+  // The plan FeedChat would feed now (for hosts and tests; changes nothing).
+  StatusOr<TurnPlan> PlanChat(const ChatRequest& request) const;
+
+  // Snapshot at `pos` (>= 1): now when pos == size(), else when a later feed reaches it.
+  Status CheckpointAt(int64_t pos);
+  Status SetCheckpointBudget(int64_t bytes);  // -1 = room for 8 snapshots
+  Status Reset();  // forgets everything: transcript, state, checkpoints, reply, report
+  // Asks the running (or, if none runs, the next) call to stop. Any thread.
+  void Cancel() { cancel_.store(true); }
+
+  StatusOr<std::unique_ptr<ChatSession>> Fork() const;
+  Status SaveToFile(const std::string& path) const;
+  StatusOr<std::vector<uint8_t>> SaveToMemory() const;
+  // On error the session is unchanged (the chat state is checked before the load commits).
+  Status LoadFromFile(const std::string& path);
+  Status LoadFromMemory(std::span<const uint8_t> bytes);
+
+  const TurnReport& report() const { return report_; }
+  const std::string& report_line() const { return report_line_; }  // the last feed's trace line
+  const ChatState& state() const { return state_; }                // includes the last reply
+  const Session& session() const { return *session_; }
+  Session& session() { return *session_; }
+  const ChatModel& model() const { return *model_; }
+  const std::shared_ptr<const ChatModel>& model_ptr() const { return model_; }
+  const ChatSessionParams& params() const { return params_; }
+
+ private:
+  ChatSession(std::shared_ptr<const ChatModel> model, ChatSessionParams params, std::unique_ptr<Session> session);
+  // The busy flag: held for the duration of every call that reads or changes the session.
+  class BusyScope;
+  Status TakeCancel(const char* when);
+  Status FeedPlanned(std::span<const int32_t> tokens, std::span<const int64_t> boundaries);
+  Status GenerateLocked(const GenerateRequest& request);
+  void RefreshMemory();
+  Status Restore(std::span<const uint8_t> blob);
+
+  std::shared_ptr<const ChatModel> model_;
+  ChatSessionParams params_;
+  std::unique_ptr<Session> session_;
+  std::atomic<bool> cancel_{false};
+  mutable std::atomic<bool> busy_{false};
+  TurnReport report_;
+  std::string report_line_;
+  ChatState state_;
+  std::vector<int64_t> pending_checkpoints_;  // CheckpointAt positions not reached yet
+};
+
+}  // namespace qwenrt
