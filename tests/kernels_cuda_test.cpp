@@ -649,7 +649,7 @@ namespace qwenrt {
 namespace {
 
 // Fused launches of the forward pass: each must equal its unfused form bit for bit.
-TEST_CASE("cuda fused launches equal their parts (MatMulMulti, AddRmsNorm, L2NormScaleRows, GdnSplit, GatedRmsNorm, RmsNormRows, MulSigmoidRows)", "[cuda]") {
+TEST_CASE("cuda fused launches equal their parts (MatMulMulti, AddRmsNorm, L2NormScaleRows, GdnSplit, GatedRmsNorm, RmsNormRows, strided MulSigmoid)", "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
   TestStream stream;
   const int64_t cols = 96, T = 11;
@@ -740,7 +740,7 @@ TEST_CASE("cuda fused launches equal their parts (MatMulMulti, AddRmsNorm, L2Nor
     CheckBitIdentical(be1.Download(), be2.Download(), "GdnSplit beta");
   }
 
-  // GatedRmsNorm == RmsNorm then SwiGlu; RmsNormRows / MulSigmoidRows == CopyColumns then the flat op.
+  // GatedRmsNorm == RmsNorm then SwiGlu; RmsNormRows / strided MulSigmoid == CopyColumns then the flat op.
   {
     const int64_t rows2 = 6, n2 = 72;
     const std::vector<float> xo = RandomFloats(static_cast<size_t>(2 * rows2 * n2), -2.0f, 2.0f, 911);
@@ -760,10 +760,10 @@ TEST_CASE("cuda fused launches equal their parts (MatMulMulti, AddRmsNorm, L2Nor
     REQUIRE_OK(cuda::LaunchCopyColumns(dxo.get(), rows2, 2 * n2, 0, n2, col.get(), stream.get()));
     REQUIRE_OK(cuda::LaunchRmsNorm(col.get(), dgw.get(), out2.get(), rows2, n2, 1e-6f, stream.get()));
     CheckBitIdentical(out1.Download(), out2.Download(), "RmsNormRows vs CopyColumns + RmsNorm");
-    REQUIRE_OK(cuda::LaunchMulSigmoidRows(out1.get(), dxo.get() + n2, rows2, n2, 2 * n2, stream.get()));
+    REQUIRE_OK(cuda::LaunchMulSigmoid(out1.get(), dxo.get() + n2, rows2, n2, 2 * n2, stream.get()));
     REQUIRE_OK(cuda::LaunchCopyColumns(dxo.get(), rows2, 2 * n2, n2, n2, col.get(), stream.get()));
     REQUIRE_OK(cuda::LaunchMulSigmoid(out2.get(), col.get(), rows2 * n2, stream.get()));
-    CheckBitIdentical(out1.Download(), out2.Download(), "MulSigmoidRows vs CopyColumns + MulSigmoid");
+    CheckBitIdentical(out1.Download(), out2.Download(), "strided MulSigmoid vs CopyColumns + MulSigmoid");
   }
 }
 

@@ -61,9 +61,9 @@ class CudaForwardImpl final : public CudaForward {
   Status GatedDeltaLayer(const GatedDeltaWeights& w, int64_t T, float* conv_state, float* ssm_state);
   Status FullAttentionLayer(const AttentionWeights& w, int64_t T, int64_t n_past, const int64_t* pos_dev,
                             float* k_cache, float* v_cache);
-  Status Mlp(const DenseFfnWeights& w, int64_t T);
   Status SwiGluFfn(const DevMatrix& gate, const DevMatrix& up, const DevMatrix& down, const float* x,
                    float* y, int64_t n);
+  Status Mlp(const DenseFfnWeights& w, int64_t T);
   Status Moe(const MoeWeights& w, int64_t T);
   Status Logits(int64_t first, int64_t rows, float* logits_host);
   Status RunUbatch(const int32_t* tokens, int64_t T, int64_t n_past, bool all_logits, float* logits_host);
@@ -174,13 +174,8 @@ Status CudaForwardImpl::FullAttentionLayer(const AttentionWeights& w, int64_t T,
       cuda::LaunchAttention(AttentionShape{T, n_past, H, Hkv, Dh}, a.q.f(), k_cache, v_cache, a.att.f(),
                             a.att_scratch.f(), cuda::AttentionScratchFloats(H, Dh), stream_, pos_dev));
   // Output gate, read in place from qg (the second half of each head's 2*Dh rows).
-  QWENRT_RETURN_IF_ERROR(cuda::LaunchMulSigmoidRows(a.att.f(), a.qg.f() + Dh, T * H, Dh, 2 * Dh, stream_));
+  QWENRT_RETURN_IF_ERROR(cuda::LaunchMulSigmoid(a.att.f(), a.qg.f() + Dh, T * H, Dh, 2 * Dh, stream_));
   return MatMul(Dev(w.o), a.att.f(), a.mix.f(), T);
-}
-
-// Dense SwiGLU FFN (spec §9.1): xn -> mix.
-Status CudaForwardImpl::Mlp(const DenseFfnWeights& w, int64_t T) {
-  return SwiGluFfn(Dev(w.gate), Dev(w.up), Dev(w.down), a_.xn.f(), a_.mix.f(), T);
 }
 
 // y[n, E] = down · (silu(gate · x) * (up · x)) for n rows x[n, E].
@@ -191,6 +186,11 @@ Status CudaForwardImpl::SwiGluFfn(const DevMatrix& gate, const DevMatrix& up, co
   QWENRT_RETURN_IF_ERROR(cuda::LaunchMatMulMulti(proj, 2, gate.cols, x, n, stream_));
   QWENRT_RETURN_IF_ERROR(cuda::LaunchSwiGlu(a_.ff_gate.f(), a_.ff_up.f(), n * gate.rows, stream_));
   return MatMul(down, a_.ff_up.f(), y, n);
+}
+
+// Dense SwiGLU FFN (spec §9.1): xn -> mix.
+Status CudaForwardImpl::Mlp(const DenseFfnWeights& w, int64_t T) {
+  return SwiGluFfn(Dev(w.gate), Dev(w.up), Dev(w.down), a_.xn.f(), a_.mix.f(), T);
 }
 
 // Routed experts + sigmoid-gated shared expert (spec §9.2): xn -> mix. Routing and the grouping of
@@ -265,6 +265,8 @@ Status CudaForwardImpl::RunUbatch(const int32_t* tokens, int64_t T, int64_t n_pa
   return all_logits ? Logits(0, T, logits_host) : Logits(T - 1, 1, logits_host);
 }
 
+// The layer loop of forward.cpp's RunUbatch on a_.x, apart so that a decode step can be captured
+// as a graph.
 Status CudaForwardImpl::Layers(int64_t T, int64_t n_past, const int64_t* pos_dev) {
   const Weights& w = model_.weights();
   const int64_t E = c_.n_embd;

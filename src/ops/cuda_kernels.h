@@ -94,8 +94,8 @@ Status LaunchSwiGlu(const float* gate, float* up, int64_t n, Stream stream);    
 Status LaunchMulSigmoid(float* x, const float* gate, int64_t n, Stream stream);     // x *= sigmoid(gate)
 // x[r][c] *= sigmoid(gate[r * gate_stride + c]), x: [rows, n] (the attention output gate, read in place
 // from the joint q/gate projection).
-Status LaunchMulSigmoidRows(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride,
-                            Stream stream);
+Status LaunchMulSigmoid(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride,
+                        Stream stream);
 // alpha = ssm_a * softplus(alpha + dt_bias), beta = sigmoid(beta).  alpha, beta: [T, Hv]
 Status LaunchGdnGates(float* alpha, float* beta, const float* ssm_a, const float* dt_bias, int64_t T,
                       int64_t Hv, Stream stream);
