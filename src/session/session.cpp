@@ -341,6 +341,10 @@ StatusOr<std::unique_ptr<Session>> Session::Fork() const {
   QWENRT_ASSIGN_OR_RETURN(KvCache kv, kv_.Copy());
   QWENRT_ASSIGN_OR_RETURN(RecurrentState rec, rec_.Copy());
   QWENRT_ASSIGN_OR_RETURN(auto cps, checkpoints_.Copy());
+  // Copies of device-resident state are made on this session's CUDA context: fetch them, so that the
+  // fork shares nothing with this session (the two may run on different threads).
+  QWENRT_RETURN_IF_ERROR(rec.Fetch());
+  QWENRT_RETURN_IF_ERROR(cps.ForEachSnapshot([](RecurrentState& r) { return r.Fetch(); }));
   std::unique_ptr<Session> s(
       new (std::nothrow) Session(model_, params_, max_context_, std::move(kv), std::move(rec), checkpoints_.budget()));
   if (!s) return OutOfMemory("Fork: allocation failed");
