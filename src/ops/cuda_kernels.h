@@ -1,5 +1,5 @@
 // The CUDA forward pass's building blocks on device pointers, declared in plain C++ (no CUDA headers)
-// so that src/model/forward_cuda.cpp reads like forward.cpp. Implemented in cuda/*.cu; only linked when
+// so that src/model/forward_cuda.cpp reads like forward.cpp. Implemented in src/ops/cuda/*.cu; only linked when
 // qwenrt is built with CUDA (QWENRT_HAVE_CUDA).
 //
 // Conventions: every pointer is a device pointer unless its name ends in `_host`; shapes follow the
