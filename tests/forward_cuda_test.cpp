@@ -11,11 +11,14 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
-#include <stdlib.h>
 #include <unistd.h>
 
+#include "model/forward_cuda.h"
 #include "ops/cuda_device.h"
 #include "cuda_test_util.h"
 #include "model_test_util.h"
@@ -59,6 +62,90 @@ GenerateOptions Greedy(int64_t n) {
   g.max_tokens = n;
   g.sampler = ArgmaxPlain;
   return g;
+}
+
+// A host-side StateMirror standing in for the GPU: "device" contents per state, and a log of the
+// calls, so the pending-state protocol of RecurrentState is checked on any machine.
+class FakeMirror final : public StateMirror {
+ public:
+  std::map<const RecurrentState*, float> device;  // the first float of the held contents
+  std::vector<std::string> calls;
+  bool room = true;  // false: Clone goes through the host
+
+  void Hold(RecurrentState& rec, float value) {
+    device[&rec] = value;
+    rec.SetPending(this);
+  }
+  Status Fetch(RecurrentState& rec) override {
+    calls.push_back("Fetch");
+    rec.SetPending(nullptr);
+    rec.host_conv(0)[0] = device.at(&rec);
+    device.erase(&rec);
+    return OkStatus();
+  }
+  void Forget(const RecurrentState& rec) override {
+    calls.push_back("Forget");
+    device.erase(&rec);
+  }
+  void Moved(const RecurrentState& from, const RecurrentState& to) override {
+    calls.push_back("Moved");
+    device[&to] = device.at(&from);
+    device.erase(&from);
+  }
+  Status Clone(const RecurrentState& from, RecurrentState& to) override {
+    calls.push_back("Clone");
+    if (!room) {
+      to.host_conv(0)[0] = device.at(&from);
+      return OkStatus();
+    }
+    Hold(to, device.at(&from));
+    return OkStatus();
+  }
+};
+
+TEST_CASE("RecurrentState: accessors never fetch; Fetch, Copy, CopyFrom, move and Reset follow the mirror",
+          "[cuda][state]") {
+  auto model = Fixture("micro-s1-f32");
+  RecurrentState a = RecurrentState::Create(model->config()).value();
+  REQUIRE(a.n_layers() > 0);
+  FakeMirror m;
+  CHECK(a.Fetch().ok());  // not pending: nothing to do
+  CHECK(m.calls.empty());
+
+  m.Hold(a, 7.0f);
+  const uint64_t lineage = a.lineage();
+  RecurrentState b = a.Copy().value();  // stays on the "device"
+  CHECK(b.pending() == &m);
+  CHECK(m.device.at(&b) == 7.0f);
+  RecurrentState c = std::move(b);  // the held copy is re-keyed
+  CHECK(c.pending() == &m);
+  CHECK(b.pending() == nullptr);
+  CHECK(m.device.count(&c) == 1);
+  CHECK(m.device.count(&b) == 0);
+
+  REQUIRE(a.Fetch().ok());  // explicit: the host buffers become current, the lineage is kept
+  CHECK(a.pending() == nullptr);
+  CHECK(a.lineage() == lineage);
+  CHECK(std::as_const(a).conv(0)[0] == 7.0f);
+
+  RecurrentState d = RecurrentState::Create(model->config()).value();
+  REQUIRE(d.CopyFrom(c).ok());  // restore from a held copy: on the "device"
+  CHECK(d.pending() == &m);
+  m.room = false;
+  RecurrentState e = RecurrentState::Create(model->config()).value();
+  REQUIRE(e.CopyFrom(c).ok());  // no room: fetched straight into e, c stays held
+  CHECK(e.pending() == nullptr);
+  CHECK(c.pending() == &m);
+  CHECK(e.conv(0)[0] == 7.0f);
+
+  d.Reset();  // held contents dropped, not fetched
+  CHECK(d.pending() == nullptr);
+  CHECK(d.conv(0)[0] == 0.0f);
+  std::erase(m.calls, "Moved");  // (StatusOr moves its value too)
+  const std::vector<std::string> want = {"Clone", "Fetch", "Clone", "Clone", "Forget"};
+  CHECK(m.calls == want);
+  c.Reset();  // nothing may be held when m goes
+  CHECK(m.device.empty());
 }
 
 TEST_CASE("A CUDA context is UNSUPPORTED without a device, and works with one", "[cuda]") {
@@ -128,14 +215,15 @@ TEST_CASE("CUDA: decode by graph replay equals eager decode, across KV growth (r
   const int64_t V = model->config().n_vocab;
   const auto tokens = RandomTokens(40, 17, 512);
   auto decode = [&](bool graphs) {
-    ::setenv("QWENRT_CUDA_GRAPHS", graphs ? "1" : "0", 1);
-    auto ctx = ForwardContext::Create(*model, BackendKind::kCuda, nullptr).value();
-    ::unsetenv("QWENRT_CUDA_GRAPHS");
+    CudaForward::Options options;
+    options.graphs = graphs;
+    auto cuda = CudaForward::Create(*model, options).value();
     KvCache kv = KvCache::Create(model->config(), 0, /*initial_capacity=*/8).value();  // grows 8 -> 16 -> 32 -> 64
     RecurrentState rec = RecurrentState::Create(model->config()).value();
     std::vector<float> all(tokens.size() * static_cast<size_t>(V));
     for (size_t i = 0; i < tokens.size(); ++i) {
-      REQUIRE(Forward(*ctx, kv, rec, std::span(tokens.data() + i, 1), false, all.data() + i * V).ok());
+      REQUIRE(kv.Reserve(kv.size() + 1).ok());  // Run leaves that to Forward
+      REQUIRE(cuda->Run(kv, rec, std::span(tokens.data() + i, 1), false, all.data() + i * V).ok());
     }
     return all;
   };
@@ -160,7 +248,7 @@ TEST_CASE("CUDA: the device mirror follows the host state (truncate, restore, re
   RecurrentState at20 = s.rec->Copy().value();
   s.Run(std::vector<int32_t>(tokens.begin() + 20, tokens.begin() + 33));
   s.kv->Truncate(20);
-  s.rec->CopyFrom(at20);
+  REQUIRE(s.rec->CopyFrom(at20).ok());
   const auto tail = s.Run(std::vector<int32_t>(tokens.begin() + 20, tokens.end()));
   CHECK(std::memcmp(tail.data(), full.data() + 20 * V, tail.size() * sizeof(float)) == 0);
 
@@ -182,10 +270,13 @@ TEST_CASE("CUDA: the device mirror follows the host state (truncate, restore, re
   const auto want = fresh.Run(ext);
   CHECK(std::memcmp(l1.data(), want.data() + 40 * V, V * sizeof(float)) == 0);
 
-  // The host state after a CUDA run is complete: the reference path continues from it.
+  // The host state after a CUDA run is complete once fetched: the reference path continues from it.
   Runner ref(model, BackendKind::kRef);
   ref.kv = std::move(s.kv);
   ref.rec = std::move(s.rec);
+  CHECK(ref.rec->pending() != nullptr);  // the newest contents are still on the device
+  REQUIRE(ref.rec->Fetch().ok());
+  CHECK(ref.rec->pending() == nullptr);
   const int32_t more = 9;
   std::vector<float> lr(static_cast<size_t>(V));
   REQUIRE(Forward(*ref.ctx, *ref.kv, *ref.rec, std::span(&more, 1), false, lr.data()).ok());
@@ -197,7 +288,9 @@ TEST_CASE("CUDA: the device mirror follows the host state (truncate, restore, re
 }
 
 // Bitwise equality of two recurrent states (fetching whatever is pending).
-bool SameState(const RecurrentState& a, const RecurrentState& b) {
+bool SameState(RecurrentState& a, RecurrentState& b) {
+  REQUIRE(a.Fetch().ok());
+  REQUIRE(b.Fetch().ok());
   if (a.n_layers() != b.n_layers()) return false;
   for (int64_t g = 0; g < a.n_layers(); ++g) {
     if (std::memcmp(a.conv(g), b.conv(g), a.conv_floats() * sizeof(float)) != 0) return false;
@@ -226,7 +319,7 @@ TEST_CASE("CUDA: checkpoint copies stay on the device, move, restore exactly and
   CHECK(snap.pending() == nullptr);
   r.Run(std::vector<int32_t>(tokens.begin() + 20, tokens.begin() + 31));
   r.kv->Truncate(20);
-  r.rec->CopyFrom(moved);  // restore on the device
+  REQUIRE(r.rec->CopyFrom(moved).ok());  // restore on the device
   CHECK(r.rec->pending() != nullptr);
   const auto tail = r.Run(std::vector<int32_t>(tokens.begin() + 20, tokens.end()));
   CHECK(std::memcmp(tail.data(), want.data() + 20 * V, tail.size() * sizeof(float)) == 0);

@@ -169,11 +169,11 @@ TEST_CASE("KV cache grows, copies and truncates without losing contents", "[ref]
   {
     Runner r2(model, BackendKind::kRef);
     r2.Run(first);
-    rec_at_100.CopyFrom(*r2.rec);
+    REQUIRE(rec_at_100.CopyFrom(*r2.rec).ok());
   }
   r.kv->Truncate(100);
   CHECK(r.kv->size() == 100);
-  r.rec->CopyFrom(rec_at_100);
+  REQUIRE(r.rec->CopyFrom(rec_at_100).ok());
   REQUIRE(Forward(*r.ctx, *r.kv, *r.rec, second, true, out2.data()).ok());
   CHECK(out1 == out2);
   r.rec->Reset();

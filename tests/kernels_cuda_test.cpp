@@ -179,18 +179,18 @@ TEST_CASE("cuda launchers reject bad arguments and skip empty work without touch
   CHECK(cuda::LaunchCopyColumns(nullptr, 0, 8, 4, 4, nullptr, nullptr).ok());
 
   // MoE.
-  CHECK(cuda::LaunchGatherRows(p, &idx, -1, 4, p, nullptr).code() == kInvalid);
-  CHECK(cuda::LaunchGatherRows(p, nullptr, 1, 4, p, nullptr).code() == kInvalid);
-  CHECK(cuda::LaunchGatherRows(nullptr, nullptr, 0, 4, nullptr, nullptr).ok());
-  CHECK(cuda::LaunchScatterRows(p, &idx, 1, -4, p, nullptr).code() == kInvalid);
-  CHECK(cuda::LaunchScatterRows(p, &idx, 1, 4, nullptr, nullptr).code() == kInvalid);
-  CHECK(cuda::LaunchScatterRows(nullptr, nullptr, 3, 0, nullptr, nullptr).ok());
+  CHECK(cuda::LaunchMoeGather(p, &idx, -1, 4, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchMoeGather(p, nullptr, 1, 4, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchMoeGather(nullptr, nullptr, 0, 4, nullptr, nullptr).ok());
+  CHECK(cuda::LaunchMoeScatter(p, &idx, 1, -4, p, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchMoeScatter(p, &idx, 1, 4, nullptr, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchMoeScatter(nullptr, nullptr, 3, 0, nullptr, nullptr).ok());
   CHECK(cuda::LaunchMoeCombine(p, p, 2, -1, 4, p, nullptr).code() == kInvalid);
   CHECK(cuda::LaunchMoeCombine(nullptr, p, 2, 2, 4, p, nullptr).code() == kInvalid);
   CHECK(cuda::LaunchMoeCombine(nullptr, nullptr, 0, 2, 4, nullptr, nullptr).ok());
-  CHECK(cuda::LaunchAddSigmoidScaled(p, p, p, -2, 4, nullptr).code() == kInvalid);
-  CHECK(cuda::LaunchAddSigmoidScaled(p, p, nullptr, 2, 4, nullptr).code() == kInvalid);
-  CHECK(cuda::LaunchAddSigmoidScaled(nullptr, nullptr, nullptr, 2, 0, nullptr).ok());
+  CHECK(cuda::LaunchAddSigmoidGated(p, p, p, -2, 4, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchAddSigmoidGated(p, p, nullptr, 2, 4, nullptr).code() == kInvalid);
+  CHECK(cuda::LaunchAddSigmoidGated(nullptr, nullptr, nullptr, 2, 0, nullptr).ok());
 
   // Sequence ops.
   CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{-1, 8, 4}, p, p, p, p, nullptr).code() == kInvalid);
@@ -380,7 +380,7 @@ TEST_CASE("cuda CopyColumns copies a column range of every row", "[cuda]") {
 
 // --- mixture of experts ---------------------------------------------------------------------------
 
-TEST_CASE("cuda GatherRows / ScatterRows move whole rows", "[cuda]") {
+TEST_CASE("cuda MoeGather / MoeScatter move whole rows", "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
   TestStream stream;
   const int64_t E = 129, src_rows = 10;
@@ -392,8 +392,8 @@ TEST_CASE("cuda GatherRows / ScatterRows move whole rows", "[cuda]") {
     for (int64_t i = 0; i < n; ++i) std::copy_n(src.begin() + rows[i] * E, E, want.begin() + i * E);
     DeviceArray<float> ds(src, stream), dd(std::vector<float>(want.size(), -7.0f), stream);
     DeviceArray<int32_t> dr(rows, stream);
-    REQUIRE_OK(cuda::LaunchGatherRows(ds.get(), dr.get(), n, E, dd.get(), stream.get()));
-    CheckBitIdentical(dd.Download(), want, "GatherRows");
+    REQUIRE_OK(cuda::LaunchMoeGather(ds.get(), dr.get(), n, E, dd.get(), stream.get()));
+    CheckBitIdentical(dd.Download(), want, "MoeGather");
   }
   {
     const std::vector<int32_t> rows = {4, 1, 8};  // distinct destination rows; the others untouched
@@ -402,12 +402,12 @@ TEST_CASE("cuda GatherRows / ScatterRows move whole rows", "[cuda]") {
     for (int64_t i = 0; i < n; ++i) std::copy_n(src.begin() + i * E, E, want.begin() + rows[i] * E);
     DeviceArray<float> ds(src, stream), dd(std::vector<float>(want.size(), -7.0f), stream);
     DeviceArray<int32_t> dr(rows, stream);
-    REQUIRE_OK(cuda::LaunchScatterRows(ds.get(), dr.get(), n, E, dd.get(), stream.get()));
-    CheckBitIdentical(dd.Download(), want, "ScatterRows");
+    REQUIRE_OK(cuda::LaunchMoeScatter(ds.get(), dr.get(), n, E, dd.get(), stream.get()));
+    CheckBitIdentical(dd.Download(), want, "MoeScatter");
   }
 }
 
-TEST_CASE("cuda MoeCombine and AddSigmoidScaled match the forward pass's host loops", "[cuda]") {
+TEST_CASE("cuda MoeCombine and AddSigmoidGated match the forward pass's host loops", "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
   TestStream stream;
   for (int64_t T : {1, 5}) {
@@ -433,8 +433,8 @@ TEST_CASE("cuda MoeCombine and AddSigmoidScaled match the forward pass's host lo
       const float gamma = Sigmoid(gate[t]);
       for (int64_t e = 0; e < E; ++e) want[t * E + e] += gamma * y[t * E + e];
     }
-    REQUIRE_OK(cuda::LaunchAddSigmoidScaled(dmix.get(), dy.get(), dg.get(), T, E, stream.get()));
-    CheckClose(dmix.Download(), want, 1e-6, 1.0, "AddSigmoidScaled");
+    REQUIRE_OK(cuda::LaunchAddSigmoidGated(dmix.get(), dy.get(), dg.get(), T, E, stream.get()));
+    CheckClose(dmix.Download(), want, 1e-6, 1.0, "AddSigmoidGated");
   }
   // K = 0 (no routed expert) gives zeros.
   DeviceArray<float> dmix(std::vector<float>(8, -7.0f), stream);
@@ -649,7 +649,7 @@ namespace qwenrt {
 namespace {
 
 // Fused launches of the forward pass: each must equal its unfused form bit for bit.
-TEST_CASE("cuda fused launches equal their parts (MatMulMulti, AddRmsNorm, L2NormScaleRows, GdnSplit, RmsNormGate, RmsNormRows, MulSigmoidRows)", "[cuda]") {
+TEST_CASE("cuda fused launches equal their parts (MatMulMulti, AddRmsNorm, L2NormScaleRows, GdnSplit, GatedRmsNorm, RmsNormRows, strided MulSigmoid)", "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
   TestStream stream;
   const int64_t cols = 96, T = 11;
@@ -740,7 +740,7 @@ TEST_CASE("cuda fused launches equal their parts (MatMulMulti, AddRmsNorm, L2Nor
     CheckBitIdentical(be1.Download(), be2.Download(), "GdnSplit beta");
   }
 
-  // RmsNormGate == RmsNorm then SwiGlu; RmsNormRows / MulSigmoidRows == CopyColumns then the flat op.
+  // GatedRmsNorm == RmsNorm then SwiGlu; RmsNormRows / strided MulSigmoid == CopyColumns then the flat op.
   {
     const int64_t rows2 = 6, n2 = 72;
     const std::vector<float> xo = RandomFloats(static_cast<size_t>(2 * rows2 * n2), -2.0f, 2.0f, 911);
@@ -750,20 +750,20 @@ TEST_CASE("cuda fused launches equal their parts (MatMulMulti, AddRmsNorm, L2Nor
     DeviceArray<float> dxo(xo, stream), dflat(flat, stream), dz(zz, stream), dgw(gw, stream);
     const std::vector<float> zero2(static_cast<size_t>(rows2 * n2), 0.0f);
     DeviceArray<float> out1(zero2, stream), out2(zero2, stream), col(zero2, stream);
-    REQUIRE_OK(cuda::LaunchRmsNormGate(dflat.get(), dgw.get(), dz.get(), out1.get(), rows2, n2, 1e-6f, stream.get()));
+    REQUIRE_OK(cuda::LaunchGatedRmsNorm(dflat.get(), dgw.get(), dz.get(), out1.get(), rows2, n2, 1e-6f, stream.get()));
     REQUIRE_OK(cuda::LaunchRmsNorm(dflat.get(), dgw.get(), out2.get(), rows2, n2, 1e-6f, stream.get()));
     REQUIRE_OK(cuda::LaunchSwiGlu(dz.get(), out2.get(), rows2 * n2, stream.get()));
-    CheckBitIdentical(out1.Download(), out2.Download(), "RmsNormGate vs RmsNorm + SwiGlu");
+    CheckBitIdentical(out1.Download(), out2.Download(), "GatedRmsNorm vs RmsNorm + SwiGlu");
 
     // xo viewed as [rows2, 2, n2]: the first halves are the rows, the second halves the gates.
     REQUIRE_OK(cuda::LaunchRmsNormRows(dxo.get(), 2 * n2, dgw.get(), out1.get(), rows2, n2, 1e-6f, stream.get()));
     REQUIRE_OK(cuda::LaunchCopyColumns(dxo.get(), rows2, 2 * n2, 0, n2, col.get(), stream.get()));
     REQUIRE_OK(cuda::LaunchRmsNorm(col.get(), dgw.get(), out2.get(), rows2, n2, 1e-6f, stream.get()));
     CheckBitIdentical(out1.Download(), out2.Download(), "RmsNormRows vs CopyColumns + RmsNorm");
-    REQUIRE_OK(cuda::LaunchMulSigmoidRows(out1.get(), dxo.get() + n2, rows2, n2, 2 * n2, stream.get()));
+    REQUIRE_OK(cuda::LaunchMulSigmoid(out1.get(), dxo.get() + n2, rows2, n2, 2 * n2, stream.get()));
     REQUIRE_OK(cuda::LaunchCopyColumns(dxo.get(), rows2, 2 * n2, n2, n2, col.get(), stream.get()));
     REQUIRE_OK(cuda::LaunchMulSigmoid(out2.get(), col.get(), rows2 * n2, stream.get()));
-    CheckBitIdentical(out1.Download(), out2.Download(), "MulSigmoidRows vs CopyColumns + MulSigmoid");
+    CheckBitIdentical(out1.Download(), out2.Download(), "strided MulSigmoid vs CopyColumns + MulSigmoid");
   }
 }
 

@@ -2,7 +2,7 @@
 // RecurrentState). It is renewed whenever the contents may change by any route other than the
 // forward pass that last wrote them, and travels with the contents on a move (the moved-from object
 // gets a fresh id). A device backend keeps a mirror of the state and knows it is still current when
-// the lineage it recorded after its last run equals the buffer's lineage now (forward_cuda.cpp).
+// the lineage it recorded after its last run equals the buffer's lineage now (cuda_state.h).
 #pragma once
 
 #include <atomic>

@@ -1,9 +1,11 @@
-// Stand-ins for the CUDA entry points (cuda_device.h, cuda_ops.h) when qwenrt is built without CUDA:
-// nothing is available and every op returns UNSUPPORTED, so callers need no #ifdefs.
+// Stand-ins for the CUDA entry points (cuda_device.h, cuda_ops.h, forward_cuda.h, cuda_weights.h)
+// when qwenrt is built without CUDA: nothing is available and every op returns UNSUPPORTED, so
+// callers need no #ifdefs.
 #ifndef QWENRT_HAVE_CUDA
 
 #include "ops/cuda_device.h"
 #include "ops/cuda_ops.h"
+#include "model/cuda_weights.h"
 #include "model/forward_cuda.h"
 
 namespace qwenrt {
@@ -12,8 +14,12 @@ bool CudaAvailable() { return false; }
 
 StatusOr<std::string> CudaDeviceName() { return Unsupported("qwenrt was built without CUDA"); }
 
-StatusOr<std::unique_ptr<CudaForward>> CudaForward::Create(const Model&, int64_t) {
+StatusOr<std::unique_ptr<CudaForward>> CudaForward::Create(const Model&, const Options&) {
   return Unsupported("the CUDA backend is not available: qwenrt was built without CUDA");
+}
+
+StatusOr<std::shared_ptr<const CudaWeights>> CudaWeights::Upload(const Model&) {
+  return Unsupported("CUDA weights: qwenrt was built without CUDA");
 }
 
 namespace cuda {

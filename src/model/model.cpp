@@ -4,6 +4,7 @@
 
 #include <new>
 
+#include "model/cuda_weights.h"
 #include "model/gguf_meta.h"
 #include "model/gguf_status.h"
 
@@ -110,6 +111,14 @@ StatusOr<std::shared_ptr<const Model>> Model::LoadFromMemory(const void* data, s
   }
   if (!f) return GgufStatus(err);
   return Build(std::move(*f), options);
+}
+
+StatusOr<std::shared_ptr<const CudaWeights>> Model::cuda_weights() const {
+  std::lock_guard<std::mutex> lock(cuda_mu_);  // one upload, however many contexts start at once
+  if (cuda_weights_ == nullptr) {
+    QWENRT_ASSIGN_OR_RETURN(cuda_weights_, CudaWeights::Upload(*this));
+  }
+  return cuda_weights_;
 }
 
 }  // namespace qwenrt

@@ -1,10 +1,13 @@
 // Model: a loaded qwen35 / qwen35moe GGUF file — the mapped bytes, the validated configuration and
 // the weight views into them. Immutable after Load; share it as std::shared_ptr<const Model> across
-// sessions and threads. Mutable per-sequence state lives in KvCache / RecurrentState.
+// sessions and threads. Mutable per-sequence state lives in KvCache / RecurrentState. The one thing
+// made later is the CUDA backend's copy of the weights (cuda_weights()), owned here so that every
+// CUDA context of this Model shares it and it is freed with the Model.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "model/config.h"
@@ -13,6 +16,8 @@
 #include "model/weights.h"
 
 namespace qwenrt {
+
+class CudaWeights;  // cuda_weights.h
 
 struct ModelLoadOptions {
   // Scan every tensor's data for NaN/Inf (F32/F16/BF16) and non-finite block scales (gguf checklist
@@ -43,6 +48,10 @@ class Model {
   // 16 hex digits: 64-bit FNV-1a over the architecture, every tensor's name/shape/type, the
   // tokenizer tokens and merges and the chat template. Identifies "the same model" for saved state.
   const std::string& fingerprint() const { return fingerprint_; }
+  // The weights on the GPU (cuda_weights.h): uploaded by the first call, which every CUDA context
+  // makes when it is created; later calls share that copy. A failed upload is not kept (the next
+  // call tries again). Errors: UNSUPPORTED (built without CUDA), DEVICE, INTERNAL. Any thread.
+  StatusOr<std::shared_ptr<const CudaWeights>> cuda_weights() const;
 
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -55,6 +64,8 @@ class Model {
   ModelConfig config_;
   Weights weights_;
   std::string fingerprint_;
+  mutable std::mutex cuda_mu_;                               // guards cuda_weights_
+  mutable std::shared_ptr<const CudaWeights> cuda_weights_;  // set by the first cuda_weights()
 };
 
 }  // namespace qwenrt

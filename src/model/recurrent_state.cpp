@@ -39,13 +39,9 @@ RecurrentState& RecurrentState::operator=(RecurrentState&& other) noexcept {
 
 RecurrentState::~RecurrentState() { ForgetPending(); }
 
-void RecurrentState::SetPending(StateMirror* mirror) const { pending_ = mirror; }
-
-void RecurrentState::Sync() const {
-  if (pending_ == nullptr) return;
-  StateMirror* m = pending_;
-  pending_ = nullptr;  // before Pull, so Pull's own accesses do not recurse
-  m->Pull(*const_cast<RecurrentState*>(this));  // host_conv/host_ssm size a device-made copy's buffers
+Status RecurrentState::Fetch() {
+  if (pending_ == nullptr) return OkStatus();
+  return pending_->Fetch(*this);  // clears the mark, also on failure (the buffers are NaN then)
 }
 
 void RecurrentState::ForgetPending() {
@@ -71,12 +67,12 @@ StatusOr<RecurrentState> RecurrentState::Copy() const {
   c.conv_floats_ = conv_floats_;
   c.ssm_floats_ = ssm_floats_;
   try {
-    if (pending_ != nullptr) {  // a copy on the device, host buffers left empty
+    if (pending_ != nullptr) {  // host buffers left empty: a device copy needs none
       c.conv_.resize(conv_.size());
       c.ssm_.resize(ssm_.size());
-      if (pending_->Clone(*this, c)) return c;
+      QWENRT_RETURN_IF_ERROR(pending_->Clone(*this, c));
+      return c;
     }
-    Sync();
     c.conv_ = conv_;
     c.ssm_ = ssm_;
   } catch (const std::bad_alloc&) {
@@ -85,19 +81,17 @@ StatusOr<RecurrentState> RecurrentState::Copy() const {
   return c;
 }
 
-void RecurrentState::CopyFrom(const RecurrentState& other) {
-  if (this == &other) return;
+Status RecurrentState::CopyFrom(const RecurrentState& other) {
+  if (this == &other) return OkStatus();
   if (pending_ != nullptr && pending_ != other.pending_) ForgetPending();
   lineage_.Renew();
-  if (other.pending_ != nullptr && other.pending_->Clone(other, *this)) return;  // stays on the device
-  other.Sync();
+  if (other.pending_ != nullptr) return other.pending_->Clone(other, *this);
   ForgetPending();
   for (size_t g = 0; g < conv_.size() && g < other.conv_.size(); ++g) {
-    conv_[g].resize(static_cast<size_t>(conv_floats_));
-    ssm_[g].resize(static_cast<size_t>(ssm_floats_));
-    std::copy(other.conv_[g].begin(), other.conv_[g].end(), conv_[g].begin());
-    std::copy(other.ssm_[g].begin(), other.ssm_[g].end(), ssm_[g].begin());
+    std::copy(other.conv_[g].begin(), other.conv_[g].end(), host_conv(g));
+    std::copy(other.ssm_[g].begin(), other.ssm_[g].end(), host_ssm(g));
   }
+  return OkStatus();
 }
 
 }  // namespace qwenrt

@@ -1,5 +1,5 @@
 // The CUDA forward pass's building blocks on device pointers, declared in plain C++ (no CUDA headers)
-// so that src/model/forward_cuda.cpp reads like forward.cpp. Implemented in cuda/*.cu; only linked when
+// so that src/model/forward_cuda.cpp reads like forward.cpp. Implemented in src/ops/cuda/*.cu; only linked when
 // qwenrt is built with CUDA (QWENRT_HAVE_CUDA).
 //
 // Conventions: every pointer is a device pointer unless its name ends in `_host`; shapes follow the
@@ -76,7 +76,7 @@ Status LaunchRmsNormRows(const float* x, int64_t x_stride, const float* w, float
                          float eps, Stream stream);
 // y = silu(z) * RmsNorm(x) (the GDN output's gated norm), bit for bit LaunchRmsNorm then LaunchSwiGlu.
 // x, z, y: [rows, n] (y may alias x).
-Status LaunchRmsNormGate(const float* x, const float* w, const float* z, float* y, int64_t rows, int64_t n,
+Status LaunchGatedRmsNorm(const float* x, const float* w, const float* z, float* y, int64_t rows, int64_t n,
                          float eps, Stream stream);
 // x += mix, then y = RmsNorm(x) (the residual add and the next sub-block's norm), bit for bit
 // LaunchAdd followed by LaunchRmsNorm. x, mix, y: [rows, n]; y must not alias x or mix.
@@ -94,8 +94,8 @@ Status LaunchSwiGlu(const float* gate, float* up, int64_t n, Stream stream);    
 Status LaunchMulSigmoid(float* x, const float* gate, int64_t n, Stream stream);     // x *= sigmoid(gate)
 // x[r][c] *= sigmoid(gate[r * gate_stride + c]), x: [rows, n] (the attention output gate, read in place
 // from the joint q/gate projection).
-Status LaunchMulSigmoidRows(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride,
-                            Stream stream);
+Status LaunchMulSigmoid(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride,
+                        Stream stream);
 // alpha = ssm_a * softplus(alpha + dt_bias), beta = sigmoid(beta).  alpha, beta: [T, Hv]
 Status LaunchGdnGates(float* alpha, float* beta, const float* ssm_a, const float* dt_bias, int64_t T,
                       int64_t Hv, Stream stream);
@@ -140,17 +140,17 @@ Status LaunchGatedDelta(const GatedDeltaShape& shape, const float* q, const floa
 
 // --- mixture of experts --------------------------------------------------------------------------
 // dst[i] = src[rows[i]] for i < n.  src: [*, E]; rows: [n] int32 (device); dst: [n, E]
-Status LaunchGatherRows(const float* src, const int32_t* rows, int64_t n, int64_t E, float* dst,
+Status LaunchMoeGather(const float* src, const int32_t* rows, int64_t n, int64_t E, float* dst,
                         Stream stream);
 // dst[rows[i]] = src[i] for i < n.  src: [n, E]; rows: [n]; dst: [*, E]
-Status LaunchScatterRows(const float* src, const int32_t* rows, int64_t n, int64_t E, float* dst,
+Status LaunchMoeScatter(const float* src, const int32_t* rows, int64_t n, int64_t E, float* dst,
                          Stream stream);
 // mix[t] = sum_{j<K} weights[t][j] * yslot[t][j], summed in j order from 0.
 // yslot: [T, K, E]; weights: [T, K]; mix: [T, E]
 Status LaunchMoeCombine(const float* yslot, const float* weights, int64_t T, int64_t K, int64_t E,
                         float* mix, Stream stream);
 // mix[t] += sigmoid(gate[t]) * y[t].  mix, y: [T, E]; gate: [T]
-Status LaunchAddSigmoidScaled(float* mix, const float* y, const float* gate, int64_t T, int64_t E,
+Status LaunchAddSigmoidGated(float* mix, const float* y, const float* gate, int64_t T, int64_t E,
                               Stream stream);
 
 }  // namespace qwenrt::cuda

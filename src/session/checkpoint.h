@@ -148,6 +148,13 @@ class CheckpointStore {
   size_t size() const { return entries_.size(); }
   uint64_t evictions() const { return evictions_; }
   const std::vector<Entry>& entries() const { return entries_; }  // sorted by pos
+  // f(Snapshot&) -> Status on every snapshot in pos order (e.g. to fetch device-resident ones
+  // before a save); stops at the first error.
+  template <typename F>
+  Status ForEachSnapshot(F&& f) {
+    for (Entry& e : entries_) QWENRT_RETURN_IF_ERROR(f(e.snapshot));
+    return OkStatus();
+  }
 
   std::vector<CheckpointInfo> List() const {
     std::vector<CheckpointInfo> out;

@@ -105,15 +105,16 @@ Status Session::CheckTokens(std::span<const int32_t> tokens) const {
   return OkStatus();
 }
 
-void Session::RestoreTo(int64_t pos, const RecurrentState* snapshot) {
-  kv_.Truncate(pos);
-  if (snapshot != nullptr)
-    rec_.CopyFrom(*snapshot);
-  else
+int64_t Session::RestoreTo(int64_t pos, const RecurrentState* snapshot) {
+  if (snapshot == nullptr || !rec_.CopyFrom(*snapshot).ok()) {  // (a device copy can fail)
+    pos = 0;
     rec_.Reset();
+  }
+  kv_.Truncate(pos);
   transcript_.resize(static_cast<size_t>(pos));
   checkpoints_.DropAfter(pos);
   has_logits_ = false;
+  return pos;
 }
 
 Status Session::Run(std::span<const int32_t> tokens, float* logits, bool all_logits) {
@@ -133,7 +134,7 @@ Status Session::Run(std::span<const int32_t> tokens, float* logits, bool all_log
 
 void Session::TakeCheckpoint(uint64_t turn, int64_t* created) {
   if (std::optional<RecurrentState> spare = checkpoints_.TakeSpare()) {
-    spare->CopyFrom(rec_);  // reuse an evicted snapshot's memory
+    if (!spare->CopyFrom(rec_).ok()) return;  // reuse an evicted snapshot's memory; device error: skip
     checkpoints_.Put(size(), turn, std::move(*spare));
   } else {
     auto snap = rec_.Copy();
@@ -190,7 +191,18 @@ Status Session::Feed(std::span<const int32_t> tokens, const FeedOptions& options
 
   ++turn_;
   const auto t0 = std::chrono::steady_clock::now();
-  if (!live) RestoreTo(start, restore ? &restore->snapshot : nullptr);
+  if (!live) {
+    const int64_t at = RestoreTo(start, restore ? &restore->snapshot : nullptr);
+    if (at != start) {  // the snapshot could not be copied (a device error): from the start
+      start = at;
+      restore = nullptr;
+      try {
+        if (options.all_logits) logits_.resize(static_cast<size_t>(N * V));
+      } catch (const std::bad_alloc&) {
+        return OutOfMemory("Feed: cannot allocate logits for {} positions", N);
+      }
+    }
+  }
   r.restore_ms = MsSince(t0);
   r.reused_tokens = start;
   r.checkpoint_pos = restore ? start : -1;
@@ -329,6 +341,10 @@ StatusOr<std::unique_ptr<Session>> Session::Fork() const {
   QWENRT_ASSIGN_OR_RETURN(KvCache kv, kv_.Copy());
   QWENRT_ASSIGN_OR_RETURN(RecurrentState rec, rec_.Copy());
   QWENRT_ASSIGN_OR_RETURN(auto cps, checkpoints_.Copy());
+  // Copies of device-resident state are made on this session's CUDA context: fetch them, so that the
+  // fork shares nothing with this session (the two may run on different threads).
+  QWENRT_RETURN_IF_ERROR(rec.Fetch());
+  QWENRT_RETURN_IF_ERROR(cps.ForEachSnapshot([](RecurrentState& r) { return r.Fetch(); }));
   std::unique_ptr<Session> s(
       new (std::nothrow) Session(model_, params_, max_context_, std::move(kv), std::move(rec), checkpoints_.budget()));
   if (!s) return OutOfMemory("Fork: allocation failed");

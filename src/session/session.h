@@ -172,15 +172,16 @@ class Session {
   // A new independent Session with a deep copy of the KV (valid prefix only), the recurrent state,
   // the transcript, the checkpoints and the last logits, plus its own ThreadPool/ForwardContext.
   // Cost: O(KV bytes for size() positions + checkpoint bytes) memory and copy time. The fork gets
-  // the same params (trace callback included). Errors: OutOfMemory.
+  // the same params (trace callback included). Errors: OutOfMemory, Device (copying device state).
   StatusOr<std::unique_ptr<Session>> Fork() const;
 
   // Save: transcript, KV (valid prefix), recurrent state, checkpoints, last logits and the chat
   // layer's opaque `chat_state` (the CHAT section), with format version, model fingerprint and CRC-32
-  // (docs/session-format.md). The file is written atomically (temp file + rename). Errors: Io,
-  // OutOfMemory.
-  Status SaveToFile(const std::string& path, std::span<const uint8_t> chat_state = {}) const;
-  StatusOr<std::vector<uint8_t>> SaveToMemory(std::span<const uint8_t> chat_state = {}) const;
+  // (docs/session-format.md). The file is written atomically (temp file + rename). Not const: state
+  // the CUDA backend holds on the device is fetched to the host first. Errors: Io, OutOfMemory,
+  // Device.
+  Status SaveToFile(const std::string& path, std::span<const uint8_t> chat_state = {});
+  StatusOr<std::vector<uint8_t>> SaveToMemory(std::span<const uint8_t> chat_state = {});
   // Checks a saved chat state (its bytes and the saved transcript length) before a load commits.
   using ChatStateCheck = std::function<Status(std::span<const uint8_t> chat_state, int64_t n_tokens)>;
   // Load replaces this session's contents with the saved ones (only after the whole file has been
@@ -224,10 +225,12 @@ class Session {
   // Runs tokens through the model at the end of the transcript; on a forward error, rolls back.
   Status Run(std::span<const int32_t> tokens, float* logits, bool all_logits);
   // Cuts the transcript/KV to `pos` and loads the recurrent state of the checkpoint at `pos`
-  // (or zeros for pos == 0); drops checkpoints after pos.
-  void RestoreTo(int64_t pos, const RecurrentState* snapshot);
+  // (or zeros for pos == 0); drops checkpoints after pos. Returns the position restored to: 0 when
+  // the snapshot could not be copied (a device error).
+  int64_t RestoreTo(int64_t pos, const RecurrentState* snapshot);
   void TakeCheckpoint(uint64_t turn, int64_t* created);
   void Trace(const std::string& line) const;
+  Status FetchStates();  // device-resident recurrent states (live, checkpoints) to the host
   Status WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) const;
 
   std::shared_ptr<const Model> model_;

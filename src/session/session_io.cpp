@@ -97,11 +97,20 @@ Status Session::WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) con
   return w.Finish();
 }
 
-Status Session::SaveToFile(const std::string& path, std::span<const uint8_t> chat_state) const {
+// The CUDA backend leaves the live state and the checkpoints on the device (recurrent_state.h):
+// bring them into the host buffers a save reads.
+Status Session::FetchStates() {
+  QWENRT_RETURN_IF_ERROR(rec_.Fetch());
+  return checkpoints_.ForEachSnapshot([](RecurrentState& s) { return s.Fetch(); });
+}
+
+Status Session::SaveToFile(const std::string& path, std::span<const uint8_t> chat_state) {
+  QWENRT_RETURN_IF_ERROR(FetchStates());
   return WriteFileAtomic(path, [&](ByteSink* sink) { return WriteTo(sink, chat_state); });
 }
 
-StatusOr<std::vector<uint8_t>> Session::SaveToMemory(std::span<const uint8_t> chat_state) const {
+StatusOr<std::vector<uint8_t>> Session::SaveToMemory(std::span<const uint8_t> chat_state) {
+  QWENRT_RETURN_IF_ERROR(FetchStates());
   std::vector<uint8_t> out;
   VectorSink sink(&out);
   QWENRT_RETURN_IF_ERROR(WriteTo(&sink, chat_state));

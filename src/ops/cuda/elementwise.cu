@@ -150,13 +150,13 @@ Status LaunchMulSigmoid(float* x, const float* gate, int64_t n, Stream stream) {
   return OkStatus();
 }
 
-Status LaunchMulSigmoidRows(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride,
-                            Stream stream) {
+Status LaunchMulSigmoid(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride,
+                        Stream stream) {
   int64_t count = 0;
-  QWENRT_RETURN_IF_ERROR(CountElements("LaunchMulSigmoidRows", {rows, n}, &count));
-  if (gate_stride < n) return CudaInvalidArgument("cuda::LaunchMulSigmoidRows: gate stride < n");
+  QWENRT_RETURN_IF_ERROR(CountElements("LaunchMulSigmoid (rows)", {rows, n}, &count));
+  if (gate_stride < n) return CudaInvalidArgument("cuda::LaunchMulSigmoid: gate stride < n");
   if (count == 0) return OkStatus();
-  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchMulSigmoidRows", {x, gate}));
+  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchMulSigmoid (rows)", {x, gate}));
   MulSigmoidKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(x, gate, n, gate_stride,
                                                                                          count);
   QWENRT_CUDA_TRY(cudaGetLastError());

@@ -1,12 +1,12 @@
 // Mixture-of-experts data movement and combination (cuda_kernels.h), mirroring the Moe() step of
 // forward.cpp:
 //
-//   GatherRows        dst[i][e] = src[rows[i]][e]                 src: [*, E]; rows: [n]; dst: [n, E]
-//   ScatterRows       dst[rows[i]][e] = src[i][e]                 src: [n, E]; dst: [*, E]
+//   MoeGather         dst[i][e] = src[rows[i]][e]                 src: [*, E]; rows: [n]; dst: [n, E]
+//   MoeScatter        dst[rows[i]][e] = src[i][e]                 src: [n, E]; dst: [*, E]
 //   MoeCombine        mix[t][e] = sum_{j=0}^{K-1} weights[t][j] * yslot[t][j][e]   (j ascending,
 //                     from 0.0f, the same accumulation as forward.cpp)
 //                     yslot: [T, K, E]; weights: [T, K]; mix: [T, E]
-//   AddSigmoidScaled  mix[t][e] += sigmoid(gate[t]) * y[t][e]     mix, y: [T, E]; gate: [T]
+//   AddSigmoidGated   mix[t][e] += sigmoid(gate[t]) * y[t][e]     mix, y: [T, E]; gate: [T]
 //
 // Grid: grid-stride loops over the n*E (or T*E) output elements, 256 threads per block, so
 // consecutive threads touch consecutive e (coalesced). The row indices are device data and are not
@@ -19,7 +19,7 @@
 namespace qwenrt::cuda {
 namespace {
 
-__global__ void GatherRowsKernel(const float* __restrict__ src, const int32_t* __restrict__ rows,
+__global__ void MoeGatherKernel(const float* __restrict__ src, const int32_t* __restrict__ rows,
                                  int64_t E, float* __restrict__ dst, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t r = i / E, e = i % E;
@@ -27,7 +27,7 @@ __global__ void GatherRowsKernel(const float* __restrict__ src, const int32_t* _
   }
 }
 
-__global__ void ScatterRowsKernel(const float* __restrict__ src, const int32_t* __restrict__ rows,
+__global__ void MoeScatterKernel(const float* __restrict__ src, const int32_t* __restrict__ rows,
                                   int64_t E, float* __restrict__ dst, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t r = i / E, e = i % E;
@@ -45,7 +45,7 @@ __global__ void MoeCombineKernel(const float* __restrict__ yslot, const float* _
   }
 }
 
-__global__ void AddSigmoidScaledKernel(float* mix, const float* __restrict__ y,
+__global__ void AddSigmoidGatedKernel(float* mix, const float* __restrict__ y,
                                        const float* __restrict__ gate, int64_t E, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
     const float gamma = DevSigmoid(gate[i / E]);
@@ -55,25 +55,25 @@ __global__ void AddSigmoidScaledKernel(float* mix, const float* __restrict__ y,
 
 }  // namespace
 
-Status LaunchGatherRows(const float* src, const int32_t* rows, int64_t n, int64_t E, float* dst,
+Status LaunchMoeGather(const float* src, const int32_t* rows, int64_t n, int64_t E, float* dst,
                         Stream stream) {
   int64_t count = 0;
-  QWENRT_RETURN_IF_ERROR(CountElements("LaunchGatherRows", {n, E}, &count));
+  QWENRT_RETURN_IF_ERROR(CountElements("LaunchMoeGather", {n, E}, &count));
   if (count == 0) return OkStatus();
-  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchGatherRows", {src, rows, dst}));
-  GatherRowsKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(src, rows, E, dst,
+  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchMoeGather", {src, rows, dst}));
+  MoeGatherKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(src, rows, E, dst,
                                                                                          count);
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();
 }
 
-Status LaunchScatterRows(const float* src, const int32_t* rows, int64_t n, int64_t E, float* dst,
+Status LaunchMoeScatter(const float* src, const int32_t* rows, int64_t n, int64_t E, float* dst,
                          Stream stream) {
   int64_t count = 0;
-  QWENRT_RETURN_IF_ERROR(CountElements("LaunchScatterRows", {n, E}, &count));
+  QWENRT_RETURN_IF_ERROR(CountElements("LaunchMoeScatter", {n, E}, &count));
   if (count == 0) return OkStatus();
-  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchScatterRows", {src, rows, dst}));
-  ScatterRowsKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(src, rows, E, dst,
+  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchMoeScatter", {src, rows, dst}));
+  MoeScatterKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(src, rows, E, dst,
                                                                                           count);
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();
@@ -94,13 +94,13 @@ Status LaunchMoeCombine(const float* yslot, const float* weights, int64_t T, int
   return OkStatus();
 }
 
-Status LaunchAddSigmoidScaled(float* mix, const float* y, const float* gate, int64_t T, int64_t E,
+Status LaunchAddSigmoidGated(float* mix, const float* y, const float* gate, int64_t T, int64_t E,
                               Stream stream) {
   int64_t count = 0;
-  QWENRT_RETURN_IF_ERROR(CountElements("LaunchAddSigmoidScaled", {T, E}, &count));
+  QWENRT_RETURN_IF_ERROR(CountElements("LaunchAddSigmoidGated", {T, E}, &count));
   if (count == 0) return OkStatus();
-  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchAddSigmoidScaled", {mix, y, gate}));
-  AddSigmoidScaledKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(mix, y, gate, E,
+  QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchAddSigmoidGated", {mix, y, gate}));
+  AddSigmoidGatedKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, AsCuda(stream)>>>(mix, y, gate, E,
                                                                                                count);
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();

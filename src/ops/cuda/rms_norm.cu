@@ -84,9 +84,9 @@ Status LaunchRmsNormRows(const float* x, int64_t x_stride, const float* w, float
                               n, eps, stream);
 }
 
-Status LaunchRmsNormGate(const float* x, const float* w, const float* z, float* y, int64_t rows, int64_t n,
+Status LaunchGatedRmsNorm(const float* x, const float* w, const float* z, float* y, int64_t rows, int64_t n,
                          float eps, Stream stream) {
-  return Launch<false, true>("LaunchRmsNormGate", const_cast<float*>(x), n, nullptr, z, w, y, rows, n, eps,
+  return Launch<false, true>("LaunchGatedRmsNorm", const_cast<float*>(x), n, nullptr, z, w, y, rows, n, eps,
                              stream);
 }
 
