@@ -2,7 +2,10 @@
 # The prepared GPU check, run on a machine with an NVIDIA GPU from the repository root, after
 # scripts/gpu-bundle.sh packed .gpu/ (carry it along): the CUDA kernel and forward/session tests,
 # the kernel benchmarks, the forward benchmark (pp512/pp128/tg64 at the 0.8B shape on a synthetic
-# model written there) and a CUDA multi-turn run. Logs go to $OUT (else .gpu/logs). ~3-5 min.
+# model written there), a CUDA multi-turn run, and the 4B shape (a synthetic Q4_K_M file written there:
+# prefill 512 / 8192, decode 128, turn 2 after a 32k history), ending with one summary table of
+# qwenrt-bench's rows. Logs go to $OUT (else .gpu/logs). Budget: under 8 minutes (QWENRT_GPU_SKIP_4B=1
+# skips the 4B part).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG=${OUT:-.gpu/logs}
@@ -44,6 +47,30 @@ stamp "multiturn on the GPU (0.8B shape)"
 timeout 120 "$B/qwenrt-bench" multiturn --model /tmp/qwenrt-bench-0.8b.gguf --backend cuda --history 784 \
   --new 25 --turns 3 --reply 16 > "$LOG/multiturn.log" 2>&1 || echo "!! multiturn failed"
 tail -12 "$LOG/multiturn.log"
+
+speed() {  # label, model, then qwenrt-bench speed args
+  local label=$1 model=$2; shift 2
+  stamp "$label"
+  timeout 240 "$B/qwenrt-bench" speed -m "$model" --backend cuda "$@" > "$LOG/speed-$label.log" 2>&1 \
+    || echo "!! speed $label failed"
+  grep '^|' "$LOG/speed-$label.log" | tee -a "$LOG/summary.md"
+}
+speed 0.8b /tmp/qwenrt-bench-0.8b.gguf -p 512,8192 -n 128 -r 2
+
+if [ "${QWENRT_GPU_SKIP_4B:-0}" != 1 ]; then
+  stamp "4B shape: writing the synthetic Q4_K_M file"
+  [ -f /tmp/qwenrt-4b.gguf ] || timeout 300 "$B/qwenrt-cli" synth --shape 4b --out /tmp/qwenrt-4b.gguf \
+    --vocab-from tests/data/tiny-s1-q4km.gguf --threads "$(nproc)" > "$LOG/synth-4b.log" 2>&1 \
+    || echo "!! synth 4b failed"
+  speed 4b /tmp/qwenrt-4b.gguf -p 512,8192 -n 128 -r 2
+  stamp "4B shape: turn 2 after a 32k history (1,000 new tokens)"
+  timeout 240 "$B/qwenrt-bench" multiturn --model /tmp/qwenrt-4b.gguf --backend cuda --history 32768 \
+    --new 1000 --turns 2 --reply 8 > "$LOG/multiturn-4b.log" 2>&1 || echo "!! multiturn 4b failed"
+  tail -6 "$LOG/multiturn-4b.log"
+fi
+
+stamp "summary (qwenrt-bench speed rows)"
+awk '!seen[$0]++' "$LOG/summary.md" 2>/dev/null  # header rows once
 
 stamp "chat_repl over the C API (AUTO backend: CUDA)"
 printf 'hello\n/stats\nand again\n' | timeout 60 "$B/chat_repl" > "$LOG/chat_repl.log" 2>&1 || echo "!! chat_repl failed"
