@@ -24,7 +24,8 @@ void Rope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, const Ro
 }  // namespace ref
 
 namespace cpu {
-// As ref::Rope, tokens split over `pool`; each head computed by the ref loop: bit-identical.
+// As ref::Rope, tokens split over `pool`, each token's (cos, sin) table computed once for all its
+// heads with ref's operations: bit-identical to ref.
 void Rope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, const RopeParams& p, ThreadPool& pool);
 }  // namespace cpu
 
