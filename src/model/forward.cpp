@@ -10,9 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <new>
-
 
 namespace qwenrt {
 namespace {
