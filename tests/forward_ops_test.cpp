@@ -1,14 +1,17 @@
-// The forward pass's own ops (ref/ops.h, cpu/ops.h): CPU versions against the reference on seeded
-// random inputs with odd sizes, and the reference ops against hand-computed values.
+// The forward pass's own ops (attention.h, norm.h, rope.h, moe.h): the CPU attention against the
+// reference, and the reference ops against hand-computed values. The op x backend table is
+// ops_backend_test.cpp.
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
-#include "ops/cpu/ops.h"
+#include "ops/attention.h"
+#include "ops/moe.h"
+#include "ops/norm.h"
 #include "ops/quant.h"
-#include "ops/ref/ops.h"
+#include "ops/rope.h"
 
 namespace qwenrt {
 namespace {

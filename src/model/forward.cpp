@@ -1,5 +1,6 @@
 // The Qwen3.5 forward pass (spec §1, §7–§9, §11), one ubatch at a time. Read this file first: each
-// layer kind is a short list of named ops; the ops themselves live in the backend (ref/ or cpu/).
+// layer kind is a short list of named backend ops (backend.h; docs/engine.md, "Op names"), the same
+// names in the same order as the CUDA pass (forward_cuda.cpp); the ops live in src/ops/.
 //
 //   x = token_embd[tokens]
 //   for each layer: x += GatedDeltaLayer or FullAttentionLayer (RMSNorm(x, attn_norm))
@@ -9,10 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <new>
-
-#include "ops/quant.h"
 
 namespace qwenrt {
 namespace {
@@ -26,45 +24,28 @@ struct Step {
   int64_t n_past;  // position of the first one
 };
 
-// x[t] = token_embd row tokens[t] (no scaling).
-void Embed(Step& s, const WeightMatrix& token_embd, const int32_t* tokens) {
-  for (int64_t t = 0; t < s.T; ++t) {
-    const uint8_t* row = token_embd.data + static_cast<size_t>(tokens[t]) * token_embd.row_bytes;
-    ref::DequantizeRow(token_embd.type, row, s.a.x.data() + t * s.c.n_embd, s.c.n_embd);
-  }
-}
-
 // Gated delta net (spec §7): xn -> mix, advancing this layer's conv window and delta-rule state.
 void GatedDeltaLayer(Step& s, const GatedDeltaWeights& w, float* conv_state /*[C, Kc-1]*/,
                      float* ssm_state /*[Hv, Dv, Dk]*/) {
   const ModelConfig& c = s.c;
   Activations& a = s.a;
-  const int64_t T = s.T, C = c.conv_channels(), Hk = c.ssm_hk, Hv = c.ssm_hv, Dk = c.ssm_dk,
-                Dv = c.ssm_dv, Cq = Hk * Dk, Cv = Hv * Dv;
-  s.be.MatMul(w.qkv, a.xn.data(), a.qkv.data(), T);      // m: [T, C]
-  s.be.MatMul(w.gate, a.xn.data(), a.z.data(), T);       // z: [T, Cv]
-  s.be.MatMul(w.beta, a.xn.data(), a.beta.data(), T);    // b: [T, Hv]
-  s.be.MatMul(w.alpha, a.xn.data(), a.alpha.data(), T);  // a: [T, Hv]
-  ref::GdnGates(a.alpha.data(), a.beta.data(), w.ssm_a, w.dt_bias, T, Hv);  // -> g, beta
-
-  s.be.CausalConvSilu(CausalConvShape{T, C, c.conv_kernel}, a.qkv.data(), w.conv1d, conv_state,
+  const int64_t T = s.T, Hk = c.ssm_hk, Hv = c.ssm_hv, Dk = c.ssm_dk, Dv = c.ssm_dv;
+  const WeightMatrix proj[] = {w.qkv, w.gate, w.beta, w.alpha};
+  float* const proj_out[] = {a.qkv.data(),     // m: [T, C]
+                             a.z.data(),       // z: [T, Hv*Dv]
+                             a.beta.data(),    // b: [T, Hv]
+                             a.alpha.data()};  // a: [T, Hv]
+  s.be.MatMulMulti(proj, 4, a.xn.data(), proj_out, T);
+  s.be.CausalConvSilu(CausalConvShape{T, c.conv_channels(), c.conv_kernel}, a.qkv.data(), w.conv1d, conv_state,
                       a.conv.data());  // y = SiLU(conv(m)), window advanced
-  for (int64_t t = 0; t < T; ++t) {  // split into q [T, Hk, Dk], k [T, Hk, Dk], v [T, Hv, Dv]
-    const float* y = a.conv.data() + t * C;
-    std::copy(y, y + Cq, a.gq.data() + t * Cq);
-    std::copy(y + Cq, y + 2 * Cq, a.gk.data() + t * Cq);
-    std::copy(y + 2 * Cq, y + 2 * Cq + Cv, a.gv.data() + t * Cv);
-  }
-  ref::L2Norm(a.gq.data(), T * Hk, Dk, c.eps);
-  ref::L2Norm(a.gk.data(), T * Hk, Dk, c.eps);
-  const float q_scale = 1.0f / std::sqrt(static_cast<float>(Dk));
-  for (int64_t i = 0; i < T * Cq; ++i) a.gq[i] *= q_scale;
-
+  // q, k [T, Hk, Dk] L2-normed (q scaled by 1/sqrt(Dk)), v [T, Hv, Dv]; g, beta from a, b.
+  const GatedDeltaShape gd{T, Hk, Hv, Dk, Dv};
+  s.be.GdnSplit(gd, a.conv.data(), c.eps, 1.0f / std::sqrt(static_cast<float>(Dk)), a.gq.data(), a.gk.data(),
+                a.gv.data(), a.alpha.data(), a.beta.data(), w.ssm_a, w.dt_bias);
   // Value head h reads key head h % Hk (tiled order, spec §5.1).
-  s.be.GatedDelta(GatedDeltaShape{T, Hk, Hv, Dk, Dv}, a.gq.data(), a.gk.data(), a.gv.data(),
-                  a.alpha.data(), a.beta.data(), ssm_state, a.go.data());
-  s.be.RmsNorm(a.go.data(), w.norm, a.go.data(), T * Hv, Dv, c.eps);  // gated RMSNorm:
-  ref::SwiGlu(a.z.data(), a.go.data(), T * Cv);                       //   norm(o) * silu(z)
+  s.be.GatedDelta(gd, a.gq.data(), a.gk.data(), a.gv.data(), a.alpha.data(), a.beta.data(), ssm_state,
+                  a.go.data());
+  s.be.GatedRmsNorm(a.go.data(), w.norm, a.z.data(), a.go.data(), T * Hv, Dv, c.eps);  // norm(o) * silu(z)
   s.be.MatMul(w.out, a.go.data(), a.mix.data(), T);
 }
 
@@ -74,44 +55,38 @@ void FullAttentionLayer(Step& s, const AttentionWeights& w, const RopeParams& ro
   const ModelConfig& c = s.c;
   Activations& a = s.a;
   const int64_t T = s.T, H = c.n_head, Hkv = c.n_head_kv, Dh = c.head_dim;
-  s.be.MatMul(w.q, a.xn.data(), a.qg.data(), T);  // [T, H, 2, Dh]: query, then gate, per head
-  for (int64_t th = 0; th < T * H; ++th) {
-    const float* qg = a.qg.data() + th * 2 * Dh;
-    std::copy(qg, qg + Dh, a.q.data() + th * Dh);
-    std::copy(qg + Dh, qg + 2 * Dh, a.gate.data() + th * Dh);
-  }
-  s.be.MatMul(w.k, a.xn.data(), a.k.data(), T);  // [T, Hkv, Dh]
-  s.be.MatMul(w.v, a.xn.data(), a.v.data(), T);  // [T, Hkv, Dh]
-  s.be.RmsNorm(a.q.data(), w.q_norm, a.q.data(), T * H, Dh, c.eps);
+  const WeightMatrix proj[] = {w.q, w.k, w.v};
+  float* const proj_out[] = {a.qg.data(),  // [T, H, 2, Dh]: query, then gate, per head
+                             a.k.data(),   // [T, Hkv, Dh]
+                             a.v.data()};  // [T, Hkv, Dh]
+  s.be.MatMulMulti(proj, 3, a.xn.data(), proj_out, T);
+  s.be.RmsNormRows(a.qg.data(), 2 * Dh, w.q_norm, a.q.data(), T * H, Dh, c.eps);  // query rows, read in place
   s.be.RmsNorm(a.k.data(), w.k_norm, a.k.data(), T * Hkv, Dh, c.eps);
-  ref::Rope(a.q.data(), T, H, Dh, s.n_past, rope);
-  ref::Rope(a.k.data(), T, Hkv, Dh, s.n_past, rope);
+  s.be.Rope(a.q.data(), T, H, Dh, s.n_past, rope);
+  s.be.Rope(a.k.data(), T, Hkv, Dh, s.n_past, rope);
 
   s.be.RoundAttentionInputs(a.q.data(), T * H * Dh, a.k.data(), a.v.data(), T * Hkv * Dh);
-  const int64_t row = Hkv * Dh;
-  std::copy(a.k.data(), a.k.data() + T * row, k_cache + s.n_past * row);
-  std::copy(a.v.data(), a.v.data() + T * row, v_cache + s.n_past * row);
+  const int64_t row = Hkv * Dh;  // this ubatch's K/V rows into the cache at n_past
+  std::copy_n(a.k.data(), T * row, k_cache + s.n_past * row);
+  std::copy_n(a.v.data(), T * row, v_cache + s.n_past * row);
   s.be.Attention(AttentionShape{T, s.n_past, H, Hkv, Dh}, a.q.data(), k_cache, v_cache, a.att.data());
-  ref::MulSigmoid(a.att.data(), a.gate.data(), T * H * Dh);  // output gate
+  s.be.MulSigmoid(a.att.data(), a.qg.data() + Dh, T * H, Dh, 2 * Dh);  // output gate, read in place from qg
   s.be.MatMul(w.o, a.att.data(), a.mix.data(), T);
+}
+
+// y[n, E] = down · (silu(gate · x) * (up · x)) for n rows x[n, E], hidden width gate.rows.
+void SwiGluFfn(Step& s, const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
+               const float* x, float* y, int64_t n) {
+  const WeightMatrix proj[] = {gate, up};
+  float* const proj_out[] = {s.a.ff_gate.data(), s.a.ff_up.data()};  // [n, F] each
+  s.be.MatMulMulti(proj, 2, x, proj_out, n);
+  s.be.SwiGlu(s.a.ff_gate.data(), s.a.ff_up.data(), n * gate.rows);
+  s.be.MatMul(down, s.a.ff_up.data(), y, n);
 }
 
 // Dense SwiGLU FFN (spec §9.1): xn -> mix.
 void Mlp(Step& s, const DenseFfnWeights& w) {
-  Activations& a = s.a;
-  s.be.MatMul(w.gate, a.xn.data(), a.ff_gate.data(), s.T);  // [T, F]
-  s.be.MatMul(w.up, a.xn.data(), a.ff_up.data(), s.T);      // [T, F]
-  ref::SwiGlu(a.ff_gate.data(), a.ff_up.data(), s.T * s.c.n_ff);
-  s.be.MatMul(w.down, a.ff_up.data(), a.mix.data(), s.T);
-}
-
-// y[n, E] = down · (silu(gate · x) * (up · x)) for n rows x[n, E], hidden width `ff`.
-void SwiGluFfn(Step& s, const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
-               const float* x, float* y, int64_t n) {
-  s.be.MatMul(gate, x, s.a.ff_gate.data(), n);
-  s.be.MatMul(up, x, s.a.ff_up.data(), n);
-  ref::SwiGlu(s.a.ff_gate.data(), s.a.ff_up.data(), n * gate.rows);
-  s.be.MatMul(down, s.a.ff_up.data(), y, n);
+  SwiGluFfn(s, w.gate, w.up, w.down, s.a.xn.data(), s.a.mix.data(), s.T);
 }
 
 // Routed experts + sigmoid-gated shared expert (spec §9.2): xn -> mix. Tokens are grouped by expert
@@ -121,40 +96,20 @@ void Moe(Step& s, const MoeWeights& w) {
   Activations& a = s.a;
   const int64_t T = s.T, E = c.n_embd, X = c.n_expert, K = c.n_expert_used;
   s.be.MatMul(w.router, a.xn.data(), a.router.data(), T);  // [T, X]
-  ref::MoeRoute(a.router.data(), T, X, K, a.ids.data(), a.weights.data());
-
-  ref::GroupByExpert(a.ids.data(), T * K, X, a.slots.data(), a.expert_begin.data());
-
+  s.be.MoeRoute(a.router.data(), T, X, K, a.ids.data(), a.weights.data());
+  s.be.GroupByExpert(a.ids.data(), T * K, X, a.slots.data(), a.expert_begin.data());
   for (int64_t e = 0; e < X; ++e) {
     const int64_t b = a.expert_begin[e], n = a.expert_begin[e + 1] - b;
     if (n == 0) continue;
-    for (int64_t i = 0; i < n; ++i) {  // gather
-      const int64_t t = a.slots[b + i] / K;
-      std::copy_n(a.xn.data() + t * E, E, a.xe.data() + i * E);
-    }
+    s.be.MoeGather(a.xn.data(), a.slots.data() + b, n, K, E, a.xe.data());
     SwiGluFfn(s, w.gate.Expert(e), w.up.Expert(e), w.down.Expert(e), a.xe.data(), a.ye.data(), n);
-    for (int64_t i = 0; i < n; ++i) {  // scatter to (token, slot)
-      std::copy_n(a.ye.data() + i * E, E, a.yslot.data() + static_cast<int64_t>(a.slots[b + i]) * E);
-    }
+    s.be.MoeScatter(a.ye.data(), a.slots.data() + b, n, E, a.yslot.data());  // to (token, slot)
   }
-  std::fill(a.mix.begin(), a.mix.begin() + T * E, 0.0f);
-  for (int64_t t = 0; t < T; ++t) {
-    float* m = a.mix.data() + t * E;
-    for (int64_t j = 0; j < K; ++j) {
-      const float wt = a.weights[t * K + j];
-      const float* y = a.yslot.data() + (t * K + j) * E;
-      for (int64_t i = 0; i < E; ++i) m[i] += wt * y[i];
-    }
-  }
+  s.be.MoeCombine(a.yslot.data(), a.weights.data(), T, K, E, a.mix.data());
 
   SwiGluFfn(s, w.shexp_gate, w.shexp_up, w.shexp_down, a.xn.data(), a.ye.data(), T);
   s.be.MatMul(w.shexp_gate_inp, a.xn.data(), a.shgate.data(), T);  // [T, 1]
-  for (int64_t t = 0; t < T; ++t) {
-    const float gamma = Sigmoid(a.shgate[t]);
-    float* m = a.mix.data() + t * E;
-    const float* y = a.ye.data() + t * E;
-    for (int64_t i = 0; i < E; ++i) m[i] += gamma * y[i];
-  }
+  s.be.AddSigmoidGated(a.mix.data(), a.ye.data(), a.shgate.data(), T, E);
 }
 
 // logits[rows, V] = output · RMSNorm(x[first .. first+rows), output_norm)   (spec §11)
@@ -172,26 +127,30 @@ void RunUbatch(ForwardContext& ctx, Backend& be, Activations& act, KvCache& kv, 
   const Weights& w = model.weights();
   Step s{c, be, act, T, kv.size()};
   const RopeParams rope{c.rope_dims, c.rope_base, c.rope_freq_scale, &c.rope_pair_uses_pos};
-  const int64_t n = T * c.n_embd;
+  const int64_t E = c.n_embd;
 
-  Embed(s, w.token_embd, tokens);
+  be.Embed(w.token_embd, tokens, T, act.x.data());
+  // Each residual add is fused with the norm that follows it (x += mix; xn = RMSNorm(x)).
+  be.RmsNorm(act.x.data(), w.layers[0].attn_norm, act.xn.data(), T, E, c.eps);
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const LayerWeights& lw = w.layers[l];
     const int64_t slot = c.kind_index[l];
-    be.RmsNorm(act.x.data(), lw.attn_norm, act.xn.data(), T, c.n_embd, c.eps);
     if (c.recurrent[l]) {
       GatedDeltaLayer(s, lw.gdn, rec.conv(slot), rec.ssm(slot));
     } else {
       FullAttentionLayer(s, lw.attn, rope, kv.k(slot), kv.v(slot));
     }
-    ref::Add(act.x.data(), act.mix.data(), n);
-    be.RmsNorm(act.x.data(), lw.post_attention_norm, act.xn.data(), T, c.n_embd, c.eps);
+    be.AddRmsNorm(act.x.data(), act.mix.data(), lw.post_attention_norm, act.xn.data(), T, E, c.eps);
     if (c.moe) {
       Moe(s, lw.moe);
     } else {
       Mlp(s, lw.ffn);
     }
-    ref::Add(act.x.data(), act.mix.data(), n);
+    if (l + 1 < c.n_layer) {
+      be.AddRmsNorm(act.x.data(), act.mix.data(), w.layers[l + 1].attn_norm, act.xn.data(), T, E, c.eps);
+    } else {
+      be.Add(act.x.data(), act.mix.data(), T * E);
+    }
   }
   kv.Commit(s.n_past + T);
   if (all_logits) {
@@ -240,7 +199,6 @@ StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& mo
     if (attn) {
       a.qg.resize(Tm * 2 * HD);
       a.q.resize(Tm * HD);
-      a.gate.resize(Tm * HD);
       a.k.resize(Tm * KvD);
       a.v.resize(Tm * KvD);
       a.att.resize(Tm * HD);
@@ -269,7 +227,7 @@ size_t ForwardContext::bytes() const {
   size_t n = 0;
   for (const std::vector<float>* v :
        {&a.x, &a.xn, &a.mix, &a.qkv, &a.conv, &a.z, &a.alpha, &a.beta, &a.gq, &a.gk, &a.gv, &a.go, &a.qg,
-        &a.q, &a.gate, &a.k, &a.v, &a.att, &a.ff_gate, &a.ff_up, &a.router, &a.weights, &a.xe, &a.ye,
+        &a.q, &a.k, &a.v, &a.att, &a.ff_gate, &a.ff_up, &a.router, &a.weights, &a.xe, &a.ye,
         &a.yslot, &a.shgate}) {
     n += v->capacity() * sizeof(float);
   }

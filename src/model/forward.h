@@ -35,8 +35,7 @@ struct Activations {
   std::vector<float> go;       // [Tm, Hv, Dv] delta-rule output, then gated-normed
   // Full attention.
   std::vector<float> qg;       // [Tm, H, 2, Dh] joint query + gate projection
-  std::vector<float> q;        // [Tm, H, Dh]
-  std::vector<float> gate;     // [Tm, H, Dh]
+  std::vector<float> q;        // [Tm, H, Dh] normed query rows of qg (the gate is read in place)
   std::vector<float> k;        // [Tm, Hkv, Dh]
   std::vector<float> v;        // [Tm, Hkv, Dh]
   std::vector<float> att;      // [Tm, H, Dh]

@@ -3,9 +3,10 @@
 // qwenrt is built with CUDA (QWENRT_HAVE_CUDA).
 //
 // Conventions: every pointer is a device pointer unless its name ends in `_host`; shapes follow the
-// ref:: op of the same name (ref/ops.h, conv.h, gated_delta.h, matmul.h). Launch* functions enqueue
-// on `stream` and return the launch status (DEVICE with the CUDA error text); errors of a kernel
-// itself surface at the next synchronising call. Nothing here throws, aborts or exits.
+// ref:: op of the same name (activations.h, attention.h, conv.h, gated_delta.h, gdn_split.h,
+// matmul.h, moe.h, norm.h, rope.h). Launch* functions enqueue on `stream` and return the launch
+// status (DEVICE with the CUDA error text); errors of a kernel itself surface at the next
+// synchronising call. Nothing here throws, aborts or exits.
 // Every kernel's result for one output element depends only on that element's inputs, never on how
 // many rows/tokens the launch covers, so a prefill equals the same tokens decoded one at a time, bit
 // for bit (docs/engine.md, "split invariance").
@@ -14,10 +15,15 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ops/activations.h"
+#include "ops/attention.h"
 #include "ops/conv.h"
 #include "ops/gated_delta.h"
+#include "ops/gdn_split.h"
+#include "ops/moe.h"
+#include "ops/norm.h"
+#include "ops/rope.h"
 #include "qwenrt/gguf.hpp"
-#include "ops/ref/ops.h"
 #include "base/status.h"
 
 namespace qwenrt::cuda {

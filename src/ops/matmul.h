@@ -34,7 +34,15 @@ namespace ref {
 // y: [T, rows] = x: [T, cols] times W^T, exact: each row dequantized to f32, dot accumulated in f32 in
 // column order. Precondition: CheckWeightMatrix(w).ok(). Single-threaded; any thread.
 void MatMul(const WeightMatrix& w, const float* x, float* y, int64_t T);
+
+// Several matrices with the same `cols` applied to the same x: [T, cols]: ys[i]: [T, ws[i].rows] =
+// x W_i^T. By definition n ref::MatMul calls in order (the oracle of cpu::MatMulMulti and of the
+// CUDA pass's one-launch projections). 1 <= n <= kMaxMatMulMulti.
+void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys, int64_t T);
 }  // namespace ref
+
+// Most matrices one MatMulMulti call takes (the GDN layer's four projections need 4).
+inline constexpr int kMaxMatMulMulti = 8;
 
 namespace cpu {
 // Same contract as ref::MatMul, fast. Activations are converted once per call to the weight's dot
@@ -49,7 +57,6 @@ void MatMul(const WeightMatrix& w, const float* x, float* y, int64_t T, ThreadPo
 // activation conversion per format and one parallel region (fewer pool wake-ups at decode), e.g. the
 // GDN layer's attn_qkv / attn_gate / ssm_alpha / ssm_beta or the FFN's gate / up. 1 <= n <=
 // kMaxMatMulMulti. Same preconditions as MatMul for every matrix.
-inline constexpr int kMaxMatMulMulti = 8;
 void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys, int64_t T, ThreadPool& pool);
 }  // namespace cpu
 

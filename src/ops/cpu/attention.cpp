@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "ops/cpu/ops.h"
+#include "ops/attention.h"
 
 namespace qwenrt::cpu {
 namespace {

@@ -4,7 +4,7 @@
 #include <immintrin.h>
 #endif
 
-#include "ops/cpu/ops.h"
+#include "ops/attention.h"
 #include "ops/quant.h"
 
 namespace qwenrt::cpu {

@@ -1,18 +1,7 @@
-// Reference element-wise ops and the GDN gate computation.
-#include "ops/ref/ops.h"
+// Reference element-wise activations (activations.h): plain loops, std::exp.
+#include "ops/activations.h"
 
 namespace qwenrt::ref {
-
-void GdnGates(float* alpha, float* beta, const float* ssm_a, const float* dt_bias, int64_t T, int64_t Hv) {
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t h = 0; h < Hv; ++h) {
-      float& a = alpha[t * Hv + h];
-      a = ssm_a[h] * ::qwenrt::Softplus(a + dt_bias[h]);
-      float& b = beta[t * Hv + h];
-      b = ::qwenrt::Sigmoid(b);
-    }
-  }
-}
 
 void Add(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
@@ -26,8 +15,12 @@ void SwiGlu(const float* gate, float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) up[i] = ::qwenrt::Silu(gate[i]) * up[i];
 }
 
-void MulSigmoid(float* x, const float* gate, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] *= ::qwenrt::Sigmoid(gate[i]);
+void MulSigmoid(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* xr = x + r * n;
+    const float* gr = gate + r * gate_stride;
+    for (int64_t i = 0; i < n; ++i) xr[i] *= ::qwenrt::Sigmoid(gr[i]);
+  }
 }
 
 }  // namespace qwenrt::ref

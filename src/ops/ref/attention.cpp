@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "ops/ref/ops.h"
+#include "ops/attention.h"
 
 namespace qwenrt::ref {
 

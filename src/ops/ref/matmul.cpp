@@ -47,5 +47,9 @@ void MatMul(const WeightMatrix& w, const float* x, float* y, int64_t T) {
   }
 }
 
+void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys, int64_t T) {
+  for (int i = 0; i < n; ++i) MatMul(ws[i], x, ys[i], T);
+}
+
 }  // namespace ref
 }  // namespace qwenrt

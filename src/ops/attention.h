@@ -1,0 +1,42 @@
+// Causal softmax attention over the KV cache (spec §8 step 7) and the f16 rounding of its inputs.
+// The projections, q/k norms and rope around it are in matmul.h, norm.h and rope.h.
+//
+// Math, per new token t (position n_past + t) and query head h (KV head h / (H/Hkv)):
+//   s_j = (q_t,h · k_j,g) / sqrt(Dh)  for the n_past + t + 1 cached positions j <= n_past + t
+//   out_t,h = sum_j softmax(s)_j v_j,g
+// Each query's result depends only on its own row and the cache, never on the batch split.
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+
+namespace qwenrt {
+
+// Full attention shapes: T new queries at positions n_past .. n_past+T-1 over the cache rows
+// 0 .. n_past+T-1 (which already hold the new keys/values). Query head h uses KV head h / (H/Hkv).
+struct AttentionShape {
+  int64_t T, n_past, H, Hkv, Dh;
+};
+
+namespace ref {
+// Two-pass softmax in f32, dots in dimension order.
+// q: [T, H, Dh]; k, v: [n_past+T, Hkv, Dh] (cache rows); out: [T, H, Dh];
+// scores: scratch of at least n_past+T floats.
+void Attention(const AttentionShape& s, const float* q, const float* k, const float* v, float* out,
+               float* scores);
+}  // namespace ref
+
+namespace cpu {
+// As ref::Attention, (token, head) pairs split over the pool. scores: [pool.size(), n_past+T].
+// Vectorised dot products: equal to ref up to the summation order.
+void Attention(const AttentionShape& s, const float* q, const float* k, const float* v, float* out,
+               float* scores, ThreadPool& pool);
+
+// x[i] = nearest f16 value of x[i] (round to nearest even), in place. n elements. The CPU backend
+// applies it to q, k and v before attention, as the peer's CPU path does (F16 KV cache, Q
+// converted to F16 for Q·K; spec §14.2); ref keeps f32.
+void RoundToF16(float* x, int64_t n);
+}  // namespace cpu
+
+}  // namespace qwenrt
