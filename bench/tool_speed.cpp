@@ -25,18 +25,19 @@ namespace {
 
 const char kSpeedUsage[] =
     "usage: qwenrt-bench pp|tg|speed -m FILE [-p N[,N...]] [-n N[,N...]] [-t THREADS] [-r REPS]\n"
-    "                                [--backend cpu|ref|cuda] [--chunked] [--peer DIR] [--json]\n"
+    "                                [--backend cpu|ref|cuda] [--chunked] [--cuda-graphs] [--peer DIR] [--json]\n"
     "  pp: prefill tests only (default -p 512); tg: decode tests only (default -n 128);\n"
     "  speed: both (defaults -p 512 -n 128). -t default: all cores; -r default 3.\n"
     "  --peer DIR  also run DIR/bin/llama-bench (llama.cpp) on the same file with the same tests\n"
-    "  --chunked   CPU: chunked delta rule (not split-invariant)\n";
+    "  --chunked   CPU: chunked delta rule (not split-invariant)\n"
+    "  --cuda-graphs  CUDA: replay decode steps as captured graphs (SessionParams::cuda_graphs)\n";
 
 struct SpeedArgs {
   std::string model, peer;
   std::vector<int64_t> pp, tg;
   int threads = 0, reps = 3;
   BackendKind backend = BackendKind::kCpu;
-  bool json = false, split_invariant = true;
+  bool json = false, split_invariant = true, cuda_graphs = false;
 };
 
 bool ParseList(const char* s, std::vector<int64_t>* out) {
@@ -74,6 +75,8 @@ bool ParseSpeedArgs(int argc, char** argv, SpeedArgs* a, std::string* err) {
       a->json = true;
     } else if (k == "--chunked") {
       a->split_invariant = false;
+    } else if (k == "--cuda-graphs") {
+      a->cuda_graphs = true;
     } else if (k == "-m" || k == "--model") {
       if (!value()) return false;
       a->model = v;
@@ -213,6 +216,7 @@ int RunSpeed(int argc, char** argv) {
   p.backend = a.backend;
   p.n_threads = a.threads;
   p.split_invariant = a.split_invariant;
+  p.cuda_graphs = a.cuda_graphs;
   p.checkpoint_tail = 0;  // llama-bench takes no snapshots either
   int64_t longest = 1;
   for (int64_t n : a.pp) longest = std::max(longest, n);

@@ -56,6 +56,7 @@ speed() {  # label, model, then qwenrt-bench speed args
   grep '^|' "$LOG/speed-$label.log" | tee -a "$LOG/summary.md"
 }
 speed 0.8b /tmp/qwenrt-bench-0.8b.gguf -p 512,8192 -n 128 -r 2
+speed 0.8b-graphs /tmp/qwenrt-bench-0.8b.gguf -p 0 -n 128 -r 2 --cuda-graphs  # graphs A/B
 
 if [ "${QWENRT_GPU_SKIP_4B:-0}" != 1 ]; then
   stamp "4B shape: writing the synthetic Q4_K_M file"

@@ -169,7 +169,10 @@ StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& mo
   std::unique_ptr<ForwardContext> ctx(new ForwardContext(model, kind));
   ctx->max_ubatch_ = options.max_ubatch;
   if (kind == BackendKind::kCuda) {  // device-resident: no host backend or scratch
-    QWENRT_ASSIGN_OR_RETURN(ctx->cuda_, CudaForward::Create(model, options.max_ubatch));
+    CudaForward::Options cuda;
+    cuda.max_ubatch = options.max_ubatch;
+    cuda.graphs = options.cuda_graphs;
+    QWENRT_ASSIGN_OR_RETURN(ctx->cuda_, CudaForward::Create(model, cuda));
     return ctx;
   }
   QWENRT_ASSIGN_OR_RETURN(ctx->backend_, MakeBackend(kind, pool, options.backend));
@@ -256,6 +259,7 @@ Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec, std::span<
   }
   QWENRT_RETURN_IF_ERROR(kv.Reserve(kv.size() + T));
   if (ctx.cuda_ != nullptr) return ctx.cuda_->Run(kv, rec, tokens, all_logits, logits);
+  QWENRT_RETURN_IF_ERROR(rec.Fetch());  // a state a CUDA context still holds is brought back first
   QWENRT_RETURN_IF_ERROR(ctx.backend_->Reserve(kv.capacity()));  // grows with the cache only
   // Nothing below can fail: the state is only touched from here on.
   for (int64_t b = 0; b < T; b += ctx.max_ubatch_) {

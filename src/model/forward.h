@@ -59,6 +59,7 @@ class ForwardContext {
   struct Options {
     int64_t max_ubatch = 512;  // Tm: larger inputs are run in pieces of this many tokens
     BackendOptions backend;
+    bool cuda_graphs = false;  // kCuda: replay decode steps as one CUDA graph (CudaForward::Options)
   };
   // `model` must outlive the context. kCpu needs `pool` (which must outlive the context); kRef and
   // kCuda ignore it. kCuda runs the whole pass on the GPU (forward_cuda.h). Errors: InvalidArgument,

@@ -89,6 +89,7 @@ Status Session::Init() {
   ForwardContext::Options fo;
   fo.max_ubatch = params_.ubatch;
   if (params_.split_invariant) fo.backend.gdn_chunk_min_tokens = INT64_MAX;
+  fo.cuda_graphs = params_.cuda_graphs;
   QWENRT_ASSIGN_OR_RETURN(ctx_, ForwardContext::Create(*model_, params_.backend, pool_.get(), fo));
   return OkStatus();
 }
