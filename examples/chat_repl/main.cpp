@@ -1,8 +1,9 @@
 // chat_repl: an interactive chat over the qwenrt C API (it includes only qwenrt/qwenrt.h). Streams the
 // reply as it is generated (reasoning dimmed, shown or hidden), prints a one-line report after every
 // turn (reused / prefilled tokens, time to first token, tokens/s), and has commands to toggle thinking,
-// save / load / fork / reset the session. Without --model it runs on the embedded tiny fixture model.
-// Reads stdin line by line, so it can be scripted through a pipe (no prompt is printed then).
+// save / load / fork / reset the session. Without --model it runs on the embedded tiny fixture model
+// (random weights: it says so at startup). Reads stdin line by line, so it can be scripted through a
+// pipe (no prompt is printed then; reasoning is hidden and a one-line note says how much).
 #include <qwenrt/qwenrt.h>
 
 #include <signal.h>
@@ -70,7 +71,8 @@ void Usage(FILE* f) {
                "  --backend auto|cpu|cuda|ref\n"
                "  --history template|transcript\n"
                "  --no-think          start with thinking off (/think on|off toggles)\n"
-               "  --reasoning dim|show|hide   how to print reasoning\n"
+               "  --reasoning dim|show|hide   how to print reasoning (default: dim on a terminal;\n"
+               "                      through a pipe hidden, with a one-line note per reply)\n"
                "  --trace             print the session's trace line per step\n");
 }
 
@@ -185,19 +187,32 @@ bool Fail(const char* what, qwenrt_status s) {
 struct Stream {
   std::string mode;  // dim, show, hide
   qwenrt_piece_kind last = QWENRT_PIECE_CONTENT;
-  bool any = false;
+  bool any = false;           // something was printed this turn
+  size_t hidden_chars = 0;    // reasoning characters not printed (mode hide) this turn
 };
+
+// Code points in UTF-8 text: every byte that is not a continuation byte (10xxxxxx) starts one.
+size_t CountChars(const char* text, size_t len) {
+  size_t n = 0;
+  for (size_t i = 0; i < len; ++i) n += (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80;
+  return n;
+}
 
 bool OnPiece(qwenrt_piece_kind kind, const char* text, size_t len, void* user_data) {
   auto* st = static_cast<Stream*>(user_data);
   bool reasoning = kind == QWENRT_PIECE_REASONING;
-  if (reasoning && st->mode == "hide") return !g_interrupted;
+  if (reasoning && st->mode == "hide") {
+    // Counted, so the end of the turn can say that the reply was not empty.
+    st->hidden_chars += CountChars(text, len);
+    return !g_interrupted;
+  }
   if (st->any && st->last == QWENRT_PIECE_REASONING && !reasoning) {
     std::fputs(st->mode == "dim" ? kReset : "", stdout);
     std::fputs("\n", stdout);
   }
-  if (reasoning && (!st->any || st->last != QWENRT_PIECE_REASONING) && st->mode == "dim") {
-    std::fputs(kDim, stdout);
+  if (reasoning && (!st->any || st->last != QWENRT_PIECE_REASONING)) {
+    // Dim marks reasoning on a terminal; without colour a label does.
+    std::fputs(st->mode == "dim" ? kDim : "[reasoning] ", stdout);
   }
   if (kind == QWENRT_PIECE_TOOL_CALL) std::fputs("[tool call] ", stdout);
   std::fwrite(text, 1, len, stdout);
@@ -352,6 +367,7 @@ class Repl {
     gp.user_data = &stream_;
     stream_.any = false;
     stream_.last = QWENRT_PIECE_CONTENT;
+    stream_.hidden_chars = 0;
     g_interrupted = 0;
 
     qwenrt_report r{};
@@ -360,7 +376,7 @@ class Repl {
     if (stream_.any && stream_.last == QWENRT_PIECE_REASONING && stream_.mode == "dim") {
       std::fputs(kReset, stdout);
     }
-    std::fputs("\n", stdout);
+    if (stream_.any) std::fputs("\n", stdout);
     if (s != QWENRT_OK) {
       Fail("qwenrt_session_chat", s);
       b.messages.pop_back();  // the turn did not happen; the session is still consistent
@@ -374,6 +390,14 @@ class Repl {
     }
     b.messages.push_back(std::move(reply));
     ++b.turns;
+    // A reply that printed nothing still says what it was, so a piped run shows the model's output:
+    // reasoning hidden by default, or (the embedded fixture's greedy replies) only whitespace, which
+    // the reply stream trims.
+    if (stream_.hidden_chars > 0) {
+      std::printf("(reasoning: %zu chars hidden; --reasoning show prints it)\n", stream_.hidden_chars);
+    } else if (!stream_.any) {
+      std::printf("(%lld tokens, no visible text)\n", (long long)r.generated_tokens);
+    }
     PrintReportLine(b.turns, r, r.stop_reason);
   }
 
@@ -572,6 +596,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "qwenrt %s: %s model %s (%s), /help for commands\n", qwenrt_version(),
                  info.arch, o.model.empty() ? "(embedded tiny fixture)" : o.model.c_str(),
                  info.fingerprint);
+  }
+  if (o.model.empty()) {
+    std::fprintf(stderr,
+                 "note: the embedded fixture model has random weights: its replies are noise or "
+                 "only whitespace; the reuse the [turn N] lines report is real (--model PATH "
+                 "loads a real Qwen3.5 GGUF)\n");
   }
 
   struct sigaction sa {};
