@@ -1,5 +1,7 @@
 // `qwenrt-cli synth`: writes a random-weight Qwen3.5 Q4_K_M GGUF at a real shape (see
 // src/testing/synth_model.h), so benchmarks can run at 0.8B / 4B size without real weights.
+// The tokenizer comes from a fixture GGUF; by default the one in the source tree this binary was
+// built from (an absolute path compiled in), so synth works from any working directory.
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -17,9 +19,13 @@
 namespace qwenrt::cli {
 namespace {
 
+#ifndef QWENRT_SYNTH_DEFAULT_VOCAB
+#error "examples/cli/CMakeLists.txt defines QWENRT_SYNTH_DEFAULT_VOCAB (the fixture vocabulary's path)"
+#endif
+
 constexpr const char* kUsage =
     "synth --shape 0.8b|4b|tiny --out M.gguf [--seed S] [--layers N] [--threads N]\n"
-    "        [--vocab-from tests/data/tiny-s1-q4km.gguf]";
+    "        [--vocab-from V.gguf (default: " QWENRT_SYNTH_DEFAULT_VOCAB ")]";
 
 bool ParseInt(const char* s, int64_t lo, int64_t hi, int64_t* out) {
   char* end = nullptr;
@@ -31,7 +37,8 @@ bool ParseInt(const char* s, int64_t lo, int64_t hi, int64_t* out) {
 }
 
 int RunSynth(int argc, char** argv) {
-  std::string shape_name, out, vocab = "tests/data/tiny-s1-q4km.gguf";
+  std::string shape_name, out, vocab = QWENRT_SYNTH_DEFAULT_VOCAB;
+  bool vocab_given = false;
   int64_t seed = 1, layers = 0, threads = std::max(1u, std::thread::hardware_concurrency());
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -43,7 +50,7 @@ int RunSynth(int argc, char** argv) {
     bool ok = true;
     if (arg == "--shape") shape_name = val;
     else if (arg == "--out") out = val;
-    else if (arg == "--vocab-from") vocab = val;
+    else if (arg == "--vocab-from") vocab = val, vocab_given = true;
     else if (arg == "--seed") ok = ParseInt(val, 0, INT64_MAX, &seed);
     else if (arg == "--layers") ok = ParseInt(val, 1, 512, &layers);
     else if (arg == "--threads") ok = ParseInt(val, 1, 1024, &threads);
@@ -64,6 +71,20 @@ int RunSynth(int argc, char** argv) {
   if (layers > 0) options.shape.n_layer = layers;
   options.seed = static_cast<uint64_t>(seed);
   options.vocab_from = vocab;
+  if (!vocab_given) {
+    // The compiled-in path is gone when the binary outlived or left its source tree: say which
+    // file is missing and how to choose another, rather than a bare "cannot read".
+    if (FILE* f = std::fopen(vocab.c_str(), "rb")) {
+      std::fclose(f);
+    } else {
+      std::fprintf(stderr,
+                   "synth: cannot open the default vocabulary %s (%s): it is the fixture in the "
+                   "source tree qwenrt-cli was built from; pass --vocab-from FILE.gguf (a GGUF with "
+                   "the Qwen3.5 tokenizer, e.g. tests/data/tiny-s1-q4km.gguf)\n",
+                   vocab.c_str(), std::strerror(errno));
+      return 1;
+    }
+  }
   ThreadPool pool(static_cast<int>(threads));
   const auto t0 = std::chrono::steady_clock::now();
   const Status st = WriteSynthModel(options, out, pool);
