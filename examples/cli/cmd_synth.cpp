@@ -12,15 +12,16 @@
 #include <string>
 #include <thread>
 
+#include "base/thread_pool.h"
 #include "cli_command.h"
 #include "testing/synth_model.h"
-#include "base/thread_pool.h"
 
 namespace qwenrt::cli {
 namespace {
 
 #ifndef QWENRT_SYNTH_DEFAULT_VOCAB
-#error "examples/cli/CMakeLists.txt defines QWENRT_SYNTH_DEFAULT_VOCAB (the fixture vocabulary's path)"
+#error \
+    "examples/cli/CMakeLists.txt defines QWENRT_SYNTH_DEFAULT_VOCAB (the fixture vocabulary's path)"
 #endif
 
 constexpr const char* kUsage =
@@ -48,12 +49,18 @@ int RunSynth(int argc, char** argv) {
     }
     const char* val = argv[++i];
     bool ok = true;
-    if (arg == "--shape") shape_name = val;
-    else if (arg == "--out") out = val;
-    else if (arg == "--vocab-from") vocab = val, vocab_given = true;
-    else if (arg == "--seed") ok = ParseInt(val, 0, INT64_MAX, &seed);
-    else if (arg == "--layers") ok = ParseInt(val, 1, 512, &layers);
-    else if (arg == "--threads") ok = ParseInt(val, 1, 1024, &threads);
+    if (arg == "--shape")
+      shape_name = val;
+    else if (arg == "--out")
+      out = val;
+    else if (arg == "--vocab-from")
+      vocab = val, vocab_given = true;
+    else if (arg == "--seed")
+      ok = ParseInt(val, 0, INT64_MAX, &seed);
+    else if (arg == "--layers")
+      ok = ParseInt(val, 1, 512, &layers);
+    else if (arg == "--threads")
+      ok = ParseInt(val, 1, 1024, &threads);
     else {
       std::fprintf(stderr, "synth: unknown option %s\nusage: qwenrt-cli %s\n", arg.c_str(), kUsage);
       return 2;
@@ -65,7 +72,8 @@ int RunSynth(int argc, char** argv) {
   }
   SynthOptions options;
   if (shape_name.empty() || out.empty() || !FindSynthShape(shape_name, &options.shape)) {
-    std::fprintf(stderr, "synth: need --shape (0.8b, 4b or tiny) and --out\nusage: qwenrt-cli %s\n", kUsage);
+    std::fprintf(stderr, "synth: need --shape (0.8b, 4b or tiny) and --out\nusage: qwenrt-cli %s\n",
+                 kUsage);
     return 2;
   }
   if (layers > 0) options.shape.n_layer = layers;
@@ -77,11 +85,12 @@ int RunSynth(int argc, char** argv) {
     if (FILE* f = std::fopen(vocab.c_str(), "rb")) {
       std::fclose(f);
     } else {
-      std::fprintf(stderr,
-                   "synth: cannot open the default vocabulary %s (%s): it is the fixture in the "
-                   "source tree qwenrt-cli was built from; pass --vocab-from FILE.gguf (a GGUF with "
-                   "the Qwen3.5 tokenizer, e.g. tests/data/tiny-s1-q4km.gguf)\n",
-                   vocab.c_str(), std::strerror(errno));
+      std::fprintf(
+          stderr,
+          "synth: cannot open the default vocabulary %s (%s): it is the fixture in the "
+          "source tree qwenrt-cli was built from; pass --vocab-from FILE.gguf (a GGUF with "
+          "the Qwen3.5 tokenizer, e.g. tests/data/tiny-s1-q4km.gguf)\n",
+          vocab.c_str(), std::strerror(errno));
       return 1;
     }
   }
@@ -93,8 +102,9 @@ int RunSynth(int argc, char** argv) {
     return 1;
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("wrote %s (shape %s, %lld layers, seed %lld) in %.1f s\n", out.c_str(), shape_name.c_str(),
-              static_cast<long long>(options.shape.n_layer), static_cast<long long>(seed), s);
+  std::printf("wrote %s (shape %s, %lld layers, seed %lld) in %.1f s\n", out.c_str(),
+              shape_name.c_str(), static_cast<long long>(options.shape.n_layer),
+              static_cast<long long>(seed), s);
   return 0;
 }
 
