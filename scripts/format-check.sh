@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks that the C, C++ and CUDA sources are formatted as .clang-format says (clang-format
 # --dry-run --Werror). Usage:
-#   scripts/format-check.sh [FILE...]        check FILEs, or every tracked source of the tree
-#   scripts/format-check.sh --fix [FILE...]  reformat them in place instead
+#   scripts/format-check.sh [PATH...]        check the sources under PATHs (files or folders;
+#                                            default: the whole tree)
+#   scripts/format-check.sh --fix [PATH...]  reformat them in place instead
 # Left out: tests/data/ (fixtures) and the paths in EXCLUDE (vendored code; none today).
 # clang-format comes from Debian (scripts/install-deps.sh); CLANG_FORMAT picks another binary.
 set -euo pipefail
@@ -25,11 +26,13 @@ if [ -z "$CF" ]; then
   exit 2
 fi
 
-if (($#)); then
-  files=("$@")
+# Tracked files only (build folders and scratch files stay out); outside a git checkout, find.
+SOURCE_RE='\.(h|hpp|c|cc|cpp|cu|cuh)$'
+if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+  mapfile -t files < <(git ls-files -- "${@:-.}" | grep -E "$SOURCE_RE" | grep -Ev "$EXCLUDE_RE" || true)
 else
-  mapfile -t files < <(git ls-files -- '*.h' '*.hpp' '*.c' '*.cc' '*.cpp' '*.cu' '*.cuh' |
-                       grep -Ev "$EXCLUDE_RE")
+  mapfile -t files < <(find "${@:-.}" -type f | sed 's|^\./||' | grep -E "$SOURCE_RE" |
+                       grep -Ev "$EXCLUDE_RE|^build" || true)
 fi
 if ((${#files[@]} == 0)); then
   echo "format-check: no files" >&2

@@ -10,11 +10,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-# Checks that the C/C++ sources are clang-formatted (scripts/format-check.sh). Off until the tree
-# has been reformatted once; QWENRT_FORMAT_CHECK=1 turns it on for one run.
-FORMAT_CHECK=${QWENRT_FORMAT_CHECK:-0}
-if [ "$FORMAT_CHECK" = 1 ]; then
-  bash scripts/format-check.sh
+# The C/C++ sources under FORMAT_PATHS must be clang-formatted (scripts/format-check.sh). Until the
+# tree has been reformatted once, only the folders that already are; after that: FORMAT_PATHS=(.)
+FORMAT_PATHS=(examples/cli examples/chat_repl)
+if [ "${QWENRT_SKIP_FORMAT:-0}" != 1 ]; then
+  bash scripts/format-check.sh "${FORMAT_PATHS[@]}"
 fi
 
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DQWENRT_BUILD_TESTS=ON -DQWENRT_BUILD_BENCH=ON \
