@@ -2,7 +2,7 @@
 """Checks that every #include in src/, capi/ and the C-API-only examples obeys docs/layers.md.
 
 Layers, bottom to top: base <- text <- ops <- model <- session <- chat <- capi. A file may include
-its own folder and the folders its row of ALLOWED lists; ops and model know no text. src/testing/
+its own folder and the folders its row of ALLOWED lists; only chat and capi include text. src/testing/
 (the synthetic-model writer and quantizers, a separate static library) may include any src/ layer,
 but nothing in src/ or capi/ may include it. include/qwenrt/gguf.hpp and gguf_writer.hpp are
 header-only and usable everywhere; include/qwenrt/qwenrt.h (the C ABI) only from capi/.
