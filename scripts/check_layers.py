@@ -95,6 +95,10 @@ def check(root):
                         continue  # a system or third-party header
                     path, layer = hit
                     where = f"{rel}:{n}: includes {path}"
+                    if src_layer is None and not rel.startswith(tuple(d + "/" for d in C_API_ONLY)):
+                        problems.append(f"{rel}: in no layer: add its folder to docs/layers.md and "
+                                        "LAYER_OF_DIR in scripts/check_layers.py")
+                        break
                     if src_layer is None:  # a C-API-only example
                         if layer != "qwenrt.h":
                             problems.append(f"{where}: this example uses only the C ABI (qwenrt.h)")
