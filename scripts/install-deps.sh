@@ -2,9 +2,10 @@
 # Installs the build and test dependencies from Debian's archive (no other network is needed).
 set -euo pipefail
 # golang-go and mono-devel build and run the Go and C# FFI examples (their ctests are added only
-# when the toolchain is found); Rust's cargo comes with the machine image.
+# when the toolchain is found); Rust's cargo comes with the machine image. clang-format is for
+# scripts/format-check.sh (Debian 12 ships version 14, the one .clang-format is checked with).
 pkgs=(build-essential cmake pkg-config catch2 libfmt-dev libbenchmark-dev libutf8proc-dev
-      nlohmann-json3-dev python3 xz-utils golang-go mono-devel binutils)
+      nlohmann-json3-dev python3 xz-utils golang-go mono-devel binutils clang-format)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -5,11 +5,13 @@
 #error "QWENRT_EMBED_PATH must name the GGUF file to embed"
 #endif
 
-__asm__(".pushsection .rodata\n"
-        ".balign 64\n"
-        ".globl qwenrt_repl_embedded_model\n"
-        "qwenrt_repl_embedded_model:\n"
-        ".incbin \"" QWENRT_EMBED_PATH "\"\n"
-        ".globl qwenrt_repl_embedded_model_end\n"
-        "qwenrt_repl_embedded_model_end:\n"
-        ".popsection\n");
+__asm__(
+    ".pushsection .rodata\n"
+    ".balign 64\n"
+    ".globl qwenrt_repl_embedded_model\n"
+    "qwenrt_repl_embedded_model:\n"
+    ".incbin \"" QWENRT_EMBED_PATH
+    "\"\n"
+    ".globl qwenrt_repl_embedded_model_end\n"
+    "qwenrt_repl_embedded_model_end:\n"
+    ".popsection\n");

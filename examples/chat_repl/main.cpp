@@ -1,10 +1,11 @@
-// chat_repl: an interactive chat over the qwenrt C API (it includes only qwenrt/qwenrt.h). Streams the
-// reply as it is generated (reasoning dimmed, shown or hidden), prints a one-line report after every
-// turn (reused / prefilled tokens, time to first token, tokens/s), and has commands to toggle thinking,
-// save / load / fork / reset the session. Without --model it runs on the embedded tiny fixture model.
-// Reads stdin line by line, so it can be scripted through a pipe (no prompt is printed then).
+// chat_repl: an interactive chat over the qwenrt C API (it includes only qwenrt/qwenrt.h). Streams
+// the reply as it is generated (reasoning dimmed, shown or hidden), prints a one-line report after
+// every turn (reused / prefilled tokens, time to first token, tokens/s), and has commands to toggle
+// thinking, save / load / fork / reset the session. Without --model it runs on the embedded tiny
+// fixture model (random weights: it says so at startup). Reads stdin line by line, so it can be
+// scripted through a pipe (no prompt is printed then; reasoning is hidden and a one-line note says
+// how much).
 #include <qwenrt/qwenrt.h>
-
 #include <signal.h>
 #include <unistd.h>
 
@@ -70,7 +71,8 @@ void Usage(FILE* f) {
                "  --backend auto|cpu|cuda|ref\n"
                "  --history template|transcript\n"
                "  --no-think          start with thinking off (/think on|off toggles)\n"
-               "  --reasoning dim|show|hide   how to print reasoning\n"
+               "  --reasoning dim|show|hide   how to print reasoning (default: dim on a terminal;\n"
+               "                      through a pipe hidden, with a one-line note per reply)\n"
                "  --trace             print the session's trace line per step\n");
 }
 
@@ -142,10 +144,14 @@ bool ParseArgs(int argc, char** argv, Options* o) {
     } else if (a == "--backend") {
       if (!(v = value("--backend"))) return false;
       std::string b = v;
-      if (b == "auto") o->backend = QWENRT_BACKEND_AUTO;
-      else if (b == "cpu") o->backend = QWENRT_BACKEND_CPU;
-      else if (b == "cuda") o->backend = QWENRT_BACKEND_CUDA;
-      else if (b == "ref") o->backend = QWENRT_BACKEND_REF;
+      if (b == "auto")
+        o->backend = QWENRT_BACKEND_AUTO;
+      else if (b == "cpu")
+        o->backend = QWENRT_BACKEND_CPU;
+      else if (b == "cuda")
+        o->backend = QWENRT_BACKEND_CUDA;
+      else if (b == "ref")
+        o->backend = QWENRT_BACKEND_REF;
       else {
         std::fprintf(stderr, "chat_repl: unknown backend '%s'\n", v);
         return false;
@@ -153,8 +159,10 @@ bool ParseArgs(int argc, char** argv, Options* o) {
     } else if (a == "--history") {
       if (!(v = value("--history"))) return false;
       std::string h = v;
-      if (h == "template") o->history = QWENRT_HISTORY_TEMPLATE;
-      else if (h == "transcript") o->history = QWENRT_HISTORY_TRANSCRIPT;
+      if (h == "template")
+        o->history = QWENRT_HISTORY_TEMPLATE;
+      else if (h == "transcript")
+        o->history = QWENRT_HISTORY_TRANSCRIPT;
       else {
         std::fprintf(stderr, "chat_repl: unknown history mode '%s'\n", v);
         return false;
@@ -185,19 +193,32 @@ bool Fail(const char* what, qwenrt_status s) {
 struct Stream {
   std::string mode;  // dim, show, hide
   qwenrt_piece_kind last = QWENRT_PIECE_CONTENT;
-  bool any = false;
+  bool any = false;         // something was printed this turn
+  size_t hidden_chars = 0;  // reasoning characters not printed (mode hide) this turn
 };
+
+// Code points in UTF-8 text: every byte that is not a continuation byte (10xxxxxx) starts one.
+size_t CountChars(const char* text, size_t len) {
+  size_t n = 0;
+  for (size_t i = 0; i < len; ++i) n += (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80;
+  return n;
+}
 
 bool OnPiece(qwenrt_piece_kind kind, const char* text, size_t len, void* user_data) {
   auto* st = static_cast<Stream*>(user_data);
   bool reasoning = kind == QWENRT_PIECE_REASONING;
-  if (reasoning && st->mode == "hide") return !g_interrupted;
+  if (reasoning && st->mode == "hide") {
+    // Counted, so the end of the turn can say that the reply was not empty.
+    st->hidden_chars += CountChars(text, len);
+    return !g_interrupted;
+  }
   if (st->any && st->last == QWENRT_PIECE_REASONING && !reasoning) {
     std::fputs(st->mode == "dim" ? kReset : "", stdout);
     std::fputs("\n", stdout);
   }
-  if (reasoning && (!st->any || st->last != QWENRT_PIECE_REASONING) && st->mode == "dim") {
-    std::fputs(kDim, stdout);
+  if (reasoning && (!st->any || st->last != QWENRT_PIECE_REASONING)) {
+    // Dim marks reasoning on a terminal; without colour a label does.
+    std::fputs(st->mode == "dim" ? kDim : "[reasoning] ", stdout);
   }
   if (kind == QWENRT_PIECE_TOOL_CALL) std::fputs("[tool call] ", stdout);
   std::fwrite(text, 1, len, stdout);
@@ -211,21 +232,31 @@ void OnTrace(const char* line, void*) { std::fprintf(stderr, "[trace] %s\n", lin
 
 const char* StopName(qwenrt_stop_reason r) {
   switch (r) {
-    case QWENRT_STOP_EOG: return "eog";
-    case QWENRT_STOP_MAX_TOKENS: return "max_tokens";
-    case QWENRT_STOP_STRING: return "stop_string";
-    case QWENRT_STOP_CALLBACK: return "interrupted";
-    case QWENRT_STOP_CONTEXT_FULL: return "context_full";
-    default: return "none";
+    case QWENRT_STOP_EOG:
+      return "eog";
+    case QWENRT_STOP_MAX_TOKENS:
+      return "max_tokens";
+    case QWENRT_STOP_STRING:
+      return "stop_string";
+    case QWENRT_STOP_CALLBACK:
+      return "interrupted";
+    case QWENRT_STOP_CONTEXT_FULL:
+      return "context_full";
+    default:
+      return "none";
   }
 }
 
 const char* MissName(qwenrt_miss_reason r) {
   switch (r) {
-    case QWENRT_MISS_NONE: return "none";
-    case QWENRT_MISS_EMPTY: return "empty session";
-    case QWENRT_MISS_NO_CHECKPOINT: return "no checkpoint at the divergence";
-    default: return "other";
+    case QWENRT_MISS_NONE:
+      return "none";
+    case QWENRT_MISS_EMPTY:
+      return "empty session";
+    case QWENRT_MISS_NO_CHECKPOINT:
+      return "no checkpoint at the divergence";
+    default:
+      return "other";
   }
 }
 
@@ -283,19 +314,17 @@ bool LoadMessages(const std::string& path, std::vector<Message>* messages) {
 void PrintReportLine(int turn, const qwenrt_report& r, qwenrt_stop_reason stop) {
   char ckpt[32] = "none";
   if (r.checkpoint_pos >= 0) std::snprintf(ckpt, sizeof ckpt, "%lld", (long long)r.checkpoint_pos);
-  std::printf("[turn %d] prompt %lld | reused %lld | prefilled %lld | checkpoint %s | ttft %.1f ms | "
-              "%lld tokens, %.1f tok/s | stop %s\n",
-              turn, (long long)r.prompt_tokens, (long long)r.reused_tokens,
-              (long long)r.prefilled_tokens, ckpt, r.ttft_ms, (long long)r.generated_tokens,
-              r.decode_tokens_per_s, StopName(stop));
+  std::printf(
+      "[turn %d] prompt %lld | reused %lld | prefilled %lld | checkpoint %s | ttft %.1f ms | "
+      "%lld tokens, %.1f tok/s | stop %s\n",
+      turn, (long long)r.prompt_tokens, (long long)r.reused_tokens, (long long)r.prefilled_tokens,
+      ckpt, r.ttft_ms, (long long)r.generated_tokens, r.decode_tokens_per_s, StopName(stop));
   std::fflush(stdout);
 }
 
 class Repl {
  public:
-  Repl(const Options& o, qwenrt_model* model) : o_(o), model_(model) {
-    stream_.mode = o.reasoning;
-  }
+  Repl(const Options& o, qwenrt_model* model) : o_(o), model_(model) { stream_.mode = o.reasoning; }
   ~Repl() {
     for (Branch& b : branches_) qwenrt_session_free(b.session);
   }
@@ -335,7 +364,8 @@ class Repl {
     b.messages.push_back({QWENRT_ROLE_USER, text, ""});
     std::vector<qwenrt_message> msgs;
     if (!o_.system.empty()) {
-      msgs.push_back({sizeof(qwenrt_message), QWENRT_ROLE_SYSTEM, o_.system.c_str(), nullptr, nullptr, 0});
+      msgs.push_back(
+          {sizeof(qwenrt_message), QWENRT_ROLE_SYSTEM, o_.system.c_str(), nullptr, nullptr, 0});
     }
     for (const Message& m : b.messages) {
       msgs.push_back({sizeof(qwenrt_message), m.role, m.content.c_str(),
@@ -352,6 +382,7 @@ class Repl {
     gp.user_data = &stream_;
     stream_.any = false;
     stream_.last = QWENRT_PIECE_CONTENT;
+    stream_.hidden_chars = 0;
     g_interrupted = 0;
 
     qwenrt_report r{};
@@ -360,7 +391,7 @@ class Repl {
     if (stream_.any && stream_.last == QWENRT_PIECE_REASONING && stream_.mode == "dim") {
       std::fputs(kReset, stdout);
     }
-    std::fputs("\n", stdout);
+    if (stream_.any) std::fputs("\n", stdout);
     if (s != QWENRT_OK) {
       Fail("qwenrt_session_chat", s);
       b.messages.pop_back();  // the turn did not happen; the session is still consistent
@@ -374,6 +405,15 @@ class Repl {
     }
     b.messages.push_back(std::move(reply));
     ++b.turns;
+    // A reply that printed nothing still says what it was, so a piped run shows the model's output:
+    // reasoning hidden by default, or (the embedded fixture's greedy replies) only whitespace,
+    // which the reply stream trims.
+    if (stream_.hidden_chars > 0) {
+      std::printf("(reasoning: %zu chars hidden; --reasoning show prints it)\n",
+                  stream_.hidden_chars);
+    } else if (!stream_.any) {
+      std::printf("(%lld tokens, no visible text)\n", (long long)r.generated_tokens);
+    }
     PrintReportLine(b.turns, r, r.stop_reason);
   }
 
@@ -405,8 +445,8 @@ class Repl {
         b.messages = cur().messages;
         b.turns = cur().turns;
         branches_.push_back(std::move(b));
-        std::printf("forked branch %zu into branch %zu (now on %zu)\n", current_, branches_.size() - 1,
-                    branches_.size() - 1);
+        std::printf("forked branch %zu into branch %zu (now on %zu)\n", current_,
+                    branches_.size() - 1, branches_.size() - 1);
         current_ = branches_.size() - 1;
       }
     } else if (cmd == "/branch") {
@@ -448,11 +488,13 @@ class Repl {
       return;
     }
     if (!SaveMessages(path + ".chat", cur().messages)) {
-      std::fprintf(stderr, "chat_repl: cannot write %s.chat: %s\n", path.c_str(), std::strerror(errno));
+      std::fprintf(stderr, "chat_repl: cannot write %s.chat: %s\n", path.c_str(),
+                   std::strerror(errno));
       return;
     }
     std::printf("saved %lld tokens and %zu messages to %s\n",
-                (long long)qwenrt_session_n_tokens(cur().session), cur().messages.size(), path.c_str());
+                (long long)qwenrt_session_n_tokens(cur().session), cur().messages.size(),
+                path.c_str());
   }
 
   void Load(const std::string& path) {
@@ -474,7 +516,8 @@ class Repl {
     cur().turns = 0;
     for (const Message& m : cur().messages) cur().turns += m.role == QWENRT_ROLE_ASSISTANT;
     std::printf("loaded %lld tokens and %zu messages from %s\n",
-                (long long)qwenrt_session_n_tokens(cur().session), cur().messages.size(), path.c_str());
+                (long long)qwenrt_session_n_tokens(cur().session), cur().messages.size(),
+                path.c_str());
   }
 
   void Stats() {
@@ -494,14 +537,18 @@ class Repl {
     }
     qwenrt_backend backend = QWENRT_BACKEND_AUTO;
     qwenrt_session_get_backend(cur().session, &backend);
-    const char* backend_name = backend == QWENRT_BACKEND_CUDA ? "cuda" : backend == QWENRT_BACKEND_REF ? "ref" : "cpu";
-    std::printf("branch %zu of %zu: %zu messages, %lld tokens held, thinking %s, backend %s\n", current_,
-                branches_.size(), cur().messages.size(),
-                (long long)qwenrt_session_n_tokens(cur().session), think_ ? "on" : "off", backend_name);
-    std::printf("last step: prompt %lld, common prefix %lld, reused %lld, prefilled %lld, checkpoint "
-                "%lld, miss reason: %s\n",
-                (long long)r.prompt_tokens, (long long)r.common_prefix, (long long)r.reused_tokens,
-                (long long)r.prefilled_tokens, (long long)r.checkpoint_pos, MissName(r.miss_reason));
+    const char* backend_name = backend == QWENRT_BACKEND_CUDA  ? "cuda"
+                               : backend == QWENRT_BACKEND_REF ? "ref"
+                                                               : "cpu";
+    std::printf("branch %zu of %zu: %zu messages, %lld tokens held, thinking %s, backend %s\n",
+                current_, branches_.size(), cur().messages.size(),
+                (long long)qwenrt_session_n_tokens(cur().session), think_ ? "on" : "off",
+                backend_name);
+    std::printf(
+        "last step: prompt %lld, common prefix %lld, reused %lld, prefilled %lld, checkpoint "
+        "%lld, miss reason: %s\n",
+        (long long)r.prompt_tokens, (long long)r.common_prefix, (long long)r.reused_tokens,
+        (long long)r.prefilled_tokens, (long long)r.checkpoint_pos, MissName(r.miss_reason));
     std::printf("timings: prefill %.2f ms, ttft %.2f ms, decode %.2f ms, %lld tokens, %.1f tok/s\n",
                 r.prefill_ms, r.ttft_ms, r.decode_ms, (long long)r.generated_tokens,
                 r.decode_tokens_per_s);
@@ -548,8 +595,8 @@ int main(int argc, char** argv) {
   if (o.reasoning == "dim" && !tty_out) o.reasoning = "show";
 
   if (qwenrt_abi_version() != QWENRT_ABI_VERSION) {
-    std::fprintf(stderr, "chat_repl: built for ABI %d but libqwenrt has ABI %d\n", QWENRT_ABI_VERSION,
-                 qwenrt_abi_version());
+    std::fprintf(stderr, "chat_repl: built for ABI %d but libqwenrt has ABI %d\n",
+                 QWENRT_ABI_VERSION, qwenrt_abi_version());
     return 1;
   }
 
@@ -572,6 +619,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "qwenrt %s: %s model %s (%s), /help for commands\n", qwenrt_version(),
                  info.arch, o.model.empty() ? "(embedded tiny fixture)" : o.model.c_str(),
                  info.fingerprint);
+  }
+  if (o.model.empty()) {
+    std::fprintf(stderr,
+                 "note: the embedded fixture model has random weights: its replies are noise or "
+                 "only whitespace; the reuse the [turn N] lines report is real (--model PATH "
+                 "loads a real Qwen3.5 GGUF)\n");
   }
 
   struct sigaction sa {};

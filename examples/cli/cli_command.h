@@ -8,7 +8,7 @@
 namespace qwenrt::cli {
 
 struct Command {
-  const char* usage;                // e.g. "eval --model M.gguf --tokens T.txt --out O.f32 ..."
+  const char* usage;                  // e.g. "eval --model M.gguf --tokens T.txt --out O.f32 ..."
   int (*run)(int argc, char** argv);  // argv[0] is the subcommand name; returns the exit code
 };
 

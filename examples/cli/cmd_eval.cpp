@@ -49,7 +49,8 @@ int RunEval(int argc, char** argv) {
     } else if (a == "--threads") {
       if (!ParseInt(v, 1, &threads)) return Fail(std::string("bad --threads value '") + v + "'");
     } else if (a == "--gdn-chunk-min") {
-      if (!ParseInt(v, 1, &chunk_min)) return Fail(std::string("bad --gdn-chunk-min value '") + v + "'");
+      if (!ParseInt(v, 1, &chunk_min))
+        return Fail(std::string("bad --gdn-chunk-min value '") + v + "'");
     } else if (a == "--ubatch") {
       if (!ParseInt(v, 1, &ubatch)) return Fail(std::string("bad --ubatch value '") + v + "'");
     } else {
@@ -106,8 +107,8 @@ int RunEval(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t b = 0; b < tokens.size(); b += static_cast<size_t>(ubatch)) {
     const size_t n = std::min(tokens.size() - b, static_cast<size_t>(ubatch));
-    const qwenrt::Status st = qwenrt::Forward(**ctx, *kv, *rec, std::span(tokens.data() + b, n), true,
-                                              logits.data() + b * c.n_vocab);
+    const qwenrt::Status st = qwenrt::Forward(**ctx, *kv, *rec, std::span(tokens.data() + b, n),
+                                              true, logits.data() + b * c.n_vocab);
     if (!st.ok()) return Fail(st.ToString());
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -115,16 +116,19 @@ int RunEval(int argc, char** argv) {
   std::FILE* f = std::fopen(out_path.c_str(), "wb");
   if (f == nullptr) return Fail("cannot write '" + out_path + "': " + std::strerror(errno));
   const size_t written = std::fwrite(logits.data(), sizeof(float), logits.size(), f);
-  if (std::fclose(f) != 0 || written != logits.size()) return Fail("error writing '" + out_path + "'");
-  std::fprintf(stderr, "eval: %zu tokens, backend %s, %lld threads, ubatch %lld: %.3f s (%.1f tokens/s)\n",
+  if (std::fclose(f) != 0 || written != logits.size())
+    return Fail("error writing '" + out_path + "'");
+  std::fprintf(stderr,
+               "eval: %zu tokens, backend %s, %lld threads, ubatch %lld: %.3f s (%.1f tokens/s)\n",
                tokens.size(), backend.c_str(), static_cast<long long>(threads),
                static_cast<long long>(ubatch), secs, tokens.size() / secs);
   return 0;
 }
 
 const bool kRegistered = qwenrt::cli::RegisterCommand(
-    "eval", {"eval --model M.gguf --tokens T.txt --out O.f32 [--backend ref|cpu] [--threads N] [--ubatch N]"
-             " [--gdn-chunk-min N]",
-             RunEval});
+    "eval",
+    {"eval --model M.gguf --tokens T.txt --out O.f32 [--backend ref|cpu] [--threads N] [--ubatch N]"
+     " [--gdn-chunk-min N]",
+     RunEval});
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `qwenrt-cli gguf`: validates a GGUF file with the header-only reader and prints its header,
 // metadata (arrays abbreviated) and tensor table; --check-tensors also scans the data for NaN/Inf
-// (checklist item 27). Exit code 0 = valid, 1 = the file was rejected (the error is printed), 2 = usage.
+// (checklist item 27). Exit code 0 = valid, 1 = the file was rejected (the error is printed), 2 =
+// usage.
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -33,12 +34,24 @@ std::string Render(const gguf::Value& v) {
         s.append(v.StringAt(i).substr(0, 40));
         s += '\'';
         break;
-      case gguf::ValueType::F32: s += std::to_string(v.At<float>(i)); break;
-      case gguf::ValueType::F64: s += std::to_string(v.At<double>(i)); break;
-      case gguf::ValueType::I32: s += std::to_string(v.At<int32_t>(i)); break;
-      case gguf::ValueType::U32: s += std::to_string(v.At<uint32_t>(i)); break;
-      case gguf::ValueType::BOOL: s += v.At<bool>(i) ? "true" : "false"; break;
-      default: s += "?"; break;
+      case gguf::ValueType::F32:
+        s += std::to_string(v.At<float>(i));
+        break;
+      case gguf::ValueType::F64:
+        s += std::to_string(v.At<double>(i));
+        break;
+      case gguf::ValueType::I32:
+        s += std::to_string(v.At<int32_t>(i));
+        break;
+      case gguf::ValueType::U32:
+        s += std::to_string(v.At<uint32_t>(i));
+        break;
+      case gguf::ValueType::BOOL:
+        s += v.At<bool>(i) ? "true" : "false";
+        break;
+      default:
+        s += "?";
+        break;
     }
   }
   if (n < v.size()) s += ", ...";
@@ -61,7 +74,8 @@ int RunGguf(int argc, char** argv) {
     } else if (arg == "--quiet") {
       quiet = true;
     } else {
-      std::fprintf(stderr, "qwenrt-cli gguf: unknown or incomplete argument '%s'\nusage: qwenrt-cli %s\n",
+      std::fprintf(stderr,
+                   "qwenrt-cli gguf: unknown or incomplete argument '%s'\nusage: qwenrt-cli %s\n",
                    arg.c_str(), kUsage);
       return 2;
     }
@@ -77,10 +91,12 @@ int RunGguf(int argc, char** argv) {
     return 1;
   }
   if (!quiet) {
-    std::printf("GGUF v%u, %" PRIu64 " bytes, alignment %" PRIu64 ", data at %" PRIu64 ", %zu keys, %zu tensors\n",
+    std::printf("GGUF v%u, %" PRIu64 " bytes, alignment %" PRIu64 ", data at %" PRIu64
+                ", %zu keys, %zu tensors\n",
                 f->version(), f->size(), f->alignment(), f->data_offset(), f->metadata().size(),
                 f->tensors().size());
-    for (const auto& kv : f->metadata()) std::printf("  %-48s %s\n", kv.first.c_str(), Render(kv.second).c_str());
+    for (const auto& kv : f->metadata())
+      std::printf("  %-48s %s\n", kv.first.c_str(), Render(kv.second).c_str());
     for (const gguf::TensorInfo& t : f->tensors()) {
       std::printf("  %-40s %-5s %-22s offset %-10" PRIu64 " %" PRIu64 " bytes\n", t.name.c_str(),
                   gguf::TypeName(t.type), t.ShapeString().c_str(), t.offset, t.nbytes);

@@ -6,15 +6,14 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
-#include "text/chat_template.h"
 #include "cli_command.h"
 #include "qwenrt/gguf.hpp"
+#include "text/chat_template.h"
 
 namespace qwenrt::cli {
 namespace {
@@ -54,8 +53,10 @@ nlohmann::ordered_json RenderCase(const ChatTemplate& tmpl, nlohmann::ordered_js
       out = tmpl.Render(c["context"]);
     } else {
       std::optional<bool> thinking;
-      if (c.contains("enable_thinking") && c["enable_thinking"].is_boolean()) thinking = c["enable_thinking"].get<bool>();
-      const bool gen = c.contains("add_generation_prompt") && c["add_generation_prompt"].is_boolean() &&
+      if (c.contains("enable_thinking") && c["enable_thinking"].is_boolean())
+        thinking = c["enable_thinking"].get<bool>();
+      const bool gen = c.contains("add_generation_prompt") &&
+                       c["add_generation_prompt"].is_boolean() &&
                        c["add_generation_prompt"].get<bool>();
       out = tmpl.RenderChat(c.value("messages", nlohmann::ordered_json::array()),
                             c.value("tools", nlohmann::ordered_json()), gen, thinking,
@@ -80,11 +81,16 @@ int Run(int argc, char** argv) {
       return true;
     };
     bool ok = true;
-    if (a == "--model") ok = value(&model);
-    else if (a == "--template") ok = value(&template_path);
-    else if (a == "--cases") ok = value(&cases_path);
-    else if (a == "--out") ok = value(&out_path);
-    else ok = false;
+    if (a == "--model")
+      ok = value(&model);
+    else if (a == "--template")
+      ok = value(&template_path);
+    else if (a == "--cases")
+      ok = value(&cases_path);
+    else if (a == "--out")
+      ok = value(&out_path);
+    else
+      ok = false;
     if (!ok) {
       std::fprintf(stderr, "usage: qwenrt-cli %s\n", kUsage);
       return 2;
@@ -118,8 +124,9 @@ int Run(int argc, char** argv) {
   }
   nlohmann::ordered_json result = nlohmann::ordered_json::array();
   for (auto& c : cases) result.push_back(RenderCase(*tmpl, std::move(c)));
-  const std::string text =
-      result.dump(1, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  const std::string text = result.dump(1, ' ', /*ensure_ascii=*/false,
+                                       nlohmann::ordered_json::error_handler_t::replace) +
+                           "\n";
   if (out_path.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);
   } else {

@@ -64,7 +64,8 @@ int RunTokenize(int argc, char** argv) {
       std::vector<int32_t> ids;
       long long id;
       while (ls >> id) {
-        if (id < 0 || id >= (*tokenizer)->n_vocab()) return Fail("id out of range: " + std::to_string(id));
+        if (id < 0 || id >= (*tokenizer)->n_vocab())
+          return Fail("id out of range: " + std::to_string(id));
         ids.push_back(static_cast<int32_t>(id));
       }
       out += (*tokenizer)->Decode(ids, special);

@@ -1,12 +1,15 @@
-# Run by the chat_repl_script test (cmake -P). Inputs: REPL (the chat_repl binary), WORK (scratch dir).
+# Run by the chat_repl_script test (cmake -P). Inputs: REPL (the chat_repl binary), WORK (scratch dir),
+# MOE_MODEL (a fixture GGUF whose replies are visible noise).
 # Process A: three turns (+ /save after turn 2). Process B: /load, then turn 3 again. Checks the
-# per-turn report lines "[turn N] prompt P | reused R | prefilled F | ...".
+# per-turn report lines "[turn N] prompt P | reused R | prefilled F | ...". Processes C and D check
+# what a pipe shows of a reply: a note for hidden reasoning, or the reasoning labelled.
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 
+# Extra arguments after out_var go to chat_repl; its stderr lands in <out_var>_err.
 function(repl name input out_var)
   file(WRITE ${WORK}/${name}.in "${input}")
-  execute_process(COMMAND ${REPL} --max-tokens 16 --threads 2 INPUT_FILE ${WORK}/${name}.in
+  execute_process(COMMAND ${REPL} --max-tokens 16 --threads 2 ${ARGN} INPUT_FILE ${WORK}/${name}.in
     OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc WORKING_DIRECTORY ${WORK})
   file(WRITE ${WORK}/${name}.out "${out}")
   message(STATUS "--- ${name} stdout:\n${out}--- ${name} stderr:\n${err}")
@@ -14,6 +17,7 @@ function(repl name input out_var)
     message(FATAL_ERROR "chat_repl (${name}) exited with ${rc}")
   endif()
   set(${out_var} "${out}" PARENT_SCOPE)
+  set(${out_var}_err "${err}" PARENT_SCOPE)
 endfunction()
 
 # Extracts prompt/reused/prefilled of report line "[turn N]" into <prefix>_prompt etc.
@@ -67,5 +71,31 @@ set(reply_b "${CMAKE_MATCH_1}")
 if(NOT reply_a STREQUAL reply_b)
   message(FATAL_ERROR "turn 3 replies differ after /load:\n  '${reply_a}'\n  '${reply_b}'")
 endif()
+# The embedded model says it is random; its greedy replies are whitespace only, which the pipe
+# still reports (one note line before each report line).
+if(NOT out_a_err MATCHES "note: the embedded fixture model has random weights")
+  message(FATAL_ERROR "no startup note about the embedded model's random weights")
+endif()
+foreach(n 1 2 3)
+  if(NOT out_a MATCHES "\\(([0-9]+ tokens, no visible text|reasoning: [0-9]+ chars hidden[^\n]*)\\)\n\\[turn ${n}\\]")
+    message(FATAL_ERROR "turn ${n}: no note saying what the reply was")
+  endif()
+endforeach()
+
+# A model whose reasoning is visible noise: hidden through a pipe with a count, or labelled.
+repl(c "Hello! Who are you?\n" out_c --model ${MOE_MODEL})
+if(NOT out_c MATCHES "\\(reasoning: ([0-9]+) chars hidden; --reasoning show prints it\\)\n\\[turn 1\\]")
+  message(FATAL_ERROR "hidden reasoning: no '(reasoning: N chars hidden ...)' note before turn 1")
+endif()
+set(hidden_chars ${CMAKE_MATCH_1})
+expect("hidden reasoning has characters (${hidden_chars})" hidden_chars GREATER 0)
+if(out_c_err MATCHES "random weights")
+  message(FATAL_ERROR "the random-weights note is for the embedded model only")
+endif()
+repl(d "Hello! Who are you?\n" out_d --model ${MOE_MODEL} --reasoning show)
+if(NOT out_d MATCHES "^\\[reasoning\\] .+\n\\[turn 1\\]" OR out_d MATCHES "chars hidden")
+  message(FATAL_ERROR "--reasoning show: the reasoning is not printed after a '[reasoning] ' label")
+endif()
+
 message(STATUS "chat_repl_script: OK (turn 2 reused ${t2_reused}/${t2_prompt}, turn 3 reused "
                "${t3_reused}/${t3_prompt}; after /load turn 3 reused ${b3_reused}/${b3_prompt})")
