@@ -227,7 +227,7 @@ TEST_CASE("syntax errors name line and column", "[chat_template]") {
 }
 
 TEST_CASE("hostile templates hit limits, not the stack or memory", "[chat_template]") {
-  qwenrt::jinja::RenderLimits limits;
+  qwenrt::jinja::TemplateLimits limits;
   limits.max_steps = 100000;
   limits.max_output_bytes = 1 << 20;
   auto render = [&](const std::string& src) -> std::string {

@@ -5,14 +5,55 @@
 #include "text/jinja/jinja_eval.h"
 #include "text/jinja/jinja_parser.h"
 #include "text/jinja/jinja_value.h"
+#include "text/unicode.h"
 
 namespace qwenrt {
+namespace {
 
-StatusOr<ChatTemplate> ChatTemplate::Parse(std::string source) {
+// Makes rendered text safe for NUL-terminated UTF-8 APIs (see Render): invalid bytes become
+// U+FFFD; a NUL byte is an error, since replacing it would silently change what the model reads.
+StatusOr<std::string> CleanRendered(std::string text) {
+  size_t i = 0;
+  while (i < text.size() && static_cast<unsigned char>(text[i]) < 0x80 && text[i] != '\0') ++i;  // ASCII prefix
+  if (i == text.size()) return text;
+  std::string out = text.substr(0, i);
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == 0) return InvalidArgument("rendered chat template contains a NUL byte at offset {}", i);
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+      ++i;
+      continue;
+    }
+    const int n = unicode::ValidSequenceLength(text.data() + i, text.size() - i);
+    if (n > 0) {
+      out.append(text, i, static_cast<size_t>(n));
+      i += static_cast<size_t>(n);
+    } else {
+      unicode::AppendUtf8(unicode::kReplacementChar, &out);
+      ++i;
+    }
+  }
+  return out;
+}
+
+// The deepest JSON a render accepts: the value depth limit (a deeper document would be refused
+// by FromJson anyway; measuring first also keeps copies of it, which recurse, from being made).
+Status CheckJsonDepth(const nlohmann::ordered_json& j, const jinja::TemplateLimits& limits, std::string_view what) {
+  if (jinja::JsonDepth(j, limits.max_value_depth) > limits.max_value_depth) {
+    return InvalidArgument("{} nested too deeply for the chat template (max_value_depth is {})", what,
+                           limits.max_value_depth);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<ChatTemplate> ChatTemplate::Parse(std::string source, const jinja::TemplateLimits& limits) {
   try {
-    QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<jinja::Template> tmpl, jinja::ParseTemplate(source));
+    QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<jinja::Template> tmpl, jinja::ParseTemplate(source, limits));
     return ChatTemplate(std::shared_ptr<const jinja::Template>(std::move(tmpl)),
-                        std::make_shared<const std::string>(std::move(source)));
+                        std::make_shared<const std::string>(std::move(source)), limits);
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory while parsing the chat template");
   }
@@ -21,8 +62,9 @@ StatusOr<ChatTemplate> ChatTemplate::Parse(std::string source) {
 StatusOr<std::string> ChatTemplate::Render(const nlohmann::ordered_json& context) const {
   if (!context.is_object()) return InvalidArgument("chat template context must be a JSON object");
   try {
-    jinja::Value ctx = jinja::FromJson(context);
-    return jinja::RenderTemplate(*tmpl_, ctx.AsDict());
+    QWENRT_ASSIGN_OR_RETURN(jinja::Value ctx, jinja::FromJson(context, limits_.max_value_depth));
+    QWENRT_ASSIGN_OR_RETURN(std::string text, jinja::RenderTemplate(*tmpl_, ctx.AsDict(), limits_));
+    return CleanRendered(std::move(text));
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory while rendering the chat template");
   }
@@ -43,6 +85,8 @@ void ParseToolCallArguments(nlohmann::ordered_json* messages) {
       nlohmann::ordered_json& target = (fn != call.end() && fn->is_object()) ? *fn : call;
       auto args = target.find("arguments");
       if (args == target.end() || !args->is_string()) continue;
+      // Parsing and destroying are iterative in nlohmann::json; an over-deep result is refused
+      // later by the depth check of Render.
       auto parsed = nlohmann::ordered_json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
       if (parsed.is_object()) *args = std::move(parsed);
     }
@@ -56,6 +100,10 @@ StatusOr<std::string> ChatTemplate::RenderChat(const nlohmann::ordered_json& mes
                                                std::optional<bool> enable_thinking,
                                                const nlohmann::ordered_json& extra) const {
   if (!extra.is_null() && !extra.is_object()) return InvalidArgument("extra template variables must be a JSON object");
+  // Before any copy: copying nlohmann::json recurses per level.
+  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(messages, limits_, "messages"));
+  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(tools, limits_, "tools"));
+  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(extra, limits_, "extra template variables"));
   try {
     nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
     ctx["messages"] = messages;

@@ -2,6 +2,7 @@
 // utf8proc so that `repr` escaping and case mapping follow the Unicode tables, as CPython's do.
 #include "text/jinja/jinja_string.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -171,22 +172,32 @@ std::vector<std::string> PyRSplit(std::string_view s, const std::optional<std::s
     }
     parts.emplace_back(s.substr(0, end));
   } else {
-    // Whitespace rsplit: mirror of PySplit working from the right.
-    std::string rest = PyStrip(s, std::nullopt, false, true);
-    while (!rest.empty()) {
+    // Whitespace rsplit: mirror of PySplit, one scan from the right over the code point that
+    // ends at `end` (a malformed byte counts as one non-space code point, as DecodeUtf8 reads it).
+    auto space_before = [&](size_t end, size_t* start) {
+      size_t p = end - 1;
+      while (p > 0 && end - p < 4 && (static_cast<unsigned char>(s[p]) & 0xC0) == 0x80) --p;
+      size_t q = p;
+      char32_t cp = DecodeUtf8(s, &q);
+      if (q != end) {
+        p = end - 1;
+        cp = 0xFFFD;
+      }
+      *start = p;
+      return IsPySpace(cp);
+    };
+    size_t end = s.size();
+    while (true) {
+      size_t start = 0;
+      while (end > 0 && space_before(end, &start)) end = start;
+      if (end == 0) break;
       if (static_cast<int64_t>(parts.size()) == maxsplit) {
-        parts.push_back(rest);
+        parts.emplace_back(s.substr(0, end));
         break;
       }
-      std::vector<size_t> offs = CodePointOffsets(rest);
-      size_t k = offs.size() - 1;
-      while (k > 0) {
-        size_t p = offs[k - 1];
-        if (IsPySpace(DecodeUtf8(rest, &p))) break;
-        --k;
-      }
-      parts.push_back(rest.substr(offs[k]));
-      rest = PyStrip(std::string_view(rest).substr(0, offs[k]), std::nullopt, false, true);
+      const size_t word_end = end;
+      while (end > 0 && !space_before(end, &start)) end = start;
+      parts.emplace_back(s.substr(end, word_end - end));
     }
   }
   return {parts.rbegin(), parts.rend()};
@@ -219,6 +230,24 @@ std::string PyReplace(std::string_view s, std::string_view old_s, std::string_vi
   }
   out += s.substr(start);
   return out;
+}
+
+uint64_t PyReplaceSize(std::string_view s, std::string_view old_s, std::string_view new_s, int64_t count) {
+  uint64_t hits = 0;
+  if (old_s.empty()) {
+    hits = CodePointCount(s) + 1;
+  } else {
+    for (size_t p = s.find(old_s); p != std::string_view::npos; p = s.find(old_s, p + old_s.size())) {
+      if (count >= 0 && hits >= static_cast<uint64_t>(count)) break;
+      ++hits;
+    }
+  }
+  if (count >= 0) hits = std::min(hits, static_cast<uint64_t>(count));
+  const uint64_t removed = old_s.empty() ? 0 : hits * old_s.size();
+  uint64_t added = 0;
+  if (__builtin_mul_overflow(hits, static_cast<uint64_t>(new_s.size()), &added)) return UINT64_MAX;
+  const uint64_t kept = s.size() - removed;
+  return added > UINT64_MAX - kept ? UINT64_MAX : kept + added;
 }
 
 std::string PyUpper(std::string_view s) {

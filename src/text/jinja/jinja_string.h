@@ -43,6 +43,9 @@ std::vector<std::string> PyRSplit(std::string_view s, const std::optional<std::s
 // Python `str.replace(old, new, count)` (count < 0: all). An empty `old` inserts `new` between
 // code points, as Python does.
 std::string PyReplace(std::string_view s, std::string_view old_s, std::string_view new_s, int64_t count);
+// The size PyReplace's result will have, found in one scan without building it (saturating), so
+// callers refuse a 10^15-byte result before allocating any of it.
+uint64_t PyReplaceSize(std::string_view s, std::string_view old_s, std::string_view new_s, int64_t count);
 
 // Python `str.upper()`/`lower()`/`title()`/`capitalize()` per code point (simple case mapping;
 // special cases such as 'ß' -> 'SS' are not applied).
