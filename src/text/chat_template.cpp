@@ -2,6 +2,7 @@
 // context, render with jinja_eval. Nothing here throws: JSON work that could throw is guarded.
 #include "text/chat_template.h"
 
+#include "text/jinja/jinja_budget.h"
 #include "text/jinja/jinja_eval.h"
 #include "text/jinja/jinja_parser.h"
 #include "text/jinja/jinja_value.h"
@@ -47,6 +48,28 @@ Status CheckJsonDepth(const nlohmann::ordered_json& j, const jinja::TemplateLimi
   return OkStatus();
 }
 
+// Size of a JSON document for the work budget: its strings' bytes (keys included) plus 8 per
+// value. Iterative, like JsonDepth.
+uint64_t JsonBytes(const nlohmann::ordered_json& root) {
+  uint64_t bytes = 0;
+  std::vector<const nlohmann::ordered_json*> stack = {&root};
+  while (!stack.empty()) {
+    const nlohmann::ordered_json* j = stack.back();
+    stack.pop_back();
+    bytes += 8;
+    if (j->is_string()) bytes += j->get_ref<const std::string&>().size();
+    if (j->is_object()) {
+      for (auto it = j->begin(); it != j->end(); ++it) {
+        bytes += it.key().size();
+        stack.push_back(&it.value());
+      }
+    } else if (j->is_array()) {
+      for (const auto& child : *j) stack.push_back(&child);
+    }
+  }
+  return bytes;
+}
+
 }  // namespace
 
 StatusOr<ChatTemplate> ChatTemplate::Parse(std::string source, const jinja::TemplateLimits& limits) {
@@ -63,7 +86,10 @@ StatusOr<std::string> ChatTemplate::Render(const nlohmann::ordered_json& context
   if (!context.is_object()) return InvalidArgument("chat template context must be a JSON object");
   try {
     QWENRT_ASSIGN_OR_RETURN(jinja::Value ctx, jinja::FromJson(context, limits_.max_value_depth));
-    QWENRT_ASSIGN_OR_RETURN(std::string text, jinja::RenderTemplate(*tmpl_, ctx.AsDict(), limits_));
+    jinja::TemplateLimits limits = limits_;
+    const uint64_t extra = jinja::SaturatingMul(JsonBytes(context), limits.cost_per_context_byte);
+    limits.max_cost = extra > UINT64_MAX - limits.max_cost ? UINT64_MAX : limits.max_cost + extra;
+    QWENRT_ASSIGN_OR_RETURN(std::string text, jinja::RenderTemplate(*tmpl_, ctx.AsDict(), limits));
     return CleanRendered(std::move(text));
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory while rendering the chat template");
@@ -72,9 +98,11 @@ StatusOr<std::string> ChatTemplate::Render(const nlohmann::ordered_json& context
 
 namespace {
 
-// Replaces string `arguments` of tool calls that parse as a JSON object with that object.
-void ParseToolCallArguments(nlohmann::ordered_json* messages) {
-  if (!messages->is_array()) return;
+// Replaces string `arguments` of tool calls that parse as a JSON object with that object. An
+// object nested deeper than max_value_depth is an error (the render would refuse it, and copies
+// of the context, which recurse, must not see it).
+Status ParseToolCallArguments(nlohmann::ordered_json* messages, const jinja::TemplateLimits& limits) {
+  if (!messages->is_array()) return OkStatus();
   for (auto& msg : *messages) {
     if (!msg.is_object()) continue;
     auto calls = msg.find("tool_calls");
@@ -85,12 +113,14 @@ void ParseToolCallArguments(nlohmann::ordered_json* messages) {
       nlohmann::ordered_json& target = (fn != call.end() && fn->is_object()) ? *fn : call;
       auto args = target.find("arguments");
       if (args == target.end() || !args->is_string()) continue;
-      // Parsing and destroying are iterative in nlohmann::json; an over-deep result is refused
-      // later by the depth check of Render.
+      // Parsing and destroying are iterative in nlohmann::json.
       auto parsed = nlohmann::ordered_json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
-      if (parsed.is_object()) *args = std::move(parsed);
+      if (!parsed.is_object()) continue;
+      QWENRT_RETURN_IF_ERROR(CheckJsonDepth(parsed, limits, "tool call arguments"));
+      *args = std::move(parsed);
     }
   }
+  return OkStatus();
 }
 
 }  // namespace
@@ -107,7 +137,7 @@ StatusOr<std::string> ChatTemplate::RenderChat(const nlohmann::ordered_json& mes
   try {
     nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
     ctx["messages"] = messages;
-    ParseToolCallArguments(&ctx["messages"]);
+    QWENRT_RETURN_IF_ERROR(ParseToolCallArguments(&ctx["messages"], limits_));
     ctx["tools"] = tools;
     ctx["add_generation_prompt"] = add_generation_prompt;
     if (enable_thinking.has_value()) ctx["enable_thinking"] = *enable_thinking;

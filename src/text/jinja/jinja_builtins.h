@@ -19,6 +19,8 @@ namespace qwenrt::jinja {
 
 // Work units for touching `v` shallowly: its bytes (strings) or kCostPerItem per element.
 uint64_t ShallowCost(const Value& v);
+// True when `a` and `b` share one string, list or dict (a builtin returned its input).
+bool SameObject(const Value& a, const Value& b);
 
 // ---- object protocol (jinja_methods.cpp) ----
 

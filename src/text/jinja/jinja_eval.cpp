@@ -202,6 +202,7 @@ class Evaluator {
         if (!a.is_dict()) return InvalidArgument("namespace() positional argument must be a mapping");
         for (const auto& [k, v] : a.AsDict().items) {
           if (k.is_string()) QWENRT_RETURN_IF_ERROR(ns->SetAttr(k.AsString(), v));
+          QWENRT_RETURN_IF_ERROR(ChargeWork(kCostPerItem));  // SetAttr is linear: n keys are quadratic
         }
       }
       for (const auto& [k, v] : args.kwargs) QWENRT_RETURN_IF_ERROR(ns->SetAttr(k, v));
@@ -211,7 +212,10 @@ class Evaluator {
       Dict d;
       for (const auto& a : args.args) {
         if (!a.is_dict()) return InvalidArgument("dict() positional argument must be a mapping");
-        for (const auto& [k, v] : a.AsDict().items) d.Set(k, v);
+        for (const auto& [k, v] : a.AsDict().items) {
+          d.Set(k, v);
+          QWENRT_RETURN_IF_ERROR(ChargeWork(kCostPerItem));  // Set is linear: n keys are quadratic
+        }
       }
       for (const auto& [k, v] : args.kwargs) d.Set(Value::String(k), v);
       return Value::MakeDict(std::move(d));

@@ -425,6 +425,11 @@ StatusOr<Value> CallFilterImpl(std::string_view name, const Value& v, const Call
   }
   if (name == "first" || name == "last") {
     QWENRT_RETURN_IF_ERROR(bind({}));
+    if (v.is_list()) {  // without copying the items (`messages|last` in a loop)
+      const auto& items = v.AsList().items;
+      if (items.empty()) return Value::Undefined(fmt::format("No {} item, sequence was empty.", name));
+      return name == "first" ? items.front() : items.back();
+    }
     QWENRT_ASSIGN_OR_RETURN(auto items, Iterate(v));
     if (items.empty()) return Value::Undefined(fmt::format("No {} item, sequence was empty.", name));
     return name == "first" ? items.front() : items.back();
@@ -482,7 +487,9 @@ StatusOr<Value> CallFilterImpl(std::string_view name, const Value& v, const Call
       if (key.is_dict() || (key.is_list() && !key.AsList().is_tuple)) {
         return InvalidArgument("unhashable type: '{}'", key.TypeName());
       }
-      if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return Equals(s, key); })) continue;
+      const bool dup = std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return Equals(s, key); });
+      QWENRT_RETURN_IF_ERROR(ChargeWork(0));  // quadratic: stop as soon as Equals ran out of budget
+      if (dup) continue;
       seen.push_back(std::move(key));
       out.push_back(it);
     }
@@ -526,13 +533,15 @@ StatusOr<Value> CallFilterImpl(std::string_view name, const Value& v, const Call
 }  // namespace
 
 StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs& args) {
-  // A filter touches its operand and builds its result: charge both shallowly (deeper work, such
-  // as comparisons or the filters `map` applies, charges itself).
-  uint64_t cost = kCostPerNode + ShallowCost(v);
-  for (const Value& a : args.args) cost += ShallowCost(a);
+  // String operands and arguments are scanned or copied by every filter that takes them; lists
+  // and dicts are charged where they are iterated (Iterate), so `messages|length` in a loop over
+  // the messages stays linear. A new result is charged for being built (deeper work, such as
+  // comparisons or the filters `map` applies, charges itself).
+  uint64_t cost = kCostPerNode + (v.is_string() ? v.AsString().size() : 0);
+  for (const Value& a : args.args) cost += a.is_string() ? a.AsString().size() : 0;
   QWENRT_RETURN_IF_ERROR(ChargeWork(cost));
   QWENRT_ASSIGN_OR_RETURN(Value r, CallFilterImpl(name, v, args));
-  QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(r)));
+  if (!SameObject(r, v)) QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(r)));
   return r;
 }
 

@@ -23,6 +23,10 @@ struct TemplateLimits {
   // dict element it creates, copies or compares, kCostPerNode per expression, statement, loop
   // iteration or macro call (see jinja_budget.h). About 1 ns each on a current x86 core.
   uint64_t max_cost = 100'000'000;
+  // Added to max_cost per byte of the context a ChatTemplate renders (its strings' bytes plus 8
+  // per JSON value), so long conversations always fit: the Qwen3.5 template spends about 12 per
+  // byte, so the default leaves a margin of about 3x on top of max_cost.
+  uint64_t cost_per_context_byte = 32;
   int64_t max_steps = 10'000'000;        // loop iterations + macro calls
   size_t max_output_bytes = 16u << 20;   // rendered text (and each macro's or block's output)
   size_t max_value_bytes = 16u << 20;    // any one string a builtin produces

@@ -18,6 +18,14 @@ uint64_t ShallowCost(const Value& v) {
   return 0;
 }
 
+bool SameObject(const Value& a, const Value& b) {
+  if (a.kind() != b.kind()) return false;
+  if (a.is_string()) return &a.AsString() == &b.AsString();
+  if (a.is_list()) return &a.AsList() == &b.AsList();
+  if (a.is_dict()) return &a.AsDict() == &b.AsDict();
+  return false;
+}
+
 Status BindArgs(std::string_view fname, const CallArgs& args, std::initializer_list<std::string_view> names,
                 std::vector<Value>* out) {
   out->assign(names.size(), Value());
@@ -349,14 +357,14 @@ std::optional<Value> BoundMethod(const Value& obj, std::string_view name) {
     return Value::MakeCallable("str." + method, [obj, method](CallArgs& args) -> StatusOr<Value> {
       QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(obj)));
       QWENRT_ASSIGN_OR_RETURN(Value r, StringMethod(obj.AsString(), method, args));
-      QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(r)));
+      if (!SameObject(r, obj)) QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(r)));
       return r;
     }, &obj);
   }
   if (obj.is_dict() && (name == "get" || name == "keys" || name == "values" || name == "items")) {
     return Value::MakeCallable("dict." + method, [obj, method](CallArgs& args) -> StatusOr<Value> {
       QWENRT_ASSIGN_OR_RETURN(Value r, DictMethod(obj, method, args));
-      QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(r)));
+      if (method != "get") QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(r)));  // get returns a stored value
       return r;
     }, &obj);
   }
@@ -434,7 +442,8 @@ StatusOr<Value> Slice(const Value& obj, const Value* start, const Value* stop, c
     return InvalidArgument("'{}' object is not subscriptable", obj.TypeName());
   }
   const bool is_str = obj.is_string();
-  QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(obj)));
+  // Strings are scanned for code points; list slices cost what they copy (charged below).
+  if (is_str) QWENRT_RETURN_IF_ERROR(ChargeWork(obj.AsString().size()));
   std::vector<size_t> offs;  // code point offsets, for non-ASCII strings only
   int64_t n = 0;
   if (is_str) {
@@ -488,6 +497,7 @@ StatusOr<Value> Slice(const Value& obj, const Value* start, const Value* stop, c
     }
     return Value::String(std::move(out));
   }
+  QWENRT_RETURN_IF_ERROR(ChargeWork(SaturatingMul(count, kCostPerItem)));
   std::vector<Value> out;
   out.reserve(count);
   for (uint64_t k = 0; k < count; ++k) out.push_back(obj.AsList().items[index(k)]);
