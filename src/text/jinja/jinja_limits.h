@@ -12,7 +12,9 @@ namespace qwenrt::jinja {
 
 struct TemplateLimits {
   // ---- parse ----
-  size_t max_template_bytes = 4u << 20;  // template source
+  // Template source. Real chat templates are 1-50 kB; tokens and syntax tree take up to ~60x the
+  // source in memory.
+  size_t max_template_bytes = 1u << 20;
   // Height of the syntax tree: nested blocks, parentheses and brackets, and chains such as
   // `a + b + c`, `x.a.b`, `f()()`, `x|f|g` (each link is a level). Every tree walk recurses at most
   // this deep, so it bounds the stack of parsing, checking, evaluating and destroying a template.

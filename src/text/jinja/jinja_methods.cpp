@@ -239,10 +239,10 @@ StatusOr<Value> StringMethod(const std::string& s, std::string_view name, const 
     if (name == "count") {
       if (sub.empty()) return Value::Int(static_cast<int64_t>(CodePointCount(w) + 1));
       int64_t n = 0;
-      for (size_t p = w.find(sub); p != std::string_view::npos; p = w.find(sub, p + sub.size())) ++n;
+      for (size_t p = PyFind(w, sub, 0); p != std::string_view::npos; p = PyFind(w, sub, p + sub.size())) ++n;
       return Value::Int(n);
     }
-    const size_t hit = (name == "find" || name == "index") ? w.find(sub) : w.rfind(sub);
+    const size_t hit = (name == "find" || name == "index") ? PyFind(w, sub, 0) : PyRFind(w, sub);
     if (hit == std::string_view::npos) {
       if (name == "index" || name == "rindex") return InvalidArgument("substring not found");
       return Value::Int(-1);
@@ -575,7 +575,7 @@ StatusOr<bool> Contains(const Value& container, const Value& item) {
         return InvalidArgument("'in <string>' requires string as left operand, not {}", item.TypeName());
       }
       QWENRT_RETURN_IF_ERROR(ChargeWork(container.AsString().size() + item.AsString().size()));
-      return container.AsString().find(item.AsString()) != std::string::npos;
+      return PyFind(container.AsString(), item.AsString(), 0) != std::string_view::npos;
     case Value::Kind::kList:
       for (const auto& e : container.AsList().items) {
         if (Equals(e, item)) return true;  // Equals charges each comparison
