@@ -196,6 +196,8 @@ class Evaluator {
       return InvalidArgument("{}", args.args.empty() ? std::string() : Str(args.args[0]));
     }));
     g->Set("namespace", Value::MakeCallable("namespace", [this](CallArgs& args) -> StatusOr<Value> {
+      // An object that lives until the render ends: charged like several nodes.
+      QWENRT_RETURN_IF_ERROR(ChargeWork(4 * kCostPerNode));
       auto ns = std::make_shared<NamespaceObject>();
       namespaces_.push_back(ns);
       for (const auto& a : args.args) {

@@ -2,7 +2,7 @@
 // comes from the model file and the conversation from the caller, so both are untrusted; these
 // bounds turn every hostile input into an error Status within bounded time, memory and stack.
 // The defaults render every real chat template (a few kB, microseconds to milliseconds) with
-// orders of magnitude to spare and refuse hostile ones within about a tenth of a second.
+// orders of magnitude to spare and refuse hostile ones within a fraction of a second.
 #pragma once
 
 #include <cstddef>
@@ -24,7 +24,7 @@ struct TemplateLimits {
   // Work units one render may spend: 1 per byte a builtin reads or writes, kCostPerItem per list or
   // dict element it creates, copies or compares, kCostPerNode per expression, statement, loop
   // iteration or macro call (see jinja_budget.h). About 1 ns each on a current x86 core.
-  uint64_t max_cost = 100'000'000;
+  uint64_t max_cost = 50'000'000;
   // Added to max_cost per byte of the context a ChatTemplate renders (its strings' bytes plus 8
   // per JSON value), so long conversations always fit: the Qwen3.5 template spends about 12 per
   // byte, so the default leaves a margin of about 3x on top of max_cost.
