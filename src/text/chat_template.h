@@ -40,8 +40,8 @@ class ChatTemplate {
   // it (max_cost, max_value_depth, ...; a context nested deeper than max_value_depth is refused
   // before rendering). The result is valid UTF-8 without NUL bytes, so it passes intact through
   // NUL-terminated APIs: invalid UTF-8 the template produced (from bytes in its source or
-  // "\xff"-style escapes) is replaced by U+FFFD, one per bad byte, and a NUL byte anywhere in the
-  // result is an InvalidArgument.
+  // lone-surrogate escapes such as "\udc80") is replaced by U+FFFD, one per bad byte, and a NUL
+  // byte anywhere in the result is an InvalidArgument.
   StatusOr<std::string> Render(const nlohmann::ordered_json& context) const;
 
   // The usual chat context, as `apply_chat_template` builds it: `messages`, `tools` (null when
