@@ -9,7 +9,12 @@ StatusOr<std::shared_ptr<const ChatModel>> ChatModel::Create(std::shared_ptr<con
   QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::FromGguf(model->gguf()));
   m->tokenizer_ = std::move(tok);
   if (const gguf::Value* v = model->gguf().Find("tokenizer.chat_template"); v != nullptr) {
-    StatusOr<ChatTemplate> t = ChatTemplate::Parse(std::string(v->AsString()));
+    // AsString() of a non-string is empty: parsing it would accept an empty template silently.
+    StatusOr<ChatTemplate> t =
+        v->type() == gguf::ValueType::STRING
+            ? ChatTemplate::Parse(std::string(v->AsString()))
+            : StatusOr<ChatTemplate>(BadFormat("tokenizer.chat_template is a {}, not a string",
+                                               gguf::ValueTypeName(v->type())));
     if (t.ok()) {
       m->chat_template_ = std::make_unique<const ChatTemplate>(std::move(t).value());
     } else {

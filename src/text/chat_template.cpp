@@ -2,17 +2,81 @@
 // context, render with jinja_eval. Nothing here throws: JSON work that could throw is guarded.
 #include "text/chat_template.h"
 
+#include "text/jinja/jinja_budget.h"
 #include "text/jinja/jinja_eval.h"
 #include "text/jinja/jinja_parser.h"
 #include "text/jinja/jinja_value.h"
+#include "text/unicode.h"
 
 namespace qwenrt {
+namespace {
 
-StatusOr<ChatTemplate> ChatTemplate::Parse(std::string source) {
+// Makes rendered text safe for NUL-terminated UTF-8 APIs (see Render): invalid bytes become
+// U+FFFD; a NUL byte is an error, since replacing it would silently change what the model reads.
+StatusOr<std::string> CleanRendered(std::string text) {
+  size_t i = 0;
+  while (i < text.size() && static_cast<unsigned char>(text[i]) < 0x80 && text[i] != '\0') ++i;  // ASCII prefix
+  if (i == text.size()) return text;
+  std::string out = text.substr(0, i);
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == 0) return InvalidArgument("rendered chat template contains a NUL byte at offset {}", i);
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+      ++i;
+      continue;
+    }
+    const int n = unicode::ValidSequenceLength(text.data() + i, text.size() - i);
+    if (n > 0) {
+      out.append(text, i, static_cast<size_t>(n));
+      i += static_cast<size_t>(n);
+    } else {
+      unicode::AppendUtf8(unicode::kReplacementChar, &out);
+      ++i;
+    }
+  }
+  return out;
+}
+
+// The deepest JSON a render accepts: the value depth limit (a deeper document would be refused
+// by FromJson anyway; measuring first also keeps copies of it, which recurse, from being made).
+Status CheckJsonDepth(const nlohmann::ordered_json& j, const jinja::TemplateLimits& limits, std::string_view what) {
+  if (jinja::JsonDepth(j, limits.max_value_depth) > limits.max_value_depth) {
+    return InvalidArgument("{} nested too deeply for the chat template (max_value_depth is {})", what,
+                           limits.max_value_depth);
+  }
+  return OkStatus();
+}
+
+// Size of a JSON document for the work budget: its strings' bytes (keys included) plus 8 per
+// value. Iterative, like JsonDepth.
+uint64_t JsonBytes(const nlohmann::ordered_json& root) {
+  uint64_t bytes = 0;
+  std::vector<const nlohmann::ordered_json*> stack = {&root};
+  while (!stack.empty()) {
+    const nlohmann::ordered_json* j = stack.back();
+    stack.pop_back();
+    bytes += 8;
+    if (j->is_string()) bytes += j->get_ref<const std::string&>().size();
+    if (j->is_object()) {
+      for (auto it = j->begin(); it != j->end(); ++it) {
+        bytes += it.key().size();
+        stack.push_back(&it.value());
+      }
+    } else if (j->is_array()) {
+      for (const auto& child : *j) stack.push_back(&child);
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
+StatusOr<ChatTemplate> ChatTemplate::Parse(std::string source, const jinja::TemplateLimits& limits) {
   try {
-    QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<jinja::Template> tmpl, jinja::ParseTemplate(source));
+    QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<jinja::Template> tmpl, jinja::ParseTemplate(source, limits));
     return ChatTemplate(std::shared_ptr<const jinja::Template>(std::move(tmpl)),
-                        std::make_shared<const std::string>(std::move(source)));
+                        std::make_shared<const std::string>(std::move(source)), limits);
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory while parsing the chat template");
   }
@@ -21,8 +85,12 @@ StatusOr<ChatTemplate> ChatTemplate::Parse(std::string source) {
 StatusOr<std::string> ChatTemplate::Render(const nlohmann::ordered_json& context) const {
   if (!context.is_object()) return InvalidArgument("chat template context must be a JSON object");
   try {
-    jinja::Value ctx = jinja::FromJson(context);
-    return jinja::RenderTemplate(*tmpl_, ctx.AsDict());
+    QWENRT_ASSIGN_OR_RETURN(jinja::Value ctx, jinja::FromJson(context, limits_.max_value_depth));
+    jinja::TemplateLimits limits = limits_;
+    const uint64_t extra = jinja::SaturatingMul(JsonBytes(context), limits.cost_per_context_byte);
+    limits.max_cost = extra > UINT64_MAX - limits.max_cost ? UINT64_MAX : limits.max_cost + extra;
+    QWENRT_ASSIGN_OR_RETURN(std::string text, jinja::RenderTemplate(*tmpl_, ctx.AsDict(), limits));
+    return CleanRendered(std::move(text));
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory while rendering the chat template");
   }
@@ -30,9 +98,11 @@ StatusOr<std::string> ChatTemplate::Render(const nlohmann::ordered_json& context
 
 namespace {
 
-// Replaces string `arguments` of tool calls that parse as a JSON object with that object.
-void ParseToolCallArguments(nlohmann::ordered_json* messages) {
-  if (!messages->is_array()) return;
+// Replaces string `arguments` of tool calls that parse as a JSON object with that object. An
+// object nested deeper than max_value_depth is an error (the render would refuse it, and copies
+// of the context, which recurse, must not see it).
+Status ParseToolCallArguments(nlohmann::ordered_json* messages, const jinja::TemplateLimits& limits) {
+  if (!messages->is_array()) return OkStatus();
   for (auto& msg : *messages) {
     if (!msg.is_object()) continue;
     auto calls = msg.find("tool_calls");
@@ -43,10 +113,14 @@ void ParseToolCallArguments(nlohmann::ordered_json* messages) {
       nlohmann::ordered_json& target = (fn != call.end() && fn->is_object()) ? *fn : call;
       auto args = target.find("arguments");
       if (args == target.end() || !args->is_string()) continue;
+      // Parsing and destroying are iterative in nlohmann::json.
       auto parsed = nlohmann::ordered_json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
-      if (parsed.is_object()) *args = std::move(parsed);
+      if (!parsed.is_object()) continue;
+      QWENRT_RETURN_IF_ERROR(CheckJsonDepth(parsed, limits, "tool call arguments"));
+      *args = std::move(parsed);
     }
   }
+  return OkStatus();
 }
 
 }  // namespace
@@ -56,10 +130,14 @@ StatusOr<std::string> ChatTemplate::RenderChat(const nlohmann::ordered_json& mes
                                                std::optional<bool> enable_thinking,
                                                const nlohmann::ordered_json& extra) const {
   if (!extra.is_null() && !extra.is_object()) return InvalidArgument("extra template variables must be a JSON object");
+  // Before any copy: copying nlohmann::json recurses per level.
+  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(messages, limits_, "messages"));
+  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(tools, limits_, "tools"));
+  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(extra, limits_, "extra template variables"));
   try {
     nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
     ctx["messages"] = messages;
-    ParseToolCallArguments(&ctx["messages"]);
+    QWENRT_RETURN_IF_ERROR(ParseToolCallArguments(&ctx["messages"], limits_));
     ctx["tools"] = tools;
     ctx["add_generation_prompt"] = add_generation_prompt;
     if (enable_thinking.has_value()) ctx["enable_thinking"] = *enable_thinking;

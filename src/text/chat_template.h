@@ -1,6 +1,8 @@
 // ChatTemplate: runs a model's `tokenizer.chat_template` (a Jinja2 template) the way Hugging Face's
-// `apply_chat_template` does, on a Jinja subset implemented in src/jinja_*.{h,cpp} (supported
-// constructs and known differences: docs/chat-template.md). Parse once, render many times.
+// `apply_chat_template` does, on a Jinja subset implemented in src/text/jinja/ (supported
+// constructs, known differences and limits: docs/chat-template.md). Parse once, render many times.
+// The template (from the model file) and the context (from the caller) are both untrusted: every
+// parse and render is bounded by jinja::TemplateLimits and fails with a Status, never a crash.
 //
 //   QWENRT_ASSIGN_OR_RETURN(ChatTemplate tmpl, ChatTemplate::Parse(source));
 //   QWENRT_ASSIGN_OR_RETURN(std::string prompt, tmpl.RenderChat(messages, nullptr, true, std::nullopt));
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "text/jinja/jinja_limits.h"
 
 namespace qwenrt {
 
@@ -25,13 +28,20 @@ struct Template;
 class ChatTemplate {
  public:
   // Parses a template source. Syntax errors and unsupported tags: InvalidArgument whose message
-  // names the line and column ("template syntax error at line 3, column 7: ...").
-  static StatusOr<ChatTemplate> Parse(std::string source);
+  // names the line and column ("template syntax error at line 3, column 7: ..."). `limits` bound
+  // this parse and every later render with this template.
+  static StatusOr<ChatTemplate> Parse(std::string source,
+                                      const jinja::TemplateLimits& limits = jinja::TemplateLimits());
 
   // Renders with `context` (a JSON object) as the template's variables; the globals
   // `raise_exception`, `namespace`, `range`, `dict` and `strftime_now` are always available.
   // Errors (InvalidArgument): the template's own `raise_exception(msg)` gives exactly `msg`;
-  // other runtime errors read "template error at line L, column C: <what>".
+  // other runtime errors read "template error at line L, column C: <what>"; a limit reached names
+  // it (max_cost, max_value_depth, ...; a context nested deeper than max_value_depth is refused
+  // before rendering). The result is valid UTF-8 without NUL bytes, so it passes intact through
+  // NUL-terminated APIs: invalid UTF-8 the template produced (from bytes in its source or
+  // lone-surrogate escapes such as "\udc80") is replaced by U+FFFD, one per bad byte, and a NUL
+  // byte anywhere in the result is an InvalidArgument.
   StatusOr<std::string> Render(const nlohmann::ordered_json& context) const;
 
   // The usual chat context, as `apply_chat_template` builds it: `messages`, `tools` (null when
@@ -44,13 +54,16 @@ class ChatTemplate {
                                    const nlohmann::ordered_json& extra = nullptr) const;
 
   const std::string& source() const { return *source_; }
+  const jinja::TemplateLimits& limits() const { return limits_; }
 
  private:
-  ChatTemplate(std::shared_ptr<const jinja::Template> tmpl, std::shared_ptr<const std::string> source)
-      : tmpl_(std::move(tmpl)), source_(std::move(source)) {}
+  ChatTemplate(std::shared_ptr<const jinja::Template> tmpl, std::shared_ptr<const std::string> source,
+               const jinja::TemplateLimits& limits)
+      : tmpl_(std::move(tmpl)), source_(std::move(source)), limits_(limits) {}
 
   std::shared_ptr<const jinja::Template> tmpl_;
   std::shared_ptr<const std::string> source_;
+  jinja::TemplateLimits limits_;
 };
 
 }  // namespace qwenrt

@@ -13,10 +13,14 @@
 
 namespace qwenrt::jinja {
 
-// Size limit for any single string or list a builtin produces (hostile templates can otherwise
-// double a string in a loop until memory runs out).
-inline constexpr size_t kMaxValueBytes = 64u << 20;
-inline constexpr size_t kMaxListItems = 1u << 22;
+// Every builtin charges the active work budget (jinja_budget.h) for what it touches and checks
+// the size of a string or list against TemplateLimits before building it, so a hostile template
+// cannot make one call run for long or allocate much beyond the limits.
+
+// Work units for touching `v` shallowly: its bytes (strings) or kCostPerItem per element.
+uint64_t ShallowCost(const Value& v);
+// True when `a` and `b` share one string, list or dict (a builtin returned its input).
+bool SameObject(const Value& a, const Value& b);
 
 // ---- object protocol (jinja_methods.cpp) ----
 

@@ -3,10 +3,12 @@
 // the innermost expression or statement once; `raise_exception` messages pass through untouched.
 #include "text/jinja/jinja_eval.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <memory>
 
+#include "text/jinja/jinja_budget.h"
 #include "text/jinja/jinja_builtins.h"
 #include "text/jinja/jinja_ops.h"
 
@@ -20,6 +22,7 @@ struct Scope {
 
   const Value* Find(std::string_view name) const {
     for (const Scope* s = this; s; s = s->parent.get()) {
+      SpendWork(s->vars.size());  // a template may set thousands of names in one scope
       for (const auto& [k, v] : s->vars) {
         if (k == name) return &v;
       }
@@ -27,6 +30,7 @@ struct Scope {
     return nullptr;
   }
   void Set(std::string_view name, Value v) {
+    SpendWork(vars.size());
     for (auto& [k, old] : vars) {
       if (k == name) {
         old = std::move(v);
@@ -66,8 +70,12 @@ class NamespaceObject : public Object {
 // The `loop` variable of a for loop; `index0` advances as the loop runs.
 class LoopObject : public Object {
  public:
-  explicit LoopObject(std::shared_ptr<const std::vector<Value>> items) : items_(std::move(items)) {}
+  explicit LoopObject(std::shared_ptr<const std::vector<Value>> items) : items_(std::move(items)) {
+    for (const Value& v : *items_) depth_ = std::max(depth_, v.Depth() + 1);
+  }
   const char* TypeName() const override { return "LoopContext"; }
+  // Loops over `[loop]` nest loop objects through their items, like lists.
+  int Depth() const override { return depth_; }
   Value GetAttr(std::string_view name) const override {
     const auto n = static_cast<int64_t>(items_->size());
     const auto i = static_cast<int64_t>(index0);
@@ -102,15 +110,17 @@ class LoopObject : public Object {
 
  private:
   std::shared_ptr<const std::vector<Value>> items_;
+  int depth_ = 1;
 };
 
 enum class Flow { kNormal, kBreak, kContinue };
 
 class Evaluator {
  public:
-  explicit Evaluator(const RenderLimits& limits) : limits_(limits) {}
+  explicit Evaluator(const TemplateLimits& limits) : limits_(limits), budget_(limits) {}
 
   StatusOr<std::string> Run(const Template& tmpl, const Dict& context) {
+    ActiveBudget active(&budget_);
     auto globals = std::make_shared<Scope>();
     AddBuiltins(globals.get());
     for (const auto& [k, v] : context.items) {
@@ -140,17 +150,30 @@ class Evaluator {
 
   Status CountStep() {
     if (++steps_ > limits_.max_steps) {
-      return InvalidArgument("template exceeded the step limit ({} loop iterations and macro calls)",
+      return InvalidArgument("template exceeded the step limit ({} loop iterations and macro calls; max_steps)",
                              limits_.max_steps);
     }
-    return OkStatus();
+    return ChargeWork(kCostPerNode);
   }
 
   Status Append(std::string_view text, std::string* out) const {
     if (out->size() + text.size() > limits_.max_output_bytes) {
-      return InvalidArgument("template output exceeds {} bytes", limits_.max_output_bytes);
+      return InvalidArgument("template output exceeds {} bytes (max_output_bytes)", limits_.max_output_bytes);
     }
+    QWENRT_RETURN_IF_ERROR(ChargeWork(text.size()));
     out->append(text);
+    return OkStatus();
+  }
+
+  // Every value an expression produces passes here, so no value deeper or larger than the limits
+  // is ever stored, and the recursive helpers (equality, repr, tojson, destruction) stay shallow.
+  Status CheckValue(const Value& v) const {
+    if (v.Depth() > limits_.max_value_depth) {
+      return InvalidArgument("value nested too deeply (max_value_depth is {})", limits_.max_value_depth);
+    }
+    if (v.is_string()) return CheckStringSize(v.AsString().size());
+    if (v.is_list()) return CheckListSize(v.AsList().items.size());
+    if (v.is_dict()) return CheckListSize(v.AsDict().items.size());
     return OkStatus();
   }
 
@@ -173,12 +196,15 @@ class Evaluator {
       return InvalidArgument("{}", args.args.empty() ? std::string() : Str(args.args[0]));
     }));
     g->Set("namespace", Value::MakeCallable("namespace", [this](CallArgs& args) -> StatusOr<Value> {
+      // An object that lives until the render ends: charged like several nodes.
+      QWENRT_RETURN_IF_ERROR(ChargeWork(4 * kCostPerNode));
       auto ns = std::make_shared<NamespaceObject>();
       namespaces_.push_back(ns);
       for (const auto& a : args.args) {
         if (!a.is_dict()) return InvalidArgument("namespace() positional argument must be a mapping");
         for (const auto& [k, v] : a.AsDict().items) {
           if (k.is_string()) QWENRT_RETURN_IF_ERROR(ns->SetAttr(k.AsString(), v));
+          QWENRT_RETURN_IF_ERROR(ChargeWork(kCostPerItem));  // SetAttr is linear: n keys are quadratic
         }
       }
       for (const auto& [k, v] : args.kwargs) QWENRT_RETURN_IF_ERROR(ns->SetAttr(k, v));
@@ -188,7 +214,10 @@ class Evaluator {
       Dict d;
       for (const auto& a : args.args) {
         if (!a.is_dict()) return InvalidArgument("dict() positional argument must be a mapping");
-        for (const auto& [k, v] : a.AsDict().items) d.Set(k, v);
+        for (const auto& [k, v] : a.AsDict().items) {
+          d.Set(k, v);
+          QWENRT_RETURN_IF_ERROR(ChargeWork(kCostPerItem));  // Set is linear: n keys are quadratic
+        }
       }
       for (const auto& [k, v] : args.kwargs) d.Set(Value::String(k), v);
       return Value::MakeDict(std::move(d));
@@ -208,10 +237,17 @@ class Evaluator {
         return InvalidArgument("range expected 1 to 3 arguments, got {}", args.args.size());
       }
       if (st == 0) return InvalidArgument("range() arg 3 must not be zero");
+      // The length first, in unsigned arithmetic: `i += st` could overflow int64.
+      const uint64_t ust = st > 0 ? static_cast<uint64_t>(st) : 0 - static_cast<uint64_t>(st);
+      uint64_t n = 0;
+      if (st > 0 && b < e) n = (static_cast<uint64_t>(e) - static_cast<uint64_t>(b) - 1) / ust + 1;
+      if (st < 0 && b > e) n = (static_cast<uint64_t>(b) - static_cast<uint64_t>(e) - 1) / ust + 1;
+      QWENRT_RETURN_IF_ERROR(CheckListSize(n));
+      QWENRT_RETURN_IF_ERROR(ChargeWork(n * kCostPerItem));
       std::vector<Value> items;
-      for (int64_t i = b; st > 0 ? i < e : i > e; i += st) {
-        if (items.size() >= kMaxListItems) return InvalidArgument("range() too large");
-        items.push_back(Value::Int(i));
+      items.reserve(n);
+      for (uint64_t i = 0; i < n; ++i) {
+        items.push_back(Value::Int(static_cast<int64_t>(static_cast<uint64_t>(b) + i * static_cast<uint64_t>(st))));
       }
       return Value::MakeList(std::move(items));
     }));
@@ -220,8 +256,10 @@ class Evaluator {
       const std::time_t now = std::time(nullptr);
       std::tm tm{};
       localtime_r(&now, &tm);
+      const std::string& format = args.args[0].AsString();
+      if (format.size() > 64) return InvalidArgument("strftime_now: format longer than 64 bytes");
       char buf[256];
-      const size_t n = std::strftime(buf, sizeof(buf), args.args[0].AsString().c_str(), &tm);
+      const size_t n = std::strftime(buf, sizeof(buf), format.c_str(), &tm);
       return Value::String(std::string(buf, n));
     }));
   }
@@ -238,7 +276,11 @@ class Evaluator {
 
   Status ExecNode(const Node& node, const ScopePtr& scope, std::string* out) {
     DepthGuard guard(&eval_depth_);
-    if (eval_depth_ > limits_.max_eval_depth) return Locate(InvalidArgument("template recursion too deep"), node.line, 0);
+    if (eval_depth_ > limits_.max_eval_depth) {
+      return Locate(InvalidArgument("template recursion too deep (max_eval_depth is {})", limits_.max_eval_depth),
+                    node.line, 0);
+    }
+    QWENRT_RETURN_IF_ERROR(Locate(ChargeWork(kCostPerNode), node.line, 0));
     switch (node.kind) {
       case NodeKind::kText:
         return Append(node.text, out);
@@ -265,6 +307,7 @@ class Evaluator {
         Value v = Value::String(std::move(text));
         if (node.filter) {
           QWENRT_ASSIGN_OR_RETURN(v, EvalFilter(*node.filter, scope, &v));
+          QWENRT_RETURN_IF_ERROR(Locate(CheckValue(v), node.line, 0));
         }
         scope->Set(node.targets[0], std::move(v));
         return OkStatus();
@@ -426,9 +469,18 @@ class Evaluator {
 
   StatusOr<Value> Eval(const Expr& e, const ScopePtr& scope) {
     DepthGuard guard(&eval_depth_);
-    if (eval_depth_ > limits_.max_eval_depth) return Locate(InvalidArgument("template recursion too deep"), e.line, e.col);
+    if (eval_depth_ > limits_.max_eval_depth) {
+      return Locate(InvalidArgument("template recursion too deep (max_eval_depth is {})", limits_.max_eval_depth),
+                    e.line, e.col);
+    }
+    Status charged = ChargeWork(kCostPerNode);
+    if (!charged.ok()) return Locate(charged, e.line, e.col);
     auto r = EvalImpl(e, scope);
     if (!r.ok()) return Locate(r.status(), e.line, e.col);
+    // A builtin may have stopped early on a spent budget: its result is not used.
+    Status checked = ChargeWork(0);
+    if (checked.ok()) checked = CheckValue(*r);
+    if (!checked.ok()) return Locate(checked, e.line, e.col);
     return r;
   }
 
@@ -535,8 +587,10 @@ class Evaluator {
         std::string s;
         for (const auto& c : e.children) {
           QWENRT_ASSIGN_OR_RETURN(Value v, Eval(*c, scope));
+          const size_t before = s.size();
           AppendStr(v, &s);
-          if (s.size() > kMaxValueBytes) return InvalidArgument("string result too large");
+          QWENRT_RETURN_IF_ERROR(CheckStringSize(s.size()));
+          QWENRT_RETURN_IF_ERROR(ChargeWork(s.size() - before));
         }
         return Value::String(std::move(s));
       }
@@ -576,7 +630,8 @@ class Evaluator {
     return r;
   }
 
-  const RenderLimits& limits_;
+  const TemplateLimits& limits_;
+  Budget budget_;
   Flow flow_ = Flow::kNormal;
   bool raised_ = false;
   bool located_ = false;
@@ -588,7 +643,7 @@ class Evaluator {
 
 }  // namespace
 
-StatusOr<std::string> RenderTemplate(const Template& tmpl, const Dict& context, const RenderLimits& limits) {
+StatusOr<std::string> RenderTemplate(const Template& tmpl, const Dict& context, const TemplateLimits& limits) {
   Evaluator ev(limits);
   return ev.Run(tmpl, context);
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "text/jinja/jinja_budget.h"
 #include "text/jinja/jinja_builtins.h"
 #include "text/jinja/jinja_ops.h"
 #include "text/jinja/jinja_string.h"
@@ -12,10 +13,7 @@
 namespace qwenrt::jinja {
 namespace {
 
-Status CheckSize(const std::string& s) {
-  if (s.size() > kMaxValueBytes) return InvalidArgument("string result too large ({} bytes)", s.size());
-  return OkStatus();
-}
+Status CheckSize(const std::string& s) { return CheckStringSize(s.size()); }
 
 StatusOr<Value> FilterToJson(const Value& v, const CallArgs& args) {
   std::vector<Value> a;
@@ -122,8 +120,13 @@ StatusOr<std::vector<Value>> SortValues(std::vector<Value> items, const Value& a
     QWENRT_ASSIGN_OR_RETURN(Value k, SortKey(it, attribute, case_sensitive));
     keyed.emplace_back(std::move(k), std::move(it));
   }
+  // Compare charges strings and lists; numbers compare for free, so charge n log n up front.
+  uint64_t log_n = 1;
+  while ((uint64_t{1} << log_n) < keyed.size()) ++log_n;
+  QWENRT_RETURN_IF_ERROR(ChargeWork(SaturatingMul(SaturatingMul(keyed.size(), log_n), kCostPerItem)));
   Status err;
   std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
+    if (!err.ok()) return false;  // stop comparing (the order no longer matters) once one failed
     auto c = Compare(reverse ? y.first : x.first, reverse ? x.first : y.first, "<");
     if (!c.ok()) {
       if (err.ok()) err = c.status();
@@ -233,6 +236,10 @@ StatusOr<Value> FilterIndent(const Value& v, const CallArgs& args) {
                                                        a[0].is_int() ? a[0].AsInt() : 4, 0, 256)),
                                                    ' ');
   const std::string s = Str(v);
+  // The size first: a long pad times many lines must be refused before it is built.
+  const uint64_t lines = 1 + static_cast<uint64_t>(std::count(s.begin(), s.end(), '\n'));
+  const uint64_t bytes = SaturatingMul(lines, pad.size());
+  QWENRT_RETURN_IF_ERROR(CheckStringSize(bytes > UINT64_MAX - s.size() ? UINT64_MAX : bytes + s.size()));
   std::string out;
   size_t start = 0;
   bool first_line = true;
@@ -274,8 +281,11 @@ StatusOr<Value> FilterSum(const Value& v, const CallArgs& args) {
     }
     if (!x.is_number()) return InvalidArgument("unsupported operand type(s) for +: 'int' and '{}'", x.TypeName());
     if (x.is_float()) is_float = true;
-    if (x.is_float()) fsum += x.AsFloat();
-    else isum += x.is_bool() ? x.AsBool() : x.AsInt();
+    if (x.is_float()) {
+      fsum += x.AsFloat();
+    } else if (__builtin_add_overflow(isum, x.is_bool() ? int64_t{x.AsBool()} : x.AsInt(), &isum)) {
+      return InvalidArgument("integer overflow (values beyond 64 bits are not supported)");
+    }
   }
   if (is_float) return Value::Float(fsum + static_cast<double>(isum));
   return Value::Int(isum);
@@ -308,6 +318,8 @@ StatusOr<Value> PercentFormat(const std::string& f, const std::vector<Value>& ar
       AppendStr(x, &out);
     } else if (x.is_float()) {
       if (!std::isfinite(x.AsFloat())) return InvalidArgument("cannot convert float {} to integer", Str(x));
+      // Python prints any integer; beyond int64 this engine refuses (the cast would be undefined).
+      if (std::fabs(x.AsFloat()) >= 9.2e18) return InvalidArgument("%d format: integer overflow ({} is beyond 64 bits)", Str(x));
       out += std::to_string(static_cast<int64_t>(x.AsFloat()));
     } else if (x.is_number()) {
       out += std::to_string(x.is_int() ? x.AsInt() : static_cast<int64_t>(x.AsBool()));
@@ -343,7 +355,9 @@ std::string JinjaTitle(const std::string& s) {
   return out;
 }
 
-StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs& args) {
+namespace {
+
+StatusOr<Value> CallFilterImpl(std::string_view name, const Value& v, const CallArgs& args) {
   if (v.is_undefined() && (name == "int" || name == "float" || name == "abs" || name == "round" ||
                            name == "dictsort" || name == "attr")) {
     // These call int()/float()/abs()/... on the value, which Jinja2's Undefined refuses.
@@ -372,6 +386,7 @@ StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs
         case '\'': out += "&#39;"; break;
         default: out.push_back(c);
       }
+      if (out.size() > ActiveLimits().max_value_bytes) return StringTooLarge(out.size());
     }
     return Value::String(std::move(out));
   }
@@ -410,6 +425,11 @@ StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs
   }
   if (name == "first" || name == "last") {
     QWENRT_RETURN_IF_ERROR(bind({}));
+    if (v.is_list()) {  // without copying the items (`messages|last` in a loop)
+      const auto& items = v.AsList().items;
+      if (items.empty()) return Value::Undefined(fmt::format("No {} item, sequence was empty.", name));
+      return name == "first" ? items.front() : items.back();
+    }
     QWENRT_ASSIGN_OR_RETURN(auto items, Iterate(v));
     if (items.empty()) return Value::Undefined(fmt::format("No {} item, sequence was empty.", name));
     return name == "first" ? items.front() : items.back();
@@ -417,14 +437,15 @@ StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs
   if (name == "replace") {
     QWENRT_RETURN_IF_ERROR(bind({"old", "new", "count"}));
     const int64_t count = a[2].is_int() ? a[2].AsInt() : -1;
-    std::string out = PyReplace(Str(v), Str(a[0]), Str(a[1]), count);
-    QWENRT_RETURN_IF_ERROR(CheckSize(out));
-    return Value::String(std::move(out));
+    const std::string s = Str(v), old_s = Str(a[0]), new_s = Str(a[1]);
+    QWENRT_RETURN_IF_ERROR(CheckStringSize(PyReplaceSize(s, old_s, new_s, count)));
+    return Value::String(PyReplace(s, old_s, new_s, count));
   }
   if (name == "int") return FilterInt(v, args);
   if (name == "float") return FilterFloat(v, args);
   if (name == "abs") {
     QWENRT_RETURN_IF_ERROR(bind({}));
+    if (v.is_int() && v.AsInt() == INT64_MIN) return InvalidArgument("integer overflow (abs of the smallest int64)");
     if (v.is_int()) return Value::Int(v.AsInt() < 0 ? -v.AsInt() : v.AsInt());
     if (v.is_bool()) return Value::Int(v.AsBool());
     if (v.is_float()) return Value::Float(std::fabs(v.AsFloat()));
@@ -466,7 +487,9 @@ StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs
       if (key.is_dict() || (key.is_list() && !key.AsList().is_tuple)) {
         return InvalidArgument("unhashable type: '{}'", key.TypeName());
       }
-      if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return Equals(s, key); })) continue;
+      const bool dup = std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return Equals(s, key); });
+      QWENRT_RETURN_IF_ERROR(ChargeWork(0));  // quadratic: stop as soon as Equals ran out of budget
+      if (dup) continue;
       seen.push_back(std::move(key));
       out.push_back(it);
     }
@@ -486,7 +509,16 @@ StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs
   if (name == "sum") return FilterSum(v, args);
   if (name == "wordcount") {
     QWENRT_RETURN_IF_ERROR(bind({}));
-    return Value::Int(static_cast<int64_t>(PySplit(Str(v), std::nullopt, -1).size()));
+    // Counted, not split: a split would build a string per word.
+    const std::string s = Str(v);
+    int64_t words = 0;
+    bool in_word = false;
+    for (size_t pos = 0; pos < s.size();) {
+      const bool space = IsPySpace(DecodeUtf8(s, &pos));
+      if (!space && !in_word) ++words;
+      in_word = !space;
+    }
+    return Value::Int(words);
   }
   if (name == "format") {
     if (!args.kwargs.empty()) return InvalidArgument("format: keyword arguments are not supported");
@@ -496,6 +528,21 @@ StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs
     return Unsupported("the '{}' filter is not supported by qwenrt's Jinja subset (docs/chat-template.md)", name);
   }
   return InvalidArgument("No filter named '{}'.", name);
+}
+
+}  // namespace
+
+StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs& args) {
+  // String operands and arguments are scanned or copied by every filter that takes them; lists
+  // and dicts are charged where they are iterated (Iterate), so `messages|length` in a loop over
+  // the messages stays linear. A new result is charged for being built (deeper work, such as
+  // comparisons or the filters `map` applies, charges itself).
+  uint64_t cost = kCostPerNode + (v.is_string() ? v.AsString().size() : 0);
+  for (const Value& a : args.args) cost += a.is_string() ? a.AsString().size() : 0;
+  QWENRT_RETURN_IF_ERROR(ChargeWork(cost));
+  QWENRT_ASSIGN_OR_RETURN(Value r, CallFilterImpl(name, v, args));
+  if (!SameObject(r, v)) QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(r)));
+  return r;
 }
 
 bool IsJinja2Filter(std::string_view name) {
@@ -545,6 +592,7 @@ StatusOr<bool> CallTest(std::string_view name, const Value& v, const CallArgs& a
   if (name == "escaped") return false;
   if (name == "lower" || name == "upper") {
     if (!v.is_string()) return false;
+    QWENRT_RETURN_IF_ERROR(ChargeWork(2 * v.AsString().size()));
     return name == "lower" ? PyLower(v.AsString()) == v.AsString() : PyUpper(v.AsString()) == v.AsString();
   }
   if (name == "odd" || name == "even" || name == "divisibleby") {

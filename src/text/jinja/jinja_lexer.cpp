@@ -419,9 +419,9 @@ class Lexer {
 
 }  // namespace
 
-StatusOr<std::vector<Token>> Tokenize(std::string_view source) {
-  if (source.size() > kMaxTemplateBytes) {
-    return InvalidArgument("template too large ({} bytes, limit {})", source.size(), kMaxTemplateBytes);
+StatusOr<std::vector<Token>> Tokenize(std::string_view source, size_t max_bytes) {
+  if (source.size() > max_bytes) {
+    return InvalidArgument("template too large ({} bytes; max_template_bytes is {})", source.size(), max_bytes);
   }
   Lexer lexer(NormalizeNewlines(source));
   return lexer.Run();

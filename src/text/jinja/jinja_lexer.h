@@ -39,12 +39,10 @@ struct Token {
   int col = 1;
 };
 
-// Source size limit: templates are a few kB; anything beyond this is refused.
-inline constexpr size_t kMaxTemplateBytes = 4u << 20;
-
 // Tokenizes `source`; syntax errors (unterminated tags, strings or comments, stray characters)
-// come back as InvalidArgument naming the line and column.
-StatusOr<std::vector<Token>> Tokenize(std::string_view source);
+// come back as InvalidArgument naming the line and column. Sources over `max_bytes`
+// (TemplateLimits::max_template_bytes) are refused.
+StatusOr<std::vector<Token>> Tokenize(std::string_view source, size_t max_bytes);
 
 const char* TokenKindName(TokenKind kind);
 

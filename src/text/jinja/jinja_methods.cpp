@@ -2,12 +2,29 @@
 // iteration, `len`, `in`, and the Python methods of str, dict and list that templates call.
 // Mutating methods (`append`, `update`, ...) are refused as Hugging Face's sandbox refuses them.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
+#include "text/jinja/jinja_budget.h"
 #include "text/jinja/jinja_builtins.h"
 #include "text/jinja/jinja_string.h"
 
 namespace qwenrt::jinja {
+
+uint64_t ShallowCost(const Value& v) {
+  if (v.is_string()) return v.AsString().size();
+  if (v.is_list()) return SaturatingMul(v.AsList().items.size(), kCostPerItem);
+  if (v.is_dict()) return SaturatingMul(v.AsDict().items.size(), kCostPerItem);
+  return 0;
+}
+
+bool SameObject(const Value& a, const Value& b) {
+  if (a.kind() != b.kind()) return false;
+  if (a.is_string()) return &a.AsString() == &b.AsString();
+  if (a.is_list()) return &a.AsList() == &b.AsList();
+  if (a.is_dict()) return &a.AsDict() == &b.AsDict();
+  return false;
+}
 
 Status BindArgs(std::string_view fname, const CallArgs& args, std::initializer_list<std::string_view> names,
                 std::vector<Value>* out) {
@@ -59,6 +76,15 @@ StatusOr<int64_t> OptInt(const Value& v, int64_t fallback, std::string_view what
   return InvalidArgument("'{}' object cannot be interpreted as an integer ({})", v.TypeName(), what);
 }
 
+// Byte offset of code point `i` of `s` (0 <= i <= count; i == count gives s.size()), found by a
+// scan instead of an offsets table, which for a 16 MB string would take 128 MB.
+size_t CodePointOffset(std::string_view s, size_t i) {
+  if (IsAscii(s)) return std::min(i, s.size());
+  size_t pos = 0;
+  for (size_t k = 0; k < i && pos < s.size(); ++k) DecodeUtf8(s, &pos);
+  return pos;
+}
+
 Value StringList(std::vector<std::string> parts) {
   std::vector<Value> items;
   items.reserve(parts.size());
@@ -69,8 +95,7 @@ Value StringList(std::vector<std::string> parts) {
 // Python's start/end arguments of find/count/startswith, resolved to code-point indices.
 StatusOr<std::string_view> Window(const std::string& s, const Value& start, const Value& end,
                                   size_t* offset_cp) {
-  const std::vector<size_t> offs = CodePointOffsets(s);
-  const int64_t n = static_cast<int64_t>(offs.size()) - 1;
+  const int64_t n = static_cast<int64_t>(CodePointCount(s));
   QWENRT_ASSIGN_OR_RETURN(int64_t b, OptInt(start, 0, "start"));
   QWENRT_ASSIGN_OR_RETURN(int64_t e, OptInt(end, n, "end"));
   if (b < 0) b = std::max<int64_t>(0, b + n);
@@ -79,7 +104,9 @@ StatusOr<std::string_view> Window(const std::string& s, const Value& start, cons
   e = std::min(e, n);
   if (e < b) e = b;
   *offset_cp = static_cast<size_t>(b);
-  return std::string_view(s).substr(offs[b], offs[e] - offs[b]);
+  const size_t from = CodePointOffset(s, static_cast<size_t>(b));
+  const size_t to = CodePointOffset(s, static_cast<size_t>(e));
+  return std::string_view(s).substr(from, to - from);
 }
 
 // Minimal `str.format`: `{}`, `{0}`, `{name}`, `{{`, `}}`; format specs are refused.
@@ -111,7 +138,12 @@ StatusOr<Value> PyFormat(const std::string& fmt_s, const CallArgs& args) {
     }
     const Value* v = nullptr;
     if (field.empty() || std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
-      const size_t idx = field.empty() ? auto_index++ : static_cast<size_t>(std::stoul(field));
+      size_t idx = auto_index;
+      if (field.empty()) {
+        ++auto_index;
+      } else if (std::from_chars(field.data(), field.data() + field.size(), idx).ec != std::errc()) {
+        return InvalidArgument("Replacement index {} out of range for positional args tuple", field);
+      }
       if (idx >= args.args.size()) return InvalidArgument("Replacement index {} out of range for positional args tuple", idx);
       v = &args.args[idx];
     } else {
@@ -121,6 +153,7 @@ StatusOr<Value> PyFormat(const std::string& fmt_s, const CallArgs& args) {
       if (!v) return InvalidArgument("KeyError: '{}'", field);
     }
     AppendStr(*v, &out);
+    QWENRT_RETURN_IF_ERROR(CheckStringSize(out.size()));
     i = close;
   }
   return Value::String(std::move(out));
@@ -139,7 +172,12 @@ StatusOr<Value> StringMethod(const std::string& s, std::string_view name, const 
     QWENRT_ASSIGN_OR_RETURN(auto sep, OptString(a[0], "sep"));
     QWENRT_ASSIGN_OR_RETURN(int64_t maxsplit, OptInt(a[1], -1, "maxsplit"));
     if (sep && sep->empty()) return InvalidArgument("empty separator");
-    return StringList(name == "split" ? PySplit(s, sep, maxsplit) : PyRSplit(s, sep, maxsplit));
+    // At most max_list_items + 1 parts are built: that many means the whole split is too large.
+    const auto max_items = static_cast<int64_t>(ActiveLimits().max_list_items);
+    const int64_t capped = maxsplit < 0 || maxsplit > max_items ? max_items : maxsplit;
+    std::vector<std::string> parts = name == "split" ? PySplit(s, sep, capped) : PyRSplit(s, sep, capped);
+    QWENRT_RETURN_IF_ERROR(CheckListSize(parts.size()));
+    return StringList(std::move(parts));
   }
   if (name == "splitlines") {
     QWENRT_RETURN_IF_ERROR(bind({"keepends"}));
@@ -159,6 +197,7 @@ StatusOr<Value> StringMethod(const std::string& s, std::string_view name, const 
       if (a[0].Truthy()) cur.append(s, start, pos - start);
       lines.push_back(std::move(cur));
       cur.clear();
+      QWENRT_RETURN_IF_ERROR(CheckListSize(lines.size()));
     }
     if (!cur.empty()) lines.push_back(std::move(cur));
     return StringList(std::move(lines));
@@ -186,9 +225,10 @@ StatusOr<Value> StringMethod(const std::string& s, std::string_view name, const 
     QWENRT_RETURN_IF_ERROR(bind({"old", "new", "count"}));
     if (!a[0].is_string() || !a[1].is_string()) return InvalidArgument("replace() arguments must be str");
     QWENRT_ASSIGN_OR_RETURN(int64_t count, OptInt(a[2], -1, "count"));
-    std::string r = PyReplace(s, a[0].AsString(), a[1].AsString(), count);
-    if (r.size() > kMaxValueBytes) return InvalidArgument("string too large");
-    return Value::String(std::move(r));
+    const uint64_t bytes = PyReplaceSize(s, a[0].AsString(), a[1].AsString(), count);
+    QWENRT_RETURN_IF_ERROR(CheckStringSize(bytes));
+    QWENRT_RETURN_IF_ERROR(ChargeWork(bytes));
+    return Value::String(PyReplace(s, a[0].AsString(), a[1].AsString(), count));
   }
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
     QWENRT_RETURN_IF_ERROR(bind({"sub", "start", "end"}));
@@ -199,10 +239,10 @@ StatusOr<Value> StringMethod(const std::string& s, std::string_view name, const 
     if (name == "count") {
       if (sub.empty()) return Value::Int(static_cast<int64_t>(CodePointCount(w) + 1));
       int64_t n = 0;
-      for (size_t p = w.find(sub); p != std::string_view::npos; p = w.find(sub, p + sub.size())) ++n;
+      for (size_t p = PyFind(w, sub, 0); p != std::string_view::npos; p = PyFind(w, sub, p + sub.size())) ++n;
       return Value::Int(n);
     }
-    const size_t hit = (name == "find" || name == "index") ? w.find(sub) : w.rfind(sub);
+    const size_t hit = (name == "find" || name == "index") ? PyFind(w, sub, 0) : PyRFind(w, sub);
     if (hit == std::string_view::npos) {
       if (name == "index" || name == "rindex") return InvalidArgument("substring not found");
       return Value::Int(-1);
@@ -226,7 +266,7 @@ StatusOr<Value> StringMethod(const std::string& s, std::string_view name, const 
       }
       if (i) out += s;
       out += items[i].AsString();
-      if (out.size() > kMaxValueBytes) return InvalidArgument("string too large");
+      QWENRT_RETURN_IF_ERROR(CheckStringSize(out.size()));
     }
     return Value::String(std::move(out));
   }
@@ -285,10 +325,11 @@ StatusOr<Value> ListMethod(const Value& self, std::string_view name, const CallA
   const auto& items = self.AsList().items;
   int64_t count = 0;
   for (size_t i = 0; i < items.size(); ++i) {
-    if (!Equals(items[i], a[0])) continue;
+    if (!Equals(items[i], a[0])) continue;  // Equals charges each comparison
     if (name == "index") return Value::Int(static_cast<int64_t>(i));
     ++count;
   }
+  QWENRT_RETURN_IF_ERROR(ChargeWork(0));  // a miss may be the budget running out
   if (name == "index") return InvalidArgument("{} is not in list", Repr(a[0]));
   return Value::Int(count);
 }
@@ -310,16 +351,26 @@ bool IsMutatingMethod(std::string_view n) {
 // A bound method of `obj`, or nullopt when `obj` has no method `name`.
 std::optional<Value> BoundMethod(const Value& obj, std::string_view name) {
   const std::string method(name);
+  // The receiver is held by the callable (for its depth); strings are shared, so holding one is
+  // O(1). A method call is charged its receiver's bytes or items plus its result's.
   if (obj.is_string() && IsStringMethod(name)) {
-    return Value::MakeCallable("str." + method, [s = obj.AsString(), method](CallArgs& args) {
-      return StringMethod(s, method, args);
-    });
+    return Value::MakeCallable("str." + method, [obj, method](CallArgs& args) -> StatusOr<Value> {
+      QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(obj)));
+      QWENRT_ASSIGN_OR_RETURN(Value r, StringMethod(obj.AsString(), method, args));
+      if (!SameObject(r, obj)) QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(r)));
+      return r;
+    }, &obj);
   }
   if (obj.is_dict() && (name == "get" || name == "keys" || name == "values" || name == "items")) {
-    return Value::MakeCallable("dict." + method, [obj, method](CallArgs& args) { return DictMethod(obj, method, args); });
+    return Value::MakeCallable("dict." + method, [obj, method](CallArgs& args) -> StatusOr<Value> {
+      QWENRT_ASSIGN_OR_RETURN(Value r, DictMethod(obj, method, args));
+      if (method != "get") QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(r)));  // get returns a stored value
+      return r;
+    }, &obj);
   }
   if (obj.is_list() && (name == "index" || name == "count")) {
-    return Value::MakeCallable("list." + method, [obj, method](CallArgs& args) { return ListMethod(obj, method, args); });
+    return Value::MakeCallable("list." + method, [obj, method](CallArgs& args) { return ListMethod(obj, method, args); },
+                               &obj);
   }
   if ((obj.is_list() || obj.is_dict()) && IsMutatingMethod(name)) {
     return Value::MakeCallable(method, [type = std::string(obj.TypeName()), method](CallArgs&) -> StatusOr<Value> {
@@ -366,10 +417,15 @@ StatusOr<Value> GetItem(const Value& obj, const Value& key) {
       if (i >= 0 && i < n) return items[static_cast<size_t>(i)];
     } else {
       const std::string& s = obj.AsString();
-      const std::vector<size_t> offs = CodePointOffsets(s);
-      const auto n = static_cast<int64_t>(offs.size()) - 1;
+      QWENRT_RETURN_IF_ERROR(ChargeWork(s.size()));
+      const auto n = static_cast<int64_t>(CodePointCount(s));
       if (i < 0) i += n;
-      if (i >= 0 && i < n) return Value::String(s.substr(offs[i], offs[i + 1] - offs[i]));
+      if (i >= 0 && i < n) {
+        size_t from = CodePointOffset(s, static_cast<size_t>(i));
+        size_t to = from;
+        DecodeUtf8(s, &to);
+        return Value::String(s.substr(from, to - from));
+      }
     }
   } else if (obj.is_object() && key.is_string()) {
     return GetAttr(obj, key.AsString());
@@ -386,11 +442,17 @@ StatusOr<Value> Slice(const Value& obj, const Value* start, const Value* stop, c
     return InvalidArgument("'{}' object is not subscriptable", obj.TypeName());
   }
   const bool is_str = obj.is_string();
-  std::vector<size_t> offs;
+  // Strings are scanned for code points; list slices cost what they copy (charged below).
+  if (is_str) QWENRT_RETURN_IF_ERROR(ChargeWork(obj.AsString().size()));
+  std::vector<size_t> offs;  // code point offsets, for non-ASCII strings only
   int64_t n = 0;
   if (is_str) {
-    offs = CodePointOffsets(obj.AsString());
-    n = static_cast<int64_t>(offs.size()) - 1;
+    if (IsAscii(obj.AsString())) {
+      n = static_cast<int64_t>(obj.AsString().size());
+    } else {
+      offs = CodePointOffsets(obj.AsString());
+      n = static_cast<int64_t>(offs.size()) - 1;
+    }
   } else {
     n = static_cast<int64_t>(obj.AsList().items.size());
   }
@@ -416,30 +478,40 @@ StatusOr<Value> Slice(const Value& obj, const Value* start, const Value* stop, c
   };
   b = adjust(b);
   e = adjust(e);
-  std::vector<int64_t> idx;
-  if (st > 0) {
-    for (int64_t i = b; i < e; i += st) idx.push_back(i);
-  } else {
-    for (int64_t i = b; i > e; i += st) idx.push_back(i);
-  }
+  // The count first (a step near INT64_MAX would overflow `i += step`); -1 <= b, e <= n.
+  const uint64_t ust = st > 0 ? static_cast<uint64_t>(st) : 0 - static_cast<uint64_t>(st);
+  uint64_t count = 0;
+  if (st > 0 && b < e) count = static_cast<uint64_t>(e - b - 1) / ust + 1;
+  if (st < 0 && b > e) count = static_cast<uint64_t>(b - e - 1) / ust + 1;
+  auto index = [&](uint64_t k) {
+    return static_cast<size_t>(st > 0 ? static_cast<uint64_t>(b) + k * ust : static_cast<uint64_t>(b) - k * ust);
+  };
   if (is_str) {
     const std::string& s = obj.AsString();
     std::string out;
-    out.reserve(s.size());
-    for (int64_t i : idx) out.append(s, offs[i], offs[i + 1] - offs[i]);
+    out.reserve(std::min<uint64_t>(s.size(), count * 4));
+    for (uint64_t k = 0; k < count; ++k) {
+      const size_t i = index(k);
+      if (offs.empty()) out.push_back(s[i]);
+      else out.append(s, offs[i], offs[i + 1] - offs[i]);
+    }
     return Value::String(std::move(out));
   }
+  QWENRT_RETURN_IF_ERROR(ChargeWork(SaturatingMul(count, kCostPerItem)));
   std::vector<Value> out;
-  out.reserve(idx.size());
-  for (int64_t i : idx) out.push_back(obj.AsList().items[static_cast<size_t>(i)]);
+  out.reserve(count);
+  for (uint64_t k = 0; k < count; ++k) out.push_back(obj.AsList().items[index(k)]);
   return Value::MakeList(std::move(out), obj.AsList().is_tuple);
 }
 
 StatusOr<std::vector<Value>> Iterate(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kUndefined: return std::vector<Value>();
-    case Value::Kind::kList: return v.AsList().items;
+    case Value::Kind::kList:
+      QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(v)));
+      return v.AsList().items;
     case Value::Kind::kDict: {
+      QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(v)));
       std::vector<Value> keys;
       keys.reserve(v.AsDict().items.size());
       for (const auto& [k, val] : v.AsDict().items) keys.push_back(k);
@@ -447,7 +519,11 @@ StatusOr<std::vector<Value>> Iterate(const Value& v) {
     }
     case Value::Kind::kString: {
       const std::string& s = v.AsString();
+      const size_t n = CodePointCount(s);
+      QWENRT_RETURN_IF_ERROR(CheckListSize(n));
+      QWENRT_RETURN_IF_ERROR(ChargeWork(s.size() + SaturatingMul(n, kCostPerItem)));
       std::vector<Value> chars;
+      chars.reserve(n);
       size_t pos = 0;
       while (pos < s.size()) {
         const size_t start = pos;
@@ -468,8 +544,10 @@ StatusOr<Value> GetDotted(const Value& obj, std::string_view path) {
     const size_t dot = path.find('.', start);
     const std::string_view part = path.substr(start, dot == std::string_view::npos ? path.npos : dot - start);
     Value key = Value::String(std::string(part));
-    if (!part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      key = Value::Int(std::stoll(std::string(part)));
+    int64_t index = 0;
+    if (!part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+        std::from_chars(part.data(), part.data() + part.size(), index).ec == std::errc()) {
+      key = Value::Int(index);  // digits beyond int64 stay a string key, as no list is that long
     }
     QWENRT_ASSIGN_OR_RETURN(cur, GetItem(cur, key));
     if (dot == std::string_view::npos) return cur;
@@ -480,7 +558,9 @@ StatusOr<Value> GetDotted(const Value& obj, std::string_view path) {
 StatusOr<int64_t> Length(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kUndefined: return 0;
-    case Value::Kind::kString: return static_cast<int64_t>(CodePointCount(v.AsString()));
+    case Value::Kind::kString:
+      QWENRT_RETURN_IF_ERROR(ChargeWork(v.AsString().size()));
+      return static_cast<int64_t>(CodePointCount(v.AsString()));
     case Value::Kind::kList: return static_cast<int64_t>(v.AsList().items.size());
     case Value::Kind::kDict: return static_cast<int64_t>(v.AsDict().items.size());
     default: return InvalidArgument("object of type '{}' has no len()", v.TypeName());
@@ -494,11 +574,13 @@ StatusOr<bool> Contains(const Value& container, const Value& item) {
       if (!item.is_string()) {
         return InvalidArgument("'in <string>' requires string as left operand, not {}", item.TypeName());
       }
-      return container.AsString().find(item.AsString()) != std::string::npos;
+      QWENRT_RETURN_IF_ERROR(ChargeWork(container.AsString().size() + item.AsString().size()));
+      return PyFind(container.AsString(), item.AsString(), 0) != std::string_view::npos;
     case Value::Kind::kList:
       for (const auto& e : container.AsList().items) {
-        if (Equals(e, item)) return true;
+        if (Equals(e, item)) return true;  // Equals charges each comparison
       }
+      QWENRT_RETURN_IF_ERROR(ChargeWork(0));  // a false answer may be the budget running out
       return false;
     case Value::Kind::kDict:
       if (item.is_dict() || (item.is_list() && !item.AsList().is_tuple)) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "text/jinja/jinja_budget.h"
 #include "text/jinja/jinja_builtins.h"
 
 namespace qwenrt::jinja {
@@ -22,14 +23,18 @@ StatusOr<Value> Repeat(const Value& seq, int64_t n) {
   if (n <= 0) return seq.is_string() ? Value::String("") : Value::MakeList({}, seq.AsList().is_tuple);
   if (seq.is_string()) {
     const std::string& s = seq.AsString();
-    if (s.size() * static_cast<uint64_t>(n) > kMaxValueBytes) return InvalidArgument("string result too large");
+    const uint64_t bytes = SaturatingMul(s.size(), static_cast<uint64_t>(n));
+    QWENRT_RETURN_IF_ERROR(CheckStringSize(bytes));
+    QWENRT_RETURN_IF_ERROR(ChargeWork(bytes));
     std::string out;
     out.reserve(s.size() * static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) out += s;
     return Value::String(std::move(out));
   }
   const auto& items = seq.AsList().items;
-  if (items.size() * static_cast<uint64_t>(n) > kMaxListItems) return InvalidArgument("list result too large");
+  const uint64_t total = SaturatingMul(items.size(), static_cast<uint64_t>(n));
+  QWENRT_RETURN_IF_ERROR(CheckListSize(total));
+  QWENRT_RETURN_IF_ERROR(ChargeWork(SaturatingMul(total, kCostPerItem)));
   std::vector<Value> out;
   out.reserve(items.size() * static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) out.insert(out.end(), items.begin(), items.end());
@@ -62,15 +67,19 @@ StatusOr<Value> BinaryOp(std::string_view op, const Value& a, const Value& b) {
     if (nums) return Value::Float(a.ToDouble() + b.ToDouble());
     if (a.is_string()) {
       if (!b.is_string()) return InvalidArgument("can only concatenate str (not \"{}\") to str", b.TypeName());
-      if (a.AsString().size() + b.AsString().size() > kMaxValueBytes) return InvalidArgument("string result too large");
+      const uint64_t bytes = a.AsString().size() + b.AsString().size();
+      QWENRT_RETURN_IF_ERROR(CheckStringSize(bytes));
+      QWENRT_RETURN_IF_ERROR(ChargeWork(bytes));
       return Value::String(a.AsString() + b.AsString());
     }
     if (a.is_list()) {
       if (!b.is_list() || b.AsList().is_tuple != a.AsList().is_tuple) {
         return InvalidArgument("can only concatenate {} (not \"{}\") to {}", a.TypeName(), b.TypeName(), a.TypeName());
       }
+      const uint64_t total = a.AsList().items.size() + b.AsList().items.size();
+      QWENRT_RETURN_IF_ERROR(CheckListSize(total));
+      QWENRT_RETURN_IF_ERROR(ChargeWork(total * kCostPerItem));
       std::vector<Value> items = a.AsList().items;
-      if (items.size() + b.AsList().items.size() > kMaxListItems) return InvalidArgument("list result too large");
       items.insert(items.end(), b.AsList().items.begin(), b.AsList().items.end());
       return Value::MakeList(std::move(items), a.AsList().is_tuple);
     }

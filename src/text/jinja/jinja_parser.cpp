@@ -1,7 +1,10 @@
 // Parser of the chat-template engine (see jinja_parser.h): recursive descent over the token list,
-// one function per precedence level as in Jinja2's parser, with a depth guard on every recursion.
+// one function per precedence level as in Jinja2's parser, with a depth guard on every recursion
+// and a height check on every node built (chains such as `a + b + c` are built in loops, so only
+// the height sees them).
 #include "text/jinja/jinja_parser.h"
 
+#include <algorithm>
 #include <initializer_list>
 
 #include "text/jinja/jinja_builtins.h"
@@ -39,7 +42,7 @@ bool UsesName(const Body& body, std::string_view name) {
 
 class Parser {
  public:
-  explicit Parser(std::vector<Token> tokens) : toks_(std::move(tokens)) {}
+  Parser(std::vector<Token> tokens, int max_nesting) : toks_(std::move(tokens)), max_nesting_(max_nesting) {}
 
   StatusOr<std::unique_ptr<Template>> Run() {
     auto tmpl = std::make_unique<Template>();
@@ -109,6 +112,23 @@ class Parser {
     return Next().text;
   }
 
+  // Sets `e`'s height from its children; trees taller than max_nesting are refused here, while
+  // they are built, because every later walk over them recurses per level.
+  Status Measure(Expr* e) const {
+    int h = 0;
+    for (const auto& c : e->children) {
+      if (c) h = std::max(h, c->height);
+    }
+    for (const auto& [k, v] : e->kwargs) h = std::max(h, v->height);
+    e->height = h + 1;
+    if (e->height > max_nesting_) {
+      return InvalidArgument("template syntax error at line {}, column {}: template nested too deeply "
+                             "(expression chain or nesting deeper than max_nesting = {})",
+                             e->line, e->col, max_nesting_);
+    }
+    return OkStatus();
+  }
+
   ExprPtr MakeExpr(ExprKind kind, const Token& at) {
     auto e = std::make_unique<Expr>();
     e->kind = kind;
@@ -123,7 +143,7 @@ class Parser {
   // is returned in `*end_tag`), or until the end of the template when `end_names` is empty.
   Status ParseBody(Body* body, std::initializer_list<std::string_view> end_names, std::string* end_tag) {
     DepthGuard guard(&depth_);
-    if (depth_ > kMaxParseDepth) return DepthError();
+    if (depth_ > max_nesting_) return DepthError();
     while (true) {
       const Token& t = Peek();
       switch (t.kind) {
@@ -365,12 +385,13 @@ class Parser {
       QWENRT_ASSIGN_OR_RETURN(ExprPtr item, with_condexpr ? ParseExpression() : ParseOr());
       tuple->children.push_back(std::move(item));
     }
+    QWENRT_RETURN_IF_ERROR(Measure(tuple.get()));
     return tuple;
   }
 
   StatusOr<ExprPtr> ParseExpression() {
     DepthGuard guard(&depth_);
-    if (depth_ > kMaxParseDepth) return DepthError();
+    if (depth_ > max_nesting_) return DepthError();
     QWENRT_ASSIGN_OR_RETURN(ExprPtr expr, ParseOr());
     while (IsName("if")) {
       const Token& at = Next();
@@ -384,6 +405,7 @@ class Parser {
       node->children.push_back(std::move(expr));
       node->children.push_back(std::move(cond));
       node->children.push_back(std::move(else_expr));
+      QWENRT_RETURN_IF_ERROR(Measure(node.get()));
       expr = std::move(node);
     }
     return expr;
@@ -397,6 +419,7 @@ class Parser {
       ExprPtr node = MakeExpr(ExprKind::kOr, at);
       node->children.push_back(std::move(left));
       node->children.push_back(std::move(right));
+      QWENRT_RETURN_IF_ERROR(Measure(node.get()));
       left = std::move(node);
     }
     return left;
@@ -410,6 +433,7 @@ class Parser {
       ExprPtr node = MakeExpr(ExprKind::kAnd, at);
       node->children.push_back(std::move(left));
       node->children.push_back(std::move(right));
+      QWENRT_RETURN_IF_ERROR(Measure(node.get()));
       left = std::move(node);
     }
     return left;
@@ -418,11 +442,12 @@ class Parser {
   StatusOr<ExprPtr> ParseNot() {
     if (IsName("not")) {
       DepthGuard guard(&depth_);
-      if (depth_ > kMaxParseDepth) return DepthError();
+      if (depth_ > max_nesting_) return DepthError();
       const Token& at = Next();
       QWENRT_ASSIGN_OR_RETURN(ExprPtr operand, ParseNot());
       ExprPtr node = MakeExpr(ExprKind::kNot, at);
       node->children.push_back(std::move(operand));
+      QWENRT_RETURN_IF_ERROR(Measure(node.get()));
       return node;
     }
     return ParseCompare();
@@ -458,7 +483,9 @@ class Parser {
       node->children.push_back(std::move(rhs));
       node->ops.push_back(std::move(op));
     }
-    return node ? std::move(node) : std::move(first);
+    if (!node) return first;
+    QWENRT_RETURN_IF_ERROR(Measure(node.get()));
+    return node;
   }
 
   StatusOr<ExprPtr> Binary(ExprPtr left, const Token& at, std::string op, ExprPtr right) {
@@ -466,6 +493,7 @@ class Parser {
     node->name = std::move(op);
     node->children.push_back(std::move(left));
     node->children.push_back(std::move(right));
+    QWENRT_RETURN_IF_ERROR(Measure(node.get()));
     return node;
   }
 
@@ -490,6 +518,7 @@ class Parser {
       QWENRT_ASSIGN_OR_RETURN(ExprPtr item, ParseMath2());
       node->children.push_back(std::move(item));
     }
+    QWENRT_RETURN_IF_ERROR(Measure(node.get()));
     return node;
   }
 
@@ -515,13 +544,14 @@ class Parser {
 
   StatusOr<ExprPtr> ParseUnary(bool with_filter) {
     DepthGuard guard(&depth_);
-    if (depth_ > kMaxParseDepth) return DepthError();
+    if (depth_ > max_nesting_) return DepthError();
     ExprPtr node;
     if (IsOp("-") || IsOp("+")) {
       const Token& at = Next();
       QWENRT_ASSIGN_OR_RETURN(ExprPtr operand, ParseUnary(false));
       node = MakeExpr(at.text == "-" ? ExprKind::kNeg : ExprKind::kPos, at);
       node->children.push_back(std::move(operand));
+      QWENRT_RETURN_IF_ERROR(Measure(node.get()));
       QWENRT_ASSIGN_OR_RETURN(node, ParsePostfix(std::move(node)));
     } else {
       QWENRT_ASSIGN_OR_RETURN(node, ParsePrimary());
@@ -596,6 +626,7 @@ class Parser {
       node->children.push_back(std::move(item));
     }
     Next();
+    QWENRT_RETURN_IF_ERROR(Measure(node.get()));
     return node;
   }
 
@@ -613,6 +644,7 @@ class Parser {
       node->children.push_back(std::move(value));
     }
     Next();
+    QWENRT_RETURN_IF_ERROR(Measure(node.get()));
     return node;
   }
 
@@ -625,6 +657,7 @@ class Parser {
           ExprPtr attr = MakeExpr(ExprKind::kGetAttr, at);
           attr->name = Next().text;
           attr->children.push_back(std::move(node));
+          QWENRT_RETURN_IF_ERROR(Measure(attr.get()));
           node = std::move(attr);
         } else if (t.kind == TokenKind::kInt) {  // `x.0` is `x[0]`
           ExprPtr item = MakeExpr(ExprKind::kGetItem, at);
@@ -632,6 +665,7 @@ class Parser {
           index->literal = Value::Int(Next().int_value);
           item->children.push_back(std::move(node));
           item->children.push_back(std::move(index));
+          QWENRT_RETURN_IF_ERROR(Measure(item.get()));
           node = std::move(item);
         } else {
           return ErrorAt(t, fmt::format("expected an attribute name, got {}", Describe(t)));
@@ -660,6 +694,7 @@ class Parser {
           QWENRT_ASSIGN_OR_RETURN(ExprPtr item, ParseExpression());
           tuple->children.push_back(std::move(item));
         }
+        QWENRT_RETURN_IF_ERROR(Measure(tuple.get()));
         parts[0] = std::move(tuple);
         continue;
       }
@@ -677,11 +712,13 @@ class Parser {
       ExprPtr node = MakeExpr(ExprKind::kGetItem, at);
       node->children.push_back(std::move(object));
       node->children.push_back(std::move(parts[0]));
+      QWENRT_RETURN_IF_ERROR(Measure(node.get()));
       return node;
     }
     ExprPtr node = MakeExpr(ExprKind::kSlice, at);
     node->children.push_back(std::move(object));
     for (auto& p : parts) node->children.push_back(std::move(p));
+    QWENRT_RETURN_IF_ERROR(Measure(node.get()));
     return node;
   }
 
@@ -715,6 +752,7 @@ class Parser {
     ExprPtr node = MakeExpr(ExprKind::kCall, Peek());
     node->children.push_back(std::move(callee));
     QWENRT_RETURN_IF_ERROR(ParseArgs(node.get()));
+    QWENRT_RETURN_IF_ERROR(Measure(node.get()));
     return node;
   }
 
@@ -735,6 +773,7 @@ class Parser {
       node->name = std::move(name);
       node->children.push_back(std::move(operand));
       if (IsOp("(")) QWENRT_RETURN_IF_ERROR(ParseArgs(node.get()));
+      QWENRT_RETURN_IF_ERROR(Measure(node.get()));
       operand = std::move(node);
     }
     return operand;
@@ -781,11 +820,13 @@ class Parser {
       QWENRT_ASSIGN_OR_RETURN(arg, ParsePostfix(std::move(arg)));
       node->children.push_back(std::move(arg));
     }
+    QWENRT_RETURN_IF_ERROR(Measure(node.get()));
     return node;
   }
 
   std::vector<Token> toks_;
   size_t pos_ = 0;
+  const int max_nesting_;
   int depth_ = 0;
   int loop_depth_ = 0;
 };
@@ -844,9 +885,9 @@ Status CheckNames(const Body& body, bool soft) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Template>> ParseTemplate(std::string_view source) {
-  QWENRT_ASSIGN_OR_RETURN(std::vector<Token> tokens, Tokenize(source));
-  Parser parser(std::move(tokens));
+StatusOr<std::unique_ptr<Template>> ParseTemplate(std::string_view source, const TemplateLimits& limits) {
+  QWENRT_ASSIGN_OR_RETURN(std::vector<Token> tokens, Tokenize(source, limits.max_template_bytes));
+  Parser parser(std::move(tokens), limits.max_nesting);
   QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<Template> tmpl, parser.Run());
   QWENRT_RETURN_IF_ERROR(CheckNames(tmpl->body, false));
   return tmpl;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "text/jinja/jinja_limits.h"
 #include "text/jinja/jinja_value.h"
 #include "base/status.h"
 
@@ -54,6 +55,7 @@ struct Expr {
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   std::vector<std::string> ops;
   bool negated = false;
+  int height = 1;  // 1 + the tallest child's height (the parser refuses trees over max_nesting)
 };
 
 enum class NodeKind {
@@ -96,10 +98,11 @@ struct Template {
   Body body;
 };
 
-// Nesting limit for blocks and expressions, so hostile templates cannot exhaust the stack.
-inline constexpr int kMaxParseDepth = 128;
-
 // Parses a template source. Errors: InvalidArgument "template syntax error at line L, column C: ...".
-StatusOr<std::unique_ptr<Template>> ParseTemplate(std::string_view source);
+// Blocks nested, or expressions nested or chained, deeper than limits.max_nesting are refused
+// ("template nested too deeply"), so every walk over the tree (name checks, evaluation, the
+// destructor) recurses at most that deep.
+StatusOr<std::unique_ptr<Template>> ParseTemplate(std::string_view source,
+                                                  const TemplateLimits& limits = TemplateLimits());
 
 }  // namespace qwenrt::jinja

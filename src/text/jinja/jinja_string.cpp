@@ -2,9 +2,11 @@
 // utf8proc so that `repr` escaping and case mapping follow the Unicode tables, as CPython's do.
 #include "text/jinja/jinja_string.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include <utf8proc.h>
 
@@ -66,14 +68,19 @@ bool IsPySpace(char32_t cp) {
 
 namespace {
 
-// True when code point `cp` is one of the code points of `chars` (or whitespace without it).
-bool InStripSet(char32_t cp, const std::optional<std::string>& chars) {
+// The code points of `chars`, sorted, so a strip with a long `chars` stays O(n log m).
+std::vector<char32_t> StripSet(const std::optional<std::string>& chars) {
+  std::vector<char32_t> set;
+  if (!chars) return set;
+  for (size_t pos = 0; pos < chars->size();) set.push_back(DecodeUtf8(*chars, &pos));
+  std::sort(set.begin(), set.end());
+  return set;
+}
+
+// True when code point `cp` is in the strip set (whitespace when there is no `chars`).
+bool InStripSet(char32_t cp, const std::optional<std::string>& chars, const std::vector<char32_t>& set) {
   if (!chars) return IsPySpace(cp);
-  size_t pos = 0;
-  while (pos < chars->size()) {
-    if (DecodeUtf8(*chars, &pos) == cp) return true;
-  }
-  return false;
+  return std::binary_search(set.begin(), set.end(), cp);
 }
 
 bool IsCased(char32_t cp) {
@@ -96,12 +103,13 @@ char32_t ToLower(char32_t cp) { return static_cast<char32_t>(utf8proc_tolower(st
 }  // namespace
 
 std::string PyStrip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right) {
+  const std::vector<char32_t> set = StripSet(chars);
   size_t begin = 0;
   size_t end = s.size();
   if (left) {
     while (begin < end) {
       size_t next = begin;
-      if (!InStripSet(DecodeUtf8(s, &next), chars)) break;
+      if (!InStripSet(DecodeUtf8(s, &next), chars, set)) break;
       begin = next;
     }
   }
@@ -110,11 +118,29 @@ std::string PyStrip(std::string_view s, const std::optional<std::string>& chars,
       size_t start = end - 1;  // back up to the lead byte of the last code point
       while (start > begin && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
       size_t probe = start;
-      if (!InStripSet(DecodeUtf8(s, &probe), chars)) break;
+      if (!InStripSet(DecodeUtf8(s, &probe), chars, set)) break;
       end = start;
     }
   }
   return std::string(s.substr(begin, end - begin));
+}
+
+size_t PyFind(std::string_view s, std::string_view needle, size_t from) {
+  if (from > s.size()) return std::string_view::npos;
+  if (needle.empty()) return from;
+  // glibc's memmem is the two-way algorithm: linear in the worst case, unlike string_view::find
+  // (quadratic for 'a' * n searched for 'a' * (n / 2) + 'b').
+  const void* hit = memmem(s.data() + from, s.size() - from, needle.data(), needle.size());
+  return hit ? static_cast<size_t>(static_cast<const char*>(hit) - s.data()) : std::string_view::npos;
+}
+
+size_t PyRFind(std::string_view s, std::string_view needle) {
+  if (needle.size() > s.size()) return std::string_view::npos;
+  if (needle.empty()) return s.size();
+  // The last match is the first match in the reversed strings.
+  const std::string rs(s.rbegin(), s.rend()), rn(needle.rbegin(), needle.rend());
+  const size_t hit = PyFind(rs, rn, 0);
+  return hit == std::string_view::npos ? hit : s.size() - hit - needle.size();
 }
 
 std::vector<std::string> PySplit(std::string_view s, const std::optional<std::string>& sep,
@@ -123,7 +149,7 @@ std::vector<std::string> PySplit(std::string_view s, const std::optional<std::st
   if (sep) {
     size_t start = 0;
     while (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) {
-      const size_t hit = s.find(*sep, start);
+      const size_t hit = PyFind(s, *sep, start);
       if (hit == std::string_view::npos) break;
       parts.emplace_back(s.substr(start, hit - start));
       start = hit + sep->size();
@@ -161,32 +187,37 @@ std::vector<std::string> PyRSplit(std::string_view s, const std::optional<std::s
   if (maxsplit < 0) return PySplit(s, sep, maxsplit);
   std::vector<std::string> parts;
   if (sep) {
-    size_t end = s.size();
-    while (static_cast<int64_t>(parts.size()) < maxsplit) {
-      if (end < sep->size()) break;
-      const size_t hit = s.rfind(*sep, end - sep->size());
-      if (hit == std::string_view::npos) break;
-      parts.emplace_back(s.substr(hit + sep->size(), end - hit - sep->size()));
-      end = hit;
-    }
-    parts.emplace_back(s.substr(0, end));
+    // Matching right to left without overlaps is matching left to right in the reversed strings
+    // (one linear pass; repeated rfind calls would each rescan).
+    const std::string rs(s.rbegin(), s.rend()), rsep(sep->rbegin(), sep->rend());
+    for (std::string& part : PySplit(rs, rsep, maxsplit)) parts.emplace_back(part.rbegin(), part.rend());
   } else {
-    // Whitespace rsplit: mirror of PySplit working from the right.
-    std::string rest = PyStrip(s, std::nullopt, false, true);
-    while (!rest.empty()) {
+    // Whitespace rsplit: mirror of PySplit, one scan from the right over the code point that
+    // ends at `end` (a malformed byte counts as one non-space code point, as DecodeUtf8 reads it).
+    auto space_before = [&](size_t end, size_t* start) {
+      size_t p = end - 1;
+      while (p > 0 && end - p < 4 && (static_cast<unsigned char>(s[p]) & 0xC0) == 0x80) --p;
+      size_t q = p;
+      char32_t cp = DecodeUtf8(s, &q);
+      if (q != end) {
+        p = end - 1;
+        cp = 0xFFFD;
+      }
+      *start = p;
+      return IsPySpace(cp);
+    };
+    size_t end = s.size();
+    while (true) {
+      size_t start = 0;
+      while (end > 0 && space_before(end, &start)) end = start;
+      if (end == 0) break;
       if (static_cast<int64_t>(parts.size()) == maxsplit) {
-        parts.push_back(rest);
+        parts.emplace_back(s.substr(0, end));
         break;
       }
-      std::vector<size_t> offs = CodePointOffsets(rest);
-      size_t k = offs.size() - 1;
-      while (k > 0) {
-        size_t p = offs[k - 1];
-        if (IsPySpace(DecodeUtf8(rest, &p))) break;
-        --k;
-      }
-      parts.push_back(rest.substr(offs[k]));
-      rest = PyStrip(std::string_view(rest).substr(0, offs[k]), std::nullopt, false, true);
+      const size_t word_end = end;
+      while (end > 0 && !space_before(end, &start)) end = start;
+      parts.emplace_back(s.substr(end, word_end - end));
     }
   }
   return {parts.rbegin(), parts.rend()};
@@ -210,7 +241,7 @@ std::string PyReplace(std::string_view s, std::string_view old_s, std::string_vi
   size_t start = 0;
   int64_t done = 0;
   while (count < 0 || done < count) {
-    const size_t hit = s.find(old_s, start);
+    const size_t hit = PyFind(s, old_s, start);
     if (hit == std::string_view::npos) break;
     out += s.substr(start, hit - start);
     out += new_s;
@@ -219,6 +250,24 @@ std::string PyReplace(std::string_view s, std::string_view old_s, std::string_vi
   }
   out += s.substr(start);
   return out;
+}
+
+uint64_t PyReplaceSize(std::string_view s, std::string_view old_s, std::string_view new_s, int64_t count) {
+  uint64_t hits = 0;
+  if (old_s.empty()) {
+    hits = CodePointCount(s) + 1;
+  } else {
+    for (size_t p = PyFind(s, old_s, 0); p != std::string_view::npos; p = PyFind(s, old_s, p + old_s.size())) {
+      if (count >= 0 && hits >= static_cast<uint64_t>(count)) break;
+      ++hits;
+    }
+  }
+  if (count >= 0) hits = std::min(hits, static_cast<uint64_t>(count));
+  const uint64_t removed = old_s.empty() ? 0 : hits * old_s.size();
+  uint64_t added = 0;
+  if (__builtin_mul_overflow(hits, static_cast<uint64_t>(new_s.size()), &added)) return UINT64_MAX;
+  const uint64_t kept = s.size() - removed;
+  return added > UINT64_MAX - kept ? UINT64_MAX : kept + added;
 }
 
 std::string PyUpper(std::string_view s) {

@@ -32,6 +32,11 @@ bool IsPySpace(char32_t cp);
 // any code point contained in `chars`.
 std::string PyStrip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right);
 
+// Position of the first `needle` in `s` at or after `from` (npos when none), in linear time in the
+// worst case; PyRFind: the last one. Every substring search of the engine goes through these.
+size_t PyFind(std::string_view s, std::string_view needle, size_t from);
+size_t PyRFind(std::string_view s, std::string_view needle);
+
 // Python `str.split(sep, maxsplit)`; `sep` absent splits on runs of whitespace. An empty `sep` is
 // an error in Python, reported by the caller.
 std::vector<std::string> PySplit(std::string_view s, const std::optional<std::string>& sep,
@@ -43,6 +48,9 @@ std::vector<std::string> PyRSplit(std::string_view s, const std::optional<std::s
 // Python `str.replace(old, new, count)` (count < 0: all). An empty `old` inserts `new` between
 // code points, as Python does.
 std::string PyReplace(std::string_view s, std::string_view old_s, std::string_view new_s, int64_t count);
+// The size PyReplace's result will have, found in one scan without building it (saturating), so
+// callers refuse a 10^15-byte result before allocating any of it.
+uint64_t PyReplaceSize(std::string_view s, std::string_view old_s, std::string_view new_s, int64_t count);
 
 // Python `str.upper()`/`lower()`/`title()`/`capitalize()` per code point (simple case mapping;
 // special cases such as 'ß' -> 'SS' are not applied).

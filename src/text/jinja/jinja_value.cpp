@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/jinja/jinja_budget.h"
 #include "text/jinja/jinja_string.h"
 
 namespace qwenrt::jinja {
@@ -23,6 +24,7 @@ const Value* Dict::Find(const Value& key) const {
 }
 
 const Value* Dict::FindStr(std::string_view key) const {
+  if (!SpendWork(items.size())) return nullptr;
   for (const auto& [k, v] : items) {
     if (k.is_string() && k.AsString() == key) return &v;
   }
@@ -30,6 +32,7 @@ const Value* Dict::FindStr(std::string_view key) const {
 }
 
 void Dict::Set(Value key, Value value) {
+  // Linear, so building a dict of n keys is quadratic: Equals charges each comparison.
   for (auto& [k, v] : items) {
     if (Equals(k, key)) {
       v = std::move(value);
@@ -66,22 +69,28 @@ Value Value::Float(double d) {
 }
 Value Value::String(std::string s) {
   Value v;
-  v.v_ = std::move(s);
+  v.v_ = std::make_shared<const std::string>(std::move(s));
   return v;
 }
 Value Value::MakeList(std::vector<Value> items, bool is_tuple) {
+  int depth = 0;
+  for (const Value& item : items) depth = std::max(depth, item.Depth());
   Value v;
-  v.v_ = std::shared_ptr<const List>(std::make_shared<List>(List{std::move(items), is_tuple}));
+  v.v_ = std::shared_ptr<const List>(std::make_shared<List>(List{std::move(items), is_tuple, depth + 1}));
   return v;
 }
 Value Value::MakeDict(Dict dict) {
+  int depth = 0;
+  for (const auto& [key, value] : dict.items) depth = std::max({depth, key.Depth(), value.Depth()});
+  dict.depth = depth + 1;
   Value v;
   v.v_ = std::shared_ptr<const Dict>(std::make_shared<Dict>(std::move(dict)));
   return v;
 }
-Value Value::MakeCallable(std::string name, NativeFn fn) {
+Value Value::MakeCallable(std::string name, NativeFn fn, const Value* holds) {
   Value v;
-  v.v_ = std::shared_ptr<const Callable>(std::make_shared<Callable>(Callable{std::move(name), std::move(fn)}));
+  v.v_ = std::shared_ptr<const Callable>(std::make_shared<Callable>(
+      Callable{std::move(name), std::move(fn), holds ? holds->Depth() + 1 : 1}));
   return v;
 }
 Value Value::MakeObject(std::shared_ptr<Object> object) {
@@ -96,6 +105,16 @@ double Value::ToDouble() const {
     case Kind::kFloat: return AsFloat();
     case Kind::kBool: return AsBool() ? 1.0 : 0.0;
     default: return 0.0;
+  }
+}
+
+int Value::Depth() const {
+  switch (kind()) {
+    case Kind::kList: return AsList().depth;
+    case Kind::kDict: return AsDict().depth;
+    case Kind::kCallable: return AsCallable().depth;
+    case Kind::kObject: return AsObject().Depth();
+    default: return 0;
   }
 }
 
@@ -131,6 +150,8 @@ const char* Value::TypeName() const {
 
 bool Equals(const Value& a, const Value& b) {
   using K = Value::Kind;
+  // Charged before anything: `in`, `unique` and dict lookups are loops of Equals.
+  if (!SpendWork(kCostPerItem)) return false;
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.ToDouble() == b.ToDouble();
     const int64_t x = a.is_bool() ? (a.AsBool() ? 1 : 0) : a.AsInt();
@@ -140,11 +161,17 @@ bool Equals(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case K::kUndefined: case K::kNone: return true;
-    case K::kString: return a.AsString() == b.AsString();
+    case K::kString: {
+      const std::string& x = a.AsString();
+      const std::string& y = b.AsString();
+      if (x.size() != y.size()) return false;
+      return SpendWork(x.size()) && x == y;
+    }
     case K::kList: {
       const auto& x = a.AsList();
       const auto& y = b.AsList();
       if (x.is_tuple != y.is_tuple || x.items.size() != y.items.size()) return false;
+      if (&x == &y) return true;  // shared: a DAG compared with itself costs nothing
       for (size_t i = 0; i < x.items.size(); ++i) {
         if (!Equals(x.items[i], y.items[i])) return false;
       }
@@ -154,6 +181,7 @@ bool Equals(const Value& a, const Value& b) {
       const auto& x = a.AsDict();
       const auto& y = b.AsDict();
       if (x.items.size() != y.items.size()) return false;
+      if (&x == &y) return true;
       for (const auto& [k, v] : x.items) {
         const Value* other = y.Find(k);
         if (!other || !Equals(v, *other)) return false;
@@ -177,6 +205,7 @@ StatusOr<int> Compare(const Value& a, const Value& b, std::string_view op) {
     return x < y ? -1 : (x > y ? 1 : 0);
   }
   if (a.is_string() && b.is_string()) {
+    QWENRT_RETURN_IF_ERROR(ChargeWork(std::min(a.AsString().size(), b.AsString().size())));
     // UTF-8 byte order equals code-point order.
     const int c = a.AsString().compare(b.AsString());
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
@@ -186,6 +215,7 @@ StatusOr<int> Compare(const Value& a, const Value& b, std::string_view op) {
     const auto& y = b.AsList().items;
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
       if (Equals(x[i], y[i])) continue;
+      QWENRT_RETURN_IF_ERROR(ChargeWork(0));  // Equals answered false because the budget ran out
       return Compare(x[i], y[i], op);
     }
     return x.size() < y.size() ? -1 : (x.size() > y.size() ? 1 : 0);
@@ -200,11 +230,18 @@ void AppendRepr(const Value& v, std::string* out);
 
 void AppendIntText(int64_t i, std::string* out) { *out += std::to_string(i); }
 
+// True when printing should stop: the text is past any value's size limit (the caller's size
+// check reports it) or the budget is spent (the caller's next charge reports it).
+bool StopPrinting(const std::string& out) {
+  return out.size() > ActiveLimits().max_value_bytes || !SpendWork(kCostPerItem);
+}
+
 void AppendContainerRepr(const Value& v, std::string* out) {
+  if (StopPrinting(*out)) return;
   if (v.is_list()) {
     const auto& list = v.AsList();
     out->push_back(list.is_tuple ? '(' : '[');
-    for (size_t i = 0; i < list.items.size(); ++i) {
+    for (size_t i = 0; i < list.items.size() && !StopPrinting(*out); ++i) {
       if (i) *out += ", ";
       AppendRepr(list.items[i], out);
     }
@@ -214,6 +251,7 @@ void AppendContainerRepr(const Value& v, std::string* out) {
     out->push_back('{');
     bool first = true;
     for (const auto& [k, val] : v.AsDict().items) {
+      if (StopPrinting(*out)) break;
       if (!first) *out += ", ";
       first = false;
       AppendRepr(k, out);
@@ -228,6 +266,7 @@ void AppendRepr(const Value& v, std::string* out) {
   if (v.is_undefined()) {
     *out += "Undefined";
   } else if (v.is_string()) {
+    if (!SpendWork(v.AsString().size())) return;
     *out += PyReprString(v.AsString());
   } else {
     AppendStr(v, out);
@@ -286,7 +325,11 @@ void AppendNewlineIndent(const JsonOptions& opts, int depth, std::string* out) {
 
 Status AppendJsonImpl(const Value& v, const JsonOptions& opts, int depth, std::string* out) {
   using K = Value::Kind;
-  if (depth > 512) return InvalidArgument("tojson: nesting too deep");
+  // Values are at most max_value_depth deep; this guards direct callers.
+  if (depth > ActiveLimits().max_value_depth) return InvalidArgument("tojson: nesting too deep");
+  // Checked per element, so separators or shared values cannot build more than the limit.
+  if (out->size() > ActiveLimits().max_value_bytes) return StringTooLarge(out->size());
+  QWENRT_RETURN_IF_ERROR(ChargeWork(kCostPerItem + (v.is_string() ? v.AsString().size() : 0)));
   const bool pretty = opts.indent >= 0;
   const std::string item_sep =
       opts.has_separators ? opts.item_separator : (pretty ? std::string(",") : std::string(", "));
@@ -352,7 +395,25 @@ Status AppendJson(const Value& v, const JsonOptions& opts, std::string* out) {
   return AppendJsonImpl(v, opts, 0, out);
 }
 
-Value FromJson(const nlohmann::ordered_json& j) {
+int JsonDepth(const nlohmann::ordered_json& root, int stop_above) {
+  // Depth-first with an explicit stack of (node, depth): documents nested 10^6 deep must not
+  // recurse.
+  std::vector<std::pair<const nlohmann::ordered_json*, int>> stack = {{&root, 0}};
+  int deepest = 0;
+  while (!stack.empty()) {
+    const auto [j, depth] = stack.back();
+    stack.pop_back();
+    if (!j->is_structured()) continue;
+    deepest = std::max(deepest, depth + 1);
+    if (deepest > stop_above) return deepest;
+    for (const auto& child : *j) stack.emplace_back(&child, depth + 1);
+  }
+  return deepest;
+}
+
+namespace {
+
+Value FromJsonImpl(const nlohmann::ordered_json& j) {
   using T = nlohmann::ordered_json::value_t;
   switch (j.type()) {
     case T::null: return Value::None();
@@ -368,7 +429,7 @@ Value FromJson(const nlohmann::ordered_json& j) {
     case T::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(FromJson(e));
+      for (const auto& e : j) items.push_back(FromJsonImpl(e));
       return Value::MakeList(std::move(items));
     }
     case T::object: {
@@ -376,12 +437,21 @@ Value FromJson(const nlohmann::ordered_json& j) {
       dict.items.reserve(j.size());
       // JSON object keys are unique already, so append without the duplicate check.
       for (auto it = j.begin(); it != j.end(); ++it) {
-        dict.items.emplace_back(Value::String(it.key()), FromJson(it.value()));
+        dict.items.emplace_back(Value::String(it.key()), FromJsonImpl(it.value()));
       }
       return Value::MakeDict(std::move(dict));
     }
     default: return Value::None();  // binary / discarded: not produced by JSON text
   }
+}
+
+}  // namespace
+
+StatusOr<Value> FromJson(const nlohmann::ordered_json& j, int max_depth) {
+  if (JsonDepth(j, max_depth) > max_depth) {
+    return InvalidArgument("template context nested too deeply (max_value_depth is {})", max_depth);
+  }
+  return FromJsonImpl(j);  // recursion bounded by max_depth
 }
 
 StatusOr<nlohmann::ordered_json> ToJson(const Value& v) {

@@ -4,6 +4,9 @@
 // plus jinja2's default `Undefined`. Lists and dicts are immutable and shared (the sandbox HF uses
 // forbids mutating them); namespaces are the one mutable object. Conversion to and from
 // nlohmann::ordered_json lives here too, as does Python's `str()`/`repr()`/`json.dumps` of a value.
+// Strings are shared too, so copying any value is O(1). Every container records its nesting depth
+// when built, so the evaluator can refuse values nested deeper than TemplateLimits::max_value_depth
+// before the recursive helpers here (equality, repr, tojson, destruction) see them.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,7 @@ using NativeFn = std::function<StatusOr<Value>(CallArgs& args)>;
 struct Callable {
   std::string name;
   NativeFn fn;
+  int depth = 1;  // 1 + the depth of a value the function holds (a bound method's receiver)
 };
 
 // An object with attributes computed on access (the `loop` variable, `namespace()` objects).
@@ -45,11 +49,15 @@ class Object {
   virtual Value GetAttr(std::string_view name) const = 0;
   // Only namespaces accept assignment (`{% set ns.x = 1 %}`).
   virtual Status SetAttr(std::string_view name, Value value);
+  // Nesting depth through the values the object holds (1 for objects whose references are
+  // released separately, such as namespaces).
+  virtual int Depth() const { return 1; }
 };
 
 struct List {
   std::vector<Value> items;
   bool is_tuple = false;  // affects repr only: "(1, 2)" vs "[1, 2]"
+  int depth = 1;          // 1 + the deepest item's depth (set by Value::MakeList)
 };
 
 // Insertion-ordered mapping. Keys are compared with Python equality (1 == 1.0 == True); lookups
@@ -59,6 +67,7 @@ struct Dict {
   const Value* Find(const Value& key) const;
   const Value* FindStr(std::string_view key) const;
   void Set(Value key, Value value);  // replaces the value of an existing key in place
+  int depth = 1;  // 1 + the deepest key's or value's depth (set by Value::MakeDict)
 };
 
 class Value {
@@ -74,7 +83,8 @@ class Value {
   static Value String(std::string s);
   static Value MakeList(std::vector<Value> items, bool is_tuple = false);
   static Value MakeDict(Dict dict);
-  static Value MakeCallable(std::string name, NativeFn fn);
+  // `holds`: a value the function keeps (a bound method's receiver), for the depth.
+  static Value MakeCallable(std::string name, NativeFn fn, const Value* holds = nullptr);
   static Value MakeObject(std::shared_ptr<Object> object);
 
   Kind kind() const { return static_cast<Kind>(v_.index()); }
@@ -95,12 +105,15 @@ class Value {
   double AsFloat() const { return std::get<double>(v_); }
   // Numeric value of an int, float or bool as a double.
   double ToDouble() const;
-  const std::string& AsString() const { return std::get<std::string>(v_); }
+  const std::string& AsString() const { return *std::get<std::shared_ptr<const std::string>>(v_); }
   const List& AsList() const { return *std::get<std::shared_ptr<const List>>(v_); }
   const Dict& AsDict() const { return *std::get<std::shared_ptr<const Dict>>(v_); }
   const Callable& AsCallable() const { return *std::get<std::shared_ptr<const Callable>>(v_); }
   Object& AsObject() const { return *std::get<std::shared_ptr<Object>>(v_); }
   const std::string& undefined_hint() const { return std::get<UndefinedT>(v_).hint; }
+
+  // Nesting depth: 0 for scalars and strings, 1 + the deepest element for containers.
+  int Depth() const;
 
   // Python truthiness (undefined is false).
   bool Truthy() const;
@@ -112,17 +125,22 @@ class Value {
     std::string hint;
   };
   struct NoneT {};
-  std::variant<UndefinedT, NoneT, bool, int64_t, double, std::string, std::shared_ptr<const List>,
+  std::variant<UndefinedT, NoneT, bool, int64_t, double, std::shared_ptr<const std::string>,
+               std::shared_ptr<const List>,
                std::shared_ptr<const Dict>, std::shared_ptr<const Callable>, std::shared_ptr<Object>>
       v_;
 };
 
 // Python `==` (numbers across int/float/bool, deep for lists and dicts; undefined equals only undefined).
+// Charges the active budget per element and byte compared; answers false early once it is spent.
 bool Equals(const Value& a, const Value& b);
 // Python ordering for `<` etc.: -1, 0 or 1; a TypeError-style error for incomparable types.
 StatusOr<int> Compare(const Value& a, const Value& b, std::string_view op);
 
-// Python `str(v)` (what `{{ v }}` prints; undefined prints as "").
+// Python `str(v)` (what `{{ v }}` prints; undefined prints as ""). Containers print their
+// elements' repr; that stops early once the text passes max_value_bytes or the budget is spent
+// (the caller's size check or next charge then fails), so a shared value printed as a tree of
+// 2^60 nodes costs no more than the limit.
 std::string Str(const Value& v);
 void AppendStr(const Value& v, std::string* out);
 // Python `repr(v)`.
@@ -137,10 +155,15 @@ struct JsonOptions {
   bool has_separators = false;
   bool sort_keys = false;
 };
+// Fails once `out` passes max_value_bytes or the budget is spent.
 Status AppendJson(const Value& v, const JsonOptions& opts, std::string* out);
 
-// JSON -> value (objects keep key order) and back (undefined and callables are errors).
-Value FromJson(const nlohmann::ordered_json& j);
+// Nesting depth of a JSON document (0 for scalars), measured without recursion, so documents
+// nested 10^6 deep are measured safely; stops counting past `stop_above`.
+int JsonDepth(const nlohmann::ordered_json& j, int stop_above);
+// JSON -> value (objects keep key order); documents nested deeper than `max_depth` are an
+// InvalidArgument naming max_value_depth. Value -> JSON (undefined and callables are errors).
+StatusOr<Value> FromJson(const nlohmann::ordered_json& j, int max_depth);
 StatusOr<nlohmann::ordered_json> ToJson(const Value& v);
 
 }  // namespace qwenrt::jinja
