@@ -31,9 +31,8 @@ Role ToRole(qwenrt_role r) {
 
 Status ParseJson(const char* text, const char* what, Json* out) {
   QWENRT_RETURN_IF_ERROR(CheckCString(text, what, false));
-  *out = Json::parse(text, nullptr, false);  // nlohmann's parser is iterative: any depth is safe here
-  if (out->is_discarded()) return InvalidArgument("{} is not valid JSON", what);
-  return CheckJsonDepth(*out, what);  // before anything copies it recursively
+  QWENRT_ASSIGN_OR_RETURN(*out, ParseRequestJson(text, what));
+  return OkStatus();
 }
 
 // A caller's qwenrt_chat, checked and converted to the core's ChatRequest.

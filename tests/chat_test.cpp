@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -380,6 +381,17 @@ TEST_CASE("tools and tool-call arguments nested 50,000 deep are refused without 
   call.messages.push_back(User("again"));
   CHECK(f.model->Render(call).status().code() == StatusCode::kInvalidArgument);
   CHECK(chat->session().size() == 0);
+  // Parsing caller JSON is bounded too: depth, keys per object (ordered objects insert linearly), size.
+  CHECK(ParseRequestJson(text, "tools").status().message().find("nests deeper") != std::string::npos);
+  std::string wide = "{";
+  for (int i = 0; i < 200000; ++i) wide += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":1";
+  wide += "}";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto parsed = ParseRequestJson(wide, "tools");
+  CHECK(parsed.status().code() == StatusCode::kInvalidArgument);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+  CHECK(ParseRequestJson(std::string(2 << 20, ' '), "tools").status().code() == StatusCode::kInvalidArgument);
+  CHECK(ParseRequestJson("[1, {\"a\": [true]}]", "tools").ok());
   // The limit leaves real schemas alone.
   Json nested = Json::object();
   for (int i = 0; i < 100; ++i) nested = Json::object({{"properties", nested}});

@@ -28,6 +28,52 @@ Status CheckJsonDepth(const nlohmann::ordered_json& value, std::string_view what
   return OkStatus();
 }
 
+namespace {
+struct JsonLimitHit {
+  std::string what;
+};
+}  // namespace
+
+StatusOr<nlohmann::ordered_json> ParseRequestJson(std::string_view text, std::string_view what) {
+  if (text.size() > kMaxJsonBytes) {
+    return InvalidArgument("{} is {} bytes, more than the {} allowed", what, text.size(), kMaxJsonBytes);
+  }
+  // Keys per open object and the nesting, counted as the (iterative) parser reports them; a limit
+  // stops the parse at once (an exception out of the callback, caught here).
+  std::vector<size_t> keys;
+  using Json = nlohmann::ordered_json;
+  Json::parser_callback_t limits = [&](int, Json::parse_event_t event, Json&) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start:
+        keys.push_back(0);
+        if (keys.size() > static_cast<size_t>(kMaxJsonDepth)) {
+          throw JsonLimitHit{fmt::format("{} nests deeper than {} levels", what, kMaxJsonDepth)};
+        }
+        break;
+      case Json::parse_event_t::key:
+        if (++keys.back() > kMaxJsonObjectKeys) {
+          throw JsonLimitHit{fmt::format("{} has an object with more than {} keys", what, kMaxJsonObjectKeys)};
+        }
+        break;
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        if (!keys.empty()) keys.pop_back();
+        break;
+      case Json::parse_event_t::value:
+        break;
+    }
+    return true;
+  };
+  try {
+    Json out = Json::parse(text, limits, /*allow_exceptions=*/false);
+    if (out.is_discarded()) return InvalidArgument("{} is not valid JSON", what);
+    return out;
+  } catch (const JsonLimitHit& hit) {
+    return InvalidArgument("{}", hit.what);
+  }
+}
+
 Status CheckRequestDepth(const ChatRequest& request) {
   QWENRT_RETURN_IF_ERROR(CheckJsonDepth(request.tools, "tools"));
   for (const ChatMessage& m : request.messages) {

@@ -44,6 +44,13 @@ inline constexpr int kMaxJsonDepth = 128;
 // walks the value with an explicit stack, so any depth is safe to check.
 Status CheckJsonDepth(const nlohmann::ordered_json& value, std::string_view what, int max_depth = kMaxJsonDepth);
 
+// Parses caller JSON (tool definitions, tool-call arguments) within bounds that keep every later
+// step fast and shallow: at most kMaxJsonBytes of text, kMaxJsonObjectKeys keys per object (the
+// ordered object inserts by linear search), kMaxJsonDepth levels. InvalidArgument naming `what`.
+inline constexpr size_t kMaxJsonBytes = size_t{1} << 20;
+inline constexpr size_t kMaxJsonObjectKeys = 1024;
+StatusOr<nlohmann::ordered_json> ParseRequestJson(std::string_view text, std::string_view what);
+
 // CheckJsonDepth over the request's tools and every tool call's arguments.
 Status CheckRequestDepth(const ChatRequest& request);
 
