@@ -1,0 +1,213 @@
+// Matcher: closure over grammar positions, interned stack sets with memoised byte transitions,
+// and the trie walk. Right recursion and the last element of an alternative are tail calls (the
+// continuation is the parent itself), so `x*` loops and string bodies keep one constant stack.
+#include "chat/constraint/matcher.h"
+
+#include <algorithm>
+
+namespace qwenrt {
+namespace {
+
+uint64_t HashMembers(const std::vector<int32_t>& m) {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t v : m) {
+    h ^= static_cast<uint32_t>(v);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie)
+    : Matcher(std::move(grammar), std::move(trie), Limits()) {}
+
+Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
+                 const Limits& limits)
+    : grammar_(std::move(grammar)), trie_(std::move(trie)), limits_(limits) {
+  elems_ = grammar_->elements().data();
+  nodes_.push_back({-1, 0});  // node 0: the empty stack
+  std::vector<int32_t> empty;
+  InternSet(&empty);  // set 0: dead
+  std::vector<int32_t> start;
+  for (int32_t a : grammar_->alternatives()[grammar_->root()]) Closure(a, 0, &start, 0);
+  current_ = InternSet(&start);
+  int max_depth = 0;
+  for (const auto& n : trie_->nodes()) max_depth = std::max<int>(max_depth, n.depth);
+  walk_.assign(static_cast<size_t>(max_depth) + 1, 0);
+}
+
+int32_t Matcher::InternNode(int32_t pos, int32_t parent) {
+  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent);
+  auto [it, inserted] = node_ids_.emplace(key, static_cast<int32_t>(nodes_.size()));
+  if (inserted) {
+    if (static_cast<int64_t>(nodes_.size()) >= limits_.max_nodes) failed_ = true;
+    nodes_.push_back({pos, parent});
+  }
+  return it->second;
+}
+
+// Adds the ready stacks reachable from "at `pos`, then continue with `parent`" to *out.
+void Matcher::Closure(int32_t pos, int32_t parent, std::vector<int32_t>* out, int depth) {
+  if (depth > 100000 || failed_) {
+    failed_ = true;
+    return;
+  }
+  while (true) {
+    const GrammarElement& e = elems_[pos];
+    if (e.kind == GrammarElement::Kind::kEnd) {
+      if (parent == 0) {
+        out->push_back(0);
+        return;
+      }
+      pos = nodes_[parent].pos;
+      parent = nodes_[parent].parent;
+      continue;
+    }
+    if (e.kind == GrammarElement::Kind::kBytes) {
+      out->push_back(InternNode(pos, parent));
+      return;
+    }
+    const int32_t cont = elems_[pos + 1].kind == GrammarElement::Kind::kEnd ? parent : InternNode(pos + 1, parent);
+    const auto& alts = grammar_->alternatives()[e.index];
+    if (alts.empty()) return;
+    for (size_t i = 0; i + 1 < alts.size(); ++i) Closure(alts[i], cont, out, depth + 1);
+    pos = alts.back();  // the last alternative in this frame
+    parent = cont;
+    if (++depth > 100000) {
+      failed_ = true;
+      return;
+    }
+  }
+}
+
+int32_t Matcher::InternSet(std::vector<int32_t>* m) {
+  std::sort(m->begin(), m->end());
+  m->erase(std::unique(m->begin(), m->end()), m->end());
+  if (static_cast<int64_t>(m->size()) > limits_.max_set_size) {
+    failed_ = true;
+    return 0;
+  }
+  const uint64_t h = HashMembers(*m);
+  auto& bucket = set_ids_[h];
+  for (int32_t id : bucket) {
+    if (sets_[id].members == *m) return id;
+  }
+  if (static_cast<int64_t>(sets_.size()) >= limits_.max_sets) {
+    failed_ = true;
+    return 0;
+  }
+  Set s;
+  s.members = *m;
+  for (int32_t n : s.members) {
+    if (n == 0) continue;
+    const ByteSet& b = grammar_->byte_sets()[elems_[nodes_[n].pos].index];
+    for (int k = 0; k < 4; ++k) s.first.bits[k] |= b.bits[k];
+  }
+  const int32_t id = static_cast<int32_t>(sets_.size());
+  bucket.push_back(id);
+  sets_.push_back(std::move(s));
+  return id;
+}
+
+int32_t Matcher::StepSlow(int32_t set, uint8_t byte) {
+  if (failed_) return 0;
+  scratch_.clear();
+  for (int32_t n : sets_[set].members) {
+    if (n == 0) continue;
+    const Node node = nodes_[n];
+    if (!grammar_->byte_sets()[elems_[node.pos].index].Has(byte)) continue;
+    Closure(node.pos + 1, node.parent, &scratch_, 0);
+  }
+  std::vector<int32_t> m = std::move(scratch_);
+  const int32_t id = failed_ ? 0 : InternSet(&m);
+  scratch_ = std::move(m);
+  if (failed_) return 0;
+  Set& s = sets_[set];
+  if (!s.next) {
+    s.next.reset(new int32_t[256]);
+    std::fill(s.next.get(), s.next.get() + 256, -1);
+  }
+  s.next[byte] = id;
+  return id;
+}
+
+inline int32_t Matcher::Step(int32_t set, uint8_t byte) {
+  const Set& s = sets_[set];
+  if (!s.first.Has(byte)) return 0;
+  if (s.next && s.next[byte] >= 0) return s.next[byte];
+  return StepSlow(set, byte);
+}
+
+void Matcher::FillMask(std::vector<uint32_t>* bits) {
+  const size_t words = (static_cast<size_t>(trie_->n_vocab()) + 31) / 32;
+  auto cached = mask_cache_.find(current_);
+  if (cached != mask_cache_.end()) {
+    *bits = cached->second;
+    return;
+  }
+  bits->assign(words, 0);
+  if (failed_ || current_ == 0) return;
+  const auto& nodes = trie_->nodes();
+  const int32_t n = static_cast<int32_t>(nodes.size());
+  walk_[0] = current_;
+  uint32_t* out = bits->data();
+  bool any_extra = false;
+  for (int32_t i = 1; i < n;) {
+    const TokenTrie::Node& node = nodes[i];
+    const int32_t next = Step(walk_[node.depth - 1], node.byte);
+    if (next == 0) {
+      i = node.subtree_end;
+      continue;
+    }
+    walk_[node.depth] = next;
+    if (node.token >= 0) out[node.token >> 5] |= 1u << (node.token & 31);
+    ++i;
+  }
+  // Duplicated byte strings: allowed exactly when their twin is.
+  for (auto [node, token] : trie_->extra_tokens()) {
+    const int32_t twin = nodes[node].token;
+    if ((out[twin >> 5] >> (twin & 31)) & 1) {
+      out[token >> 5] |= 1u << (token & 31);
+      any_extra = true;
+    }
+  }
+  (void)any_extra;
+  if (failed_) {
+    bits->assign(words, 0);
+    return;
+  }
+  const size_t bytes = words * 4;
+  if (mask_cache_used_ + bytes <= limits_.mask_cache_bytes) {
+    mask_cache_.emplace(current_, *bits);
+    mask_cache_used_ += bytes;
+  }
+}
+
+bool Matcher::AcceptBytes(std::string_view bytes) {
+  int32_t s = current_;
+  for (char c : bytes) {
+    s = Step(s, static_cast<uint8_t>(c));
+    if (s == 0) return false;
+  }
+  current_ = s;
+  return true;
+}
+
+bool Matcher::Accept(int32_t token) {
+  const std::string_view b = trie_->TokenBytes(token);
+  if (b.empty()) return false;
+  return AcceptBytes(b);
+}
+
+bool Matcher::CanEnd() const {
+  const auto& m = sets_[current_].members;
+  return !failed_ && !m.empty() && m[0] == 0;
+}
+
+bool Matcher::Done() const {
+  const auto& m = sets_[current_].members;
+  return failed_ || current_ == 0 || (m.size() == 1 && m[0] == 0);
+}
+
+}  // namespace qwenrt

@@ -1,0 +1,78 @@
+// Runs a Grammar over bytes and computes token masks. The matcher is a pushdown automaton whose
+// configurations are sets of stacks of grammar positions (a node = position + parent node,
+// interned, so stacks share tails). Sets of stacks are interned too and their byte transitions
+// memoised, which makes the automaton a lazily built DFA: a mask walk over the TokenTrie costs one
+// table lookup per trie node visited, and a rejected byte prunes the node's whole subtree.
+//
+// Thread safety: one Matcher per generation, one thread at a time; Grammar and TokenTrie are shared.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "chat/constraint/grammar.h"
+#include "chat/constraint/token_trie.h"
+
+namespace qwenrt {
+
+class Matcher {
+ public:
+  struct Limits {
+    int64_t max_nodes = 4'000'000;  // interned stack nodes
+    int64_t max_sets = 200'000;     // interned stack sets (DFA states)
+    int64_t max_set_size = 20'000;  // stacks in one set (ambiguous grammars)
+    size_t mask_cache_bytes = 64 << 20;
+  };
+  Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie);
+  Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie, const Limits& limits);
+
+  // bits[ceil(V/32)]: bit t set when token t may come next. Resized by the call.
+  void FillMask(std::vector<uint32_t>* bits);
+  // Advances over token's bytes; false (state unchanged) when the token is not allowed.
+  bool Accept(int32_t token);
+  // Advances over raw bytes (tests, forced text); false and unchanged when rejected.
+  bool AcceptBytes(std::string_view bytes);
+  // The text so far is a complete match.
+  bool CanEnd() const;
+  // Nothing more can follow (only the end is possible).
+  bool Done() const;
+  // A budget was exceeded: every further byte is rejected (sound: never accepts too much).
+  bool failed() const { return failed_; }
+
+ private:
+  struct Node {
+    int32_t pos;     // into grammar elements; kBytes element (or any, for continuations)
+    int32_t parent;  // node to continue with when this alternative ends; 0 = the empty stack
+  };
+  struct Set {
+    std::vector<int32_t> members;  // sorted ready node ids; 0 = the empty stack (can end)
+    ByteSet first;                 // bytes some member accepts
+    std::unique_ptr<int32_t[]> next;  // [256] -1 = not computed yet
+  };
+
+  int32_t InternNode(int32_t pos, int32_t parent);
+  void Closure(int32_t pos, int32_t parent, std::vector<int32_t>* out, int depth);
+  int32_t InternSet(std::vector<int32_t>* members);
+  int32_t Step(int32_t set, uint8_t byte);  // 0 = dead set
+  int32_t StepSlow(int32_t set, uint8_t byte);
+
+  std::shared_ptr<const Grammar> grammar_;
+  std::shared_ptr<const TokenTrie> trie_;
+  Limits limits_;
+  const GrammarElement* elems_;
+  std::vector<Node> nodes_;
+  std::unordered_map<uint64_t, int32_t> node_ids_;
+  std::vector<Set> sets_;
+  std::unordered_map<uint64_t, std::vector<int32_t>> set_ids_;  // hash -> candidate set ids
+  std::unordered_map<int32_t, std::vector<uint32_t>> mask_cache_;
+  size_t mask_cache_used_ = 0;
+  std::vector<int32_t> scratch_;
+  std::vector<int32_t> walk_;  // [max depth + 1] set per trie depth
+  int32_t current_ = 0;
+  bool failed_ = false;
+};
+
+}  // namespace qwenrt

@@ -1,0 +1,48 @@
+// The vocabulary as a byte trie, built once per tokenizer and shared by every Matcher: nodes in
+// depth-first preorder with the index one past their subtree, so a mask walk skips a whole subtree
+// (every token sharing a rejected prefix) with one jump. Special (non-NORMAL) tokens are left out.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace qwenrt {
+
+class Tokenizer;
+
+class TokenTrie {
+ public:
+  struct Node {
+    int32_t token;        // a token whose bytes end here, -1 if none (more in `extra_tokens`)
+    int32_t subtree_end;  // index one past the last node of this subtree
+    uint16_t depth;       // bytes from the root (root = 0)
+    uint8_t byte;         // the byte leading into this node
+  };
+
+  // NORMAL and BYTE tokens, as raw bytes (TokenToPiece). Any thread.
+  static StatusOr<std::shared_ptr<const TokenTrie>> Build(const Tokenizer& tokenizer);
+  // [V] byte strings; empty ones are never allowed (use for excluded ids).
+  static StatusOr<std::shared_ptr<const TokenTrie>> FromTokens(std::vector<std::string> tokens);
+
+  int32_t n_vocab() const { return n_vocab_; }
+  const std::vector<Node>& nodes() const { return nodes_; }  // nodes()[0] is the root
+  // (node, token) pairs for tokens with the same bytes as an earlier one.
+  const std::vector<std::pair<int32_t, int32_t>>& extra_tokens() const { return extra_; }
+  // The bytes of token `id` ("" when excluded or out of range).
+  std::string_view TokenBytes(int32_t id) const;
+
+ private:
+  TokenTrie() = default;
+  int32_t n_vocab_ = 0;
+  std::vector<Node> nodes_;
+  std::vector<std::pair<int32_t, int32_t>> extra_;
+  std::string blob_;               // all token bytes
+  std::vector<uint32_t> offsets_;  // [V + 1] into blob_
+};
+
+}  // namespace qwenrt
