@@ -146,13 +146,14 @@ int RunGrammar(int argc, char** argv) {
     std::vector<double> mask_us;
     nlohmann::ordered_json failures = nlohmann::ordered_json::array();
     int test_index = 0;
+    Matcher m(*grammar, *trie);  // one per file: later tests reuse the memoised automaton
     for (const auto& t : doc["tests"]) {
       const bool valid = t.value("valid", false);
       std::string text;
       AppendPythonJson(t.contains("data") ? t["data"] : nlohmann::ordered_json(), &text);
       std::vector<int32_t> ids;
       (*tok)->Encode(text, SpecialTokens::kNone, &ids);
-      Matcher m(*grammar, *trie);
+      m.Reset();
       bool accepted = true;
       size_t at = 0;
       for (; at < ids.size(); ++at) {

@@ -2,6 +2,9 @@
 // recursive schemas become recursive rules), fixed helper rules for JSON's lexical pieces.
 #include "chat/constraint/json_schema.h"
 
+#include "chat/constraint/matcher.h"
+#include "chat/constraint/token_trie.h"
+
 #include <fmt/format.h>
 
 #include <map>
@@ -45,7 +48,7 @@ const std::set<std::string>& Annotations() {
 const std::set<std::string>& Unsupported() {
   static const std::set<std::string> k = {
       "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
-      "patternProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contains",
+      "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contains",
       "minContains", "maxContains", "$dynamicRef", "$recursiveRef", "contentSchema", "multipleOf"};
   return k;
 }
@@ -92,6 +95,7 @@ std::string PointerEscape(const std::string& key) {
 
 struct Fail {
   Status status;
+  bool unsatisfiable;  // the schema matches nothing (an optional place for it can be dropped)
 };
 
 class SchemaCompiler {
@@ -112,8 +116,26 @@ class SchemaCompiler {
   }
 
  private:
-  [[noreturn]] static void Error(const std::string& ptr, const std::string& kw, const std::string& what) {
-    throw Fail{InvalidArgument("{}: {}: {}", ptr.empty() ? "#" : "#" + ptr, kw, what)};
+  [[noreturn]] static void Error(const std::string& ptr, const std::string& kw, const std::string& what,
+                                 bool unsatisfiable = false) {
+    throw Fail{InvalidArgument("{}: {}: {}", ptr.empty() ? "#" : "#" + ptr, kw, what), unsatisfiable};
+  }
+
+  // Compiles `s`, or returns "" when it matches nothing; rules of a failed attempt are dropped.
+  std::string CompileOrNever(const Json& s, const std::string& ptr) {
+    const size_t rules_size = rules_.size();
+    const auto refs = ref_rules_;
+    const int depth = depth_, merge_depth = merge_depth_;
+    try {
+      return Compile(s, ptr);
+    } catch (const Fail& f) {
+      if (!f.unsatisfiable) throw;
+      rules_.resize(rules_size);
+      ref_rules_ = refs;
+      depth_ = depth;
+      merge_depth_ = merge_depth;
+      return "";
+    }
   }
 
   std::string NewRule(const std::string& body) {
@@ -210,6 +232,15 @@ class SchemaCompiler {
           for (const auto& x : (*a)[k]) have |= x == r;
           if (!have) (*a)[k].push_back(r);
         }
+      } else if (k == "enum" && it.value().is_array() && (*a)[k].is_array()) {
+        Json both = Json::array();
+        for (const auto& x : (*a)[k]) {
+          for (const auto& y : it.value()) {
+            if (x == y) { both.push_back(x); break; }
+          }
+        }
+        if (both.empty()) Error(ptr, "enum", "allOf: enums do not intersect", true);
+        (*a)[k] = both;
       } else if (k == "type") {
         // Intersection of type sets.
         auto set_of = [](const Json& t) {
@@ -224,7 +255,7 @@ class SchemaCompiler {
           else if (t == "integer" && y.count("number")) r.insert("integer");
           else if (t == "number" && y.count("integer")) r.insert("integer");
         }
-        if (r.empty()) Error(ptr, "allOf", "types do not intersect");
+        if (r.empty()) Error(ptr, "allOf", "types do not intersect", true);
         Json arr = Json::array();
         for (const auto& t : r) arr.push_back(t);
         (*a)[k] = arr.size() == 1 ? arr[0] : arr;
@@ -250,7 +281,7 @@ class SchemaCompiler {
   std::string CompileInner(const Json& s, const std::string& ptr) {
     if (s.is_boolean()) {
       if (s.get<bool>()) return "jvalue";
-      Error(ptr, "false", "a false schema matches nothing");
+      Error(ptr, "false", "a false schema matches nothing", true);
     }
     if (!s.is_object()) Error(ptr, "schema", "a schema must be an object or a boolean");
     if (s.contains("$ref")) {
@@ -301,8 +332,14 @@ class SchemaCompiler {
       if (!branches.is_array() || branches.empty()) Error(ptr, kw, "must be a non-empty array");
       Json siblings = s;
       siblings.erase(kw);
+      bool plain = true;  // no sibling constrains: compile branches as they are (keeps $ref rules shared)
+      for (auto it = siblings.begin(); it != siblings.end(); ++it) plain &= Annotations().count(it.key()) > 0;
       std::vector<Json> merged;
       for (size_t i = 0; i < branches.size(); ++i) {
+        if (plain && !one) {
+          merged.push_back(branches[i]);
+          continue;
+        }
         Json m = siblings;
         Merge(&m, branches[i], ptr + "/" + kw + "/" + std::to_string(i));
         merged.push_back(m);
@@ -310,8 +347,11 @@ class SchemaCompiler {
       if (one) CheckDisjoint(merged, ptr);
       std::string body;
       for (size_t i = 0; i < merged.size(); ++i) {
-        body += (i ? " | " : "") + Compile(merged[i], ptr + "/" + kw + "/" + std::to_string(i));
+        const std::string b = CompileOrNever(merged[i], ptr + "/" + kw + "/" + std::to_string(i));
+        if (b.empty()) continue;
+        body += (body.empty() ? "" : " | ") + b;
       }
+      if (body.empty()) Error(ptr, kw, "no branch can match", true);
       return NewRule(body);
     }
     // Types allowed.
@@ -369,12 +409,49 @@ class SchemaCompiler {
         if (!ok) continue;
         body += (count++ ? " | " : "") + ValueLiteral(v);
       }
-      if (count == 0) Error(ptr, "enum", "no value matches the schema");
+      if (count == 0) Error(ptr, "enum", "no value matches the schema", true);
       return NewRule(body);
     }
     std::string body;
     for (size_t i = 0; i < types.size(); ++i) body += (i ? " | " : "") + CompileType(s, types[i], ptr);
     return NewRule(body);
+  }
+
+  // Both are object-only schemas and no object satisfies both: a property `a` requires is forbidden
+  // by `b`, or required by both with const/enum values that share nothing.
+  bool ObjectsDisjoint(const Json& a, const Json& b) {
+    auto object_only = [](const Json& x) {
+      return x.is_object() && x.contains("type") && x["type"] == "object" && !x.contains("anyOf") &&
+             !x.contains("oneOf") && !x.contains("allOf") && !x.contains("$ref");
+    };
+    if (!object_only(a) || !object_only(b)) return false;
+    auto required = [](const Json& x) {
+      std::set<std::string> r;
+      if (x.contains("required")) for (const auto& k : x["required"]) if (k.is_string()) r.insert(k.get<std::string>());
+      return r;
+    };
+    const auto ra = required(a), rb = required(b);
+    const bool b_closed = b.contains("additionalProperties") && b["additionalProperties"] == false;
+    for (const auto& k : ra) {
+      const bool in_b = b.contains("properties") && b["properties"].contains(k);
+      if (b_closed && !in_b) return true;
+      if (in_b && b["properties"][k] == false) return true;
+      if (rb.count(k) && a.contains("properties") && a["properties"].contains(k) && in_b) {
+        std::vector<Json> va, vb;
+        auto values = [](const Json& p, std::vector<Json>* out) {
+          if (!p.is_object()) return false;
+          if (p.contains("const")) { out->push_back(p["const"]); return true; }
+          if (p.contains("enum") && p["enum"].is_array()) { for (const auto& v : p["enum"]) out->push_back(v); return true; }
+          return false;
+        };
+        if (values(a["properties"][k], &va) && values(b["properties"][k], &vb)) {
+          bool share = false;
+          for (const auto& x : va) for (const auto& y : vb) share |= x == y;
+          if (!share) return true;
+        }
+      }
+    }
+    return false;
   }
 
   // oneOf is only compiled when its branches cannot both match one instance.
@@ -413,6 +490,7 @@ class SchemaCompiler {
           }
           continue;
         }
+        if (ObjectsDisjoint(branches[i], branches[j]) || ObjectsDisjoint(branches[j], branches[i])) continue;
         const auto a = types_of(branches[i]), b = types_of(branches[j]);
         for (const auto& t : a) {
           if (b.count(t)) Error(ptr, "oneOf", "branches may overlap (both allow " + t + ")");
@@ -493,10 +571,15 @@ class SchemaCompiler {
       return static_cast<int64_t>(v);
     };
     if (s.contains("format")) {
-      if (has_len || s.contains("pattern")) Error(ptr, "format", "together with pattern/minLength/maxLength");
       const std::string f = s["format"].is_string() ? s["format"].get<std::string>() : "";
+      if ((has_len || s.contains("pattern")) && !FormatRegex(f).empty()) {
+        Error(ptr, "format", "together with pattern/minLength/maxLength");
+      }
       std::string re = FormatRegex(f);
-      if (re.empty()) Error(ptr, "format", "unknown format '" + f + "'");
+      if (re.empty() && KnownFormats().count(f)) Error(ptr, "format", "format '" + f + "' is not supported");
+      // A format no validator knows is an annotation (JSON Schema 2020-12 §7.2.1): it asserts nothing.
+      if (re.empty() && !has_len && !s.contains("pattern")) return "jstring";
+      if (re.empty()) return CompileString(WithoutFormat(s), ptr);
       std::string g;
       Status st = RegexToGbnf(re, RegexMode::kJsonString, &g);
       if (!st.ok()) Error(ptr, "format", st.message());
@@ -514,6 +597,20 @@ class SchemaCompiler {
     const int64_t lo = count("minLength", 0), hi = count("maxLength", -1);
     if (hi >= 0 && hi < lo) Error(ptr, "maxLength", "less than minLength");
     return NewRule("\"\\\"\" jchar{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : "") + "} \"\\\"\"");
+  }
+
+  // Formats Python's jsonschema checker asserts; any other format name is only an annotation.
+  static const std::set<std::string>& KnownFormats() {
+    static const std::set<std::string> k = {
+        "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6", "uri", "uri-reference", "iri",
+        "iri-reference", "date-time", "time", "date", "regex", "json-pointer", "relative-json-pointer",
+        "uri-template", "duration", "uuid", "color"};
+    return k;
+  }
+  static Json WithoutFormat(const Json& s) {
+    Json c = s;
+    c.erase("format");
+    return c;
   }
 
   static std::string FormatRegex(const std::string& f) {
@@ -540,7 +637,7 @@ class SchemaCompiler {
     bool rest_allowed = true;
     auto item_rule = [&](const Json& sub, const std::string& p) -> std::string {
       if (sub.is_boolean() && !sub.get<bool>()) return "";
-      return Compile(sub, p);
+      return CompileOrNever(sub, p);
     };
     if (s.contains("prefixItems")) {
       const Json& pi = s["prefixItems"];
@@ -660,6 +757,19 @@ class SchemaCompiler {
     return emit(0);
   }
 
+  // Does the JSON-encoded key content match the pattern expression `g` (a kJsonString regex)?
+  static bool KeyMatches(const std::string& g, const std::string& key) {
+    auto grammar = Grammar::FromGbnf("root ::= " + g + "\nws ::= \"\"\n" + kBaseRules);
+    if (!grammar.ok()) return true;  // be conservative
+    static const auto bytes = [] {
+      std::vector<std::string> t;
+      for (int b = 0; b < 256; ++b) t.push_back(std::string(1, static_cast<char>(b)));
+      return *TokenTrie::FromTokens(t);
+    }();
+    Matcher m(*grammar, bytes);
+    return m.AcceptBytes(key) && m.CanEnd();
+  }
+
   std::string CompileObject(const Json& s, const std::string& ptr) {
     for (const char* k : {"minProperties", "maxProperties"}) {
       if (s.contains(k)) {
@@ -678,8 +788,11 @@ class SchemaCompiler {
     };
     std::vector<Prop> props;
     std::set<std::string> required;
+    std::vector<std::string> required_order;
     if (s.contains("required")) {
-      for (const auto& r : s["required"]) if (r.is_string()) required.insert(r.get<std::string>());
+      for (const auto& r : s["required"]) {
+        if (r.is_string() && required.insert(r.get<std::string>()).second) required_order.push_back(r.get<std::string>());
+      }
     }
     std::vector<std::string> known;  // encoded keys without quotes
     std::set<std::string> seen;
@@ -701,11 +814,14 @@ class SchemaCompiler {
           if (req) Error(ptr + "/properties/" + PointerEscape(it.key()), "required", "required property with a false schema");
           continue;
         }
-        props.push_back({e, Compile(it.value(), ptr + "/properties/" + PointerEscape(it.key())), req});
+        const std::string prop_ptr = ptr + "/properties/" + PointerEscape(it.key());
+        const std::string rule = req ? Compile(it.value(), prop_ptr) : CompileOrNever(it.value(), prop_ptr);
+        if (rule.empty()) continue;  // an optional property that no value satisfies cannot appear
+        props.push_back({e, rule, req});
       }
     }
     const bool extra_allowed = !(additional.is_boolean() && !additional.get<bool>());
-    for (const auto& r : required) {
+    for (const auto& r : required_order) {
       if (seen.count(r)) continue;
       if (!extra_allowed) Error(ptr, "required", "'" + r + "' is required but not allowed");
       const std::string e = encode(r);
@@ -714,7 +830,27 @@ class SchemaCompiler {
     }
     std::string tail_rest = NewRule("\"\"");
     std::string tail_first = tail_rest;
-    if (extra_allowed) {
+    if (s.contains("patternProperties") && s["patternProperties"].is_object() && !s["patternProperties"].empty()) {
+      // Other keys must match a pattern (keys matching none are not produced: a sound restriction).
+      const Json& pp = s["patternProperties"];
+      const Json& schema0 = pp.begin().value();
+      std::string keys;
+      for (auto it = pp.begin(); it != pp.end(); ++it) {
+        if (it.value() != schema0) Error(ptr, "patternProperties", "patterns with different schemas");
+        std::string g;
+        Status st = RegexToGbnf(it.key(), RegexMode::kJsonString, &g);
+        if (!st.ok()) Error(ptr, "patternProperties", st.message());
+        for (const auto& k : known) {
+          if (k.find('\\') != std::string::npos) Error(ptr, "patternProperties", "declared property with an escape");
+          if (KeyMatches(g, k)) Error(ptr, "patternProperties", "declared property '" + k + "' matches a pattern");
+        }
+        keys += (keys.empty() ? "" : " | ") + g;
+      }
+      const std::string value = Compile(schema0, ptr + "/patternProperties");
+      const std::string kv = NewRule("\"\\\"\" (" + keys + ") \"\\\"\" ws \":\" ws " + value);
+      tail_rest = NewRule("(ws \",\" ws " + kv + ")*");
+      tail_first = NewRule("(" + kv + " " + tail_rest + ")?");
+    } else if (extra_allowed) {
       const std::string value = Compile(additional, ptr + "/additionalProperties");
       const std::string key = OtherKey(known);
       const std::string kv = NewRule("\"\\\"\" " + key + " \"\\\"\" ws \":\" ws " + value);

@@ -31,7 +31,7 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const T
   InternSet(&empty);  // set 0: dead
   std::vector<int32_t> start;
   for (int32_t a : grammar_->alternatives()[grammar_->root()]) Closure(a, 0, &start, 0);
-  current_ = InternSet(&start);
+  start_ = current_ = InternSet(&start);
   int max_depth = 0;
   for (const auto& n : trie_->nodes()) max_depth = std::max<int>(max_depth, n.depth);
   walk_.assign(static_cast<size_t>(max_depth) + 1, 0);
@@ -99,13 +99,17 @@ int32_t Matcher::InternSet(std::vector<int32_t>* m) {
   }
   Set s;
   s.members = *m;
+  ByteSet first;  // bytes some member accepts
   for (int32_t n : s.members) {
     if (n == 0) continue;
     const ByteSet& b = grammar_->byte_sets()[elems_[nodes_[n].pos].index];
-    for (int k = 0; k < 4; ++k) s.first.bits[k] |= b.bits[k];
+    for (int k = 0; k < 4; ++k) first.bits[k] |= b.bits[k];
   }
+  s.next.reset(new int32_t[256]);
+  for (int b = 0; b < 256; ++b) s.next[b] = first.Has(static_cast<uint8_t>(b)) ? -1 : 0;
   const int32_t id = static_cast<int32_t>(sets_.size());
   bucket.push_back(id);
+  next_.push_back(s.next.get());
   sets_.push_back(std::move(s));
   return id;
 }
@@ -124,19 +128,82 @@ int32_t Matcher::StepSlow(int32_t set, uint8_t byte) {
   scratch_ = std::move(m);
   if (failed_) return 0;
   Set& s = sets_[set];
-  if (!s.next) {
-    s.next.reset(new int32_t[256]);
-    std::fill(s.next.get(), s.next.get() + 256, -1);
-  }
   s.next[byte] = id;
   return id;
 }
 
 inline int32_t Matcher::Step(int32_t set, uint8_t byte) {
-  const Set& s = sets_[set];
-  if (!s.first.Has(byte)) return 0;
-  if (s.next && s.next[byte] >= 0) return s.next[byte];
-  return StepSlow(set, byte);
+  const int32_t t = next_[set][byte];
+  return t >= 0 ? t : StepSlow(set, byte);
+}
+
+// True when every plain character (TokenTrie::IsPlain) read from `set` leads back to `set`; then
+// every plain token is allowed and leaves the state unchanged. Checked once per set over the ASCII
+// bytes and the well-formed UTF-8 byte-range rows, with the intermediate states deduplicated.
+bool Matcher::PlainClosed(int32_t set) {
+  if (sets_[set].plain >= 0) return sets_[set].plain == 1;
+  bool ok = true;
+  for (int b = 0x20; b < 0x80 && ok; ++b) {
+    if (b == '"' || b == '\\') continue;
+    ok = Step(set, static_cast<uint8_t>(b)) == set;
+  }
+  struct Row {
+    uint8_t lead_lo, lead_hi, second_lo, second_hi;
+    int len;
+  };
+  static constexpr Row kRows[] = {{0xC2, 0xDF, 0x80, 0xBF, 2}, {0xE0, 0xE0, 0xA0, 0xBF, 3},
+                                  {0xE1, 0xEC, 0x80, 0xBF, 3}, {0xED, 0xED, 0x80, 0x9F, 3},
+                                  {0xEE, 0xEF, 0x80, 0xBF, 3}, {0xF0, 0xF0, 0x90, 0xBF, 4},
+                                  {0xF1, 0xF3, 0x80, 0xBF, 4}, {0xF4, 0xF4, 0x80, 0x8F, 4}};
+  std::vector<int32_t> frontier, next;
+  for (const Row& row : kRows) {
+    if (!ok) break;
+    frontier = {set};
+    for (int pos = 0; pos < row.len && ok; ++pos) {
+      const int lo = pos == 0 ? row.lead_lo : pos == 1 ? row.second_lo : 0x80;
+      const int hi = pos == 0 ? row.lead_hi : pos == 1 ? row.second_hi : 0xBF;
+      next.clear();
+      for (int32_t f : frontier) {
+        for (int b = lo; b <= hi && ok; ++b) {
+          const int32_t t = Step(f, static_cast<uint8_t>(b));
+          if (t == 0 || (pos + 1 == row.len && t != set)) ok = false;
+          next.push_back(t);
+        }
+      }
+      std::sort(next.begin(), next.end());
+      next.erase(std::unique(next.begin(), next.end()), next.end());
+      frontier.swap(next);
+      if (frontier.size() > 64) ok = false;  // not a simple character loop
+    }
+  }
+  if (failed_) ok = false;
+  sets_[set].plain = ok ? 1 : 0;
+  return ok;
+}
+
+void Matcher::Walk(const std::vector<TokenTrie::Node>& nodes,
+                   const std::vector<std::pair<int32_t, int32_t>>& extra, uint32_t* out) {
+  const int32_t n = static_cast<int32_t>(nodes.size());
+  int32_t* walk = walk_.data();
+  walk[0] = current_;
+  for (int32_t i = 1; i < n;) {
+    const TokenTrie::Node& node = nodes[i];
+    const int32_t s = walk[node.depth - 1];
+    int32_t next = next_[s][node.byte];
+    if (next < 0) next = StepSlow(s, node.byte);
+    if (next == 0) {
+      i = node.subtree_end;
+      continue;
+    }
+    walk[node.depth] = next;
+    if (node.token >= 0) out[node.token >> 5] |= 1u << (node.token & 31);
+    ++i;
+  }
+  // Duplicated byte strings: allowed exactly when their twin is.
+  for (auto [node, token] : extra) {
+    const int32_t twin = nodes[node].token;
+    if ((out[twin >> 5] >> (twin & 31)) & 1) out[token >> 5] |= 1u << (token & 31);
+  }
 }
 
 void Matcher::FillMask(std::vector<uint32_t>* bits) {
@@ -148,31 +215,12 @@ void Matcher::FillMask(std::vector<uint32_t>* bits) {
   }
   bits->assign(words, 0);
   if (failed_ || current_ == 0) return;
-  const auto& nodes = trie_->nodes();
-  const int32_t n = static_cast<int32_t>(nodes.size());
-  walk_[0] = current_;
-  uint32_t* out = bits->data();
-  bool any_extra = false;
-  for (int32_t i = 1; i < n;) {
-    const TokenTrie::Node& node = nodes[i];
-    const int32_t next = Step(walk_[node.depth - 1], node.byte);
-    if (next == 0) {
-      i = node.subtree_end;
-      continue;
-    }
-    walk_[node.depth] = next;
-    if (node.token >= 0) out[node.token >> 5] |= 1u << (node.token & 31);
-    ++i;
+  if (PlainClosed(current_)) {
+    *bits = trie_->plain_bits();
+    Walk(trie_->nonplain_nodes(), trie_->nonplain_extra_tokens(), bits->data());
+  } else {
+    Walk(trie_->nodes(), trie_->extra_tokens(), bits->data());
   }
-  // Duplicated byte strings: allowed exactly when their twin is.
-  for (auto [node, token] : trie_->extra_tokens()) {
-    const int32_t twin = nodes[node].token;
-    if ((out[twin >> 5] >> (twin & 31)) & 1) {
-      out[token >> 5] |= 1u << (token & 31);
-      any_extra = true;
-    }
-  }
-  (void)any_extra;
   if (failed_) {
     bits->assign(words, 0);
     return;

@@ -22,7 +22,7 @@ class Matcher {
  public:
   struct Limits {
     int64_t max_nodes = 4'000'000;  // interned stack nodes
-    int64_t max_sets = 200'000;     // interned stack sets (DFA states)
+    int64_t max_sets = 100'000;     // interned stack sets (DFA states), 1 KiB each
     int64_t max_set_size = 20'000;  // stacks in one set (ambiguous grammars)
     size_t mask_cache_bytes = 64 << 20;
   };
@@ -33,6 +33,8 @@ class Matcher {
   void FillMask(std::vector<uint32_t>* bits);
   // Advances over token's bytes; false (state unchanged) when the token is not allowed.
   bool Accept(int32_t token);
+  // Back to the start of the grammar, keeping the memoised automaton (reuse across generations).
+  void Reset() { current_ = start_; }
   // Advances over raw bytes (tests, forced text); false and unchanged when rejected.
   bool AcceptBytes(std::string_view bytes);
   // The text so far is a complete match.
@@ -48,9 +50,9 @@ class Matcher {
     int32_t parent;  // node to continue with when this alternative ends; 0 = the empty stack
   };
   struct Set {
-    std::vector<int32_t> members;  // sorted ready node ids; 0 = the empty stack (can end)
-    ByteSet first;                 // bytes some member accepts
-    std::unique_ptr<int32_t[]> next;  // [256] -1 = not computed yet
+    std::vector<int32_t> members;     // sorted ready node ids; 0 = the empty stack (can end)
+    std::unique_ptr<int32_t[]> next;  // [256] next set; 0 = dead, -1 = not computed yet
+    int8_t plain = -1;                // every plain character leads back here: -1 unknown, 0, 1
   };
 
   int32_t InternNode(int32_t pos, int32_t parent);
@@ -58,6 +60,9 @@ class Matcher {
   int32_t InternSet(std::vector<int32_t>* members);
   int32_t Step(int32_t set, uint8_t byte);  // 0 = dead set
   int32_t StepSlow(int32_t set, uint8_t byte);
+  bool PlainClosed(int32_t set);
+  void Walk(const std::vector<TokenTrie::Node>& nodes, const std::vector<std::pair<int32_t, int32_t>>& extra,
+            uint32_t* out);
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenTrie> trie_;
@@ -66,11 +71,13 @@ class Matcher {
   std::vector<Node> nodes_;
   std::unordered_map<uint64_t, int32_t> node_ids_;
   std::vector<Set> sets_;
+  std::vector<int32_t*> next_;  // [sets] == sets_[i].next.get(), one load in the walk
   std::unordered_map<uint64_t, std::vector<int32_t>> set_ids_;  // hash -> candidate set ids
   std::unordered_map<int32_t, std::vector<uint32_t>> mask_cache_;
   size_t mask_cache_used_ = 0;
   std::vector<int32_t> scratch_;
   std::vector<int32_t> walk_;  // [max depth + 1] set per trie depth
+  int32_t start_ = 0;
   int32_t current_ = 0;
   bool failed_ = false;
 };

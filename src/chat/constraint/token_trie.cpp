@@ -19,6 +19,72 @@ StatusOr<std::shared_ptr<const TokenTrie>> TokenTrie::Build(const Tokenizer& tok
   return FromTokens(std::move(tokens));
 }
 
+namespace {
+
+// Preorder trie of the given (sorted by bytes) token ids.
+void BuildNodes(const std::vector<std::string>& tokens, const std::vector<int32_t>& order,
+                std::vector<TokenTrie::Node>* nodes, std::vector<std::pair<int32_t, int32_t>>* extra) {
+  nodes->push_back({-1, 0, 0, 0});
+  std::vector<int32_t> path = {0};  // path[d] = node at depth d
+  std::string_view prev;
+  for (int32_t id : order) {
+    const std::string_view s = tokens[id];
+    size_t common = 0;
+    while (common < s.size() && common < prev.size() && s[common] == prev[common]) ++common;
+    while (path.size() > common + 1) {
+      (*nodes)[path.back()].subtree_end = static_cast<int32_t>(nodes->size());
+      path.pop_back();
+    }
+    for (size_t d = common; d < s.size(); ++d) {
+      path.push_back(static_cast<int32_t>(nodes->size()));
+      nodes->push_back({-1, 0, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(s[d])});
+    }
+    TokenTrie::Node& end = (*nodes)[path.back()];
+    if (end.token < 0) {
+      end.token = id;
+    } else {
+      extra->push_back({path.back(), id});
+    }
+    prev = s;
+  }
+  while (!path.empty()) {
+    (*nodes)[path.back()].subtree_end = static_cast<int32_t>(nodes->size());
+    path.pop_back();
+  }
+}
+
+}  // namespace
+
+bool TokenTrie::IsPlain(std::string_view b) {
+  for (size_t i = 0; i < b.size();) {
+    const auto c = static_cast<uint8_t>(b[i]);
+    if (c < 0x80) {
+      if (c < 0x20 || c == '"' || c == '\\') return false;
+      ++i;
+      continue;
+    }
+    // Well-formed sequences (Unicode Table 3-7).
+    int len;
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) { len = 3; lo = 0xA0; }
+    else if (c >= 0xE1 && c <= 0xEC) len = 3;
+    else if (c == 0xED) { len = 3; hi = 0x9F; }
+    else if (c >= 0xEE && c <= 0xEF) len = 3;
+    else if (c == 0xF0) { len = 4; lo = 0x90; }
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else if (c == 0xF4) { len = 4; hi = 0x8F; }
+    else return false;
+    if (i + len > b.size()) return false;
+    for (int k = 1; k < len; ++k) {
+      const auto x = static_cast<uint8_t>(b[i + k]);
+      if (x < (k == 1 ? lo : 0x80) || x > (k == 1 ? hi : 0xBF)) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
 StatusOr<std::shared_ptr<const TokenTrie>> TokenTrie::FromTokens(std::vector<std::string> tokens) {
   std::shared_ptr<TokenTrie> t(new TokenTrie());
   try {
@@ -37,33 +103,17 @@ StatusOr<std::shared_ptr<const TokenTrie>> TokenTrie::FromTokens(std::vector<std
     std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
       return tokens[a] != tokens[b] ? tokens[a] < tokens[b] : a < b;
     });
-    t->nodes_.push_back({-1, 0, 0, 0});
-    std::vector<int32_t> path = {0};  // path[d] = node at depth d
-    std::string_view prev;
+    BuildNodes(tokens, order, &t->nodes_, &t->extra_);
+    t->plain_bits_.assign((tokens.size() + 31) / 32, 0);
+    std::vector<int32_t> nonplain;
     for (int32_t id : order) {
-      const std::string_view s = tokens[id];
-      size_t common = 0;
-      while (common < s.size() && common < prev.size() && s[common] == prev[common]) ++common;
-      while (path.size() > common + 1) {
-        t->nodes_[path.back()].subtree_end = static_cast<int32_t>(t->nodes_.size());
-        path.pop_back();
-      }
-      for (size_t d = common; d < s.size(); ++d) {
-        path.push_back(static_cast<int32_t>(t->nodes_.size()));
-        t->nodes_.push_back({-1, 0, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(s[d])});
-      }
-      Node& end = t->nodes_[path.back()];
-      if (end.token < 0) {
-        end.token = id;
+      if (IsPlain(tokens[id])) {
+        t->plain_bits_[id >> 5] |= 1u << (id & 31);
       } else {
-        t->extra_.push_back({path.back(), id});
+        nonplain.push_back(id);
       }
-      prev = s;
     }
-    while (!path.empty()) {
-      t->nodes_[path.back()].subtree_end = static_cast<int32_t>(t->nodes_.size());
-      path.pop_back();
-    }
+    BuildNodes(tokens, nonplain, &t->nonplain_nodes_, &t->nonplain_extra_);
   } catch (const std::bad_alloc&) {
     return OutOfMemory("token trie: out of memory");
   }

@@ -36,11 +36,22 @@ class TokenTrie {
   // The bytes of token `id` ("" when excluded or out of range).
   std::string_view TokenBytes(int32_t id) const;
 
+  // "Plain" tokens: well-formed UTF-8 with no control character, '"' or '\\' -- the tokens a JSON
+  // string body takes. [ceil(V/32)] bits. The matcher allows all of them at once when its state
+  // maps every plain character back to itself, and walks only the other tokens' trie.
+  const std::vector<uint32_t>& plain_bits() const { return plain_bits_; }
+  const std::vector<Node>& nonplain_nodes() const { return nonplain_nodes_; }
+  const std::vector<std::pair<int32_t, int32_t>>& nonplain_extra_tokens() const { return nonplain_extra_; }
+  static bool IsPlain(std::string_view bytes);
+
  private:
   TokenTrie() = default;
   int32_t n_vocab_ = 0;
   std::vector<Node> nodes_;
   std::vector<std::pair<int32_t, int32_t>> extra_;
+  std::vector<uint32_t> plain_bits_;
+  std::vector<Node> nonplain_nodes_;
+  std::vector<std::pair<int32_t, int32_t>> nonplain_extra_;
   std::string blob_;               // all token bytes
   std::vector<uint32_t> offsets_;  // [V + 1] into blob_
 };
