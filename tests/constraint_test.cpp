@@ -445,6 +445,12 @@ TEST_CASE("mask equals Accept on every token of the fixture vocabulary", "[const
   const std::string text = R"({"id": 42, "name": "caf\u00e9 ok", "kind": "beta"})";
   CHECK(TokenWalk(g, tok, trie, Dumps(Json::parse(text))));
   CheckMaskExact(g, trie, Dumps(Json::parse(text)));
+  // Counted strings (the plain-character chain) and free keys (plain subtrees below a boundary).
+  auto counted = Schema(R"({"type": "object", "properties": {"s": {"type": "string", "minLength": 2, "maxLength": 5}},
+      "additionalProperties": {"type": "string"}})");
+  const std::string ctext = R"({"s": "ab\u00e9", "other key": "free text \"quoted\" here"})";
+  CHECK(TokenWalk(counted, tok, trie, ctext));
+  CheckMaskExact(counted, trie, ctext);
   auto gb = Gbnf("root ::= (\"ab\" | [c-e]+ \" \")* \"!\"\n");
   CheckMaskExact(gb, trie, "ab cd ab!");
 }

@@ -35,6 +35,7 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const T
   int max_depth = 0;
   for (const auto& n : trie_->nodes()) max_depth = std::max<int>(max_depth, n.depth);
   walk_.assign(static_cast<size_t>(max_depth) + 1, 0);
+  covered_.assign(static_cast<size_t>(max_depth) + 1, 0);
 }
 
 int32_t Matcher::InternNode(int32_t pos, int32_t parent) {
@@ -137,15 +138,16 @@ inline int32_t Matcher::Step(int32_t set, uint8_t byte) {
   return t >= 0 ? t : StepSlow(set, byte);
 }
 
-// True when every plain character (TokenTrie::IsPlain) read from `set` leads back to `set`; then
-// every plain token is allowed and leaves the state unchanged. Checked once per set over the ASCII
-// bytes and the well-formed UTF-8 byte-range rows, with the intermediate states deduplicated.
-bool Matcher::PlainClosed(int32_t set) {
-  if (sets_[set].plain >= 0) return sets_[set].plain == 1;
-  bool ok = true;
+// The one set that every plain character (TokenTrie::IsPlain) read from `set` leads to, or -1.
+// Checked once per set over the ASCII bytes and the well-formed UTF-8 byte-range rows, with the
+// intermediate states deduplicated. Uniform(s) == s: a string-body loop, every plain token allowed.
+int32_t Matcher::Uniform(int32_t set) {
+  if (sets_[set].uniform != -2) return sets_[set].uniform;
+  int32_t target = Step(set, 'a');
+  bool ok = target != 0;
   for (int b = 0x20; b < 0x80 && ok; ++b) {
     if (b == '"' || b == '\\') continue;
-    ok = Step(set, static_cast<uint8_t>(b)) == set;
+    ok = Step(set, static_cast<uint8_t>(b)) == target;
   }
   struct Row {
     uint8_t lead_lo, lead_hi, second_lo, second_hi;
@@ -166,7 +168,7 @@ bool Matcher::PlainClosed(int32_t set) {
       for (int32_t f : frontier) {
         for (int b = lo; b <= hi && ok; ++b) {
           const int32_t t = Step(f, static_cast<uint8_t>(b));
-          if (t == 0 || (pos + 1 == row.len && t != set)) ok = false;
+          if (t == 0 || (pos + 1 == row.len && t != target)) ok = false;
           next.push_back(t);
         }
       }
@@ -177,17 +179,84 @@ bool Matcher::PlainClosed(int32_t set) {
     }
   }
   if (failed_) ok = false;
-  sets_[set].plain = ok ? 1 : 0;
-  return ok;
+  sets_[set].uniform = ok ? target : -1;
+  return sets_[set].uniform;
 }
 
-void Matcher::Walk(const std::vector<TokenTrie::Node>& nodes,
-                   const std::vector<std::pair<int32_t, int32_t>>& extra, uint32_t* out) {
+// No plain character can be read from `set` (e.g. a counted string at its maximum length).
+bool Matcher::PlainDead(int32_t set) {
+  for (int b = 0x20; b < 0x80; ++b) {
+    if (b == '"' || b == '\\') continue;
+    if (Step(set, static_cast<uint8_t>(b)) != 0) return false;
+  }
+  for (int b = 0xC2; b <= 0xF4; ++b) {
+    if (Step(set, static_cast<uint8_t>(b)) != 0) return false;
+  }
+  return true;
+}
+
+// How many more plain characters `set` takes when every plain character moves it along one chain
+// of sets (counted strings: jchar{0,n}): k when the chain dies after k characters,
+// TokenTrie::kMaxPlainChars when it loops (or outlasts every token), -1 when it is not a chain.
+int Matcher::PlainChain(int32_t set) {
+  if (sets_[set].chain != -2) return sets_[set].chain;
+  int result = -1;
+  if (PlainDead(set)) {
+    result = 0;
+  } else {
+    const int32_t t = Uniform(set);
+    if (t == set) {
+      result = TokenTrie::kMaxPlainChars;
+    } else if (t > 0) {
+      // Iterative along the chain (its sets are memoised as they are met).
+      std::vector<int32_t> path = {set};
+      int32_t s = t;
+      int k = 1;
+      int tail = -1;
+      while (true) {
+        if (sets_[s].chain != -2) { tail = sets_[s].chain; break; }
+        if (k >= TokenTrie::kMaxPlainChars) { tail = TokenTrie::kMaxPlainChars; break; }
+        if (PlainDead(s)) { sets_[s].chain = 0; tail = 0; break; }
+        const int32_t u = Uniform(s);
+        if (u == s) { sets_[s].chain = TokenTrie::kMaxPlainChars; tail = sets_[s].chain; break; }
+        if (u <= 0) { sets_[s].chain = -1; tail = -1; break; }
+        path.push_back(s);
+        s = u;
+        ++k;
+      }
+      // path[i] takes (len - i) + tail characters.
+      for (int i = static_cast<int>(path.size()) - 1; i >= 0; --i) {
+        int v = tail < 0 ? -1 : std::min<int>(TokenTrie::kMaxPlainChars, tail + static_cast<int>(path.size()) - i);
+        sets_[path[i]].chain = static_cast<int16_t>(v);
+      }
+      result = sets_[set].chain;
+    }
+  }
+  if (failed_) result = -1;
+  sets_[set].chain = static_cast<int16_t>(result);
+  return result;
+}
+
+// Preorder walk: a rejected byte skips the node's subtree. Where the state at a character boundary
+// maps every plain character back to itself, all plain tokens of the subtree are allowed at once
+// (a word-wise OR over their rank range), and below it only subtrees holding non-plain tokens are
+// visited.
+void Matcher::Walk(bool covered_at_root, uint32_t* out) {
+  const auto& nodes = trie_->nodes();
   const int32_t n = static_cast<int32_t>(nodes.size());
   int32_t* walk = walk_.data();
+  uint8_t* covered = covered_.data();
   walk[0] = current_;
+  covered[0] = covered_at_root;
+  const uint64_t* plain = trie_->plain_rank_bits().data();
+  bool any_rank = false;
   for (int32_t i = 1; i < n;) {
     const TokenTrie::Node& node = nodes[i];
+    const bool above = covered[node.depth - 1];
+    if (above && !(node.flags & TokenTrie::kHasNonPlain)) {
+      i = node.subtree_end;
+      continue;
+    }
     const int32_t s = walk[node.depth - 1];
     int32_t next = next_[s][node.byte];
     if (next < 0) next = StepSlow(s, node.byte);
@@ -196,11 +265,44 @@ void Matcher::Walk(const std::vector<TokenTrie::Node>& nodes,
       continue;
     }
     walk[node.depth] = next;
+    bool cov = above;
+    if (!cov && (node.flags & TokenTrie::kBoundary) && Closed(next)) {
+      // OR plain ranks [lo, hi) into rank_mask_.
+      const int32_t lo = node.rank, hi = node.subtree_end < n ? nodes[node.subtree_end].rank
+                                                              : static_cast<int32_t>(trie_->rank_tokens().size());
+      if (!any_rank) {
+        rank_mask_.assign(trie_->plain_rank_bits().size(), 0);
+        any_rank = true;
+      }
+      for (int32_t r = lo; r < hi;) {
+        const int32_t w = r >> 6;
+        const int32_t end = std::min(hi, (w + 1) << 6);
+        uint64_t m = ~uint64_t{0};
+        if (r & 63) m &= ~uint64_t{0} << (r & 63);
+        if (end & 63) m &= ~uint64_t{0} >> (64 - (end & 63));
+        rank_mask_[w] |= plain[w] & m;
+        r = end;
+      }
+      cov = true;
+    }
+    covered[node.depth] = cov;
     if (node.token >= 0) out[node.token >> 5] |= 1u << (node.token & 31);
     ++i;
   }
+  if (any_rank) {
+    const int32_t* tokens = trie_->rank_tokens().data();
+    for (size_t w = 0; w < rank_mask_.size(); ++w) {
+      uint64_t m = rank_mask_[w];
+      while (m) {
+        const int b = __builtin_ctzll(m);
+        m &= m - 1;
+        const int32_t t = tokens[(w << 6) + b];
+        out[t >> 5] |= 1u << (t & 31);
+      }
+    }
+  }
   // Duplicated byte strings: allowed exactly when their twin is.
-  for (auto [node, token] : extra) {
+  for (auto [node, token] : trie_->extra_tokens()) {
     const int32_t twin = nodes[node].token;
     if ((out[twin >> 5] >> (twin & 31)) & 1) out[token >> 5] |= 1u << (token & 31);
   }
@@ -215,12 +317,19 @@ void Matcher::FillMask(std::vector<uint32_t>* bits) {
   }
   bits->assign(words, 0);
   if (failed_ || current_ == 0) return;
-  if (PlainClosed(current_)) {
+  // Every plain token is decided at once when the state loops on plain characters or moves along
+  // a chain of them; the walk then only visits subtrees holding other tokens.
+  bool covered = Closed(current_);
+  if (covered) {
     *bits = trie_->plain_bits();
-    Walk(trie_->nonplain_nodes(), trie_->nonplain_extra_tokens(), bits->data());
   } else {
-    Walk(trie_->nodes(), trie_->extra_tokens(), bits->data());
+    const int k = PlainChain(current_);
+    if (k >= 0) {
+      *bits = k >= TokenTrie::kMaxPlainChars ? trie_->plain_bits() : trie_->plain_upto(k);
+      covered = true;
+    }
   }
+  Walk(covered, bits->data());
   if (failed_) {
     bits->assign(words, 0);
     return;

@@ -52,7 +52,8 @@ class Matcher {
   struct Set {
     std::vector<int32_t> members;     // sorted ready node ids; 0 = the empty stack (can end)
     std::unique_ptr<int32_t[]> next;  // [256] next set; 0 = dead, -1 = not computed yet
-    int8_t plain = -1;                // every plain character leads back here: -1 unknown, 0, 1
+    int32_t uniform = -2;  // the one set every plain character leads to: -2 unknown, -1 none
+    int16_t chain = -2;    // plain characters this set can still take (see PlainChain); -2 unknown
   };
 
   int32_t InternNode(int32_t pos, int32_t parent);
@@ -60,9 +61,11 @@ class Matcher {
   int32_t InternSet(std::vector<int32_t>* members);
   int32_t Step(int32_t set, uint8_t byte);  // 0 = dead set
   int32_t StepSlow(int32_t set, uint8_t byte);
-  bool PlainClosed(int32_t set);
-  void Walk(const std::vector<TokenTrie::Node>& nodes, const std::vector<std::pair<int32_t, int32_t>>& extra,
-            uint32_t* out);
+  int32_t Uniform(int32_t set);
+  bool PlainDead(int32_t set);
+  int PlainChain(int32_t set);
+  bool Closed(int32_t set) { return Step(set, 'a') == set && Uniform(set) == set; }
+  void Walk(bool covered_at_root, uint32_t* out);
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenTrie> trie_;
@@ -76,7 +79,9 @@ class Matcher {
   std::unordered_map<int32_t, std::vector<uint32_t>> mask_cache_;
   size_t mask_cache_used_ = 0;
   std::vector<int32_t> scratch_;
-  std::vector<int32_t> walk_;  // [max depth + 1] set per trie depth
+  std::vector<int32_t> walk_;     // [max depth + 1] set per trie depth
+  std::vector<uint8_t> covered_;  // [max depth + 1] plain tokens below are already set
+  std::vector<uint64_t> rank_mask_;  // [ceil(R/64)] plain tokens allowed, by trie rank
   int32_t start_ = 0;
   int32_t current_ = 0;
   bool failed_ = false;

@@ -21,10 +21,36 @@ StatusOr<std::shared_ptr<const TokenTrie>> TokenTrie::Build(const Tokenizer& tok
 
 namespace {
 
+// Well-formed UTF-8 made of complete characters (any code points, controls included).
+bool IsCompleteUtf8(std::string_view b) {
+  for (size_t i = 0; i < b.size();) {
+    const auto c = static_cast<uint8_t>(b[i]);
+    if (c < 0x80) { ++i; continue; }
+    int len;
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) { len = 3; lo = 0xA0; }
+    else if (c >= 0xE1 && c <= 0xEC) len = 3;
+    else if (c == 0xED) { len = 3; hi = 0x9F; }
+    else if (c >= 0xEE && c <= 0xEF) len = 3;
+    else if (c == 0xF0) { len = 4; lo = 0x90; }
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else if (c == 0xF4) { len = 4; hi = 0x8F; }
+    else return false;
+    if (i + len > b.size()) return false;
+    for (int k = 1; k < len; ++k) {
+      const auto x = static_cast<uint8_t>(b[i + k]);
+      if (x < (k == 1 ? lo : 0x80) || x > (k == 1 ? hi : 0xBF)) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
 // Preorder trie of the given (sorted by bytes) token ids.
 void BuildNodes(const std::vector<std::string>& tokens, const std::vector<int32_t>& order,
                 std::vector<TokenTrie::Node>* nodes, std::vector<std::pair<int32_t, int32_t>>* extra) {
-  nodes->push_back({-1, 0, 0, 0});
+  nodes->push_back({-1, 0, 0, 0, 0, TokenTrie::kBoundary});
   std::vector<int32_t> path = {0};  // path[d] = node at depth d
   std::string_view prev;
   for (int32_t id : order) {
@@ -37,7 +63,10 @@ void BuildNodes(const std::vector<std::string>& tokens, const std::vector<int32_
     }
     for (size_t d = common; d < s.size(); ++d) {
       path.push_back(static_cast<int32_t>(nodes->size()));
-      nodes->push_back({-1, 0, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(s[d])});
+      // A boundary: the prefix is whole characters, so a plain token's rest is whole plain characters.
+      const bool boundary = IsCompleteUtf8(s.substr(0, d + 1));
+      nodes->push_back({-1, 0, 0, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(s[d]),
+                        static_cast<uint8_t>(boundary ? TokenTrie::kBoundary : 0)});
     }
     TokenTrie::Node& end = (*nodes)[path.back()];
     if (end.token < 0) {
@@ -105,15 +134,38 @@ StatusOr<std::shared_ptr<const TokenTrie>> TokenTrie::FromTokens(std::vector<std
     });
     BuildNodes(tokens, order, &t->nodes_, &t->extra_);
     t->plain_bits_.assign((tokens.size() + 31) / 32, 0);
-    std::vector<int32_t> nonplain;
+    t->plain_upto_.assign(kMaxPlainChars + 1, std::vector<uint32_t>(t->plain_bits_.size(), 0));
     for (int32_t id : order) {
-      if (IsPlain(tokens[id])) {
-        t->plain_bits_[id >> 5] |= 1u << (id & 31);
-      } else {
-        nonplain.push_back(id);
+      if (!IsPlain(tokens[id])) continue;
+      t->plain_bits_[id >> 5] |= 1u << (id & 31);
+      int chars = 0;
+      for (char c : tokens[id]) chars += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+      for (int c = chars; c <= kMaxPlainChars; ++c) t->plain_upto_[c][id >> 5] |= 1u << (id & 31);
+    }
+    // Ranks in preorder, plain flags by rank, and which subtrees hold a non-plain token.
+    auto& nodes = t->nodes_;
+    int32_t rank = 0;
+    for (auto& n : nodes) {
+      n.rank = rank;
+      if (n.token >= 0) {
+        t->rank_tokens_.push_back(n.token);
+        ++rank;
       }
     }
-    BuildNodes(tokens, nonplain, &t->nonplain_nodes_, &t->nonplain_extra_);
+    t->plain_rank_bits_.assign((static_cast<size_t>(rank) + 64) / 64, 0);
+    for (int32_t r = 0; r < rank; ++r) {
+      if (IsPlain(tokens[t->rank_tokens_[r]])) t->plain_rank_bits_[r >> 6] |= uint64_t{1} << (r & 63);
+    }
+    for (int32_t i = static_cast<int32_t>(nodes.size()) - 1; i >= 0; --i) {
+      if (nodes[i].token >= 0 && !IsPlain(tokens[nodes[i].token])) nodes[i].flags |= kHasNonPlain;
+      // Children of i are nodes i+1.. in its subtree; propagate from each direct child.
+      for (int32_t c = i + 1; c < nodes[i].subtree_end; c = nodes[c].subtree_end) {
+        if (nodes[c].flags & kHasNonPlain) { nodes[i].flags |= kHasNonPlain; break; }
+      }
+    }
+    for (auto [node, id] : t->extra_) {
+      if (!IsPlain(tokens[id])) nodes[node].flags |= kHasNonPlain;  // ancestors: twins share bytes
+    }
   } catch (const std::bad_alloc&) {
     return OutOfMemory("token trie: out of memory");
   }

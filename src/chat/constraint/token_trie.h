@@ -20,9 +20,13 @@ class TokenTrie {
   struct Node {
     int32_t token;        // a token whose bytes end here, -1 if none (more in `extra_tokens`)
     int32_t subtree_end;  // index one past the last node of this subtree
+    int32_t rank;         // tokens (nodes with `token` >= 0) before this node in preorder
     uint16_t depth;       // bytes from the root (root = 0)
     uint8_t byte;         // the byte leading into this node
+    uint8_t flags;        // kBoundary | kHasNonPlain
   };
+  static constexpr uint8_t kBoundary = 1;    // the bytes up to here are complete UTF-8 characters
+  static constexpr uint8_t kHasNonPlain = 2;  // the subtree holds a token that is not plain
 
   // NORMAL and BYTE tokens, as raw bytes (TokenToPiece). Any thread.
   static StatusOr<std::shared_ptr<const TokenTrie>> Build(const Tokenizer& tokenizer);
@@ -37,11 +41,17 @@ class TokenTrie {
   std::string_view TokenBytes(int32_t id) const;
 
   // "Plain" tokens: well-formed UTF-8 with no control character, '"' or '\\' -- the tokens a JSON
-  // string body takes. [ceil(V/32)] bits. The matcher allows all of them at once when its state
-  // maps every plain character back to itself, and walks only the other tokens' trie.
+  // string body takes. When the matcher's state maps every plain character back to itself at a
+  // character boundary, every plain token below that node is allowed at once: by id for the whole
+  // vocabulary (`plain_bits`, [ceil(V/32)]), or for a subtree as the rank range
+  // [node.rank, nodes[node.subtree_end].rank) of `plain_rank_bits` ([ceil(R/64)], R = ranked tokens),
+  // mapped back to ids through `rank_tokens`.
   const std::vector<uint32_t>& plain_bits() const { return plain_bits_; }
-  const std::vector<Node>& nonplain_nodes() const { return nonplain_nodes_; }
-  const std::vector<std::pair<int32_t, int32_t>>& nonplain_extra_tokens() const { return nonplain_extra_; }
+  // plain_upto(c): [ceil(V/32)] plain tokens of at most c characters, c <= kMaxPlainChars.
+  static constexpr int kMaxPlainChars = 96;
+  const std::vector<uint32_t>& plain_upto(int c) const { return plain_upto_[c]; }
+  const std::vector<uint64_t>& plain_rank_bits() const { return plain_rank_bits_; }
+  const std::vector<int32_t>& rank_tokens() const { return rank_tokens_; }
   static bool IsPlain(std::string_view bytes);
 
  private:
@@ -50,8 +60,9 @@ class TokenTrie {
   std::vector<Node> nodes_;
   std::vector<std::pair<int32_t, int32_t>> extra_;
   std::vector<uint32_t> plain_bits_;
-  std::vector<Node> nonplain_nodes_;
-  std::vector<std::pair<int32_t, int32_t>> nonplain_extra_;
+  std::vector<uint64_t> plain_rank_bits_;
+  std::vector<std::vector<uint32_t>> plain_upto_;  // [kMaxPlainChars + 1][ceil(V/32)]
+  std::vector<int32_t> rank_tokens_;  // [R] token of each rank
   std::string blob_;               // all token bytes
   std::vector<uint32_t> offsets_;  // [V + 1] into blob_
 };
