@@ -284,6 +284,15 @@ TEST_CASE("JSON Schema: objects, required, additionalProperties", "[constraint]"
   CHECK_FALSE(Matches(open, R"({"ab": "str"})"));
   CHECK_FALSE(Matches(open, R"({"x": 1, "a": "str"})"));
 
+  // Few properties: any order, each at most once, required ones present.
+  auto order = Schema(R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"},
+      "c": {"type": "boolean"}}, "required": ["a", "c"], "additionalProperties": false})");
+  CHECK(Matches(order, R"({"c": true, "a": 1})"));
+  CHECK(Matches(order, R"({"b": "x", "c": false, "a": 2})"));
+  CHECK_FALSE(Matches(order, R"({"c": true, "a": 1, "a": 2})"));
+  CHECK_FALSE(Matches(order, R"({"b": "x", "a": 1})"));
+  CHECK_FALSE(Matches(order, R"({"c": true, "b": 1, "a": 1})"));
+
   auto typed = Schema(R"({"type": "object", "additionalProperties": {"type": "number"}})");
   CHECK(Matches(typed, R"({"x": 1.5, "y": -2e3})"));
   CHECK_FALSE(Matches(typed, R"({"x": "1"})"));

@@ -757,6 +757,47 @@ class SchemaCompiler {
     return emit(0);
   }
 
+  // Objects with few declared properties take them in any order: one rule per set of properties
+  // already written (2^n of them), each property at most once, the end only once every required one
+  // is there; other keys may come anywhere.
+  static constexpr size_t kMaxFreeOrder = 6;
+  struct KeyValue {
+    std::string rule;  // `"key" ws ":" ws value`
+    bool required;
+  };
+  template <class P>
+  std::vector<KeyValue> props_kv(const std::vector<P>& props) {
+    std::vector<KeyValue> out;
+    for (const auto& p : props) {
+      out.push_back({NewRule(GbnfLiteral(p.key) + " ws \":\" ws " + p.value_rule), p.required});
+    }
+    return out;
+  }
+  std::string FreeOrderObject(const std::vector<KeyValue>& kvs, const std::string& extra_kv) {
+    const size_t n = kvs.size();
+    const uint32_t full = (1u << n) - 1;
+    uint32_t required = 0;
+    for (size_t i = 0; i < n; ++i) if (kvs[i].required) required |= 1u << i;
+    const std::string base = "o" + std::to_string(n_++) + "x";
+    auto name = [&](uint32_t m, bool first) { return base + std::to_string(m) + (first ? "f" : "r"); };
+    for (uint32_t m = 0; m <= full; ++m) {
+      for (bool first : {true, false}) {
+        const std::string sep = first ? "" : "ws \",\" ws ";
+        std::string body;
+        auto alt = [&](const std::string& a) { body += (body.empty() ? "" : " | ") + a; };
+        for (size_t i = 0; i < n; ++i) {
+          if (m & (1u << i)) continue;
+          alt(sep + kvs[i].rule + " " + name(m | (1u << i), false));
+        }
+        if (!extra_kv.empty()) alt(sep + extra_kv + " " + name(m, false));
+        if ((m & required) == required) alt("\"\"");
+        if (body.empty()) body = "\"\"";  // unreachable: m == full always satisfies required
+        rules_ += name(m, first) + " ::= " + body + "\n";
+      }
+    }
+    return NewRule("\"{\" ws " + name(0, true) + " ws \"}\"");
+  }
+
   // Does the JSON-encoded key content match the pattern expression `g` (a kJsonString regex)?
   static bool KeyMatches(const std::string& g, const std::string& key) {
     auto grammar = Grammar::FromGbnf("root ::= " + g + "\nws ::= \"\"\n" + kBaseRules);
@@ -830,6 +871,7 @@ class SchemaCompiler {
     }
     std::string tail_rest = NewRule("\"\"");
     std::string tail_first = tail_rest;
+    std::string extra_kv;  // one other key and its value, when other keys may appear
     if (s.contains("patternProperties") && s["patternProperties"].is_object() && !s["patternProperties"].empty()) {
       // Other keys must match a pattern (keys matching none are not produced: a sound restriction).
       const Json& pp = s["patternProperties"];
@@ -848,15 +890,18 @@ class SchemaCompiler {
       }
       const std::string value = Compile(schema0, ptr + "/patternProperties");
       const std::string kv = NewRule("\"\\\"\" (" + keys + ") \"\\\"\" ws \":\" ws " + value);
+      extra_kv = kv;
       tail_rest = NewRule("(ws \",\" ws " + kv + ")*");
       tail_first = NewRule("(" + kv + " " + tail_rest + ")?");
     } else if (extra_allowed) {
       const std::string value = Compile(additional, ptr + "/additionalProperties");
       const std::string key = OtherKey(known);
       const std::string kv = NewRule("\"\\\"\" " + key + " \"\\\"\" ws \":\" ws " + value);
+      extra_kv = kv;
       tail_rest = NewRule("(ws \",\" ws " + kv + ")*");
       tail_first = NewRule("(" + kv + " " + tail_rest + ")?");
     }
+    if (props.size() >= 2 && props.size() <= kMaxFreeOrder) return FreeOrderObject(props_kv(props), extra_kv);
     std::string rest = tail_rest, first = tail_first;
     for (int64_t i = static_cast<int64_t>(props.size()) - 1; i >= 0; --i) {
       const std::string kv = NewRule(GbnfLiteral(props[i].key) + " ws \":\" ws " + props[i].value_rule);
