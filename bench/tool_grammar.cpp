@@ -164,7 +164,10 @@ int RunGrammar(int argc, char** argv) {
         mask_us.push_back(us);
         const bool allowed = (bits[id >> 5] >> (id & 31)) & 1;
         const bool advanced = m.Accept(id);
-        if (allowed != advanced) ++inconsistent;
+        if (allowed != advanced) {
+          ++inconsistent;
+          line["inconsistent"].push_back({{"test", test_index}, {"token", at}, {"id", id}, {"mask", allowed}});
+        }
         if (!allowed || !advanced) {
           accepted = false;
           break;

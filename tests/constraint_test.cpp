@@ -464,6 +464,33 @@ TEST_CASE("mask equals Accept on every token of the fixture vocabulary", "[const
   CheckMaskExact(gb, trie, "ab cd ab!");
 }
 
+TEST_CASE("a matcher over its memory budget compacts instead of refusing", "[constraint]") {
+  auto trie = FixtureTrie();
+  const auto& tok = FixtureTokenizer();
+  auto g = Schema(R"({"type": "array", "items": {"type": "object", "properties": {"key": {"type": "string"},
+      "value": {"type": "string", "maxLength": 12}}, "required": ["key"]}})");
+  Json data = Json::array();
+  for (int i = 0; i < 40; ++i) data.push_back({{"key", "k-" + std::to_string(i)}, {"value", "v\u00e9-" + std::to_string(i)}});
+  const std::string text = Dumps(data);
+  std::vector<int32_t> ids;
+  tok.Encode(text, SpecialTokens::kNone, &ids);
+  Matcher::Limits small;
+  small.max_sets = 300;
+  small.max_nodes = 3000;
+  Matcher tight(g, trie, small), roomy(g, trie);
+  std::vector<uint32_t> a, b;
+  for (int32_t id : ids) {
+    tight.FillMask(&a);
+    roomy.FillMask(&b);
+    REQUIRE(a == b);
+    REQUIRE(tight.Accept(id));
+    REQUIRE(roomy.Accept(id));
+  }
+  CHECK(tight.CanEnd());
+  CHECK_FALSE(tight.failed());
+  CHECK(tight.compactions() > 0);
+}
+
 // ---- property test: random small schemas, random instances, mutations that break them
 
 struct Gen {

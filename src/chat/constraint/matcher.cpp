@@ -42,7 +42,7 @@ int32_t Matcher::InternNode(int32_t pos, int32_t parent) {
   const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent);
   auto [it, inserted] = node_ids_.emplace(key, static_cast<int32_t>(nodes_.size()));
   if (inserted) {
-    if (static_cast<int64_t>(nodes_.size()) >= limits_.max_nodes) failed_ = true;
+    if (static_cast<int64_t>(nodes_.size()) >= limits_.max_nodes) failed_ = budget_hit_ = true;
     nodes_.push_back({pos, parent});
   }
   return it->second;
@@ -95,7 +95,7 @@ int32_t Matcher::InternSet(std::vector<int32_t>* m) {
     if (sets_[id].members == *m) return id;
   }
   if (static_cast<int64_t>(sets_.size()) >= limits_.max_sets) {
-    failed_ = true;
+    failed_ = budget_hit_ = true;
     return 0;
   }
   Set s;
@@ -315,24 +315,33 @@ void Matcher::FillMask(std::vector<uint32_t>* bits) {
     *bits = cached->second;
     return;
   }
-  bits->assign(words, 0);
-  if (failed_ || current_ == 0) return;
-  // Every plain token is decided at once when the state loops on plain characters or moves along
-  // a chain of them; the walk then only visits subtrees holding other tokens.
-  bool covered = Closed(current_);
-  if (covered) {
-    *bits = trie_->plain_bits();
-  } else {
-    const int k = PlainChain(current_);
-    if (k >= 0) {
-      *bits = k >= TokenTrie::kMaxPlainChars ? trie_->plain_bits() : trie_->plain_upto(k);
-      covered = true;
-    }
+  if (failed_ && budget_hit_) Compact();
+  if (static_cast<int64_t>(sets_.size()) > limits_.max_sets / 2 ||
+      static_cast<int64_t>(nodes_.size()) > limits_.max_nodes / 2) {
+    Compact();  // keep room for this walk
   }
-  Walk(covered, bits->data());
-  if (failed_) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
     bits->assign(words, 0);
-    return;
+    if (failed_ || current_ == 0) return;
+    // Every plain token is decided at once when the state loops on plain characters or moves
+    // along a chain of them; the walk then only visits subtrees holding other tokens.
+    bool covered = Closed(current_);
+    if (covered) {
+      *bits = trie_->plain_bits();
+    } else {
+      const int k = PlainChain(current_);
+      if (k >= 0) {
+        *bits = k >= TokenTrie::kMaxPlainChars ? trie_->plain_bits() : trie_->plain_upto(k);
+        covered = true;
+      }
+    }
+    Walk(covered, bits->data());
+    if (!failed_) break;
+    if (!budget_hit_ || attempt == 1) {
+      bits->assign(words, 0);
+      return;
+    }
+    Compact();  // the budget ran out inside this walk: once more on a fresh automaton
   }
   const size_t bytes = words * 4;
   if (mask_cache_used_ + bytes <= limits_.mask_cache_bytes) {
@@ -341,7 +350,46 @@ void Matcher::FillMask(std::vector<uint32_t>* bits) {
   }
 }
 
+void Matcher::Compact() {
+  ++compactions_;
+  std::vector<std::vector<int32_t>> chains;  // per current stack: positions, top first
+  for (int32_t n : sets_[current_].members) {
+    std::vector<int32_t> chain;
+    for (int32_t k = n; k != 0; k = nodes_[k].parent) chain.push_back(nodes_[k].pos);
+    chains.push_back(std::move(chain));
+  }
+  nodes_.resize(1);
+  node_ids_.clear();
+  sets_.resize(1);
+  next_.resize(1);
+  set_ids_.clear();
+  set_ids_[HashMembers({})].push_back(0);
+  mask_cache_.clear();
+  mask_cache_used_ = 0;
+  failed_ = budget_hit_ = false;
+  std::vector<int32_t> start;
+  for (int32_t a : grammar_->alternatives()[grammar_->root()]) Closure(a, 0, &start, 0);
+  start_ = InternSet(&start);
+  std::vector<int32_t> members;
+  for (const auto& chain : chains) {
+    int32_t parent = 0;
+    for (size_t i = chain.size(); i-- > 0;) parent = InternNode(chain[i], parent);
+    members.push_back(parent);  // 0 for the empty stack
+  }
+  current_ = InternSet(&members);
+}
+
 bool Matcher::AcceptBytes(std::string_view bytes) {
+  if (budget_hit_ && failed_) Compact();
+  const int32_t before = current_;
+  const bool ok = AcceptBytesOnce(bytes);
+  if (ok || !(failed_ && budget_hit_)) return ok;
+  (void)before;
+  Compact();  // the budget ran out midway: retry on a fresh automaton
+  return AcceptBytesOnce(bytes);
+}
+
+bool Matcher::AcceptBytesOnce(std::string_view bytes) {
   int32_t s = current_;
   for (char c : bytes) {
     s = Step(s, static_cast<uint8_t>(c));

@@ -43,6 +43,8 @@ class Matcher {
   bool Done() const;
   // A budget was exceeded: every further byte is rejected (sound: never accepts too much).
   bool failed() const { return failed_; }
+  // How often the memoised automaton was dropped to stay within Limits.
+  int64_t compactions() const { return compactions_; }
 
  private:
   struct Node {
@@ -57,10 +59,14 @@ class Matcher {
   };
 
   int32_t InternNode(int32_t pos, int32_t parent);
+  // Drops every memoised node, set and mask, keeping only the current state (re-interned): the
+  // automaton's memory stays bounded on long generations without refusing anything.
+  void Compact();
   void Closure(int32_t pos, int32_t parent, std::vector<int32_t>* out, int depth);
   int32_t InternSet(std::vector<int32_t>* members);
   int32_t Step(int32_t set, uint8_t byte);  // 0 = dead set
   int32_t StepSlow(int32_t set, uint8_t byte);
+  bool AcceptBytesOnce(std::string_view bytes);
   int32_t Uniform(int32_t set);
   bool PlainDead(int32_t set);
   int PlainChain(int32_t set);
@@ -85,6 +91,8 @@ class Matcher {
   int32_t start_ = 0;
   int32_t current_ = 0;
   bool failed_ = false;
+  bool budget_hit_ = false;
+  int64_t compactions_ = 0;  // failed_ because of max_nodes / max_sets: Compact() recovers
 };
 
 }  // namespace qwenrt
