@@ -236,6 +236,13 @@ TEST_CASE("regex constraints", "[constraint]") {
     CHECK_FALSE(g.ok());
   }
   CHECK(Grammar::FromRegex("(?=a)b").status().message().find("lookaround") != std::string::npos);
+  // Python's `re` reads \d as any Unicode digit and {,n} as a quantifier: stay inside what both agree on.
+  auto nd = Grammar::FromRegex("\\D[^\\d]");
+  REQUIRE(nd.ok());
+  CHECK(Matches(*nd, "ab"));
+  CHECK_FALSE(Matches(*nd, "\xD9\xA3b"));  // ARABIC-INDIC DIGIT THREE
+  CHECK_FALSE(Matches(*nd, "a\xD9\xA3"));
+  CHECK(Grammar::FromRegex("a{,5}").status().message().find("{,n}") != std::string::npos);
   CHECK(Grammar::FromRegex("(a)\\1").status().message().find("backreference") != std::string::npos);
 }
 
@@ -398,10 +405,19 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
   CHECK(SchemaError(R"({"oneOf": [{"type": "integer"}, {"type": "number"}]})").find("oneOf") != std::string::npos);
 
   auto all = Schema(R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
-      {"properties": {"b": {"type": "string"}}, "required": ["b"]}], "additionalProperties": false})");
+      {"properties": {"b": {"type": "string"}}, "required": ["b"]}]})");
   CHECK(Matches(all, R"({"a": 1, "b": "x"})"));
+  CHECK(Matches(all, R"({"b": "x", "a": 1, "c": null})"));
   CHECK_FALSE(Matches(all, R"({"a": 1})"));
+  CHECK_FALSE(Matches(all, R"({"a": "1", "b": "x"})"));
 
+  // additionalProperties sees only its own schema's properties: merging would widen it.
+  CHECK(SchemaError(R"({"allOf": [{"properties": {"a": {}}, "additionalProperties": false},
+      {"properties": {"b": {}}}]})").find("additionalProperties") != std::string::npos);
+  CHECK(SchemaError(R"({"allOf": [{"type": "array", "items": false}, {"prefixItems": [{}]}]})").find("items") !=
+        std::string::npos);
+  CHECK(SchemaError(R"({"properties": {"x": {"not": {"type": "null"}}}})") ==
+        "#/properties/x: not: not supported");
   CHECK(SchemaError(R"({"type": "object", "properties": {"x": {"not": {"type": "null"}}}})") ==
         "#/properties/x: not: not supported");
   CHECK(SchemaError(R"({"type": "array", "uniqueItems": true})") == "#: uniqueItems: not supported");

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -208,6 +209,29 @@ class SchemaCompiler {
       Json subs = b["allOf"];
       b.erase("allOf");
       for (const auto& s : subs) Merge(a, s, ptr);
+    }
+    // additionalProperties / patternProperties / items only see their own schema's properties or
+    // prefixItems: merging another branch's into them would widen them.
+    auto keys_of = [](const Json& x) {
+      std::set<std::string> k;
+      if (x.contains("properties") && x["properties"].is_object()) {
+        for (auto it = x["properties"].begin(); it != x["properties"].end(); ++it) k.insert(it.key());
+      }
+      return k;
+    };
+    auto closed = [](const Json& x) {
+      return (x.contains("additionalProperties") && x["additionalProperties"] != true) || x.contains("patternProperties");
+    };
+    const auto ka = keys_of(*a), kb = keys_of(b);
+    if ((closed(*a) && !std::includes(ka.begin(), ka.end(), kb.begin(), kb.end())) ||
+        (closed(b) && !std::includes(kb.begin(), kb.end(), ka.begin(), ka.end()))) {
+      Error(ptr, "additionalProperties", "combined with properties of another allOf/anyOf/oneOf branch");
+    }
+    for (const char* k : {"items", "prefixItems", "additionalItems"}) {
+      const bool mine = a->contains("items") || a->contains("prefixItems") || a->contains("additionalItems");
+      if (b.contains(k) && mine && (!a->contains(k) || (*a)[k] != b[k])) {
+        Error(ptr, k, "combined with items of another allOf/anyOf/oneOf branch");
+      }
     }
     for (auto it = b.begin(); it != b.end(); ++it) {
       const std::string& k = it.key();

@@ -37,6 +37,14 @@ CodepointRanges Space() {
                           {0xFEFF, 0xFEFF}});
 }
 
+CodepointRanges AsciiComplement(const CodepointRanges& r) {
+  CodepointRanges out;
+  for (auto [lo, hi] : ComplementRanges(NormalizeRanges(r))) {
+    if (lo <= 0x7F) out.push_back({lo, std::min<uint32_t>(hi, 0x7F)});
+  }
+  return out;
+}
+
 class RegexParser {
  public:
   RegexParser(std::string_view s, RegexMode mode) : s_(s), mode_(mode) {}
@@ -142,6 +150,7 @@ class RegexParser {
         ++e;
         while (e < s_.size() && s_[e] >= '0' && s_[e] <= '9') b += s_[e++];
       }
+      if (a.empty() && comma && e < s_.size() && s_[e] == '}') return Err("quantifier {,n}");  // Python: {0,n}
       if (a.empty() || e >= s_.size() || s_[e] != '}') return OkStatus();  // a literal '{'
       if (a.size() > 6 || b.size() > 6) return Err("repetition count too large");
       q = "{" + a + (comma ? "," + b : "") + "}";
@@ -188,11 +197,13 @@ class RegexParser {
     *is_set = true;
     switch (e) {
       case 'd': *set = Digits(); return OkStatus();
-      case 'D': *set = ComplementRanges(NormalizeRanges(Digits())); return OkStatus();
+      // Negated escapes stay within ASCII: Python's `re` (what validators run) gives \d \w \s
+      // Unicode meaning, so a non-ASCII character may be a "digit" there; ASCII is exact for both.
+      case 'D': *set = AsciiComplement(Digits()); return OkStatus();
       case 'w': *set = Word(); return OkStatus();
-      case 'W': *set = ComplementRanges(NormalizeRanges(Word())); return OkStatus();
+      case 'W': *set = AsciiComplement(Word()); return OkStatus();
       case 's': *set = Space(); return OkStatus();
-      case 'S': *set = ComplementRanges(Space()); return OkStatus();
+      case 'S': *set = AsciiComplement(Space()); return OkStatus();
       default: break;
     }
     *is_set = false;
@@ -272,6 +283,7 @@ class RegexParser {
     if (p_ < s_.size() && s_[p_] == '^') { negate = true; ++p_; }
     CodepointRanges ranges;
     bool first = true;
+    bool class_escape = false;  // \d \w \s inside: their meaning differs between regex engines
     while (true) {
       if (p_ >= s_.size()) return Err("unterminated class");
       if (s_[p_] == ']' && !first) { ++p_; break; }
@@ -294,6 +306,7 @@ class RegexParser {
       }
       if (is_set) {
         ranges.insert(ranges.end(), set.begin(), set.end());
+        class_escape = true;
         continue;
       }
       uint32_t hi = lo;
@@ -311,7 +324,7 @@ class RegexParser {
       ranges.push_back({lo, hi});
     }
     CodepointRanges n = NormalizeRanges(std::move(ranges));
-    if (negate) n = ComplementRanges(n);
+    if (negate) n = class_escape ? AsciiComplement(n) : ComplementRanges(n);
     return SetAtom(std::move(n), out);
   }
 
