@@ -167,6 +167,29 @@ name ::= [A-Z] [a-z]* # trailing comment
   CHECK_FALSE(Matches(ml, "b"));
 }
 
+TEST_CASE("GBNF: a llama.cpp-style JSON grammar (empty first alternative, multi-line groups)", "[constraint]") {
+  auto g = Gbnf(R"(root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+object ::=
+  "{" ws (
+            string ":" ws value
+    ("," ws string ":" ws value)*
+  )? "}" ws
+array  ::= "[" ws ( value ("," ws value)* )? "]" ws
+string ::=
+  "\"" (
+    [^"\\\x7F\x00-\x1F] |
+    "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4})
+  )* "\"" ws
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9]+)? ws
+ws ::= | " " | "\n" [ \t]{0,20}
+)");
+  CHECK(Matches(g, R"({"a": [1, 2.5e3, "x\u00e9"], "b":{"c": null}})"));
+  CHECK(Matches(g, "{\n  \"k\": true}"));
+  CHECK_FALSE(Matches(g, R"({"a": [1,]})"));
+  CHECK_FALSE(Matches(g, "[1]"));
+}
+
 TEST_CASE("GBNF: recursion, CanEnd and Done", "[constraint]") {
   auto g = Gbnf("root ::= list\nlist ::= \"[\" (item (\",\" item)*)? \"]\"\nitem ::= [0-9]+ | list\n");
   CHECK(Matches(g, "[]"));
