@@ -268,6 +268,7 @@ int RunMultiturn(const Args& a) {
 
 namespace qwenrt::bench {
 int RunSpeed(int argc, char** argv);  // tool_speed.cpp: pp / tg / speed
+int RunGrammar(int argc, char** argv);  // tool_grammar.cpp: constrained-decoding masks on MaskBench files
 }  // namespace qwenrt::bench
 
 int main(int argc, char** argv) {
@@ -278,6 +279,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(argv[1], "pp") == 0 || std::strcmp(argv[1], "tg") == 0 || std::strcmp(argv[1], "speed") == 0) {
     return qwenrt::bench::RunSpeed(argc, argv);
   }
+  if (std::strcmp(argv[1], "grammar") == 0) return qwenrt::bench::RunGrammar(argc, argv);
   if (std::strcmp(argv[1], "multiturn") != 0) {
     std::fprintf(stderr, "qwenrt-bench: unknown workload '%s'\n%s", argv[1], qwenrt::kUsage);
     return 2;

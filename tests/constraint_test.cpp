@@ -1,0 +1,716 @@
+// Constraint engine tests: GBNF, regex and JSON Schema compile + accept/reject, errors that name
+// the problem, partial UTF-8 across tokens, tokens spanning several terminals, recursion, empty and
+// huge enums, mask == Accept on every token (the trie walk against the direct byte walk), a
+// property test on random schemas, MaskBench samples, and the real Qwen3.5 vocabulary.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "chat/constraint/grammar.h"
+#include "chat/constraint/matcher.h"
+#include "chat/constraint/number_range.h"
+#include "chat/constraint/python_json.h"
+#include "chat/constraint/token_trie.h"
+#include "qwenrt/gguf.hpp"
+#include "text/tokenizer.h"
+
+namespace qwenrt {
+namespace {
+
+const std::string kData = QWENRT_TEST_DATA;
+using Json = nlohmann::ordered_json;
+
+// A trie of the 256 single bytes: token b is byte b.
+std::shared_ptr<const TokenTrie> ByteTrie() {
+  static const auto trie = [] {
+    std::vector<std::string> t;
+    for (int b = 0; b < 256; ++b) t.push_back(std::string(1, static_cast<char>(b)));
+    return *TokenTrie::FromTokens(t);
+  }();
+  return trie;
+}
+
+bool Matches(const std::shared_ptr<const Grammar>& g, std::string_view text) {
+  Matcher m(g, ByteTrie());
+  return m.AcceptBytes(text) && m.CanEnd();
+}
+
+std::shared_ptr<const Grammar> Gbnf(const std::string& text) {
+  auto g = Grammar::FromGbnf(text);
+  INFO(text);
+  REQUIRE(g.ok());
+  return *g;
+}
+
+std::shared_ptr<const Grammar> Schema(const std::string& text, bool compact = false) {
+  JsonSchemaOptions o;
+  o.compact = compact;
+  auto g = Grammar::FromJsonSchema(text, o);
+  INFO(text);
+  if (!g.ok()) INFO(g.status().message());
+  REQUIRE(g.ok());
+  return *g;
+}
+
+std::string SchemaError(const std::string& text) {
+  auto g = Grammar::FromJsonSchema(text);
+  REQUIRE_FALSE(g.ok());
+  return g.status().message();
+}
+
+std::string Dumps(const Json& v) {
+  std::string s;
+  AppendPythonJson(v, &s);
+  return s;
+}
+
+const gguf::File& FixtureGguf() {
+  static const gguf::File file = [] {
+    gguf::Error err;
+    auto f = gguf::File::Open(kData + "/tiny-s1-q4km.gguf", &err);
+    if (!f) FAIL(err.ToString());
+    return std::move(*f);
+  }();
+  return file;
+}
+
+const Tokenizer& FixtureTokenizer() {
+  static const std::unique_ptr<Tokenizer> tok = [] {
+    TokenizerOptions o;
+    o.nfc = false;
+    auto t = Tokenizer::FromGguf(FixtureGguf(), o);
+    if (!t.ok()) FAIL(t.status().ToString());
+    return std::move(*t);
+  }();
+  return *tok;
+}
+
+std::shared_ptr<const TokenTrie> FixtureTrie() {
+  static const auto trie = *TokenTrie::Build(FixtureTokenizer());
+  return trie;
+}
+
+// Walks `text` token by token through masks; true when every token was allowed and the end is.
+bool TokenWalk(const std::shared_ptr<const Grammar>& g, const Tokenizer& tok,
+               const std::shared_ptr<const TokenTrie>& trie, const std::string& text) {
+  std::vector<int32_t> ids;
+  tok.Encode(text, SpecialTokens::kNone, &ids);
+  Matcher m(g, trie);
+  std::vector<uint32_t> bits;
+  for (int32_t id : ids) {
+    m.FillMask(&bits);
+    const bool allowed = (bits[id >> 5] >> (id & 31)) & 1;
+    const bool advanced = m.Accept(id);
+    REQUIRE(allowed == advanced);
+    if (!allowed) return false;
+  }
+  return m.CanEnd();
+}
+
+// After each prefix of `text`, the mask must equal "Accept(t) succeeds" for every token t.
+void CheckMaskExact(const std::shared_ptr<const Grammar>& g, const std::shared_ptr<const TokenTrie>& trie,
+                    const std::string& text) {
+  std::vector<uint32_t> bits;
+  for (size_t cut = 0; cut <= text.size(); cut += std::max<size_t>(1, text.size() / 7)) {
+    Matcher m(g, trie);
+    if (!m.AcceptBytes(text.substr(0, cut))) break;
+    m.FillMask(&bits);
+    for (int32_t t = 0; t < trie->n_vocab(); ++t) {
+      Matcher probe(g, trie);
+      REQUIRE(probe.AcceptBytes(text.substr(0, cut)));
+      const bool allowed = (bits[t >> 5] >> (t & 31)) & 1;
+      INFO("prefix " << cut << " token " << t << " '" << trie->TokenBytes(t) << "'");
+      REQUIRE(allowed == probe.Accept(t));
+    }
+  }
+}
+
+TEST_CASE("GBNF: literals, classes, repetition, groups, rules", "[constraint]") {
+  auto g = Gbnf(R"(# a comment
+root ::= greeting " " name ("!" | "?")?
+greeting ::= "hi" | "hello"
+name ::= [A-Z] [a-z]* # trailing comment
+)");
+  CHECK(Matches(g, "hi Bob"));
+  CHECK(Matches(g, "hello Alice!"));
+  CHECK(Matches(g, "hi X?"));
+  CHECK_FALSE(Matches(g, "hi bob"));
+  CHECK_FALSE(Matches(g, "hey Bob"));
+  CHECK_FALSE(Matches(g, "hi Bob!!"));
+
+  auto rep = Gbnf("root ::= [0-9]{2,4} \"-\" [^a-z\\n]+ \"|\" \"x\"{3} \".\"{1,}\n");
+  CHECK(Matches(rep, "12-AB|xxx."));
+  CHECK(Matches(rep, "1234-%%|xxx..."));
+  CHECK_FALSE(Matches(rep, "1-AB|xxx."));
+  CHECK_FALSE(Matches(rep, "12345-AB|xxx."));
+  CHECK_FALSE(Matches(rep, "12-ab|xxx."));
+  CHECK_FALSE(Matches(rep, "12-AB|xx."));
+
+  auto esc = Gbnf(R"(root ::= "\x41\u00e9\t\"\\" [\]\-] [\u4e00-\u9fff] .)");
+  CHECK(Matches(esc, "A\xC3\xA9\t\"\\]\xE4\xB8\x80z"));
+  CHECK(Matches(esc, "A\xC3\xA9\t\"\\-\xE9\xBE\xA5\xF0\x9F\x98\x80"));
+  CHECK_FALSE(Matches(esc, "A\xC3\xA9\t\"\\]az"));
+
+  // Multi-line alternatives and a rule continuing over a newline.
+  auto ml = Gbnf("root ::= a\n  | b\n  \"c\"\na ::= \"a\"\nb ::= \"b\"\n");
+  CHECK(Matches(ml, "a"));
+  CHECK(Matches(ml, "bc"));
+  CHECK_FALSE(Matches(ml, "ac"));
+  CHECK_FALSE(Matches(ml, "b"));
+}
+
+TEST_CASE("GBNF: a llama.cpp-style JSON grammar (empty first alternative, multi-line groups)", "[constraint]") {
+  auto g = Gbnf(R"(root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+object ::=
+  "{" ws (
+            string ":" ws value
+    ("," ws string ":" ws value)*
+  )? "}" ws
+array  ::= "[" ws ( value ("," ws value)* )? "]" ws
+string ::=
+  "\"" (
+    [^"\\\x7F\x00-\x1F] |
+    "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4})
+  )* "\"" ws
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9]+)? ws
+ws ::= | " " | "\n" [ \t]{0,20}
+)");
+  CHECK(Matches(g, R"({"a": [1, 2.5e3, "x\u00e9"], "b":{"c": null}})"));
+  CHECK(Matches(g, "{\n  \"k\": true}"));
+  CHECK_FALSE(Matches(g, R"({"a": [1,]})"));
+  CHECK_FALSE(Matches(g, "[1]"));
+}
+
+TEST_CASE("GBNF: recursion, CanEnd and Done", "[constraint]") {
+  auto g = Gbnf("root ::= list\nlist ::= \"[\" (item (\",\" item)*)? \"]\"\nitem ::= [0-9]+ | list\n");
+  CHECK(Matches(g, "[]"));
+  CHECK(Matches(g, "[1,[2,[3,[]]],45]"));
+  CHECK_FALSE(Matches(g, "[1,[2]"));
+  CHECK_FALSE(Matches(g, "[1,]"));
+  std::string deep(500, '[');
+  deep += std::string(500, ']');
+  CHECK(Matches(g, deep));
+
+  Matcher m(g, ByteTrie());
+  CHECK_FALSE(m.CanEnd());
+  REQUIRE(m.AcceptBytes("[1"));
+  CHECK_FALSE(m.CanEnd());
+  CHECK_FALSE(m.AcceptBytes("x"));  // rejected bytes leave the state as it was
+  REQUIRE(m.AcceptBytes("]"));
+  CHECK(m.CanEnd());
+  CHECK(m.Done());
+
+  auto open = Gbnf("root ::= \"a\"+\n");
+  Matcher o(open, ByteTrie());
+  REQUIRE(o.AcceptBytes("aa"));
+  CHECK(o.CanEnd());
+  CHECK_FALSE(o.Done());
+}
+
+TEST_CASE("GBNF: malformed grammars give positioned errors", "[constraint]") {
+  auto err = [](const std::string& text) {
+    auto g = Grammar::FromGbnf(text);
+    REQUIRE_FALSE(g.ok());
+    return g.status().message();
+  };
+  CHECK(err("root ::= foo\n") == "line 1, column 10: undefined rule 'foo'");
+  CHECK(err("root ::= \"abc\n").find("line 1, column 10: unterminated string literal") == 0);
+  CHECK(err("root ::= [a-\n").find("line 1") == 0);
+  CHECK(err("root = \"a\"\n").find("line 1, column 6: expected '::='") == 0);
+  CHECK(err("x ::= \"a\"\n").find("no 'root' rule") != std::string::npos);
+  CHECK(err("root ::= \"a\"\n\nroot ::= \"b\"\n") == "line 3, column 1: rule 'root' defined twice");
+  CHECK(err("root ::= (\"a\" \n").find("missing ')'") != std::string::npos);
+  CHECK(err("root ::= \"a\"{3,1}\n").find("n < m") != std::string::npos);
+  CHECK(err("root ::= root \"a\" | \"b\"\n") == "left recursion through rule 'root'");
+  CHECK(err("root ::= x? root \"a\" | \"b\"\nx ::= \"x\"\n") == "left recursion through rule 'root'");
+  CHECK(err("root ::= \"\\q\"\n").find("unknown escape") != std::string::npos);
+  GrammarLimits small;
+  small.max_elements = 1000;
+  auto big = Grammar::FromGbnf("root ::= \"a\"{5000}\n", small);
+  REQUIRE_FALSE(big.ok());
+  CHECK(big.status().message().find("grammar too large") != std::string::npos);
+}
+
+TEST_CASE("regex constraints", "[constraint]") {
+  auto r = Grammar::FromRegex("^(\\d{3}-)?[A-Z][a-z]+(?:\\s[A-Z]\\w*)*$");
+  REQUIRE(r.ok());
+  CHECK(Matches(*r, "Bob"));
+  CHECK(Matches(*r, "123-Bob Smith X_1"));
+  CHECK_FALSE(Matches(*r, "12-Bob"));
+  CHECK_FALSE(Matches(*r, "bob"));
+  auto dot = Grammar::FromRegex("a.c|[^x-z]{2}");
+  REQUIRE(dot.ok());
+  CHECK(Matches(*dot, "a\xC3\xA9" "c"));
+  CHECK(Matches(*dot, "ab"));
+  CHECK_FALSE(Matches(*dot, "a\nc"));
+  CHECK_FALSE(Matches(*dot, "ay"));
+  for (const char* bad : {"(?=a)b", "(a)\\1", "\\bword", "\\p{L}", "a{2,1}x(", "(?i)a"}) {
+    auto g = Grammar::FromRegex(bad);
+    INFO(bad);
+    CHECK_FALSE(g.ok());
+  }
+  CHECK(Grammar::FromRegex("(?=a)b").status().message().find("lookaround") != std::string::npos);
+  // Python's `re` reads \d as any Unicode digit and {,n} as a quantifier: stay inside what both agree on.
+  auto nd = Grammar::FromRegex("\\D[^\\d]");
+  REQUIRE(nd.ok());
+  CHECK(Matches(*nd, "ab"));
+  CHECK_FALSE(Matches(*nd, "\xD9\xA3b"));  // ARABIC-INDIC DIGIT THREE
+  CHECK_FALSE(Matches(*nd, "a\xD9\xA3"));
+  CHECK(Grammar::FromRegex("a{,5}").status().message().find("{,n}") != std::string::npos);
+  CHECK(Grammar::FromRegex("(a)\\1").status().message().find("backreference") != std::string::npos);
+}
+
+TEST_CASE("integer ranges are exact", "[constraint]") {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t a = std::uniform_int_distribution<int64_t>(-1200, 1200)(rng);
+    const int64_t b = a + std::uniform_int_distribution<int64_t>(0, 2500)(rng);
+    const bool open_lo = trial % 5 == 0, open_hi = trial % 7 == 0;
+    NumberBounds nb;
+    if (!open_lo) nb.lo = static_cast<double>(a);
+    if (!open_hi) nb.hi = static_cast<double>(b);
+    auto body = NumberGbnf(true, nb);
+    REQUIRE(body.ok());
+    auto g = Gbnf("root ::= " + *body + "\n");
+    for (int64_t v = a - 30; v <= b + 30; v += 1 + (b - a) / 97) {
+      const bool in = (open_lo || v >= a) && (open_hi || v <= b);
+      INFO("[" << a << ", " << b << "] " << v);
+      CHECK(Matches(g, std::to_string(v)) == in);
+    }
+    if (!open_lo || !open_hi) CHECK_FALSE(Matches(g, "-0"));  // unbounded: "-0" is JSON for 0
+    CHECK_FALSE(Matches(g, "007"));
+  }
+}
+
+TEST_CASE("JSON Schema: objects, required, additionalProperties", "[constraint]") {
+  auto g = Schema(R"({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer",
+      "minimum": 0, "maximum": 150}, "tags": {"type": "array", "items": {"type": "string"}}},
+      "required": ["name"], "additionalProperties": false})");
+  CHECK(Matches(g, R"({"name": "Ann"})"));
+  CHECK(Matches(g, R"({"name": "Ann", "age": 30, "tags": ["a", "b"]})"));
+  CHECK(Matches(g, "{ \"name\" :\"Ann\",\n\t\"age\":150 }"));
+  CHECK_FALSE(Matches(g, R"({"age": 30})"));
+  CHECK_FALSE(Matches(g, R"({"name": "Ann", "age": 151})"));
+  CHECK_FALSE(Matches(g, R"({"name": "Ann", "age": -1})"));
+  CHECK_FALSE(Matches(g, R"({"name": "Ann", "extra": 1})"));
+  CHECK_FALSE(Matches(g, R"({"name": 5})"));
+  CHECK_FALSE(Matches(g, R"({"name": "Ann",})"));
+
+  // Other keys are allowed by default but may not spell a declared key (with its own schema).
+  auto open = Schema(R"({"type": "object", "properties": {"a": {"type": "integer"}, "ab": {"type": "integer"}}})");
+  CHECK(Matches(open, R"({"a": 1, "x": "anything", "abc": [1, {"k": null}]})"));
+  CHECK(Matches(open, R"({"b": true})"));
+  CHECK(Matches(open, R"({})"));
+  CHECK_FALSE(Matches(open, R"({"a": "str"})"));
+  CHECK_FALSE(Matches(open, R"({"ab": "str"})"));
+  CHECK_FALSE(Matches(open, R"({"x": 1, "a": "str"})"));
+
+  // Few properties: any order, each at most once, required ones present.
+  auto order = Schema(R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"},
+      "c": {"type": "boolean"}}, "required": ["a", "c"], "additionalProperties": false})");
+  CHECK(Matches(order, R"({"c": true, "a": 1})"));
+  CHECK(Matches(order, R"({"b": "x", "c": false, "a": 2})"));
+  CHECK_FALSE(Matches(order, R"({"c": true, "a": 1, "a": 2})"));
+  CHECK_FALSE(Matches(order, R"({"b": "x", "a": 1})"));
+  CHECK_FALSE(Matches(order, R"({"c": true, "b": 1, "a": 1})"));
+
+  auto typed = Schema(R"({"type": "object", "additionalProperties": {"type": "number"}})");
+  CHECK(Matches(typed, R"({"x": 1.5, "y": -2e3})"));
+  CHECK_FALSE(Matches(typed, R"({"x": "1"})"));
+
+  auto compact = Schema(R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})", true);
+  CHECK(Matches(compact, R"({"a":1})"));
+  CHECK_FALSE(Matches(compact, R"({"a": 1})"));
+}
+
+TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[constraint]") {
+  auto arr = Schema(R"({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+      "items": {"type": "boolean"}, "minItems": 1, "maxItems": 4})");
+  CHECK(Matches(arr, "[1]"));
+  CHECK(Matches(arr, R"([1, "a", true, false])"));
+  CHECK_FALSE(Matches(arr, "[]"));
+  CHECK_FALSE(Matches(arr, R"([1, "a", true, false, true])"));
+  CHECK_FALSE(Matches(arr, R"(["a"])"));
+  CHECK_FALSE(Matches(arr, R"([1, "a", 3])"));
+
+  auto en = Schema(R"({"enum": ["red", 1.5, null, {"k": [1, 2]}, "caf\u00e9"]})");
+  CHECK(Matches(en, "\"red\""));
+  CHECK(Matches(en, "1.5"));
+  CHECK(Matches(en, "null"));
+  CHECK(Matches(en, R"({"k": [1, 2]})"));
+  CHECK(Matches(en, R"({"k":[1,2]})"));
+  CHECK(Matches(en, "\"caf\xC3\xA9\""));
+  CHECK_FALSE(Matches(en, "\"blue\""));
+  CHECK_FALSE(Matches(en, R"({"k": [1]})"));
+  CHECK(SchemaError(R"({"enum": []})").find("enum") != std::string::npos);
+  CHECK(SchemaError(R"({"type": "string", "enum": [1, 2]})").find("enum") != std::string::npos);
+
+  // A huge enum compiles and is exact.
+  Json big = Json::object();
+  big["enum"] = Json::array();
+  for (int i = 0; i < 3000; ++i) big["enum"].push_back("v" + std::to_string(i * 7));
+  auto h = Schema(big.dump());
+  CHECK(Matches(h, "\"v0\""));
+  CHECK(Matches(h, "\"v20993\""));
+  CHECK_FALSE(Matches(h, "\"v1\""));
+  CHECK_FALSE(Matches(h, "\"v20994\""));
+
+  auto str = Schema(R"({"type": "string", "minLength": 2, "maxLength": 3})");
+  CHECK(Matches(str, "\"ab\""));
+  CHECK(Matches(str, "\"a\\nb\""));
+  CHECK(Matches(str, "\"\xC3\xA9\xC3\xA9\xC3\xA9\""));
+  CHECK(Matches(str, "\"\\ud83d\\ude00x\""));  // a surrogate pair is one character
+  CHECK_FALSE(Matches(str, "\"a\""));
+  CHECK_FALSE(Matches(str, "\"abcd\""));
+  CHECK_FALSE(Matches(str, "\"\\ud83dx\""));   // a lone surrogate is not JSON text we emit
+
+  auto pat = Schema(R"({"type": "string", "pattern": "^[a-z]+-\\d{2}$"})");
+  CHECK(Matches(pat, "\"abc-12\""));
+  CHECK_FALSE(Matches(pat, "\"abc-123\""));
+  auto search = Schema(R"({"type": "string", "pattern": "ab+c"})");
+  CHECK(Matches(search, "\"xx abbbc \\\"yy\""));
+  CHECK_FALSE(Matches(search, "\"ac\""));
+
+  auto num = Schema(R"({"type": "number", "exclusiveMinimum": 0, "maximum": 10})");
+  CHECK(Matches(num, "0.5"));
+  CHECK(Matches(num, "10"));
+  CHECK(Matches(num, "10.000"));
+  CHECK(Matches(num, "9.99"));
+  CHECK_FALSE(Matches(num, "0"));
+  CHECK_FALSE(Matches(num, "0.0"));
+  CHECK_FALSE(Matches(num, "10.01"));
+  CHECK_FALSE(Matches(num, "-1"));
+  auto neg = Schema(R"({"type": "number", "minimum": -5, "exclusiveMaximum": -2})");
+  CHECK(Matches(neg, "-5"));
+  CHECK(Matches(neg, "-2.5"));
+  CHECK_FALSE(Matches(neg, "-2"));
+  CHECK_FALSE(Matches(neg, "-5.1"));
+  CHECK(SchemaError(R"({"type": "number", "minimum": 0.5})").find("minimum") != std::string::npos);
+
+  auto dt = Schema(R"({"type": "string", "format": "date-time"})");
+  CHECK(Matches(dt, "\"2024-02-28T13:45:00Z\""));
+  CHECK(Matches(dt, "\"2024-12-31T23:59:59.123+05:30\""));
+  CHECK_FALSE(Matches(dt, "\"2024-02-30T13:45:00Z\""));
+  CHECK_FALSE(Matches(dt, "\"2024-13-01T00:00:00Z\""));
+  auto uuid = Schema(R"({"type": "string", "format": "uuid"})");
+  CHECK(Matches(uuid, "\"123e4567-e89b-12d3-a456-426614174000\""));
+  CHECK_FALSE(Matches(uuid, "\"123e4567-e89b-12d3-a456-42661417400\""));
+  auto email = Schema(R"({"type": "string", "format": "email"})");
+  CHECK(Matches(email, "\"a.b+c@example.co.uk\""));
+  CHECK_FALSE(Matches(email, "\"a@b\""));
+  CHECK(SchemaError(R"({"type": "string", "format": "color"})").find("format") != std::string::npos);
+}
+
+TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword", "[constraint]") {
+  auto tree = Schema(R"({"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
+      "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["v"],
+      "additionalProperties": false}}, "$ref": "#/$defs/node"})");
+  CHECK(Matches(tree, R"({"v": 1, "kids": [{"v": 2}, {"v": 3, "kids": [{"v": 4, "kids": []}]}]})"));
+  CHECK_FALSE(Matches(tree, R"({"v": 1, "kids": [{"w": 2}]})"));
+
+  auto any = Schema(R"({"anyOf": [{"type": "string", "maxLength": 2}, {"type": "integer", "minimum": 5}]})");
+  CHECK(Matches(any, "\"ab\""));
+  CHECK(Matches(any, "7"));
+  CHECK_FALSE(Matches(any, "\"abc\""));
+  CHECK_FALSE(Matches(any, "4"));
+
+  auto one = Schema(R"({"oneOf": [{"type": "string"}, {"type": "null"}]})");
+  CHECK(Matches(one, "null"));
+  CHECK(SchemaError(R"({"oneOf": [{"type": "integer"}, {"type": "number"}]})").find("oneOf") != std::string::npos);
+
+  auto all = Schema(R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+      {"properties": {"b": {"type": "string"}}, "required": ["b"]}]})");
+  CHECK(Matches(all, R"({"a": 1, "b": "x"})"));
+  CHECK(Matches(all, R"({"b": "x", "a": 1, "c": null})"));
+  CHECK_FALSE(Matches(all, R"({"a": 1})"));
+  CHECK_FALSE(Matches(all, R"({"a": "1", "b": "x"})"));
+
+  // additionalProperties sees only its own schema's properties: merging would widen it.
+  CHECK(SchemaError(R"({"allOf": [{"properties": {"a": {}}, "additionalProperties": false},
+      {"properties": {"b": {}}}]})").find("additionalProperties") != std::string::npos);
+  CHECK(SchemaError(R"({"allOf": [{"type": "array", "items": false}, {"prefixItems": [{}]}]})").find("items") !=
+        std::string::npos);
+  CHECK(SchemaError(R"({"properties": {"x": {"not": {"type": "null"}}}})") ==
+        "#/properties/x: not: not supported");
+  CHECK(SchemaError(R"({"type": "object", "properties": {"x": {"not": {"type": "null"}}}})") ==
+        "#/properties/x: not: not supported");
+  CHECK(SchemaError(R"({"type": "array", "uniqueItems": true})") == "#: uniqueItems: not supported");
+  CHECK(SchemaError(R"({"$ref": "#/$defs/missing"})").find("$ref") != std::string::npos);
+  CHECK(SchemaError(R"({"$ref": "http://example.com/s.json"})").find("$ref") != std::string::npos);
+  auto pp = Schema(R"({"type": "object", "properties": {"id": {"type": "integer"}},
+      "patternProperties": {"^x-[a-z]+$": {"type": "string"}}})");
+  CHECK(Matches(pp, R"({"id": 1, "x-foo": "a", "x-b": "c"})"));
+  CHECK_FALSE(Matches(pp, R"({"id": 1, "x-foo": 2})"));
+  CHECK_FALSE(Matches(pp, R"({"x-Foo": "a"})"));
+  CHECK(SchemaError(R"({"type": "object", "properties": {"x-a": {}}, "patternProperties": {"^x": {}}})")
+            .find("patternProperties: declared property 'x-a' matches a pattern") != std::string::npos);
+  CHECK(SchemaError(R"({"type": "object", "propertyNames": {"maxLength": 3}})") == "#: propertyNames: not supported");
+  CHECK(SchemaError("{not json").find("not valid JSON") != std::string::npos);
+}
+
+TEST_CASE("partial UTF-8 across tokens and tokens spanning terminals", "[constraint]") {
+  // Token 0 = first byte of 'é', 1 = its second byte, 2 = "é" whole, 3 = `"a": "`, 4 = `"}`, 5 = `{`.
+  auto trie = *TokenTrie::FromTokens({"\xC3", "\xA9", "\xC3\xA9", "\"a\": \"", "\"}", "{", "x", ""});
+  auto g = Schema(R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": 1}}, "required": ["a"],
+      "additionalProperties": false})");
+  Matcher m(g, trie);
+  std::vector<uint32_t> bits;
+  auto allowed = [&](int t) { m.FillMask(&bits); return static_cast<bool>((bits[0] >> t) & 1); };
+  CHECK(allowed(5));
+  CHECK_FALSE(allowed(3));
+  REQUIRE(m.Accept(5));
+  CHECK(allowed(3));
+  REQUIRE(m.Accept(3));
+  CHECK(allowed(0));
+  CHECK_FALSE(allowed(1));  // a continuation byte cannot start a character
+  CHECK(allowed(2));
+  CHECK_FALSE(allowed(7));  // empty tokens are never allowed
+  REQUIRE(m.Accept(0));
+  CHECK(allowed(1));
+  CHECK_FALSE(allowed(4));  // inside a character: the string cannot close yet
+  REQUIRE(m.Accept(1));
+  CHECK_FALSE(allowed(6));  // maxLength 1 reached
+  CHECK(allowed(4));
+  REQUIRE(m.Accept(4));
+  CHECK(m.CanEnd());
+  CHECK(m.Done());
+}
+
+TEST_CASE("mask equals Accept on every token of the fixture vocabulary", "[constraint]") {
+  const auto& tok = FixtureTokenizer();
+  auto trie = FixtureTrie();
+  auto g = Schema(R"({"type": "object", "properties": {"id": {"type": "integer", "minimum": 10},
+      "name": {"type": "string"}, "kind": {"enum": ["alpha", "beta"]}}, "required": ["id", "kind"]})");
+  const std::string text = R"({"id": 42, "name": "caf\u00e9 ok", "kind": "beta"})";
+  CHECK(TokenWalk(g, tok, trie, Dumps(Json::parse(text))));
+  CheckMaskExact(g, trie, Dumps(Json::parse(text)));
+  // Counted strings (the plain-character chain) and free keys (plain subtrees below a boundary).
+  auto counted = Schema(R"({"type": "object", "properties": {"s": {"type": "string", "minLength": 2, "maxLength": 5}},
+      "additionalProperties": {"type": "string"}})");
+  const std::string ctext = R"({"s": "ab\u00e9", "other key": "free text \"quoted\" here"})";
+  CHECK(TokenWalk(counted, tok, trie, ctext));
+  CheckMaskExact(counted, trie, ctext);
+  auto gb = Gbnf("root ::= (\"ab\" | [c-e]+ \" \")* \"!\"\n");
+  CheckMaskExact(gb, trie, "ab cd ab!");
+}
+
+TEST_CASE("a matcher over its memory budget compacts instead of refusing", "[constraint]") {
+  auto trie = FixtureTrie();
+  const auto& tok = FixtureTokenizer();
+  auto g = Schema(R"({"type": "array", "items": {"type": "object", "properties": {"key": {"type": "string"},
+      "value": {"type": "string", "maxLength": 12}}, "required": ["key"]}})");
+  Json data = Json::array();
+  for (int i = 0; i < 40; ++i) data.push_back({{"key", "k-" + std::to_string(i)}, {"value", "v\u00e9-" + std::to_string(i)}});
+  const std::string text = Dumps(data);
+  std::vector<int32_t> ids;
+  tok.Encode(text, SpecialTokens::kNone, &ids);
+  Matcher::Limits small;
+  small.max_sets = 300;
+  small.max_nodes = 3000;
+  Matcher tight(g, trie, small), roomy(g, trie);
+  std::vector<uint32_t> a, b;
+  for (int32_t id : ids) {
+    tight.FillMask(&a);
+    roomy.FillMask(&b);
+    REQUIRE(a == b);
+    REQUIRE(tight.Accept(id));
+    REQUIRE(roomy.Accept(id));
+  }
+  CHECK(tight.CanEnd());
+  CHECK_FALSE(tight.failed());
+  CHECK(tight.compactions() > 0);
+}
+
+// ---- property test: random small schemas, random instances, mutations that break them
+
+struct Gen {
+  std::mt19937 rng;
+  int Int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+
+  Json RandomSchema(int depth) {
+    const int kind = depth > 2 ? Int(0, 3) : Int(0, 5);
+    Json s = Json::object();
+    switch (kind) {
+      case 0: {
+        s["type"] = "integer";
+        const int lo = Int(-50, 50);
+        s["minimum"] = lo;
+        s["maximum"] = lo + Int(0, 300);
+        break;
+      }
+      case 1:
+        s["type"] = "string";
+        s["maxLength"] = Int(1, 6);
+        break;
+      case 2:
+        s["enum"] = Json::array({"x" + std::to_string(Int(0, 9)), Int(0, 99), true});
+        break;
+      case 3:
+        s["type"] = "boolean";
+        break;
+      case 4: {
+        s["type"] = "object";
+        s["properties"] = Json::object();
+        s["required"] = Json::array();
+        const int n = Int(1, 4);
+        for (int i = 0; i < n; ++i) {
+          const std::string k = "k" + std::to_string(i);
+          s["properties"][k] = RandomSchema(depth + 1);
+          if (Int(0, 1)) s["required"].push_back(k);
+        }
+        s["additionalProperties"] = false;
+        break;
+      }
+      default:
+        s["type"] = "array";
+        s["items"] = RandomSchema(depth + 1);
+        s["minItems"] = Int(0, 1);
+        s["maxItems"] = Int(2, 4);
+        break;
+    }
+    return s;
+  }
+
+  Json Instance(const Json& s) {
+    if (s.contains("enum")) return s["enum"][Int(0, static_cast<int>(s["enum"].size()) - 1)];
+    const std::string t = s["type"];
+    if (t == "integer") return Int(s["minimum"].get<int>(), s["maximum"].get<int>());
+    if (t == "boolean") return Int(0, 1) == 1;
+    if (t == "string") {
+      std::string v;
+      const char* pieces[] = {"a", "Z", " ", "\xC3\xA9", "\"", "\\", "\n", "\xE4\xB8\x80", "7"};
+      const int n = Int(0, s["maxLength"].get<int>());
+      for (int i = 0; i < n; ++i) v += pieces[Int(0, 8)];
+      return v;
+    }
+    if (t == "array") {
+      Json a = Json::array();
+      const int n = Int(s["minItems"].get<int>(), s["maxItems"].get<int>());
+      for (int i = 0; i < n; ++i) a.push_back(Instance(s["items"]));
+      return a;
+    }
+    Json o = Json::object();
+    for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it) {
+      bool req = false;
+      for (const auto& r : s["required"]) req |= r == it.key();
+      if (req || Int(0, 1)) o[it.key()] = Instance(it.value());
+    }
+    return o;
+  }
+
+  // A change that makes the instance invalid (false when this schema offers none).
+  bool Mutate(const Json& s, Json* v) {
+    if (s.contains("enum")) { *v = "not-in-enum"; return true; }
+    const std::string t = s["type"];
+    if (t == "integer") { *v = Int(0, 1) ? s["maximum"].get<int>() + Int(1, 9) : s["minimum"].get<int>() - Int(1, 9); return true; }
+    if (t == "boolean") { *v = "true"; return true; }
+    if (t == "string") { *v = std::string(s["maxLength"].get<size_t>() + 1, 'q'); return true; }
+    if (t == "array") {
+      if (!v->empty() && Int(0, 1)) {
+        const size_t i = static_cast<size_t>(Int(0, static_cast<int>(v->size()) - 1));
+        return Mutate(s["items"], &(*v)[i]);
+      }
+      while (v->size() <= s["maxItems"].get<size_t>()) v->push_back(Instance(s["items"]));
+      return true;
+    }
+    switch (Int(0, 2)) {
+      case 0: (*v)["zz_extra"] = 1; return true;
+      case 1:
+        if (!s["required"].empty()) { v->erase(s["required"][0].get<std::string>()); return true; }
+        (*v)["zz_extra"] = 1;
+        return true;
+      default: {
+        if (v->empty()) { (*v)["zz_extra"] = 1; return true; }
+        auto it = v->begin();
+        std::advance(it, Int(0, static_cast<int>(v->size()) - 1));
+        return Mutate(s["properties"][it.key()], &it.value());
+      }
+    }
+  }
+};
+
+TEST_CASE("property: random instances of random schemas accepted, mutated ones rejected", "[constraint]") {
+  const auto& tok = FixtureTokenizer();
+  auto trie = FixtureTrie();
+  Gen gen{std::mt19937(1234)};
+  for (int round = 0; round < 60; ++round) {
+    const Json schema = gen.RandomSchema(0);
+    auto g = Grammar::FromJsonSchema(schema.dump());
+    INFO(schema.dump());
+    REQUIRE(g.ok());
+    for (int k = 0; k < 4; ++k) {
+      Json inst = gen.Instance(schema);
+      INFO(Dumps(inst));
+      CHECK(TokenWalk(*g, tok, trie, Dumps(inst)));
+      Json bad = inst;
+      if (gen.Mutate(schema, &bad)) {
+        INFO("mutated " << Dumps(bad));
+        CHECK_FALSE(TokenWalk(*g, tok, trie, Dumps(bad)));
+      }
+    }
+  }
+}
+
+// ---- MaskBench samples (tests/data/maskbench) and the real vocabulary
+
+const gguf::File& RealVocabGguf() {
+  static const std::vector<uint8_t> bytes = [] {
+    const std::string cmd = "xz -dc '" + kData + "/tokenizer/qwen35-vocab.gguf.xz'";
+    std::vector<uint8_t> out;
+    FILE* pipe = popen(cmd.c_str(), "r");
+    if (pipe == nullptr) FAIL("cannot run: " << cmd);
+    uint8_t buf[1 << 16];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.insert(out.end(), buf, buf + n);
+    if (pclose(pipe) != 0) FAIL("failed (is xz-utils installed?): " << cmd);
+    return out;
+  }();
+  static const gguf::File file = [] {
+    gguf::Error err;
+    auto f = gguf::File::FromMemory(bytes.data(), bytes.size(), /*copy=*/false, &err);
+    if (!f) FAIL(err.ToString());
+    return std::move(*f);
+  }();
+  return file;
+}
+
+TEST_CASE("MaskBench samples on the real vocabulary: no invalid instance accepted", "[constraint][real]") {
+  TokenizerOptions o;
+  o.nfc = false;
+  auto tok = Tokenizer::FromGguf(RealVocabGguf(), o);
+  REQUIRE(tok.ok());
+  auto trie = TokenTrie::Build(**tok);
+  REQUIRE(trie.ok());
+  int files = 0, compiled = 0;
+  for (const auto& e : std::filesystem::directory_iterator(kData + "/maskbench")) {
+    if (e.path().extension() != ".json") continue;
+    std::ifstream f(e.path());
+    std::stringstream ss;
+    ss << f.rdbuf();
+    const Json doc = Json::parse(ss.str());
+    ++files;
+    auto g = Grammar::FromJsonSchema(doc["schema"].dump());
+    if (!g.ok()) continue;
+    ++compiled;
+    for (const auto& t : doc["tests"]) {
+      INFO(e.path().filename().string() << ": " << Dumps(t["data"]));
+      const bool accepted = TokenWalk(*g, **tok, *trie, Dumps(t["data"]));
+      if (!t["valid"].get<bool>()) CHECK_FALSE(accepted);
+      else CHECK(accepted);
+    }
+  }
+  CHECK(files >= 10);
+  CHECK(compiled == files);
+}
+
+}  // namespace
+}  // namespace qwenrt
