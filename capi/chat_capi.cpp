@@ -126,7 +126,8 @@ Status ReadGenerate(const qwenrt_sampling_params* sampling, const qwenrt_generat
                                      QWENRT_FIELD(qwenrt_generate_params, n_stop_strings),
                                      QWENRT_FIELD(qwenrt_generate_params, callback),
                                      QWENRT_FIELD(qwenrt_generate_params, user_data),
-                                     QWENRT_FIELD(qwenrt_generate_params, max_reasoning_tokens)},
+                                     QWENRT_FIELD(qwenrt_generate_params, max_reasoning_tokens),
+                                     QWENRT_FIELD(qwenrt_generate_params, constraint)},
                                     "params", "qwenrt_generate_params"));
   if (g.max_tokens < -1) return InvalidArgument("params->max_tokens is {} (-1 = until the context is full)", g.max_tokens);
   out->max_tokens = g.max_tokens;
@@ -134,6 +135,10 @@ Status ReadGenerate(const qwenrt_sampling_params* sampling, const qwenrt_generat
     return InvalidArgument("params->max_reasoning_tokens is {} (0 = no limit)", g.max_reasoning_tokens);
   }
   out->max_reasoning_tokens = g.max_reasoning_tokens;
+  if (g.constraint != nullptr) {
+    QWENRT_RETURN_IF_ERROR(CheckHandle(g.constraint, HandleKind::kConstraint, "params->constraint"));
+    out->constraint = g.constraint->grammar;
+  }
   if (g.n_stop_strings > 0 && g.stop_strings == nullptr) {
     return InvalidArgument("params->stop_strings is NULL but n_stop_strings is {}", g.n_stop_strings);
   }
@@ -175,6 +180,42 @@ using namespace qwenrt;        // NOLINT: shims only
 using namespace qwenrt::capi;  // NOLINT
 
 extern "C" {
+
+qwenrt_status qwenrt_constraint_compile(qwenrt_constraint_kind kind, const char* text, size_t len,
+                                        qwenrt_constraint** out_constraint) {
+  return Guard(__func__, [&]() -> Status {
+    if (out_constraint == nullptr) return InvalidArgument("out_constraint is NULL");
+    *out_constraint = nullptr;
+    if (text == nullptr) return InvalidArgument("text is NULL");
+    const std::string_view source(text, len);
+    QWENRT_RETURN_IF_ERROR(CheckUtf8(source, "text"));
+    StatusOr<std::shared_ptr<const Grammar>> g = InvalidArgument("kind {} is not a qwenrt_constraint_kind", EnumValue(kind));
+    switch (EnumValue(kind)) {
+      case QWENRT_CONSTRAINT_GBNF: g = Grammar::FromGbnf(source); break;
+      case QWENRT_CONSTRAINT_JSON_SCHEMA: g = Grammar::FromJsonSchema(source); break;
+      case QWENRT_CONSTRAINT_JSON_SCHEMA_COMPACT: {
+        JsonSchemaOptions o;
+        o.compact = true;
+        g = Grammar::FromJsonSchema(source, o);
+        break;
+      }
+      case QWENRT_CONSTRAINT_REGEX: g = Grammar::FromRegex(source); break;
+    }
+    if (!g.ok()) return g.status();
+    auto h = std::make_unique<qwenrt_constraint>();
+    h->grammar = std::move(g).value();
+    RegisterHandle(h.get(), HandleKind::kConstraint);
+    *out_constraint = h.release();
+    return OkStatus();
+  });
+}
+
+void qwenrt_constraint_free(qwenrt_constraint* constraint) {
+  GuardValue(__func__, 0, [&]() {
+    if (constraint != nullptr && UnregisterHandle(constraint, HandleKind::kConstraint)) delete constraint;
+    return 0;
+  });
+}
 
 qwenrt_status qwenrt_chat_render(const qwenrt_model* model, const qwenrt_chat* chat, char* buf,
                                  size_t capacity, size_t* needed) {

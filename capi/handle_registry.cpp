@@ -20,7 +20,12 @@ Registry& TheRegistry() {
 }  // namespace
 
 const char* HandleKindName(HandleKind kind) {
-  return kind == HandleKind::kModel ? "qwenrt_model" : "qwenrt_session";
+  switch (kind) {
+    case HandleKind::kModel: return "qwenrt_model";
+    case HandleKind::kSession: return "qwenrt_session";
+    case HandleKind::kConstraint: return "qwenrt_constraint";
+  }
+  return "handle";
 }
 
 void RegisterHandle(const void* handle, HandleKind kind) {

@@ -9,9 +9,9 @@
 
 namespace qwenrt::capi {
 
-enum class HandleKind { kModel, kSession };
+enum class HandleKind { kModel, kSession, kConstraint };
 
-const char* HandleKindName(HandleKind kind);  // "qwenrt_model", "qwenrt_session"
+const char* HandleKindName(HandleKind kind);  // "qwenrt_model", "qwenrt_session", "qwenrt_constraint"
 
 // Registers a new handle (may throw std::bad_alloc; callers run inside Guard).
 void RegisterHandle(const void* handle, HandleKind kind);

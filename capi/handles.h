@@ -14,6 +14,10 @@ struct qwenrt_model {
   std::shared_ptr<const qwenrt::ChatModel> model;
 };
 
+struct qwenrt_constraint {
+  std::shared_ptr<const qwenrt::Grammar> grammar;  // immutable: shared by every generation using it
+};
+
 struct qwenrt_session {
   std::shared_ptr<const qwenrt::ChatModel> model;
   std::unique_ptr<qwenrt::ChatSession> chat;

@@ -92,6 +92,7 @@ qwenrt_generate_params qwenrt_generate_default_params(void) {
   p.callback = nullptr;
   p.user_data = nullptr;
   p.max_reasoning_tokens = 0;
+  p.constraint = nullptr;
   return p;
 }
 

@@ -16,6 +16,7 @@
 
 #include "chat/chat_model.h"
 #include "chat/chat_session.h"
+#include "chat/constraint/grammar.h"
 #include "chat/tool_call.h"
 #include "model/model.h"
 #include "session/session.h"
@@ -437,6 +438,39 @@ TEST_CASE("thinking budget: the reasoning is closed after N tokens and the answe
   }
   g.max_reasoning_tokens = -1;
   CHECK(f.NewChat()->Chat(req, g).code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("a JSON Schema constraint: every reply parses and validates, reasoning stays free", "[chat][constraint]") {
+  Fixture& f = GetFixture();
+  JsonSchemaOptions compact;
+  compact.compact = true;
+  auto schema = Grammar::FromJsonSchema(R"({"type": "object", "properties": {"ok": {"type": "boolean"},
+      "pick": {"enum": ["red", "green", 7]}}, "required": ["ok", "pick"], "additionalProperties": false})", compact);
+  REQUIRE(schema.ok());
+  for (bool thinking : {false, true}) {
+    for (uint64_t seed : {1u, 2u, 3u}) {
+      INFO("thinking " << thinking << " seed " << seed);
+      auto chat = f.NewChat();
+      ChatRequest req{{User("Answer in JSON")}};
+      req.enable_thinking = thinking;
+      GenerateRequest g = f.Gen();
+      g.sampling.seed = seed;
+      g.max_tokens = 200;
+      g.max_reasoning_tokens = 8;  // with thinking on, the budget closes the reasoning
+      g.constraint = *schema;
+      const Status st = chat->Chat(req, g);
+      INFO(st.ToString());
+      REQUIRE(st.ok());
+      CHECK(chat->report().stop_reason == StopReason::kEndOfGeneration);  // ended where the grammar is complete
+      const std::string& content = chat->state().reply_content;
+      auto j = Json::parse(content, nullptr, false);
+      REQUIRE_FALSE(j.is_discarded());
+      CHECK(j.size() == 2);
+      CHECK(j["ok"].is_boolean());
+      CHECK((j["pick"] == "red" || j["pick"] == "green" || j["pick"] == 7));
+      if (thinking) CHECK(chat->report().reasoning_tokens > 0);
+    }
+  }
 }
 
 TEST_CASE("a call from inside the stream callback is refused and changes nothing", "[chat]") {

@@ -144,6 +144,7 @@ QWENRT_API int qwenrt_abi_version(void);
 
 typedef struct qwenrt_model qwenrt_model;     /* immutable after load; shareable */
 typedef struct qwenrt_session qwenrt_session; /* one conversation's state; one thread at a time */
+typedef struct qwenrt_constraint qwenrt_constraint; /* a compiled output constraint; immutable, shareable */
 
 /* Where the forward pass runs. */
 typedef enum qwenrt_backend {
@@ -475,10 +476,35 @@ typedef struct qwenrt_generate_params {
    * the chat template writes it ("\n</think>\n\n", fed without sampling) and the answer follows; the
    * report says so (reasoning_budget_hit). 0 = no limit (default). Counts against max_tokens. */
   int32_t max_reasoning_tokens;
+  /* The reply's content must match this compiled constraint (qwenrt_constraint_compile): tokens that
+   * cannot continue it are masked after the penalties, and the reply ends only where it is complete.
+   * Reasoning is free; the constraint starts after </think>. NULL = free text (default). The handle
+   * must stay alive during the call; it may be shared by any number of sessions and turns. */
+  const qwenrt_constraint *constraint;
 } qwenrt_generate_params;
 
-/* Defaults: 512 tokens, no stop strings, no callback, no reasoning limit. Thread safety: any thread. */
+/* Defaults: 512 tokens, no stop strings, no callback, no reasoning limit, no constraint.
+ * Thread safety: any thread. */
 QWENRT_API qwenrt_generate_params qwenrt_generate_default_params(void);
+
+/* What qwenrt_constraint_compile reads. */
+typedef enum qwenrt_constraint_kind {
+  QWENRT_CONSTRAINT_GBNF = 0,        /* llama.cpp's GBNF grammar syntax; the start rule is `root` */
+  QWENRT_CONSTRAINT_JSON_SCHEMA = 1, /* a JSON Schema (draft 2020-12 subset: docs/constraints.md) */
+  QWENRT_CONSTRAINT_JSON_SCHEMA_COMPACT = 2, /* the same, without whitespace between JSON tokens */
+  QWENRT_CONSTRAINT_REGEX = 3        /* a regular expression the whole content must match */
+} qwenrt_constraint_kind;
+
+/* Compiles `text` (`len` bytes of UTF-8) into *out_constraint, freed with qwenrt_constraint_free.
+ * Returns QWENRT_INVALID_ARGUMENT (NULL out/text, bad kind, invalid UTF-8, and compile errors: a GBNF
+ * error names line and column, a schema error the JSON pointer and the keyword that cannot be enforced
+ * exactly — never silently ignored), QWENRT_OUT_OF_MEMORY. Thread safety: any thread. */
+QWENRT_API qwenrt_status qwenrt_constraint_compile(qwenrt_constraint_kind kind, const char *text, size_t len,
+                                                   qwenrt_constraint **out_constraint);
+
+/* Frees a constraint; NULL is a no-op. Generations running with it keep their own reference.
+ * Thread safety: any thread. */
+QWENRT_API void qwenrt_constraint_free(qwenrt_constraint *constraint);
 
 /* Generates a reply from the session's current state (after a feed): samples a token, streams it,
  * evaluates it, repeats. The transcript grows with every token evaluated; the end-of-generation token

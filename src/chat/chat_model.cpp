@@ -32,6 +32,14 @@ StatusOr<std::shared_ptr<const ChatModel>> ChatModel::Create(std::shared_ptr<con
   return std::shared_ptr<const ChatModel>(std::move(m));
 }
 
+StatusOr<std::shared_ptr<const TokenTrie>> ChatModel::token_trie() const {
+  std::lock_guard<std::mutex> lock(trie_mu_);
+  if (trie_ == nullptr) {
+    QWENRT_ASSIGN_OR_RETURN(trie_, TokenTrie::Build(*tokenizer_));
+  }
+  return trie_;
+}
+
 StatusOr<std::string> ChatModel::Render(const ChatRequest& request) const {
   if (chat_template_ == nullptr) {
     if (!template_error_.empty()) return Unsupported("the model's chat template cannot be used: {}", template_error_);

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+
+#include "chat/constraint/matcher.h"
 
 namespace qwenrt {
 namespace {
@@ -206,9 +209,18 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
   // Tokens fed without sampling: the close of the reasoning when the thinking budget runs out.
   std::vector<int32_t> forced;
   size_t next_forced = 0;
+  bool last_forced = false;  // the token being handled is markup the engine fed, not output
   int64_t reasoning_tokens = 0;
   bool budget_hit = false;
   const int64_t budget = request.max_reasoning_tokens;
+  // The constraint's matcher: it sees every content token, none of the reasoning.
+  std::optional<Matcher> matcher;
+  std::vector<uint32_t> mask;
+  if (request.constraint != nullptr) {
+    QWENRT_ASSIGN_OR_RETURN(std::shared_ptr<const TokenTrie> trie, model_->token_trie());
+    matcher.emplace(request.constraint, std::move(trie));
+  }
+  const auto constrained = [&] { return matcher.has_value() && !stream.in_reasoning(); };
 
   const auto t0 = std::chrono::steady_clock::now();
   auto t_first = t0;
@@ -222,10 +234,25 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
       tok.Encode("\n</think>\n\n", SpecialTokens::kAll, &forced);  // as the template closes it
     }
     int32_t id;
-    if (next_forced < forced.size()) {
+    last_forced = next_forced < forced.size();
+    if (last_forced) {
       id = forced[next_forced++];
     } else {
-      StatusOr<int32_t> sampled = sampler.Sample(std::span<const float>(logits, static_cast<size_t>(n)));
+      const uint32_t* allowed = nullptr;
+      if (constrained()) {
+        matcher->FillMask(&mask);
+        mask.resize(static_cast<size_t>((n + 31) / 32), 0u);
+        if (matcher->CanEnd()) {
+          for (int32_t e : tok.eog_ids()) mask[static_cast<size_t>(e) >> 5] |= 1u << (e & 31);
+        }
+        if (std::all_of(mask.begin(), mask.end(), [](uint32_t w) { return w == 0; })) {
+          sampler_error = InternalError("constraint: no token can continue the output{}",
+                                        matcher->failed() ? " (the matcher exceeded its memory limits)" : "");
+          return -1;
+        }
+        allowed = mask.data();
+      }
+      StatusOr<int32_t> sampled = sampler.Sample(std::span<const float>(logits, static_cast<size_t>(n)), allowed);
       if (!sampled.ok()) {
         sampler_error = sampled.status();
         return -1;  // stops Session::Generate; reported below
@@ -243,6 +270,10 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
       t_first = std::chrono::steady_clock::now();
     }
     if (tok.IsEog(token)) return false;
+    if (!last_forced && constrained() && !matcher->Accept(token)) {  // the mask allowed it
+      sampler_error = InternalError("constraint: token {} is not allowed here", token);
+      return false;
+    }
     const bool reasoning = stream.in_reasoning() || token == tok.special_ids().think;
     const bool go_on = stream.Push(token);
     if (reasoning) ++reasoning_tokens;  // the closing </think> counts, the opening <think> too

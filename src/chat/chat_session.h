@@ -31,6 +31,7 @@
 #include "base/status.h"
 #include "chat/chat_model.h"
 #include "chat/chat_state.h"
+#include "chat/constraint/grammar.h"
 #include "chat/messages.h"
 #include "chat/reply_stream.h"
 #include "chat/sampler.h"
@@ -64,6 +65,11 @@ struct GenerateRequest {
   // Thinking budget: at most this many reasoning tokens, then "\n</think>\n\n" is fed without
   // sampling and the answer follows (TurnReport::reasoning_budget_hit). 0 = no limit.
   int64_t max_reasoning_tokens = 0;
+  // The reply's content must match this grammar (GBNF, JSON Schema or regex, compiled once and
+  // shared): tokens it cannot continue with are masked after the penalties, and the end of
+  // generation is allowed only where it accepts. Reasoning is free; the constraint starts after
+  // </think> (or at the start when thinking is off). Null = free text.
+  std::shared_ptr<const Grammar> constraint;
   // Each piece as it streams (text valid during the call); false stops the reply. May be null.
   std::function<bool(PieceKind kind, std::string_view text)> on_piece;
 };

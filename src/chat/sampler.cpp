@@ -155,7 +155,7 @@ void Sampler::SortTop(size_t m) {
   n_sorted_ = m;
 }
 
-StatusOr<int32_t> Sampler::Sample(std::span<const float> logits) {
+StatusOr<int32_t> Sampler::Sample(std::span<const float> logits, const uint32_t* allowed) {
   if (logits.size() != static_cast<size_t>(n_vocab_)) {
     return InvalidArgument("sampler: got {} logits for a vocabulary of {}", logits.size(), n_vocab_);
   }
@@ -165,6 +165,11 @@ StatusOr<int32_t> Sampler::Sample(std::span<const float> logits) {
   }
   for (const auto& [id, bias] : params_.logit_bias) cand_[static_cast<size_t>(id)].logit += bias;
   ApplyPenalties();
+  if (allowed != nullptr) {
+    for (int32_t i = 0; i < n_vocab_; ++i) {
+      if (!((allowed[i >> 5] >> (i & 31)) & 1u)) cand_[static_cast<size_t>(i)].logit = kNegInf;
+    }
+  }
   // Drop impossible tokens so that no later stage has to care.
   n_cand_ = 0;
   for (int32_t i = 0; i < n_vocab_; ++i) {

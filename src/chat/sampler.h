@@ -54,9 +54,11 @@ class Sampler {
   // INVALID_ARGUMENT for ids outside [0, n_vocab).
   Status SetBanned(std::span<const int32_t> ids);
 
-  // Draws a token from `logits` [n_vocab] (not modified). INVALID_ARGUMENT when the size differs
-  // from n_vocab, INTERNAL when every token is banned or -inf/NaN. Does not Accept the token.
-  StatusOr<int32_t> Sample(std::span<const float> logits);
+  // Draws a token from `logits` [n_vocab] (not modified). `allowed` (null = all) is a bit set
+  // [ceil(n_vocab/32)] applied after the penalties and before every other stage (a constraint's
+  // mask). INVALID_ARGUMENT when the size differs from n_vocab, INTERNAL when every token is banned,
+  // masked or -inf/NaN. Does not Accept the token.
+  StatusOr<int32_t> Sample(std::span<const float> logits, const uint32_t* allowed = nullptr);
   // Records a token (sampled or forced, e.g. the prompt) in the penalty window. Ids outside the
   // vocabulary are ignored.
   void Accept(int32_t id);
