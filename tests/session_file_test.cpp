@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "session/session_file.h"
@@ -174,6 +175,19 @@ TEST_CASE("WriteFileAtomic writes the same bytes and leaves no temp file on fail
   CHECK(ParseSessionFile(*read_empty, "m").status().code() == StatusCode::kBadFormat);
   std::filesystem::remove(path);
   CHECK(WriteFileAtomic("/nonexistent-dir/x.qws", [](ByteSink*) { return OkStatus(); }).code() ==
+        StatusCode::kIo);
+}
+
+TEST_CASE("ReadWholeFile refuses a FIFO or a directory without blocking", "[session_file]") {
+  // A blocking open of a FIFO waits for a writer forever; the open must not block.
+  const std::string fifo = TempPath("fifo.qws");
+  std::filesystem::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto r = ReadWholeFile(fifo);
+  CHECK(r.status().code() == StatusCode::kIo);
+  CHECK(r.status().message().find("not a regular file") != std::string::npos);
+  std::filesystem::remove(fifo);
+  CHECK(ReadWholeFile(std::filesystem::temp_directory_path().string()).status().code() ==
         StatusCode::kIo);
 }
 

@@ -71,15 +71,19 @@ class FdSink : public ByteSink {
 };
 
 // Opens `path` read-only and checks it is a regular file; returns the descriptor (the caller
-// closes it) and its size in *size.
+// closes it) and its size in *size. The open is non-blocking: a blocking open of a FIFO waits
+// for a writer forever, before the regular-file check could refuse it. Regular files ignore the
+// flag, so it is cleared only for tidiness.
 StatusOr<int> OpenRegularFile(const std::string& path, size_t* size) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return IoError("cannot open '{}': {}", path, std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return IoError("'{}' is not a regular file", path);
   }
+  const int fl = ::fcntl(fd, F_GETFL);
+  if (fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   *size = static_cast<size_t>(st.st_size);
   return fd;
 }
