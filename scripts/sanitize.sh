@@ -27,6 +27,8 @@ TSAN_CASES=(
   "session_test|Cancellation mid-prefill leaves a consistent, resumable session"
 )
 
+# capi_install is skipped under ASan: it links an uninstrumented consumer against the installed,
+# instrumented static library, which cannot resolve the sanitizer runtime (not a library bug).
 run_asan() {
   local dir="$BUILD_DIR-asan"
   cmake -S . -B "$dir" "${COMMON[@]}" -DQWENRT_ASAN=ON \
@@ -35,7 +37,7 @@ run_asan() {
   cmake --build "$dir" -j"$JOBS"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    ctest --test-dir "$dir" --output-on-failure -j"$JOBS"
+    ctest --test-dir "$dir" --output-on-failure -j"$JOBS" -E '^capi_install$'
 }
 
 run_tsan() {

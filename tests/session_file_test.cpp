@@ -191,5 +191,28 @@ TEST_CASE("ReadWholeFile refuses a FIFO or a directory without blocking", "[sess
         StatusCode::kIo);
 }
 
+TEST_CASE("ReadWholeFile refuses a large non-session file from its header", "[session_file]") {
+  const std::string path = TempPath("big.bin");
+  {
+    std::ofstream o(path, std::ios::binary);
+    o << "NOTASESSIONFILE-NOTASESSIONFILE";
+  }
+  std::filesystem::resize_file(path, uint64_t{2} << 30);  // sparse: nothing is written
+  auto r = ReadWholeFile(path);
+  CHECK(r.status().code() == StatusCode::kBadFormat);
+  CHECK(r.status().message().find("bad magic") != std::string::npos);
+  // A session header whose size field disagrees with the file is refused the same way.
+  std::vector<uint8_t> bytes = Sample();
+  bytes.resize(bytes.size() + 100);
+  {
+    std::ofstream o(path, std::ios::binary | std::ios::trunc);
+    o.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  r = ReadWholeFile(path);
+  CHECK(r.status().code() == StatusCode::kBadFormat);
+  CHECK(r.status().message().find("header says") != std::string::npos);
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace qwenrt

@@ -287,6 +287,25 @@ Status WriteFileAtomic(const std::string& path, const std::function<Status(ByteS
 StatusOr<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
   size_t size = 0;
   QWENRT_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, &size));
+  // Session files only: a file that does not start with the magic, or whose header states another
+  // size, is refused from its first 24 bytes, before its size is allocated and read (a 2 GiB file
+  // of something else costs one small read). Shorter files are read and left to ParseSessionFile.
+  if (size >= 24) {
+    uint8_t head[24];
+    const ssize_t r = ::pread(fd, head, sizeof head, 0);
+    if (r == static_cast<ssize_t>(sizeof head)) {
+      uint64_t declared = 0;
+      std::memcpy(&declared, head + 16, sizeof declared);
+      if (std::memcmp(head, kMagic, 8) != 0) {
+        ::close(fd);
+        return BadFormat("'{}' is not a qwenrt session file (bad magic)", path);
+      }
+      if (declared != size) {
+        ::close(fd);
+        return BadFormat("session file '{}' is {} bytes but its header says {}", path, size, declared);
+      }
+    }
+  }
   std::vector<uint8_t> out;
   try {
     out.resize(size);
