@@ -14,6 +14,9 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "model/gguf_status.h"
@@ -445,6 +448,49 @@ TEST_CASE("[1] file shorter than the header", "[gguf][malformed]") {
   CHECK(err.code == ErrorCode::kIo);
   CHECK(!gguf::File::Open(QWENRT_TEST_DATA, &err).has_value());  // a directory
   CHECK(err.code == ErrorCode::kIo);
+}
+
+TEST_CASE("Open refuses FIFOs without blocking; kRead equals kMap", "[gguf][malformed]") {
+  const std::string fifo = TempPath("fifo.gguf");
+  std::remove(fifo.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (gguf::OpenMode mode : {gguf::OpenMode::kMap, gguf::OpenMode::kRead}) {
+    gguf::Error err;
+    CHECK(!gguf::File::Open(fifo, &err, {}, mode).has_value());  // returns at once, no writer
+    CHECK(err.code == ErrorCode::kIo);
+    CHECK(err.message.find("not a regular file") != std::string::npos);
+  }
+  std::remove(fifo.c_str());
+
+  // kRead gives the same metadata, tensors and bytes as the mapping.
+  gguf::Error err;
+  auto mapped = gguf::File::Open(DataPath("tiny-s1-q4km.gguf"), &err);
+  auto read = gguf::File::Open(DataPath("tiny-s1-q4km.gguf"), &err, {}, gguf::OpenMode::kRead);
+  REQUIRE(mapped.has_value());
+  REQUIRE(read.has_value());
+  REQUIRE(mapped->size() == read->size());
+  CHECK(std::memcmp(mapped->bytes(), read->bytes(), mapped->size()) == 0);
+  REQUIRE(mapped->tensors().size() == read->tensors().size());
+  for (size_t i = 0; i < read->tensors().size(); ++i) {
+    CHECK(read->tensors()[i].data == read->bytes() + (mapped->tensors()[i].data - mapped->bytes()));
+  }
+  CHECK(reinterpret_cast<uintptr_t>(read->bytes()) % 64 == 0);
+
+  // A bad header in kRead mode is reported with the path, before the body is read.
+  std::vector<uint8_t> b = SmallFile();
+  b[0] = 'X';
+  const std::string path = TempPath("badmagic.gguf");
+  {
+    std::ofstream o(path, std::ios::binary);
+    o.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  }
+  CHECK(!gguf::File::Open(path, &err, {}, gguf::OpenMode::kRead).has_value());
+  CHECK(err.code == ErrorCode::kBadMagic);
+  CHECK(err.message.find("badmagic.gguf") != std::string::npos);
+  std::remove(path.c_str());
+  // FromMemory(copy=true) checks the header before copying.
+  CHECK(!gguf::File::FromMemory(b.data(), b.size(), true, &err).has_value());
+  CHECK(err.code == ErrorCode::kBadMagic);
 }
 
 TEST_CASE("[2] bad magic", "[gguf][malformed]") {

@@ -1,10 +1,16 @@
 // Model loading: the three fixtures load with the expected configuration, and broken variants of
 // them (written with gguf_writer.hpp) are refused with the specific error of the spec's checklist
 // (gguf-and-quants.md §5 items 11–13, 22–25, 29; architecture spec §2.4).
+#include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -415,6 +421,146 @@ TEST_CASE("fused gate_up_exps and a recurrent_layers override give the same mode
     w.AddBoolArray("qwen35.attention.recurrent_layers", {true, true, false, false});
   };
   ExpectError("micro-s1-f32", sched, StatusCode::kBadFormat, {"blk.2.attn_q.weight", "missing"});
+}
+
+std::string TempPath(const char* name) {
+  return (std::filesystem::temp_directory_path() /
+          (std::string("qwenrt_ml_") + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+double Seconds(const std::function<void()>& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Error messages quote file bytes escaped: printable ASCII only, so always valid UTF-8, no NULs.
+bool IsPrintableAscii(std::string_view s) {
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) return false;
+  }
+  return true;
+}
+
+TEST_CASE("hostile dimensions are refused before anything is sized by them", "[ref][hostile]") {
+  // key_length = 2^32-2 with no rope.dimension_count: the rope dims default to the head dim, and a
+  // 2^31-entry rope table used to be built (6 s, 266 MB) before any check refused the file.
+  Edit huge_dh;
+  huge_dh.drop_keys = {"qwen35.attention.key_length", "qwen35.attention.value_length",
+                       "qwen35.rope.dimension_count"};
+  huge_dh.add = [](gguf::Writer& w) {
+    w.AddU32("qwen35.attention.key_length", 0xFFFFFFFEu);
+    w.AddU32("qwen35.attention.value_length", 0xFFFFFFFEu);
+  };
+  double secs = Seconds([&] {
+    ExpectError("micro-s1-f32", huge_dh, StatusCode::kBadFormat, {"key_length", "4294967294"});
+  });
+  CHECK(secs < 1.0);
+
+  // Every width is capped, so products like 2 * n_head * head_dim in the shape checks cannot overflow.
+  for (const char* key : {"qwen35.embedding_length", "qwen35.feed_forward_length",
+                          "qwen35.attention.head_count", "qwen35.ssm.inner_size"}) {
+    Edit e;
+    e.drop_keys = {key};
+    e.add = [key](gguf::Writer& w) { w.AddU32(key, 0xFFFFFFFFu); };
+    INFO(key);
+    ExpectError("micro-s1-f32", e, StatusCode::kBadFormat, {key});
+  }
+  Edit conv;
+  conv.drop_keys = {"qwen35.ssm.conv_kernel"};
+  conv.add = [](gguf::Writer& w) { w.AddU32("qwen35.ssm.conv_kernel", 1u << 30); };
+  ExpectError("micro-s1-f32", conv, StatusCode::kBadFormat, {"conv_kernel"});
+}
+
+TEST_CASE("a non-string chat template is refused, not taken for none", "[ref][hostile]") {
+  Edit e;
+  e.drop_keys = {"tokenizer.chat_template"};
+  e.add = [](gguf::Writer& w) { w.AddU32("tokenizer.chat_template", 7); };
+  ExpectError("micro-s1-f32", e, StatusCode::kBadFormat, {"tokenizer.chat_template", "u32"});
+}
+
+TEST_CASE("error messages never echo raw file bytes", "[ref][hostile]") {
+  Edit arch;
+  arch.drop_keys = {"general.architecture"};
+  arch.add = [](gguf::Writer& w) {
+    w.AddString("general.architecture", std::string("qw\xff\xfe\0en\n\x1b[2J", 11));
+  };
+  Status st = LoadEdited("micro-s1-f32", arch);
+  CHECK(st.code() == StatusCode::kUnsupported);
+  CHECK(IsPrintableAscii(st.message()));
+  CHECK(st.message().find("\\xff") != std::string::npos);
+
+  Edit tensor;  // an unexpected tensor whose name holds control and non-UTF-8 bytes
+  static const float kOne = 1.0f;
+  tensor.add_tensors = [](gguf::Writer& w) {
+    w.AddTensor(std::string("x\x01\xc3(\x7f", 5), Type::F32, {1}, &kOne, sizeof kOne);
+  };
+  st = LoadEdited("micro-s1-f32", tensor);
+  CHECK(st.code() == StatusCode::kBadFormat);
+  INFO(st.message());
+  CHECK(IsPrintableAscii(st.message()));
+  CHECK(st.message().find("x\\x01\\xc3(\\x7f") != std::string::npos);
+
+  // Paths are the caller's, but may hold any byte too.
+  auto m = Model::Load(std::string("/nonexistent/\xff\x01.gguf"));
+  REQUIRE(!m.ok());
+  CHECK(m.status().code() == StatusCode::kIo);
+  CHECK(IsPrintableAscii(m.status().message()));
+}
+
+TEST_CASE("special files and non-GGUF files are refused cheaply", "[ref][hostile]") {
+  // A FIFO: a blocking open would wait forever for a writer.
+  const std::string fifo = TempPath("fifo.gguf");
+  std::filesystem::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (bool read_file : {false, true}) {
+    Model::LoadOptions o;
+    o.read_file = read_file;
+    auto m = Model::Load(fifo, o);
+    CHECK(m.status().code() == StatusCode::kIo);
+    CHECK(m.status().message().find("not a regular file") != std::string::npos);
+  }
+  std::filesystem::remove(fifo);
+  CHECK(Model::Load(std::filesystem::temp_directory_path().string()).status().code() == StatusCode::kIo);
+
+  // A 2 GiB (sparse) non-GGUF file is refused from its first bytes in both modes, without reading
+  // or allocating its size.
+  const std::string big = TempPath("big.bin");
+  {
+    const int fd = ::open(big.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(::write(fd, "NOTAGGUF-NOTAGGUF-NOTAGGUF", 26) == 26);
+    REQUIRE(::ftruncate(fd, off_t{2} << 30) == 0);
+    ::close(fd);
+  }
+  for (bool read_file : {false, true}) {
+    Model::LoadOptions o;
+    o.read_file = read_file;
+    Status st;
+    const double secs = Seconds([&] { st = Model::Load(big, o).status(); });
+    CHECK(st.code() == StatusCode::kBadFormat);
+    CHECK(st.message().find("BAD_MAGIC") != std::string::npos);
+    CHECK(secs < 1.0);
+  }
+  std::filesystem::remove(big);
+}
+
+TEST_CASE("read_file loads a copy that later changes to the file cannot reach", "[ref][hostile]") {
+  const std::string path = TempPath("copy.gguf");
+  std::filesystem::copy_file(DataPath("micro-s1-f32.gguf"), path,
+                             std::filesystem::copy_options::overwrite_existing);
+  Model::LoadOptions o;
+  o.read_file = true;
+  auto m = Model::Load(path, o);
+  REQUIRE(m.ok());
+  CHECK((*m)->fingerprint() == LoadFixture("micro-s1-f32")->fingerprint());
+  // Truncating a mapped file would kill this process with SIGBUS at the next page it touches
+  // (docs/gguf.md); a read one is unaffected.
+  REQUIRE(::truncate(path.c_str(), 0) == 0);
+  std::filesystem::remove(path);
+  const auto tokens = ReadTokens("tokens/seqB.txt");
+  Runner a(*m, BackendKind::kRef), b(LoadFixture("micro-s1-f32"), BackendKind::kRef);
+  CHECK(a.Run(tokens) == b.Run(tokens));
 }
 
 }  // namespace

@@ -361,6 +361,37 @@ TEST_CASE("Q8_0 quantization properties", "[ref]") {
   CHECK(q[2].qs[6] == 127);
 }
 
+// A block whose largest magnitude is subnormal used to give 1/d = inf and an int8 conversion of
+// inf (undefined behaviour; UBSan halts on it). Non-finite inputs are handled the same way. Every
+// output is defined: d = fp16(amax / 127) and quants within [-127, 127].
+TEST_CASE("Q8_0 quantization of subnormal and non-finite blocks is defined", "[ref][hostile]") {
+  const float sub = std::numeric_limits<float>::denorm_min();
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> x(5 * 32, 0.f);
+  for (int j = 0; j < 32; ++j) x[j] = (j % 2 ? -1.f : 1.f) * sub * static_cast<float>(j + 1);   // subnormal
+  for (int j = 32; j < 64; ++j) x[j] = 1e-39f * static_cast<float>(j - 31);                      // subnormal
+  for (int j = 64; j < 96; ++j) x[j] = j == 70 ? inf : 0.5f;                                     // inf
+  for (int j = 96; j < 128; ++j) x[j] = j == 100 ? nan : -0.25f * static_cast<float>(j - 96);    // NaN
+  for (int j = 128; j < 160; ++j) x[j] = static_cast<float>(j - 144) / 16.f;                     // normal
+  std::vector<BlockQ8_0> q(5);
+  QuantizeRowQ8_0(x.data(), q.data(), 160);
+  for (int b = 0; b < 2; ++b) {
+    CHECK(Fp16ToFp32(q[b].d) == 0.f);  // amax / 127 underflows fp16
+    for (int j = 0; j < 32; ++j) CHECK(q[b].qs[j] == 0);
+  }
+  CHECK(std::isinf(Fp16ToFp32(q[2].d)));
+  for (int j = 0; j < 32; ++j) CHECK(q[2].qs[j] == 0);
+  // NaN is ignored by the max (fmax), so the block's scale is that of its finite values.
+  CHECK(q[3].d == Fp32ToFp16(0.25f * 31 / 127));
+  CHECK(q[3].qs[4] == 0);
+  CHECK(q[3].qs[31] == -127);
+  // A normal block is unchanged (bit-exact with the reference formula).
+  const float d = 1.0f / 127;
+  for (int j = 0; j < 32; ++j) {
+    CHECK(q[4].qs[j] == static_cast<int>(std::roundf(x[128 + j] * (1.f / d))));
+  }
+}
+
 // Rows that exercise the quantizers: gaussian with a different scale per 32 elements, an all-positive
 // and an all-negative stretch, an all-zero stretch and one outlier.
 std::vector<float> QuantizerInput(int64_t n, uint32_t seed) {

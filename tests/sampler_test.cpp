@@ -245,6 +245,37 @@ TEST_CASE("state save/restore continues the same sequence", "[sampler]") {
   CHECK(Draw(b, logits) >= 0);
 }
 
+// penalty_last_n = INT32_MAX ("the whole conversation") used to allocate and zero 8 GiB up front;
+// the window's storage now grows with the accepted tokens. Behaviour equals a window as long as
+// the history.
+TEST_CASE("a huge penalty window costs what the history holds", "[sampler][hostile]") {
+  SamplerParams huge{.temperature = 0.0f, .repetition_penalty = 2.0f, .penalty_last_n = INT32_MAX,
+                     .logit_bias = {}};
+  SamplerParams exact = huge;
+  exact.penalty_last_n = 5;
+  Sampler a = Make(huge, 4), b = Make(exact, 4);
+  const std::vector<float> logits = {3.0f, 2.0f, 1.5f, -1.5f};
+  for (int i = 0; i < 5; ++i) {
+    const int32_t x = Draw(a, logits);
+    CHECK(x == Draw(b, logits));
+    a.Accept(x);
+    b.Accept(x);
+  }
+  CHECK(a.SaveState() == b.SaveState());
+  // Save/restore into another huge-window sampler, and Reset, keep working.
+  Sampler c = Make(huge, 4);
+  REQUIRE(c.LoadState(a.SaveState()).ok());
+  CHECK(Draw(c, logits) == Draw(a, logits));
+  a.Reset();
+  CHECK(Draw(a, logits) == 0);
+  // The sliding window is unchanged for small windows: 3 slots, 7 tokens.
+  Sampler w = Make(SamplerParams{.temperature = 0.0f, .repetition_penalty = 1e6f, .penalty_last_n = 3,
+                                 .logit_bias = {}}, 8);
+  for (int32_t id : {0, 1, 2, 3, 4, 5, 6}) w.Accept(id);
+  const std::vector<float> flat = {1, 1, 1, 1, 1, 1, 1, 0.5f};
+  CHECK(Draw(w, flat) == 0);  // 4, 5, 6 are penalised; 0 is the first unpenalised maximum
+}
+
 TEST_CASE("invalid parameters are rejected", "[sampler]") {
   CHECK(Sampler::Create({}, 0).status().code() == StatusCode::kInvalidArgument);
   CHECK(Sampler::Create({.top_p = 1.5f, .logit_bias = {}}, 10).status().code() == StatusCode::kInvalidArgument);

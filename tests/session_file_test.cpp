@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "session/session_file.h"
@@ -175,6 +176,42 @@ TEST_CASE("WriteFileAtomic writes the same bytes and leaves no temp file on fail
   std::filesystem::remove(path);
   CHECK(WriteFileAtomic("/nonexistent-dir/x.qws", [](ByteSink*) { return OkStatus(); }).code() ==
         StatusCode::kIo);
+}
+
+TEST_CASE("ReadWholeFile refuses a FIFO or a directory without blocking", "[session_file]") {
+  // A blocking open of a FIFO waits for a writer forever; the open must not block.
+  const std::string fifo = TempPath("fifo.qws");
+  std::filesystem::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto r = ReadWholeFile(fifo);
+  CHECK(r.status().code() == StatusCode::kIo);
+  CHECK(r.status().message().find("not a regular file") != std::string::npos);
+  std::filesystem::remove(fifo);
+  CHECK(ReadWholeFile(std::filesystem::temp_directory_path().string()).status().code() ==
+        StatusCode::kIo);
+}
+
+TEST_CASE("ReadWholeFile refuses a large non-session file from its header", "[session_file]") {
+  const std::string path = TempPath("big.bin");
+  {
+    std::ofstream o(path, std::ios::binary);
+    o << "NOTASESSIONFILE-NOTASESSIONFILE";
+  }
+  std::filesystem::resize_file(path, uint64_t{2} << 30);  // sparse: nothing is written
+  auto r = ReadWholeFile(path);
+  CHECK(r.status().code() == StatusCode::kBadFormat);
+  CHECK(r.status().message().find("bad magic") != std::string::npos);
+  // A session header whose size field disagrees with the file is refused the same way.
+  std::vector<uint8_t> bytes = Sample();
+  bytes.resize(bytes.size() + 100);
+  {
+    std::ofstream o(path, std::ios::binary | std::ios::trunc);
+    o.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  r = ReadWholeFile(path);
+  CHECK(r.status().code() == StatusCode::kBadFormat);
+  CHECK(r.status().message().find("header says") != std::string::npos);
+  std::filesystem::remove(path);
 }
 
 }  // namespace

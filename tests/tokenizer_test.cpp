@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -451,6 +452,121 @@ TEST_CASE("bad tokenizer metadata is rejected with a clear error", "[tokenizer]"
   VocabData bad_type = good;
   bad_type.token_types[3] = 99;
   CHECK(LoadVocab(WriteVocab(bad_type)).code() == StatusCode::kBadFormat);
+}
+
+TEST_CASE("hostile vocabularies: errors quote bytes escaped, a non-string template is refused", "[tokenizer]") {
+  VocabData bad_token = FixtureVocab();
+  bad_token.tokens[300] = std::string("\x01\xff\0\x1b", 4);  // not in the byte-level alphabet
+  Status st = LoadVocab(WriteVocab(bad_token));
+  CHECK(st.code() == StatusCode::kBadFormat);
+  INFO(st.message());
+  CHECK(st.message().find("'\\x01\\xff\\x00\\x1b'") != std::string::npos);
+  CHECK(test::IsValidUtf8(st.message()));
+  CHECK(st.message().find('\0') == std::string::npos);
+
+  VocabData bad_merge = FixtureVocab();
+  bad_merge.merges[0] = std::string("\xc3\x28\x00zz", 5);
+  st = LoadVocab(WriteVocab(bad_merge));
+  CHECK(st.code() == StatusCode::kBadFormat);
+  CHECK(test::IsValidUtf8(st.message()));
+  CHECK(st.message().find('\0') == std::string::npos);
+
+  const VocabData good = FixtureVocab();
+  std::vector<uint8_t> bytes = WriteVocab(good, "", std::string("qwen35\xff", 7));
+  st = LoadVocab(bytes);
+  CHECK(st.code() == StatusCode::kUnsupported);
+  CHECK(test::IsValidUtf8(st.message()));
+
+  gguf::Writer w;  // the good vocabulary plus a chat template of the wrong type
+  w.AddString("tokenizer.ggml.model", good.model);
+  w.AddString("tokenizer.ggml.pre", "qwen35");
+  w.AddStringArray("tokenizer.ggml.tokens", good.tokens);
+  w.AddI32Array("tokenizer.ggml.token_type", good.token_types);
+  w.AddStringArray("tokenizer.ggml.merges", good.merges);
+  w.AddI32Array("tokenizer.chat_template", {1, 2});
+  gguf::Error err;
+  REQUIRE(w.WriteToBuffer(&bytes, &err));
+  st = LoadVocab(bytes);
+  CHECK(st.code() == StatusCode::kBadFormat);
+  CHECK(st.message().find("tokenizer.chat_template") != std::string::npos);
+}
+
+// Runs of non-starters are capped at 30 by a CGJ (UAX #15 stream-safe format).
+TEST_CASE("NFC is stream-safe: long runs of combining marks get a CGJ every 30", "[tokenizer]") {
+  const std::string acute = "\xCC\x81", below = "\xCC\xA3", cgj = "\xCD\x8F";
+  // 30 marks: unchanged (canonically ordered: ccc 220 before 230).
+  std::string in30 = "a", want30 = "a";
+  for (int i = 0; i < 15; ++i) in30 += acute + below;
+  for (int i = 0; i < 15; ++i) want30 += below;
+  for (int i = 0; i < 15; ++i) want30 += acute;
+  // The first acute composes with 'a' into U+00E1 (real NFC of a + 15 x (acute, dot below)).
+  CHECK(unicode::NfcUtf8(in30) == unicode::NfcUtf8(want30));
+  CHECK(unicode::NfcUtf8(in30).find(cgj) == std::string::npos);
+  // 31 marks: a CGJ before the 31st, and no reordering across it.
+  std::string in31 = in30 + below;
+  const std::string out31 = unicode::NfcUtf8(in31);
+  CHECK(out31 == unicode::NfcUtf8(in30) + cgj + below);
+  // A precomposed character's decomposition counts: U+1E09 (c + cedilla + acute) has 2 trailing.
+  std::string in_pre = "\xE1\xB8\x89";
+  for (int i = 0; i < 28; ++i) in_pre += below;
+  CHECK(unicode::NfcUtf8(in_pre).find(cgj) == std::string::npos);
+  in_pre += below;
+  CHECK(unicode::NfcUtf8(in_pre).find(cgj) != std::string::npos);
+  // Real text with marks (Vietnamese, Devanagari, Hebrew points) is never touched.
+  for (const char* text : {"Vi\xE1\xBB\x87t Nam ti\xE1\xBA\xBFng Vi\xE1\xBB\x87t",
+                           "\xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\x82\xE0\xA4\xA6\xE0\xA5\x80",
+                           "\xD7\xA9\xD7\x81\xD7\x9C\xD7\x95\xD6\xB9\xD7\x9D"}) {
+    CHECK(unicode::NfcUtf8(text).find(cgj) == std::string::npos);
+  }
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr double kSlowdown = 10;  // sanitizer builds: absolute times only
+#else
+constexpr double kSlowdown = 1;
+#endif
+
+// Complexity: tokenizing n bytes of hostile text must cost O(n) (up to the BPE's log factor).
+// 80 KB of alternating combining marks took 4 s before the stream-safe cap (quadratic NFC).
+TEST_CASE("tokenizer cost grows linearly on hostile inputs", "[tokenizer][complexity]") {
+  const Tokenizer& tok = FixtureTokenizer(true);
+  const auto seconds = [&](const std::string& text) {
+    std::vector<int32_t> ids;
+    double best = 1e9;
+    for (int rep = 0; rep < 2; ++rep) {
+      ids.clear();
+      const auto t0 = std::chrono::steady_clock::now();
+      tok.Encode(text, SpecialTokens::kAll, &ids);
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    CHECK(!ids.empty());
+    return best;
+  };
+  const std::vector<std::pair<const char*, std::string>> units = {
+      {"alternating combining marks", "\xCC\x81\xCC\xA3"},
+      {"base + marks", "e\xCC\x81\xCC\xA3\xCC\x81"},
+      {"Hangul jamo", "\xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB"},
+      {"one long word", "abcdefghij"},
+      {"digits", "0123456789"},
+      {"spaces", "          "},
+      {"newlines and tabs", "\n\t\r\n \t"},
+      {"punctuation", "!?.,;:-_/\\"},
+      {"special token text", "<|im_start|>"},
+      {"invalid UTF-8", "\xff\xc3\x28\xe2\x82"},
+      {"CJK", "\xE4\xB8\xAD\xE6\x96\x87"},
+  };
+  for (const auto& [name, unit] : units) {
+    std::string small, big;
+    while (small.size() < 256000) small += unit;
+    while (big.size() < 1024000) big += unit;
+    const double t_small = seconds(small), t_big = seconds(big);
+    INFO(name << ": 256 KB " << t_small * 1e3 << " ms, 1 MB " << t_big * 1e3 << " ms");
+    // 4x the input: linear is ~4x (2.5-5x measured here: below 256 KB everything is in cache and
+    // the ratios say little), quadratic 16x. Allow 10x, + 20 ms for noise on this shared machine;
+    // and a quadratic 1 MB would take minutes.
+    CHECK(t_big <= 10 * t_small + 0.020);
+    CHECK(t_big < kSlowdown * 3.0);
+  }
 }
 
 // ---- the genuine Qwen3.5 vocabulary (tests/data/tokenizer/README.md)

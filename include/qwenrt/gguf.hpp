@@ -37,6 +37,13 @@
 // Thread safety: a File is immutable after Open/FromMemory; any number of threads may read it.
 // Views (string_view, TensorInfo::data, Value) stay valid for the lifetime of the File, also
 // across moves of the File object.
+//
+// A mapped file must not change while the File lives. The mapping is MAP_PRIVATE, but pages not
+// yet read still come from the file: if another process truncates it, touching a page past the
+// new end raises SIGBUS in this process (no library can turn that into an error), and if it
+// rewrites it, tensor data may silently change. Where the file may be replaced or truncated in
+// place, open it with `OpenMode::kRead`: the bytes are copied into memory once, checked, and the
+// file is closed (docs/gguf.md, "Files that change under a mapping").
 #pragma once
 
 #include <fcntl.h>
@@ -301,6 +308,26 @@ inline std::string Quote(std::string_view s) {
   return out;
 }
 
+// A path for messages: quoted and escaped like Quote (non-ASCII bytes too, so that a message is
+// always valid UTF-8), but kept whole up to 1024 bytes.
+inline std::string QuotePath(const std::string& path) {
+  std::string out = "'";
+  const size_t n = path.size() < 1024 ? path.size() : 1024;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(path[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  if (n < path.size()) out += "...";
+  out += "'";
+  return out;
+}
+
 // Overflow-checked u64 arithmetic: return false on overflow.
 inline bool AddU64(uint64_t a, uint64_t b, uint64_t* out) {
   if (a > std::numeric_limits<uint64_t>::max() - b) return false;
@@ -395,6 +422,11 @@ class Storage {
 };
 
 }  // namespace detail
+
+// A printable, bounded rendering of untrusted bytes (from a file or a caller) for error messages:
+// quoted, non-printable and non-ASCII bytes as \xNN, cut to 96 bytes ("..."). The result is
+// always ASCII, so a message built from it is valid UTF-8 without NULs.
+inline std::string QuoteBytes(std::string_view s) { return detail::Quote(s); }
 
 // ---------------------------------------------------------------------------------------------
 // A typed metadata value: a scalar, a string, or an array of one element type. Strings and array
@@ -545,6 +577,12 @@ struct ParseOptions {
   bool require_contiguous_offsets = true;
 };
 
+// How `File::Open` gets the bytes. kMap maps the file (zero copy, pages load on first use; the file
+// must not be truncated while mapped, see the top of this file). kRead copies the whole file into
+// an aligned heap buffer after checking its header, and keeps nothing open: it costs the file's
+// size in memory and a full read, and nothing another process does to the file can reach it.
+enum class OpenMode { kMap, kRead };
+
 // ---------------------------------------------------------------------------------------------
 // A parsed GGUF file. Move-only; owns the mapping (or the copy) of the bytes.
 
@@ -555,12 +593,16 @@ class File {
   File(const File&) = delete;
   File& operator=(const File&) = delete;
 
-  // Maps `path` read-only and parses it. Returns nullopt and sets *err (may be null) on failure.
+  // Maps (kMap) or reads (kRead) `path` and parses it. Returns nullopt and sets *err (may be
+  // null) on failure. Only regular files are accepted; a FIFO or device is refused without
+  // blocking. The 24-byte header is checked before anything proportional to the file's size is
+  // read or allocated.
   static std::optional<File> Open(const std::string& path, Error* err,
-                                  const ParseOptions& options = ParseOptions()) {
+                                  const ParseOptions& options = ParseOptions(),
+                                  OpenMode mode = OpenMode::kMap) {
     try {
       File f;
-      if (!f.MapFile(path, err) || !f.Parse(options, err)) return std::nullopt;
+      if (!f.LoadFile(path, mode, err) || !f.Parse(options, err)) return std::nullopt;
       return std::optional<File>(std::move(f));
     } catch (const std::bad_alloc&) {
       detail::Fail(err, ErrorCode::kOutOfMemory, "out of memory while reading " + path);
@@ -578,6 +620,8 @@ class File {
         detail::Fail(err, ErrorCode::kIo, "null buffer");
         return std::nullopt;
       }
+      // Refuse a non-GGUF buffer before copying it (a 2 GiB blob is not copied to learn that).
+      if (!CheckHeader(static_cast<const uint8_t*>(data), size, err)) return std::nullopt;
       if (copy) {
         uint8_t* p = f.storage_.AllocateHeap(size);
         if (p == nullptr) {
@@ -717,60 +761,109 @@ class File {
  private:
   File() = default;
 
-  bool MapFile(const std::string& path, Error* err) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Opens `path`, checks it is a regular file of at least a GGUF header whose header is valid,
+  // then maps it (kMap) or reads it into an aligned buffer (kRead, and the fallback where mmap
+  // fails). The open is non-blocking: a blocking open of a FIFO would wait for a writer forever,
+  // before fstat could tell it is not a regular file.
+  bool LoadFile(const std::string& path, OpenMode mode, Error* err) {
+    using detail::Fail;
+    const std::string qpath = detail::QuotePath(path);
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
-      return detail::Fail(err, ErrorCode::kIo,
-                          "cannot open " + path + ": " + std::strerror(errno));
+      return Fail(err, ErrorCode::kIo, "cannot open " + qpath + ": " + std::strerror(errno));
     }
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
     struct stat st;
     if (::fstat(fd, &st) != 0) {
-      int e = errno;
-      ::close(fd);
-      return detail::Fail(err, ErrorCode::kIo, "cannot stat " + path + ": " + std::strerror(e));
+      return Fail(err, ErrorCode::kIo, "cannot stat " + qpath + ": " + std::strerror(errno));
     }
-    if (!S_ISREG(st.st_mode)) {
-      ::close(fd);
-      return detail::Fail(err, ErrorCode::kIo, path + " is not a regular file");
-    }
+    if (!S_ISREG(st.st_mode)) return Fail(err, ErrorCode::kIo, qpath + " is not a regular file");
+    const int fl = ::fcntl(fd, F_GETFL);
+    if (fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);  // regular files ignore it; tidiness
     uint64_t size = static_cast<uint64_t>(st.st_size);
     if (size < kHeaderSize) {
-      ::close(fd);
-      return detail::Fail(err, ErrorCode::kTooSmall,
-                          detail::Format("%s is %llu bytes, shorter than the 24-byte GGUF header",
-                                         path.c_str(), static_cast<unsigned long long>(size)));
+      return Fail(err, ErrorCode::kTooSmall,
+                  detail::Format("%s is %llu bytes, shorter than the 24-byte GGUF header",
+                                 qpath.c_str(), static_cast<unsigned long long>(size)));
     }
     if (size > std::numeric_limits<size_t>::max()) {
-      ::close(fd);
-      return detail::Fail(err, ErrorCode::kIo, path + " is too large to map");
+      return Fail(err, ErrorCode::kIo, qpath + " is too large to map");
     }
-    void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
+    uint8_t header[kHeaderSize];
+    if (!ReadFully(fd, header, kHeaderSize, 0, qpath, err)) return false;
+    if (!CheckHeader(header, kHeaderSize, err)) {
+      if (err != nullptr) err->message = qpath + ": " + err->message;
+      return false;
+    }
+    if (mode == OpenMode::kMap) {
+      void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p != MAP_FAILED) {
+        storage_.SetMapping(p, static_cast<size_t>(size));
+        bytes_ = static_cast<const uint8_t*>(p);
+        size_ = size;
+        return true;
+      }
       // Some file systems cannot mmap: fall back to reading into an aligned buffer.
-      uint8_t* buf = storage_.AllocateHeap(static_cast<size_t>(size));
-      if (buf == nullptr) {
-        ::close(fd);
-        return detail::Fail(err, ErrorCode::kOutOfMemory, "cannot allocate a buffer for " + path);
-      }
-      uint64_t done = 0;
-      while (done < size) {
-        ssize_t r = ::pread(fd, buf + done, static_cast<size_t>(size - done), static_cast<off_t>(done));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-          int e = errno;
-          ::close(fd);
-          return detail::Fail(err, ErrorCode::kIo,
-                              "cannot read " + path + ": " + (r == 0 ? "unexpected end" : std::strerror(e)));
-        }
-        done += static_cast<uint64_t>(r);
-      }
-      bytes_ = buf;
-    } else {
-      storage_.SetMapping(p, static_cast<size_t>(size));
-      bytes_ = static_cast<const uint8_t*>(p);
     }
-    ::close(fd);
+    uint8_t* buf = storage_.AllocateHeap(static_cast<size_t>(size));
+    if (buf == nullptr) {
+      return Fail(err, ErrorCode::kOutOfMemory,
+                  detail::Format("cannot allocate %llu bytes to read %s",
+                                 static_cast<unsigned long long>(size), qpath.c_str()));
+    }
+    if (!ReadFully(fd, buf, size, 0, qpath, err)) return false;
+    bytes_ = buf;
     size_ = size;
+    return true;
+  }
+
+  // pread()s exactly n bytes at `offset`; a short file (truncated since fstat) is kIo.
+  static bool ReadFully(int fd, uint8_t* dst, uint64_t n, uint64_t offset, const std::string& qpath,
+                        Error* err) {
+    uint64_t done = 0;
+    while (done < n) {
+      ssize_t r = ::pread(fd, dst + done, static_cast<size_t>(n - done),
+                          static_cast<off_t>(offset + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        return detail::Fail(err, ErrorCode::kIo,
+                            "cannot read " + qpath + ": " +
+                                (r == 0 ? "unexpected end of file" : std::strerror(errno)));
+      }
+      done += static_cast<uint64_t>(r);
+    }
+    return true;
+  }
+
+  // Checklist items 1-3 on the first bytes: size, magic, version. Parse repeats them; Open and
+  // FromMemory call this first so that a non-GGUF input is refused before it is read or copied.
+  static bool CheckHeader(const uint8_t* p, uint64_t n, Error* err) {
+    using detail::Fail;
+    using detail::Format;
+    if (n < kHeaderSize) {
+      return Fail(err, ErrorCode::kTooSmall,
+                  Format("file is %llu bytes, shorter than the 24-byte GGUF header",
+                         static_cast<unsigned long long>(n)));
+    }
+    const uint32_t magic = detail::LoadLE<uint32_t>(p);
+    const uint32_t version = detail::LoadLE<uint32_t>(p + 4);
+    if (magic != kMagic) {
+      return Fail(err, ErrorCode::kBadMagic,
+                  Format("bad magic %s (expected 'GGUF')",
+                         detail::Quote(std::string_view(reinterpret_cast<const char*>(p), 4)).c_str()));
+    }
+    if (version != 0 && (version & 0xffffu) == 0) {
+      return Fail(err, ErrorCode::kByteSwapped,
+                  Format("version field 0x%08x looks byte-swapped: big-endian GGUF files are not "
+                         "supported", version));
+    }
+    if (version < 2 || version > 3) {
+      return Fail(err, ErrorCode::kBadVersion,
+                  Format("unsupported GGUF version %u (expected 2 or 3)", version));
+    }
     return true;
   }
 
@@ -904,10 +997,7 @@ class File {
     using detail::Fail;
     using detail::Format;
     using ull = unsigned long long;
-    if (size_ < kHeaderSize) {
-      return Fail(err, ErrorCode::kTooSmall,
-                  Format("file is %llu bytes, shorter than the 24-byte GGUF header", (ull)size_));
-    }
+    if (!CheckHeader(bytes_, size_, err)) return false;
     detail::Cursor c(bytes_, size_);
     uint32_t magic = 0, version = 0;
     int64_t n_tensors = 0, n_kv = 0;
@@ -915,20 +1005,7 @@ class File {
     c.Read(&version);
     c.Read(&n_tensors);
     c.Read(&n_kv);
-    if (magic != kMagic) {
-      return Fail(err, ErrorCode::kBadMagic,
-                  Format("bad magic %s (expected 'GGUF')",
-                         detail::Quote(std::string_view(reinterpret_cast<const char*>(bytes_), 4)).c_str()));
-    }
-    if (version != 0 && (version & 0xffffu) == 0) {
-      return Fail(err, ErrorCode::kByteSwapped,
-                  Format("version field 0x%08x looks byte-swapped: big-endian GGUF files are not "
-                         "supported", version));
-    }
-    if (version < 2 || version > 3) {
-      return Fail(err, ErrorCode::kBadVersion,
-                  Format("unsupported GGUF version %u (expected 2 or 3)", version));
-    }
+    (void)magic;  // checked by CheckHeader
     version_ = version;
     if (n_tensors < 0 || n_kv < 0) {
       return Fail(err, ErrorCode::kBadCount,

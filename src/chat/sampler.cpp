@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 
 namespace qwenrt {
 namespace {
@@ -86,7 +87,6 @@ Sampler::Sampler(const SamplerParams& params, int32_t n_vocab)
       rng_(params.seed),
       cand_(static_cast<size_t>(n_vocab)),
       banned_(static_cast<size_t>(n_vocab), 0),
-      window_(static_cast<size_t>(params.penalty_last_n)),
       counts_(static_cast<size_t>(n_vocab), 0),
       probs_(static_cast<size_t>(n_vocab)) {}
 
@@ -99,15 +99,27 @@ Status Sampler::SetBanned(std::span<const int32_t> ids) {
   return OkStatus();
 }
 
+// The window's storage grows with the tokens accepted, up to penalty_last_n: a huge
+// penalty_last_n (INT32_MAX: "the whole conversation") costs what the conversation holds, not 8 GiB
+// up front. Until the window is full, head is 0 and window_.size() == window_size_, so the ring
+// indexing `(head + i) % window_.size()` is the same before and after it fills.
 void Sampler::Accept(int32_t id) {
-  if (id < 0 || id >= n_vocab_ || window_.empty()) return;
-  if (window_size_ == window_.size()) {  // evict the oldest
+  if (id < 0 || id >= n_vocab_ || params_.penalty_last_n == 0) return;
+  // head != 0 below capacity only after an allocation failure: keep sliding then.
+  bool evict = window_size_ == static_cast<size_t>(params_.penalty_last_n) || window_head_ != 0;
+  if (!evict) {
+    try {
+      window_.push_back(id);
+      ++window_size_;
+    } catch (const std::bad_alloc&) {
+      evict = !window_.empty();  // out of memory: the window stops growing and slides instead
+      if (!evict) return;
+    }
+  }
+  if (evict) {
     --counts_[static_cast<size_t>(window_[window_head_])];
     window_[window_head_] = id;
     window_head_ = (window_head_ + 1) % window_.size();
-  } else {
-    window_[(window_head_ + window_size_) % window_.size()] = id;
-    ++window_size_;
   }
   ++counts_[static_cast<size_t>(id)];
 }
@@ -115,6 +127,7 @@ void Sampler::Accept(int32_t id) {
 void Sampler::ClearWindow() {
   for (size_t i = 0; i < window_size_; ++i) --counts_[static_cast<size_t>(window_[(window_head_ + i) % window_.size()])];
   window_size_ = window_head_ = 0;
+  window_.clear();
 }
 
 void Sampler::Reset() {
@@ -268,8 +281,9 @@ Status Sampler::LoadState(std::span<const uint8_t> blob) {
     if (!Get(blob, &pos, &s)) return InvalidArgument("sampler state: truncated");
   }
   if (!Get(blob, &pos, &n)) return InvalidArgument("sampler state: truncated");
-  if (n > window_.size()) {
-    return InvalidArgument("sampler state: window of {} tokens, this sampler keeps {}", n, window_.size());
+  if (n > static_cast<uint32_t>(params_.penalty_last_n)) {
+    return InvalidArgument("sampler state: window of {} tokens, this sampler keeps {}", n,
+                           params_.penalty_last_n);
   }
   if (blob.size() - pos != static_cast<size_t>(n) * sizeof(int32_t)) {
     return InvalidArgument("sampler state: {} bytes for a window of {} tokens", blob.size() - pos, n);

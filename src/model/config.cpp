@@ -50,6 +50,23 @@ Status CheckPositive(const char* what, const std::string& key, int64_t value) {
   return OkStatus();
 }
 
+// Plausibility caps on the dimensions, checked as each is read, before anything is sized by them
+// (the rope tables, the weight shapes the binder compares, per-session state). Each is far above
+// any Qwen3.5 model (widths <= 8k, 64 heads, head dim 256) yet keeps every product of two or three
+// of them well inside int64, so no later shape arithmetic can overflow. Without them a 69 KB file
+// with key_length = 2^32-2 spent seconds and hundreds of MB on a 2^31-entry rope table first.
+constexpr int64_t kMaxWidth = int64_t{1} << 20;   // n_embd, FFN lengths, GDN inner size
+constexpr int64_t kMaxHeads = int64_t{1} << 12;   // attention and GDN head counts
+constexpr int64_t kMaxHeadDim = int64_t{1} << 14; // key/value length, GDN state size
+constexpr int64_t kMaxConvKernel = 64;
+
+Status CheckDim(const char* what, const std::string& key, int64_t value, int64_t max) {
+  if (value <= 0 || value > max) {
+    return BadFormat("{} ('{}') must be in [1, {}], got {}", what, key, max, value);
+  }
+  return OkStatus();
+}
+
 // Layer schedule (spec §3): `attention.recurrent_layers` (bool/i32/u32 scalar or array[L_all])
 // overrides `full_attention_interval` (default 4).
 Status ReadSchedule(const gguf::File& f, const std::string& p, ModelConfig* c) {
@@ -146,7 +163,7 @@ Status ReadRope(const gguf::File& f, const std::string& p, ModelConfig* c) {
     return Unsupported("'{}rope.scaling.type' = \"yarn\": YaRN rope scaling is not supported", p);
   }
   if (scaling != "linear" && scaling != "none") {
-    return Unsupported("'{}rope.scaling.type' = \"{}\" is not supported", p, scaling);
+    return Unsupported("'{}rope.scaling.type' = {} is not supported", p, gguf::QuoteBytes(scaling));
   }
   float factor = 0.0f;
   if (f.Find(p + "rope.scaling.factor") != nullptr) {
@@ -165,12 +182,13 @@ Status ReadTokenizerChecks(const gguf::File& f, ModelConfig* c) {
   std::string model, pre;
   QWENRT_RETURN_IF_ERROR(meta::GetString(f, "tokenizer.ggml.model", true, "", &model));
   if (model != "gpt2") {
-    return Unsupported("'tokenizer.ggml.model' = \"{}\": only \"gpt2\" (byte-level BPE) is supported",
-                       model);
+    return Unsupported("'tokenizer.ggml.model' = {}: only \"gpt2\" (byte-level BPE) is supported",
+                       gguf::QuoteBytes(model));
   }
   QWENRT_RETURN_IF_ERROR(meta::GetString(f, "tokenizer.ggml.pre", true, "", &pre));
   if (pre != "qwen35") {
-    return BadFormat("unknown pre-tokenizer 'tokenizer.ggml.pre' = \"{}\" (expected \"qwen35\")", pre);
+    return BadFormat("unknown pre-tokenizer 'tokenizer.ggml.pre' = {} (expected \"qwen35\")",
+                     gguf::QuoteBytes(pre));
   }
   const gguf::Value* tokens = f.Find("tokenizer.ggml.tokens");
   if (tokens == nullptr) return BadFormat("missing required key 'tokenizer.ggml.tokens'");
@@ -198,6 +216,11 @@ Status ReadTokenizerChecks(const gguf::File& f, ModelConfig* c) {
     return BadFormat("key 'tokenizer.ggml.merges' has type {}, expected array of string",
                      meta::Describe(*merges));
   }
+  // Parsed by the chat layer, but a present template of another type must not pass for "none".
+  if (const gguf::Value* t = f.Find("tokenizer.chat_template");
+      t != nullptr && t->type() != ValueType::STRING) {
+    return BadFormat("key 'tokenizer.chat_template' has type {}, expected string", meta::Describe(*t));
+  }
   for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
                           "tokenizer.ggml.padding_token_id", "tokenizer.ggml.eot_token_id"}) {
     if (f.Find(key) == nullptr) continue;
@@ -220,8 +243,8 @@ StatusOr<ModelConfig> ConfigFromGguf(const gguf::File& f) {
   ModelConfig c;
   QWENRT_RETURN_IF_ERROR(meta::GetString(f, "general.architecture", true, "", &c.arch));
   if (c.arch != "qwen35" && c.arch != "qwen35moe") {
-    return Unsupported("unknown architecture 'general.architecture' = \"{}\" (expected qwen35 or "
-                       "qwen35moe)", c.arch);
+    return Unsupported("unknown architecture 'general.architecture' = {} (expected qwen35 or "
+                       "qwen35moe)", gguf::QuoteBytes(c.arch));
   }
   c.moe = c.arch == "qwen35moe";
   if (const gguf::Value* v = f.Find("split.count")) {
@@ -240,7 +263,7 @@ StatusOr<ModelConfig> ConfigFromGguf(const gguf::File& f) {
   QWENRT_RETURN_IF_ERROR(CheckPositive("context length", p + "context_length", c.n_ctx_train));
   QWENRT_RETURN_IF_ERROR(meta::GetU32(f, p + "embedding_length", true, 0, &u));
   c.n_embd = u;
-  QWENRT_RETURN_IF_ERROR(CheckPositive("embedding length", p + "embedding_length", c.n_embd));
+  QWENRT_RETURN_IF_ERROR(CheckDim("embedding length", p + "embedding_length", c.n_embd, kMaxWidth));
   QWENRT_RETURN_IF_ERROR(meta::GetU32(f, p + "block_count", true, 0, &u));
   c.n_layer_all = u;
   if (c.n_layer_all < 1 || c.n_layer_all > 512) {
@@ -256,10 +279,10 @@ StatusOr<ModelConfig> ConfigFromGguf(const gguf::File& f) {
 
   const int64_t La = c.n_layer_all, L = c.n_layer;
   QWENRT_RETURN_IF_ERROR(GetPerLayerU32(f, p + "attention.head_count", false, 0, La, L, &c.n_head));
-  QWENRT_RETURN_IF_ERROR(CheckPositive("head count", p + "attention.head_count", c.n_head));
+  QWENRT_RETURN_IF_ERROR(CheckDim("head count", p + "attention.head_count", c.n_head, kMaxHeads));
   QWENRT_RETURN_IF_ERROR(GetPerLayerU32(f, p + "attention.head_count_kv", false,
                                         static_cast<uint32_t>(c.n_head), La, L, &c.n_head_kv));
-  QWENRT_RETURN_IF_ERROR(CheckPositive("KV head count", p + "attention.head_count_kv", c.n_head_kv));
+  QWENRT_RETURN_IF_ERROR(CheckDim("KV head count", p + "attention.head_count_kv", c.n_head_kv, kMaxHeads));
   if (c.n_head % c.n_head_kv != 0) {
     return BadFormat("'{}attention.head_count' = {} is not a multiple of head_count_kv = {}", p,
                      c.n_head, c.n_head_kv);
@@ -273,7 +296,7 @@ StatusOr<ModelConfig> ConfigFromGguf(const gguf::File& f) {
                      val_len);
   }
   c.head_dim = key_len;
-  QWENRT_RETURN_IF_ERROR(CheckPositive("head dim", p + "attention.key_length", c.head_dim));
+  QWENRT_RETURN_IF_ERROR(CheckDim("head dim", p + "attention.key_length", c.head_dim, kMaxHeadDim));
   QWENRT_RETURN_IF_ERROR(meta::GetF32(f, p + "attention.layer_norm_rms_epsilon", true, 0, &c.eps));
   if (!(c.eps > 0.0f) || !std::isfinite(c.eps)) {
     return BadFormat("'{}attention.layer_norm_rms_epsilon' = {} must be > 0", p, c.eps);
@@ -286,16 +309,18 @@ StatusOr<ModelConfig> ConfigFromGguf(const gguf::File& f) {
   // Gated delta net.
   QWENRT_RETURN_IF_ERROR(meta::GetU32(f, p + "ssm.conv_kernel", true, 0, &u));
   c.conv_kernel = u;
-  if (c.conv_kernel < 2) return BadFormat("'{}ssm.conv_kernel' = {} must be >= 2", p, c.conv_kernel);
+  if (c.conv_kernel < 2 || c.conv_kernel > kMaxConvKernel) {
+    return BadFormat("'{}ssm.conv_kernel' = {} must be in [2, {}]", p, c.conv_kernel, kMaxConvKernel);
+  }
   uint32_t inner = 0, state = 0, rank = 0, groups = 0;
   QWENRT_RETURN_IF_ERROR(meta::GetU32(f, p + "ssm.inner_size", true, 0, &inner));
   QWENRT_RETURN_IF_ERROR(meta::GetU32(f, p + "ssm.state_size", true, 0, &state));
   QWENRT_RETURN_IF_ERROR(meta::GetU32(f, p + "ssm.time_step_rank", true, 0, &rank));
   QWENRT_RETURN_IF_ERROR(meta::GetU32(f, p + "ssm.group_count", true, 0, &groups));
-  QWENRT_RETURN_IF_ERROR(CheckPositive("GDN inner size", p + "ssm.inner_size", inner));
-  QWENRT_RETURN_IF_ERROR(CheckPositive("GDN state size", p + "ssm.state_size", state));
-  QWENRT_RETURN_IF_ERROR(CheckPositive("GDN value heads", p + "ssm.time_step_rank", rank));
-  QWENRT_RETURN_IF_ERROR(CheckPositive("GDN key heads", p + "ssm.group_count", groups));
+  QWENRT_RETURN_IF_ERROR(CheckDim("GDN inner size", p + "ssm.inner_size", inner, kMaxWidth));
+  QWENRT_RETURN_IF_ERROR(CheckDim("GDN state size", p + "ssm.state_size", state, kMaxHeadDim));
+  QWENRT_RETURN_IF_ERROR(CheckDim("GDN value heads", p + "ssm.time_step_rank", rank, kMaxHeads));
+  QWENRT_RETURN_IF_ERROR(CheckDim("GDN key heads", p + "ssm.group_count", groups, kMaxHeads));
   if (rank % groups != 0) {
     return BadFormat("'{}ssm.time_step_rank' = {} is not a multiple of ssm.group_count = {}", p, rank,
                      groups);
@@ -336,14 +361,14 @@ StatusOr<ModelConfig> ConfigFromGguf(const gguf::File& f) {
     QWENRT_RETURN_IF_ERROR(meta::GetU32(f, p + "expert_shared_feed_forward_length", false, 0, &u));
     c.n_ff_shexp = u != 0 ? u : c.n_ff;
     QWENRT_RETURN_IF_ERROR(
-        CheckPositive("expert FFN length", p + "expert_feed_forward_length", c.n_ff_exp));
-    QWENRT_RETURN_IF_ERROR(
-        CheckPositive("shared expert FFN length", p + "expert_shared_feed_forward_length", c.n_ff_shexp));
+        CheckDim("expert FFN length", p + "expert_feed_forward_length", c.n_ff_exp, kMaxWidth));
+    QWENRT_RETURN_IF_ERROR(CheckDim("shared expert FFN length",
+                                    p + "expert_shared_feed_forward_length", c.n_ff_shexp, kMaxWidth));
   } else {
     if (c.n_expert != 0) {
       return BadFormat("'{}expert_count' = {} but a dense qwen35 model has no experts", p, c.n_expert);
     }
-    QWENRT_RETURN_IF_ERROR(CheckPositive("FFN length", p + "feed_forward_length", c.n_ff));
+    QWENRT_RETURN_IF_ERROR(CheckDim("FFN length", p + "feed_forward_length", c.n_ff, kMaxWidth));
   }
 
   QWENRT_RETURN_IF_ERROR(ReadSchedule(f, p, &c));

@@ -91,7 +91,8 @@ StatusOr<std::shared_ptr<const Model>> Model::Load(const std::string& path, cons
   gguf::Error err;
   std::optional<gguf::File> f;
   try {
-    f = gguf::File::Open(path, &err);
+    f = gguf::File::Open(path, &err, gguf::ParseOptions(),
+                         options.read_file ? gguf::OpenMode::kRead : gguf::OpenMode::kMap);
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory while reading '{}'", path);
   }

@@ -25,6 +25,10 @@ struct ModelLoadOptions {
   bool check_tensors = false;
   // Called with a fraction in [0, 1] as loading proceeds; returning false cancels (-> Cancelled).
   std::function<bool(float)> progress;
+  // Load: read the file into memory instead of mapping it. A mapped file that another process
+  // truncates kills this process with SIGBUS on the next touch of a lost page; a read one cannot
+  // be reached (docs/gguf.md). Costs the file's size in memory and a full read at load.
+  bool read_file = false;
 };
 
 class Model {

@@ -103,7 +103,8 @@ class Binder {
   Status CheckAllUsed() const {
     for (const gguf::TensorInfo& t : f_.tensors()) {
       if (!used_.count(t.name)) {
-        return BadFormat("unexpected tensor '{}' (shape {}) is not part of the {} architecture", t.name,
+        return BadFormat("unexpected tensor {} (shape {}) is not part of the {} architecture",
+                         gguf::QuoteBytes(t.name),
                          ShapeString(t.ne, t.n_dims), arch_);
       }
     }

@@ -133,15 +133,27 @@ void QuantizeRowQ8K(const float* x, void* dst_blocks, int64_t n) {
   }
 }
 
+// llama.cpp's quantize_row_q8_0_ref, made total: there `(int8_t)roundf(x * id)` is undefined
+// behaviour when the product is not finite, which happens for a block whose largest magnitude is
+// subnormal (d = amax/127 > 0 but 1/d overflows to inf) or non-finite (inf or NaN inputs). Such a
+// block gets id = 0 (its fp16 d is 0 or non-finite anyway, so no finite dot product can use its
+// quants), and quants are clamped to [-127, 127] with NaN -> 0. Finite, normal blocks take the
+// unchanged path, so results stay bit-exact with the peer.
 void QuantizeRowQ8_0(const float* x, void* dst_blocks, int64_t n) {
   auto* y = static_cast<BlockQ8_0*>(dst_blocks);
   for (int64_t b = 0; b < n / kQK8_0; ++b, x += kQK8_0) {
     float amax = 0;
     for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(x[j]));
     const float d = amax / 127.f;
-    const float id = d != 0 ? 1.f / d : 0.f;
+    float id = d != 0 ? 1.f / d : 0.f;
+    if (!std::isfinite(id)) id = 0.f;
     y[b].d = Fp32ToFp16(d);
-    for (int j = 0; j < kQK8_0; ++j) y[b].qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
+    for (int j = 0; j < kQK8_0; ++j) {
+      const float v = std::roundf(x[j] * id);
+      // |v| <= 127 for finite inputs; the clamp only catches inf * 0 = NaN and inf inputs.
+      y[b].qs[j] = !(v == v) ? int8_t{0} : v >= 127.f ? int8_t{127} : v <= -127.f ? int8_t{-127}
+                                                                                  : static_cast<int8_t>(v);
+    }
   }
 }
 

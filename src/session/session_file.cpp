@@ -71,15 +71,19 @@ class FdSink : public ByteSink {
 };
 
 // Opens `path` read-only and checks it is a regular file; returns the descriptor (the caller
-// closes it) and its size in *size.
+// closes it) and its size in *size. The open is non-blocking: a blocking open of a FIFO waits
+// for a writer forever, before the regular-file check could refuse it. Regular files ignore the
+// flag, so it is cleared only for tidiness.
 StatusOr<int> OpenRegularFile(const std::string& path, size_t* size) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return IoError("cannot open '{}': {}", path, std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return IoError("'{}' is not a regular file", path);
   }
+  const int fl = ::fcntl(fd, F_GETFL);
+  if (fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   *size = static_cast<size_t>(st.st_size);
   return fd;
 }
@@ -283,6 +287,25 @@ Status WriteFileAtomic(const std::string& path, const std::function<Status(ByteS
 StatusOr<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
   size_t size = 0;
   QWENRT_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, &size));
+  // Session files only: a file that does not start with the magic, or whose header states another
+  // size, is refused from its first 24 bytes, before its size is allocated and read (a 2 GiB file
+  // of something else costs one small read). Shorter files are read and left to ParseSessionFile.
+  if (size >= 24) {
+    uint8_t head[24];
+    const ssize_t r = ::pread(fd, head, sizeof head, 0);
+    if (r == static_cast<ssize_t>(sizeof head)) {
+      uint64_t declared = 0;
+      std::memcpy(&declared, head + 16, sizeof declared);
+      if (std::memcmp(head, kMagic, 8) != 0) {
+        ::close(fd);
+        return BadFormat("'{}' is not a qwenrt session file (bad magic)", path);
+      }
+      if (declared != size) {
+        ::close(fd);
+        return BadFormat("session file '{}' is {} bytes but its header says {}", path, size, declared);
+      }
+    }
+  }
   std::vector<uint8_t> out;
   try {
     out.resize(size);

@@ -137,6 +137,13 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::File& file,
     }
     *out = static_cast<int32_t>(id);
   }
+  // The chat template is parsed elsewhere (chat_template.h), but a present one of another type
+  // must not pass for "no template" (AsString() of a non-string is empty).
+  if (const gguf::Value* tmpl = file.Find("tokenizer.chat_template");
+      tmpl != nullptr && tmpl->type() != gguf::ValueType::STRING) {
+    return BadFormat("tokenizer metadata: tokenizer.chat_template has type {}, expected string",
+                     tmpl->is_array() ? "array" : gguf::ValueTypeName(tmpl->type()));
+  }
   for (auto [key, out] : {std::pair{"tokenizer.ggml.add_bos_token", &v.add_bos},
                           std::pair{"tokenizer.ggml.add_eos_token", &v.add_eos}}) {
     if (file.Has(key) && !file.GetBool(key, out, &err)) return fail(key);
@@ -147,11 +154,12 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::File& file,
 Status Tokenizer::Init(VocabData vocab, const TokenizerOptions& options) {
   options_ = options;
   if (vocab.model != "gpt2") {
-    return Unsupported("tokenizer.ggml.model '{}' is not supported (only 'gpt2' byte-level BPE)",
-                       vocab.model);
+    return Unsupported("tokenizer.ggml.model {} is not supported (only 'gpt2' byte-level BPE)",
+                       gguf::QuoteBytes(vocab.model));
   }
   if (vocab.pre != "qwen35") {
-    return Unsupported("tokenizer.ggml.pre '{}' is not supported (only 'qwen35')", vocab.pre);
+    return Unsupported("tokenizer.ggml.pre {} is not supported (only 'qwen35')",
+                       gguf::QuoteBytes(vocab.pre));
   }
   const size_t V = vocab.tokens.size();
   if (V == 0) return BadFormat("tokenizer.ggml.tokens is empty");
@@ -188,8 +196,8 @@ Status Tokenizer::Init(VocabData vocab, const TokenizerOptions& options) {
       case TokenType::kNormal:
       case TokenType::kByte:
         if (!UnmapBytes(texts_[i], &raw)) {
-          return BadFormat("token {} ('{}') has a character outside the byte-level alphabet", id,
-                           texts_[i]);
+          return BadFormat("token {} ({}) has a character outside the byte-level alphabet", id,
+                           gguf::QuoteBytes(texts_[i]));
         }
         pieces_[i] = raw;
         if (raw.size() == 1 && byte_token_[static_cast<uint8_t>(raw[0])] < 0) {
@@ -242,16 +250,18 @@ Status Tokenizer::Init(VocabData vocab, const TokenizerOptions& options) {
   for (size_t r = 0; r < n_merges; ++r) {
     const std::string& m = vocab.merges[r];
     const size_t sp = m.find(' ', 1);
-    if (sp == std::string::npos) return BadFormat("merge {} ('{}') has no separating space", r, m);
+    if (sp == std::string::npos) return BadFormat("merge {} ({}) has no separating space", r, gguf::QuoteBytes(m));
     if (!UnmapBytes(std::string_view(m).substr(0, sp), &left_raw) ||
         !UnmapBytes(std::string_view(m).substr(sp + 1), &right_raw)) {
-      return BadFormat("merge {} ('{}') has a character outside the byte-level alphabet", r, m);
+      return BadFormat("merge {} ({}) has a character outside the byte-level alphabet", r,
+                       gguf::QuoteBytes(m));
     }
     const auto left = raw_to_id.find(left_raw);
     const auto right = raw_to_id.find(right_raw);
     const auto result = raw_to_id.find(left_raw + right_raw);
     if (left == raw_to_id.end() || right == raw_to_id.end() || result == raw_to_id.end()) {
-      return BadFormat("merge {} ('{}'): its parts or their concatenation are not tokens", r, m);
+      return BadFormat("merge {} ({}): its parts or their concatenation are not tokens", r,
+                       gguf::QuoteBytes(m));
     }
     const uint64_t key = (static_cast<uint64_t>(left->second) << 32) | static_cast<uint32_t>(right->second);
     uint64_t slot = MergeHash(key) & merge_mask_;

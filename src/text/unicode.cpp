@@ -150,6 +150,55 @@ const std::vector<uint8_t>& FlagTable() {
   return table;
 }
 
+// Unicode's Stream-Safe Text Format (UAX #15 §13): no more than 30 non-starters in a row. NFC
+// sorts every run of non-starters by combining class, and utf8proc's canonical ordering is an
+// insertion sort, so an unbounded run (80 KB of alternating combining marks in a chat message)
+// costs quadratic time. Like the standard's Stream-Safe Text Process, a COMBINING GRAPHEME JOINER
+// (U+034F, a starter that composes with nothing) is inserted before the non-starter that would make
+// the count exceed 30; marks are never reordered or composed across it. Real text never has such
+// runs (the longest in Unicode's own test data is far below 30), so its NFC is unchanged. The
+// count uses the canonical decomposition each code point gets inside NFC (leading and trailing
+// non-starters), as the standard's process does with NFKD.
+constexpr int kMaxNonStarters = 30;
+constexpr uint32_t kCgj = 0x034F;
+// No single code point decomposes canonically into more than 4, so a segment of <= 7 code points
+// cannot hold more than 28 non-starters and needs no check.
+constexpr size_t kStreamSafeCheckRun = 7;
+
+// Appends cps[0, n) as UTF-8 to *out with a CGJ wherever the run of non-starters would pass 30.
+void AppendStreamSafe(const uint32_t* cps, size_t n, std::string* out) {
+  int run = 0;  // non-starters since the last starter (or CGJ)
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t cp = cps[k];
+    int lead = 0, trail = 0;
+    bool all_non_starters = false;
+    if (cp <= kMaxCodePoint && !(cp >= 0xD800 && cp <= 0xDFFF)) {
+      const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
+      if (p->decomp_seqindex == UINT16_MAX || p->decomp_type != 0) {  // no canonical decomposition
+        all_non_starters = p->combining_class != 0;
+        lead = trail = all_non_starters ? 1 : 0;
+      } else {
+        utf8proc_int32_t d[8];
+        int last_boundclass = 0;
+        const utf8proc_ssize_t m = utf8proc_decompose_char(
+            static_cast<utf8proc_int32_t>(cp), d, 8, UTF8PROC_DECOMPOSE, &last_boundclass);
+        const auto ccc = [](utf8proc_int32_t c) { return utf8proc_get_property(c)->combining_class; };
+        if (m > 0 && m <= 8) {
+          while (lead < m && ccc(d[lead]) != 0) ++lead;
+          while (trail < m && ccc(d[m - 1 - trail]) != 0) ++trail;
+          all_non_starters = lead == m;
+        }
+      }
+    }
+    if (run + lead > kMaxNonStarters) {
+      AppendUtf8(kCgj, out);
+      run = 0;
+    }
+    run = all_non_starters ? run + lead : trail;
+    AppendUtf8(cp, out);
+  }
+}
+
 }  // namespace
 
 uint32_t DecodeLenient(const char* s, size_t n, size_t* len) {
@@ -273,7 +322,11 @@ bool NormalizeNfc(std::vector<uint32_t>* cps, NfcScratch* scratch) {
       continue;
     }
     scratch->utf8.clear();
-    for (size_t k = i; k < j; ++k) AppendUtf8(in[k], &scratch->utf8);
+    if (j - i > kStreamSafeCheckRun) {
+      AppendStreamSafe(in.data() + i, j - i, &scratch->utf8);
+    } else {
+      for (size_t k = i; k < j; ++k) AppendUtf8(in[k], &scratch->utf8);
+    }
     const auto* src = reinterpret_cast<const utf8proc_uint8_t*>(scratch->utf8.data());
     const auto src_len = static_cast<utf8proc_ssize_t>(scratch->utf8.size());
     const auto options = static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE);

