@@ -125,20 +125,10 @@ Status ReadGenerate(const qwenrt_sampling_params* sampling, const qwenrt_generat
                                      QWENRT_FIELD(qwenrt_generate_params, stop_strings),
                                      QWENRT_FIELD(qwenrt_generate_params, n_stop_strings),
                                      QWENRT_FIELD(qwenrt_generate_params, callback),
-                                     QWENRT_FIELD(qwenrt_generate_params, user_data),
-                                     QWENRT_FIELD(qwenrt_generate_params, max_reasoning_tokens),
-                                     QWENRT_FIELD(qwenrt_generate_params, constraint)},
+                                     QWENRT_FIELD(qwenrt_generate_params, user_data)},
                                     "params", "qwenrt_generate_params"));
   if (g.max_tokens < -1) return InvalidArgument("params->max_tokens is {} (-1 = until the context is full)", g.max_tokens);
   out->max_tokens = g.max_tokens;
-  if (g.max_reasoning_tokens < 0) {
-    return InvalidArgument("params->max_reasoning_tokens is {} (0 = no limit)", g.max_reasoning_tokens);
-  }
-  out->max_reasoning_tokens = g.max_reasoning_tokens;
-  if (g.constraint != nullptr) {
-    QWENRT_RETURN_IF_ERROR(CheckHandle(g.constraint, HandleKind::kConstraint, "params->constraint"));
-    out->constraint = g.constraint->grammar;
-  }
   if (g.n_stop_strings > 0 && g.stop_strings == nullptr) {
     return InvalidArgument("params->stop_strings is NULL but n_stop_strings is {}", g.n_stop_strings);
   }
@@ -161,6 +151,12 @@ Status ReadGenerate(const qwenrt_sampling_params* sampling, const qwenrt_generat
     };
   }
   return OkStatus();
+}
+
+// The generation options set on the session (qwenrt_session_set_constraint / _reasoning_budget).
+void AddSessionOptions(const qwenrt_session& s, GenerateRequest* gen) {
+  gen->constraint = s.constraint;
+  gen->max_reasoning_tokens = s.max_reasoning_tokens;
 }
 
 Status WriteReport(const qwenrt_session* s, qwenrt_report* report) {
@@ -217,6 +213,28 @@ void qwenrt_constraint_free(qwenrt_constraint* constraint) {
   });
 }
 
+qwenrt_status qwenrt_session_set_constraint(qwenrt_session* session, const qwenrt_constraint* constraint) {
+  return Guard(__func__, [&]() -> Status {
+    QWENRT_CAPI_ENTER(session);
+    if (constraint == nullptr) {
+      session->constraint = nullptr;
+      return OkStatus();
+    }
+    QWENRT_RETURN_IF_ERROR(CheckHandle(constraint, HandleKind::kConstraint, "constraint"));
+    session->constraint = constraint->grammar;
+    return OkStatus();
+  });
+}
+
+qwenrt_status qwenrt_session_set_reasoning_budget(qwenrt_session* session, int32_t max_reasoning_tokens) {
+  return Guard(__func__, [&]() -> Status {
+    QWENRT_CAPI_ENTER(session);
+    if (max_reasoning_tokens < 0) return InvalidArgument("max_reasoning_tokens is {} (0 = no limit)", max_reasoning_tokens);
+    session->max_reasoning_tokens = max_reasoning_tokens;
+    return OkStatus();
+  });
+}
+
 qwenrt_status qwenrt_chat_render(const qwenrt_model* model, const qwenrt_chat* chat, char* buf,
                                  size_t capacity, size_t* needed) {
   return Guard(__func__, [&]() -> Status {
@@ -248,6 +266,7 @@ qwenrt_status qwenrt_session_generate(qwenrt_session* session, const qwenrt_samp
     QWENRT_CAPI_ENTER(session);
     GenerateRequest gen;
     QWENRT_RETURN_IF_ERROR(ReadGenerate(sampling, params, &gen));
+    AddSessionOptions(*session, &gen);
     Status st = session->chat->Generate(gen);
     const bool ran = st.ok() || st.code() == StatusCode::kCancelled;
     if (stop_reason != nullptr && ran) *stop_reason = ToCReport(session->chat->report()).stop_reason;
@@ -263,6 +282,7 @@ qwenrt_status qwenrt_session_chat(qwenrt_session* session, const qwenrt_chat* ch
     QWENRT_RETURN_IF_ERROR(CheckReport(report));
     GenerateRequest gen;
     QWENRT_RETURN_IF_ERROR(ReadGenerate(sampling, params, &gen));  // before feeding: fail early
+    AddSessionOptions(*session, &gen);
     ChatRequest request;
     QWENRT_RETURN_IF_ERROR(ReadChat(chat, &request));
     Status st = session->chat->Chat(request, gen);

@@ -22,6 +22,9 @@ struct qwenrt_session {
   std::shared_ptr<const qwenrt::ChatModel> model;
   std::unique_ptr<qwenrt::ChatSession> chat;
   qwenrt_session_params params{};  // as created (n_ctx, history mode, log callback, ...)
+  // Generation options set on the session (converted into each GenerateRequest).
+  std::shared_ptr<const qwenrt::Grammar> constraint;
+  int32_t max_reasoning_tokens = 0;
   // Guarded by the handle registry's lock (handle_registry.h). Calls running on this handle, the
   // thread running them (a call from another thread meanwhile is refused), and a free requested
   // while they ran (from inside a callback): the last call to leave deletes the handle.

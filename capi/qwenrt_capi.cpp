@@ -91,8 +91,6 @@ qwenrt_generate_params qwenrt_generate_default_params(void) {
   p.n_stop_strings = 0;
   p.callback = nullptr;
   p.user_data = nullptr;
-  p.max_reasoning_tokens = 0;
-  p.constraint = nullptr;
   return p;
 }
 

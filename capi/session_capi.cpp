@@ -327,6 +327,8 @@ qwenrt_status qwenrt_session_fork(const qwenrt_session* session, qwenrt_session*
     QWENRT_ASSIGN_OR_RETURN(h->chat, session->chat->Fork());
     h->model = session->model;
     h->params = session->params;
+    h->constraint = session->constraint;
+    h->max_reasoning_tokens = session->max_reasoning_tokens;
     return PublishSession(std::move(h), out_session);
   });
 }

@@ -5,7 +5,7 @@ set -euo pipefail
 # when the toolchain is found); Rust's cargo comes with the machine image. clang-format is for
 # scripts/format-check.sh (Debian 12 ships version 14, the one .clang-format is checked with).
 pkgs=(build-essential cmake pkg-config catch2 libfmt-dev libbenchmark-dev libutf8proc-dev
-      nlohmann-json3-dev python3 xz-utils golang-go mono-devel binutils clang-format)
+      nlohmann-json3-dev python3 xz-utils golang-go mono-devel binutils clang clang-format)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -45,12 +45,13 @@ run_tsan() {
   local flags="-fsanitize=thread -fno-omit-frame-pointer"
   cmake -S . -B "$dir" "${COMMON[@]}" -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread > /dev/null
-  local targets=(thread_pool_test session_concurrency_test)
+  local targets=(thread_pool_test session_concurrency_test capi_busy_test)
   for c in "${TSAN_CASES[@]}"; do targets+=("${c%%|*}"); done
   cmake --build "$dir" -j"$JOBS" --target $(printf '%s\n' "${targets[@]}" | sort -u)
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
   "$dir/tests/thread_pool_test" --use-colour no
   "$dir/tests/session_concurrency_test" --use-colour no
+  "$dir/tests/capi_busy_test" --use-colour no  # a second thread on a session, cancel racing free
   for c in "${TSAN_CASES[@]}"; do
     "$dir/tests/${c%%|*}" --use-colour no "${c#*|}"
   done

@@ -80,7 +80,7 @@ TEST_CASE("one constraint, two sessions, two turns: every reply matches", "[capi
       chat.enable_thinking = false;
       qwenrt_generate_params gp = qwenrt_generate_default_params();
       gp.max_tokens = 64;
-      gp.constraint = i == 0 ? json : digits;
+      REQUIRE(qwenrt_session_set_constraint(s[i], i == 0 ? json : digits) == QWENRT_OK);
       samp.seed = static_cast<uint64_t>(10 * turn + i + 1);
       qwenrt_report r{};
       r.struct_size = sizeof r;
@@ -103,10 +103,10 @@ TEST_CASE("one constraint, two sessions, two turns: every reply matches", "[capi
     msgs[2].role = QWENRT_ROLE_USER;
     msgs[2].content = "Another";
   }
-  qwenrt_constraint_free(json);  // sessions hold no reference between calls: freeing is safe
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
-  gp.constraint = json;  // freed: refused, not dereferenced
-  CHECK(qwenrt_session_generate(s[0], nullptr, &gp, nullptr) == QWENRT_INVALID_ARGUMENT);
+  qwenrt_constraint_free(json);  // the session keeps its own reference: it still generates JSON
+  CHECK(qwenrt_session_set_constraint(s[1], json) == QWENRT_INVALID_ARGUMENT);  // freed: refused
+  CHECK(qwenrt_session_set_reasoning_budget(s[1], -1) == QWENRT_INVALID_ARGUMENT);
+  CHECK(qwenrt_session_set_constraint(s[1], nullptr) == QWENRT_OK);  // back to free text
   qwenrt_constraint_free(digits);
   for (auto* x : s) qwenrt_session_free(x);
   qwenrt_model_free(m);

@@ -74,6 +74,7 @@ std::vector<TurnResult> RunC(qwenrt_history_mode mode, const char* tools_json) {
   sp.history_mode = mode;
   qwenrt_session* s = nullptr;
   REQUIRE(qwenrt_session_create(model, &sp, &s) == QWENRT_OK);
+  REQUIRE(qwenrt_session_set_reasoning_budget(s, g_reasoning_budget) == QWENRT_OK);
   std::vector<std::string> contents;  // keeps the assistant texts alive
   contents.reserve(8);
   std::vector<qwenrt_message> msgs;
@@ -93,7 +94,6 @@ std::vector<TurnResult> RunC(qwenrt_history_mode mode, const char* tools_json) {
     samp.seed = kSeed;
     qwenrt_generate_params gp = qwenrt_generate_default_params();
     gp.max_tokens = kMaxTokens;
-    gp.max_reasoning_tokens = g_reasoning_budget;
     TurnResult t;
     gp.callback = CollectC;
     gp.user_data = &t.pieces;

@@ -472,19 +472,13 @@ typedef struct qwenrt_generate_params {
   size_t n_stop_strings;
   qwenrt_stream_callback callback; /* NULL = no streaming (read the reply with get_reply) */
   void *user_data;
-  /* Thinking budget: at most this many reasoning tokens; when reached, the reasoning is closed the way
-   * the chat template writes it ("\n</think>\n\n", fed without sampling) and the answer follows; the
-   * report says so (reasoning_budget_hit). 0 = no limit (default). Counts against max_tokens. */
-  int32_t max_reasoning_tokens;
-  /* The reply's content must match this compiled constraint (qwenrt_constraint_compile): tokens that
-   * cannot continue it are masked after the penalties, and the reply ends only where it is complete.
-   * Reasoning is free; the constraint starts after </think>. NULL = free text (default). The handle
-   * must stay alive during the call; it may be shared by any number of sessions and turns. */
-  const qwenrt_constraint *constraint;
 } qwenrt_generate_params;
+/* This struct's layout is frozen: qwenrt_generate_default_params returns it by value, so a host built
+ * against an older header would receive more bytes than it allocated if it grew. Newer generation
+ * options are session settings instead (qwenrt_session_set_reasoning_budget,
+ * qwenrt_session_set_constraint). */
 
-/* Defaults: 512 tokens, no stop strings, no callback, no reasoning limit, no constraint.
- * Thread safety: any thread. */
+/* Defaults: 512 tokens, no stop strings, no callback. Thread safety: any thread. */
 QWENRT_API qwenrt_generate_params qwenrt_generate_default_params(void);
 
 /* What qwenrt_constraint_compile reads. */
@@ -502,9 +496,28 @@ typedef enum qwenrt_constraint_kind {
 QWENRT_API qwenrt_status qwenrt_constraint_compile(qwenrt_constraint_kind kind, const char *text, size_t len,
                                                    qwenrt_constraint **out_constraint);
 
-/* Frees a constraint; NULL is a no-op. Generations running with it keep their own reference.
+/* Frees a constraint; NULL is a no-op. Sessions it was set on keep their own reference.
  * Thread safety: any thread. */
 QWENRT_API void qwenrt_constraint_free(qwenrt_constraint *constraint);
+
+/* For the following generations of this session (qwenrt_session_generate, qwenrt_session_chat): the
+ * reply's content must match `constraint` (NULL = free text, the default): tokens that cannot continue
+ * it are masked after the penalties, and the reply ends only where it is complete. Reasoning is free;
+ * the constraint starts after </think>. The session keeps its own reference (the handle may be freed
+ * after this call) and so may share one constraint with any number of sessions and turns.
+ * Returns QWENRT_INVALID_ARGUMENT (NULL/freed session, freed constraint).
+ * Thread safety: one thread per handle at a time. */
+QWENRT_API qwenrt_status qwenrt_session_set_constraint(qwenrt_session *session,
+                                                       const qwenrt_constraint *constraint);
+
+/* For the following generations of this session: the thinking budget, at most `max_reasoning_tokens`
+ * reasoning tokens; when reached, the reasoning is closed the way the chat template writes it
+ * ("\n</think>\n\n", fed without sampling) and the answer follows; the report says so
+ * (reasoning_budget_hit). 0 = no limit (the default). Counts against max_tokens.
+ * Returns QWENRT_INVALID_ARGUMENT (NULL/freed session, negative budget).
+ * Thread safety: one thread per handle at a time. */
+QWENRT_API qwenrt_status qwenrt_session_set_reasoning_budget(qwenrt_session *session,
+                                                             int32_t max_reasoning_tokens);
 
 /* Generates a reply from the session's current state (after a feed): samples a token, streams it,
  * evaluates it, repeats. The transcript grows with every token evaluated; the end-of-generation token

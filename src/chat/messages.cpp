@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "text/jinja/jinja_value.h"
+
 namespace qwenrt {
 
 const char* RoleName(Role role) {
@@ -17,13 +19,8 @@ const char* RoleName(Role role) {
 }
 
 Status CheckJsonDepth(const nlohmann::ordered_json& value, std::string_view what, int max_depth) {
-  std::vector<std::pair<const nlohmann::ordered_json*, int>> stack{{&value, 1}};
-  while (!stack.empty()) {
-    const auto [v, depth] = stack.back();
-    stack.pop_back();
-    if (!v->is_structured()) continue;
-    if (depth > max_depth) return InvalidArgument("{} nests deeper than {} levels", what, max_depth);
-    for (const auto& child : *v) stack.emplace_back(&child, depth + 1);
+  if (jinja::JsonDepth(value, max_depth) > max_depth) {  // iterative: any depth is safe to measure
+    return InvalidArgument("{} nests deeper than {} levels", what, max_depth);
   }
   return OkStatus();
 }

@@ -12,7 +12,7 @@
 
 #include "fuzz_util.h"
 #include "text/chat_template.h"
-#include "text/json_depth.h"
+#include "chat/messages.h"
 
 using namespace qwenrt;  // NOLINT: fuzz target
 using json = nlohmann::ordered_json;
@@ -68,9 +68,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
   if (in.substr(0, 2) == "J:") {
     const std::string_view text = in.substr(2);
-    if (!CheckJsonDepth(text).ok()) return 0;  // what the C API does before parsing
-    json conv = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-    if (conv.is_discarded() || !conv.is_object()) return 0;
+    StatusOr<json> parsed = ParseRequestJson(text, "fuzz input");  // what the C API does
+    if (!parsed.ok() || !parsed->is_object()) return 0;
+    json conv = std::move(parsed).value();
     Render(QwenTemplate(), conv);  // an exception escaping RenderChat is a finding
     return 0;
   }
