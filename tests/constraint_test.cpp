@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "real_vocab.h"
 #include "chat/constraint/grammar.h"
 #include "chat/constraint/matcher.h"
 #include "chat/constraint/number_range.h"
@@ -662,26 +663,7 @@ TEST_CASE("property: random instances of random schemas accepted, mutated ones r
 
 // ---- MaskBench samples (tests/data/maskbench) and the real vocabulary
 
-const gguf::File& RealVocabGguf() {
-  static const std::vector<uint8_t> bytes = [] {
-    const std::string cmd = "xz -dc '" + kData + "/tokenizer/qwen35-vocab.gguf.xz'";
-    std::vector<uint8_t> out;
-    FILE* pipe = popen(cmd.c_str(), "r");
-    if (pipe == nullptr) FAIL("cannot run: " << cmd);
-    uint8_t buf[1 << 16];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.insert(out.end(), buf, buf + n);
-    if (pclose(pipe) != 0) FAIL("failed (is xz-utils installed?): " << cmd);
-    return out;
-  }();
-  static const gguf::File file = [] {
-    gguf::Error err;
-    auto f = gguf::File::FromMemory(bytes.data(), bytes.size(), /*copy=*/false, &err);
-    if (!f) FAIL(err.ToString());
-    return std::move(*f);
-  }();
-  return file;
-}
+using test::RealVocabGguf;
 
 TEST_CASE("MaskBench samples on the real vocabulary: no invalid instance accepted", "[constraint][real]") {
   TokenizerOptions o;

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "real_vocab.h"
 #include "text/pretokenizer.h"
 #include "qwenrt/gguf.hpp"
 #include "qwenrt/gguf_writer.hpp"
@@ -571,27 +572,7 @@ TEST_CASE("tokenizer cost grows linearly on hostile inputs", "[tokenizer][comple
 
 // ---- the genuine Qwen3.5 vocabulary (tests/data/tokenizer/README.md)
 
-// Decompresses the committed vocabulary-only GGUF with Debian's xz (10.9 MB -> memory).
-const gguf::File& RealVocabGguf() {
-  static const std::vector<uint8_t> bytes = [] {
-    const std::string cmd = "xz -dc '" + kData + "/tokenizer/qwen35-vocab.gguf.xz'";
-    std::vector<uint8_t> out;
-    FILE* pipe = popen(cmd.c_str(), "r");
-    if (pipe == nullptr) FAIL("cannot run: " << cmd);
-    uint8_t buf[1 << 16];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.insert(out.end(), buf, buf + n);
-    if (pclose(pipe) != 0) FAIL("failed (is xz-utils installed?): " << cmd);
-    return out;
-  }();
-  static const gguf::File file = [] {
-    gguf::Error err;
-    auto f = gguf::File::FromMemory(bytes.data(), bytes.size(), /*copy=*/false, &err);
-    if (!f) FAIL(err.ToString());
-    return std::move(*f);
-  }();
-  return file;
-}
+using test::RealVocabGguf;
 
 const Tokenizer& RealTokenizer(bool nfc = true) {
   static const auto make = [](bool n) {

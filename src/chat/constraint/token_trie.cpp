@@ -21,27 +21,36 @@ StatusOr<std::shared_ptr<const TokenTrie>> TokenTrie::Build(const Tokenizer& tok
 
 namespace {
 
+// Length of the well-formed multi-byte UTF-8 sequence starting at b[i] (lead byte >= 0x80), or 0
+// (Unicode Table 3-7).
+size_t Utf8SequenceLength(std::string_view b, size_t i) {
+  const auto c = static_cast<uint8_t>(b[i]);
+  size_t len;
+  uint8_t lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) len = 2;
+  else if (c == 0xE0) { len = 3; lo = 0xA0; }
+  else if (c >= 0xE1 && c <= 0xEC) len = 3;
+  else if (c == 0xED) { len = 3; hi = 0x9F; }
+  else if (c >= 0xEE && c <= 0xEF) len = 3;
+  else if (c == 0xF0) { len = 4; lo = 0x90; }
+  else if (c >= 0xF1 && c <= 0xF3) len = 4;
+  else if (c == 0xF4) { len = 4; hi = 0x8F; }
+  else return 0;
+  if (i + len > b.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    const auto x = static_cast<uint8_t>(b[i + k]);
+    if (x < (k == 1 ? lo : 0x80) || x > (k == 1 ? hi : 0xBF)) return 0;
+  }
+  return len;
+}
+
 // Well-formed UTF-8 made of complete characters (any code points, controls included).
 bool IsCompleteUtf8(std::string_view b) {
   for (size_t i = 0; i < b.size();) {
     const auto c = static_cast<uint8_t>(b[i]);
     if (c < 0x80) { ++i; continue; }
-    int len;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c == 0xE0) { len = 3; lo = 0xA0; }
-    else if (c >= 0xE1 && c <= 0xEC) len = 3;
-    else if (c == 0xED) { len = 3; hi = 0x9F; }
-    else if (c >= 0xEE && c <= 0xEF) len = 3;
-    else if (c == 0xF0) { len = 4; lo = 0x90; }
-    else if (c >= 0xF1 && c <= 0xF3) len = 4;
-    else if (c == 0xF4) { len = 4; hi = 0x8F; }
-    else return false;
-    if (i + len > b.size()) return false;
-    for (int k = 1; k < len; ++k) {
-      const auto x = static_cast<uint8_t>(b[i + k]);
-      if (x < (k == 1 ? lo : 0x80) || x > (k == 1 ? hi : 0xBF)) return false;
-    }
+    const size_t len = Utf8SequenceLength(b, i);
+    if (len == 0) return false;
     i += len;
   }
   return true;
@@ -92,23 +101,8 @@ bool TokenTrie::IsPlain(std::string_view b) {
       ++i;
       continue;
     }
-    // Well-formed sequences (Unicode Table 3-7).
-    int len;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c == 0xE0) { len = 3; lo = 0xA0; }
-    else if (c >= 0xE1 && c <= 0xEC) len = 3;
-    else if (c == 0xED) { len = 3; hi = 0x9F; }
-    else if (c >= 0xEE && c <= 0xEF) len = 3;
-    else if (c == 0xF0) { len = 4; lo = 0x90; }
-    else if (c >= 0xF1 && c <= 0xF3) len = 4;
-    else if (c == 0xF4) { len = 4; hi = 0x8F; }
-    else return false;
-    if (i + len > b.size()) return false;
-    for (int k = 1; k < len; ++k) {
-      const auto x = static_cast<uint8_t>(b[i + k]);
-      if (x < (k == 1 ? lo : 0x80) || x > (k == 1 ? hi : 0xBF)) return false;
-    }
+    const size_t len = Utf8SequenceLength(b, i);
+    if (len == 0) return false;
     i += len;
   }
   return true;
