@@ -191,6 +191,19 @@ TEST_CASE("ReadWholeFile refuses a FIFO or a directory without blocking", "[sess
         StatusCode::kIo);
 }
 
+TEST_CASE("A foreign fingerprint is quoted escaped in the error", "[session_file]") {
+  // Found by session_load_fuzz: the fingerprint bytes were echoed raw (NULs in last_error()).
+  std::vector<uint8_t> bytes;
+  VectorSink sink(&bytes);
+  REQUIRE(WriteSample(&sink, std::string_view("ab\0\xff\x1b[2J", 8)).ok());
+  auto parsed = ParseSessionFile(bytes, "model-1");
+  REQUIRE(parsed.status().code() == StatusCode::kInvalidArgument);
+  const std::string& msg = parsed.status().message();
+  INFO(msg);
+  CHECK(msg.find("ab\\x00\\xff\\x1b[2J") != std::string::npos);
+  for (char c : msg) CHECK((static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f));
+}
+
 TEST_CASE("ReadWholeFile refuses a large non-session file from its header", "[session_file]") {
   const std::string path = TempPath("big.bin");
   {

@@ -1,6 +1,7 @@
 // Session file container: CRC-32, streaming writer, verifying parser, atomic file write.
 #include "session/session_file.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -70,17 +71,36 @@ class FdSink : public ByteSink {
   std::vector<uint8_t> buf_;
 };
 
+// Bytes from a file or a caller (fingerprints, paths) for messages: printable ASCII kept,
+// everything else as \xNN, at most `max` bytes shown. The result is ASCII, so an error text stays
+// valid UTF-8 without NULs whatever the file holds.
+std::string Printable(std::string_view s, size_t max) {
+  std::string out;
+  const size_t n = std::min(s.size(), max);
+  for (size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  if (n < s.size()) out += "...";
+  return out;
+}
+std::string P(const std::string& path) { return Printable(path, 1024); }
+
 // Opens `path` read-only and checks it is a regular file; returns the descriptor (the caller
 // closes it) and its size in *size. The open is non-blocking: a blocking open of a FIFO waits
 // for a writer forever, before the regular-file check could refuse it. Regular files ignore the
 // flag, so it is cleared only for tidiness.
 StatusOr<int> OpenRegularFile(const std::string& path, size_t* size) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return IoError("cannot open '{}': {}", path, std::strerror(errno));
+  if (fd < 0) return IoError("cannot open '{}': {}", P(path), std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return IoError("'{}' is not a regular file", path);
+    return IoError("'{}' is not a regular file", P(path));
   }
   const int fl = ::fcntl(fd, F_GETFL);
   if (fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
@@ -236,7 +256,7 @@ StatusOr<ParsedSessionFile> ParseSessionFile(std::span<const uint8_t> bytes,
   out.fingerprint.assign(reinterpret_cast<const char*>(fp.data()), fp.size());
   if (out.fingerprint != expected_fingerprint)
     return InvalidArgument("session file was saved with a different model (fingerprint {}, this model {})",
-                           out.fingerprint.substr(0, 16), std::string(expected_fingerprint.substr(0, 16)));
+                           Printable(out.fingerprint, 16), Printable(expected_fingerprint, 16));
   while (cur.remaining() > 0) {
     SessionSection s;
     uint32_t reserved = 0;
@@ -298,11 +318,11 @@ StatusOr<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
       std::memcpy(&declared, head + 16, sizeof declared);
       if (std::memcmp(head, kMagic, 8) != 0) {
         ::close(fd);
-        return BadFormat("'{}' is not a qwenrt session file (bad magic)", path);
+        return BadFormat("'{}' is not a qwenrt session file (bad magic)", P(path));
       }
       if (declared != size) {
         ::close(fd);
-        return BadFormat("session file '{}' is {} bytes but its header says {}", path, size, declared);
+        return BadFormat("session file '{}' is {} bytes but its header says {}", P(path), size, declared);
       }
     }
   }
@@ -311,7 +331,7 @@ StatusOr<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
     out.resize(size);
   } catch (const std::bad_alloc&) {
     ::close(fd);
-    return OutOfMemory("cannot allocate {} bytes to read '{}'", size, path);
+    return OutOfMemory("cannot allocate {} bytes to read '{}'", size, P(path));
   }
   size_t got = 0;
   while (got < out.size()) {
@@ -319,7 +339,7 @@ StatusOr<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
       ::close(fd);
-      return IoError("read '{}' failed: {}", path, r < 0 ? std::strerror(errno) : "unexpected end of file");
+      return IoError("read '{}' failed: {}", P(path), r < 0 ? std::strerror(errno) : "unexpected end of file");
     }
     got += static_cast<size_t>(r);
   }
