@@ -1,5 +1,5 @@
 // End-to-end speed of the forward pass on a synthetic model with the real Qwen3.5-0.8B shapes
-// (random Q4_K_M weights; the speed does not depend on the values), in the peer's terms:
+// (random Q4_K_M weights; the speed does not depend on the values), in llama.cpp's terms:
 //   pp<N>: prefill N tokens from an empty state (N = 512, 128), one Forward call, last logits only;
 //   tg64:  decode 64 tokens one at a time after a 16-token prompt (the prompt is not timed).
 // Counters: tokens/s. Backend cpu (threads = QWENRT_BENCH_THREADS or nproc); ref once for pp128

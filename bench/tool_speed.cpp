@@ -2,21 +2,20 @@
 // optionally next to llama.cpp's own llama-bench on the same file in the same run (--peer DIR).
 //   ppN: prefill N random tokens into an empty session (one Feed), tokens/s;
 //   tgN: decode N tokens one at a time from an empty session, tokens/s.
-// Each test: one warm-up run, then -r timed repetitions; the table shows mean ± sd. Not a timed test:
-// numbers depend on the (shared) machine, so compare ratios measured in one run.
+// Each test: one warm-up run, then -r timed repetitions; the table shows mean ± sd. Not a timed
+// test: numbers depend on the (shared) machine, so compare ratios measured in one run.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "session/session.h"
 
@@ -25,7 +24,8 @@ namespace {
 
 const char kSpeedUsage[] =
     "usage: qwenrt-bench pp|tg|speed -m FILE [-p N[,N...]] [-n N[,N...]] [-t THREADS] [-r REPS]\n"
-    "                                [--backend cpu|ref|cuda] [--chunked] [--cuda-graphs] [--peer DIR] [--json]\n"
+    "                                [--backend cpu|ref|cuda] [--chunked] [--cuda-graphs] [--peer "
+    "DIR] [--json]\n"
     "  pp: prefill tests only (default -p 512); tg: decode tests only (default -n 128);\n"
     "  speed: both (defaults -p 512 -n 128). -t default: all cores; -r default 3.\n"
     "  --peer DIR  also run DIR/bin/llama-bench (llama.cpp) on the same file with the same tests\n"
@@ -101,9 +101,12 @@ bool ParseSpeedArgs(int argc, char** argv, SpeedArgs* a, std::string* err) {
     } else if (k == "--backend") {
       if (!value()) return false;
       const std::string b = v;
-      if (b == "cpu") a->backend = BackendKind::kCpu;
-      else if (b == "ref") a->backend = BackendKind::kRef;
-      else if (b == "cuda") a->backend = BackendKind::kCuda;
+      if (b == "cpu")
+        a->backend = BackendKind::kCpu;
+      else if (b == "ref")
+        a->backend = BackendKind::kRef;
+      else if (b == "cuda")
+        a->backend = BackendKind::kCuda;
       else {
         *err = "unknown backend '" + b + "' (cpu, ref or cuda)";
         return false;
@@ -152,7 +155,8 @@ StatusOr<double> RunOnce(Session& s, const Result& r, const std::vector<int32_t>
   if (r.prefill) {
     QWENRT_RETURN_IF_ERROR(s.Feed(tokens, {}, nullptr));
   } else {
-    for (int64_t i = 0; i < r.n; ++i) QWENRT_RETURN_IF_ERROR(s.DecodeStep(tokens[static_cast<size_t>(i)]));
+    for (int64_t i = 0; i < r.n; ++i)
+      QWENRT_RETURN_IF_ERROR(s.DecodeStep(tokens[static_cast<size_t>(i)]));
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -164,9 +168,11 @@ bool RunPeer(const SpeedArgs& a, std::vector<Result>* results, std::string* err)
     std::string& list = r.prefill ? pp : tg;
     list = (list == "0" ? "" : list + ",") + std::to_string(r.n);
   }
-  const int threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
-  const std::string cmd = "'" + a.peer + "/bin/llama-bench' -m '" + a.model + "' -p " + pp + " -n " + tg + " -t " +
-                          std::to_string(threads) + " -r " + std::to_string(a.reps) + " -o json 2>/dev/null";
+  const int threads =
+      a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const std::string cmd = "'" + a.peer + "/bin/llama-bench' -m '" + a.model + "' -p " + pp +
+                          " -n " + tg + " -t " + std::to_string(threads) + " -r " +
+                          std::to_string(a.reps) + " -o json 2>/dev/null";
   std::FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) {
     *err = "cannot run " + cmd;
@@ -236,7 +242,8 @@ int RunSpeed(int argc, char** argv) {
     for (int rep = -1; rep < a.reps; ++rep) {  // rep -1: warm-up
       StatusOr<double> secs = RunOnce(**session, r, tokens);
       if (!secs.ok()) {
-        std::fprintf(stderr, "qwenrt-bench: %s: %s\n", r.test.c_str(), secs.status().ToString().c_str());
+        std::fprintf(stderr, "qwenrt-bench: %s: %s\n", r.test.c_str(),
+                     secs.status().ToString().c_str());
         return 1;
       }
       if (rep >= 0) r.tokens_per_s.push_back(static_cast<double>(r.n) / *secs);
@@ -246,14 +253,21 @@ int RunSpeed(int argc, char** argv) {
     std::fprintf(stderr, "qwenrt-bench: %s\n", err.c_str());
     return 1;
   }
-  const int threads = (*session)->params().n_threads > 0 ? (*session)->params().n_threads
-                                                         : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads = (*session)->params().n_threads > 0
+                          ? (*session)->params().n_threads
+                          : static_cast<int>(std::thread::hardware_concurrency());
   if (a.json) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const Result& r : results) {
-      nlohmann::ordered_json e = {{"model", a.model}, {"backend", BackendName(a.backend)}, {"threads", threads},
-                                  {"test", r.test}, {"n_prompt", r.prefill ? r.n : 0}, {"n_gen", r.prefill ? 0 : r.n},
-                                  {"tokens_per_s", r.Mean()}, {"stddev", r.Sd()}, {"samples", r.tokens_per_s}};
+      nlohmann::ordered_json e = {{"model", a.model},
+                                  {"backend", BackendName(a.backend)},
+                                  {"threads", threads},
+                                  {"test", r.test},
+                                  {"n_prompt", r.prefill ? r.n : 0},
+                                  {"n_gen", r.prefill ? 0 : r.n},
+                                  {"tokens_per_s", r.Mean()},
+                                  {"stddev", r.Sd()},
+                                  {"samples", r.tokens_per_s}};
       if (r.peer_mean > 0) {
         e["peer_tokens_per_s"] = r.peer_mean;
         e["peer_stddev"] = r.peer_sd;
@@ -264,11 +278,12 @@ int RunSpeed(int argc, char** argv) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("| model | backend | threads | test | qwenrt t/s |%s\n", a.peer.empty() ? "" : " llama.cpp t/s | ratio |");
+  std::printf("| model | backend | threads | test | qwenrt t/s |%s\n",
+              a.peer.empty() ? "" : " llama.cpp t/s | ratio |");
   std::printf("|---|---|---|---|---|%s\n", a.peer.empty() ? "" : "---|---|");
   for (const Result& r : results) {
-    std::printf("| %s | %s | %d | %s | %.2f ± %.2f |", a.model.c_str(), BackendName(a.backend), threads,
-                r.test.c_str(), r.Mean(), r.Sd());
+    std::printf("| %s | %s | %d | %s | %.2f ± %.2f |", a.model.c_str(), BackendName(a.backend),
+                threads, r.test.c_str(), r.Mean(), r.Sd());
     if (!a.peer.empty()) {
       if (r.peer_mean > 0) {
         std::printf(" %.2f ± %.2f | %.2fx |", r.peer_mean, r.peer_sd, r.Mean() / r.peer_mean);

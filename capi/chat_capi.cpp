@@ -1,10 +1,9 @@
 // C ABI shims for chats and generation: each converts `qwenrt_chat` / sampling / generate params
 // to the core's ChatRequest / GenerateRequest and calls the ChatSession (src/chat/chat_session.h),
 // which plans the turn, feeds it, streams the reply and keeps the report. No chat logic here.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "guard.h"
 #include "handle_registry.h"
@@ -21,10 +20,14 @@ using Json = nlohmann::ordered_json;
 
 Role ToRole(qwenrt_role r) {
   switch (r) {
-    case QWENRT_ROLE_SYSTEM: return Role::kSystem;
-    case QWENRT_ROLE_USER: return Role::kUser;
-    case QWENRT_ROLE_ASSISTANT: return Role::kAssistant;
-    case QWENRT_ROLE_TOOL: return Role::kTool;
+    case QWENRT_ROLE_SYSTEM:
+      return Role::kSystem;
+    case QWENRT_ROLE_USER:
+      return Role::kUser;
+    case QWENRT_ROLE_ASSISTANT:
+      return Role::kAssistant;
+    case QWENRT_ROLE_TOOL:
+      return Role::kTool;
   }
   return Role::kUser;
 }
@@ -39,15 +42,18 @@ Status ParseJson(const char* text, const char* what, Json* out) {
 Status ReadChat(const qwenrt_chat* in, ChatRequest* out) {
   if (in == nullptr) return InvalidArgument("chat is NULL");
   qwenrt_chat c;
-  QWENRT_RETURN_IF_ERROR(ReadParams(in, qwenrt_chat_default(), &c,
-                                    {QWENRT_FIELD(qwenrt_chat, messages), QWENRT_FIELD(qwenrt_chat, n_messages),
-                                     QWENRT_FIELD(qwenrt_chat, tools_json),
-                                     QWENRT_FIELD(qwenrt_chat, enable_thinking),
-                                     QWENRT_FIELD(qwenrt_chat, add_generation_prompt)},
-                                    "chat", "qwenrt_chat"));
-  if (c.n_messages == 0) return InvalidArgument("the conversation is empty (chat->n_messages == 0)");
-  if (c.messages == nullptr) return InvalidArgument("chat->messages is NULL but n_messages is {}", c.n_messages);
-  if (c.n_messages > 1000000) return InvalidArgument("chat->n_messages {} is implausible", c.n_messages);
+  QWENRT_RETURN_IF_ERROR(
+      ReadParams(in, qwenrt_chat_default(), &c,
+                 {QWENRT_FIELD(qwenrt_chat, messages), QWENRT_FIELD(qwenrt_chat, n_messages),
+                  QWENRT_FIELD(qwenrt_chat, tools_json), QWENRT_FIELD(qwenrt_chat, enable_thinking),
+                  QWENRT_FIELD(qwenrt_chat, add_generation_prompt)},
+                 "chat", "qwenrt_chat"));
+  if (c.n_messages == 0)
+    return InvalidArgument("the conversation is empty (chat->n_messages == 0)");
+  if (c.messages == nullptr)
+    return InvalidArgument("chat->messages is NULL but n_messages is {}", c.n_messages);
+  if (c.n_messages > 1000000)
+    return InvalidArgument("chat->n_messages {} is implausible", c.n_messages);
   out->enable_thinking = c.enable_thinking;
   out->add_generation_prompt = c.add_generation_prompt;
   out->tools = nullptr;
@@ -59,7 +65,8 @@ Status ReadChat(const qwenrt_chat* in, ChatRequest* out) {
   }
   // Messages are walked with the stride the caller's header used (see docs/c-abi.md).
   const uint32_t stride = c.messages[0].struct_size;
-  QWENRT_RETURN_IF_ERROR(CheckStructSize(stride, sizeof(qwenrt_message), "chat->messages[0]", "qwenrt_message"));
+  QWENRT_RETURN_IF_ERROR(
+      CheckStructSize(stride, sizeof(qwenrt_message), "chat->messages[0]", "qwenrt_message"));
   const auto* base = reinterpret_cast<const unsigned char*>(c.messages);
   qwenrt_message zero{};
   zero.struct_size = sizeof zero;
@@ -69,17 +76,17 @@ Status ReadChat(const qwenrt_chat* in, ChatRequest* out) {
   for (size_t i = 0; i < c.n_messages; ++i) {
     const auto* raw = reinterpret_cast<const qwenrt_message*>(base + i * stride);
     if (raw->struct_size != stride) {
-      return InvalidArgument("chat->messages[{}].struct_size is {} but messages[0]'s is {}", i, raw->struct_size,
-                             stride);
+      return InvalidArgument("chat->messages[{}].struct_size is {} but messages[0]'s is {}", i,
+                             raw->struct_size, stride);
     }
     qwenrt_message m;
     const std::string what = fmt::format("chat->messages[{}]", i);
-    QWENRT_RETURN_IF_ERROR(ReadParams(raw, zero, &m,
-                                      {QWENRT_FIELD(qwenrt_message, role), QWENRT_FIELD(qwenrt_message, content),
-                                       QWENRT_FIELD(qwenrt_message, reasoning),
-                                       QWENRT_FIELD(qwenrt_message, tool_calls),
-                                       QWENRT_FIELD(qwenrt_message, n_tool_calls)},
-                                      what.c_str(), "qwenrt_message"));
+    QWENRT_RETURN_IF_ERROR(ReadParams(
+        raw, zero, &m,
+        {QWENRT_FIELD(qwenrt_message, role), QWENRT_FIELD(qwenrt_message, content),
+         QWENRT_FIELD(qwenrt_message, reasoning), QWENRT_FIELD(qwenrt_message, tool_calls),
+         QWENRT_FIELD(qwenrt_message, n_tool_calls)},
+        what.c_str(), "qwenrt_message"));
     const int role_value = EnumValue(m.role);
     if (role_value < QWENRT_ROLE_SYSTEM || role_value > QWENRT_ROLE_TOOL) {
       return InvalidArgument("{}.role {} is not a qwenrt_role", what, role_value);
@@ -93,8 +100,11 @@ Status ReadChat(const qwenrt_chat* in, ChatRequest* out) {
       msg.reasoning = m.reasoning;
     }
     if (m.n_tool_calls > 0) {
-      if (m.tool_calls == nullptr) return InvalidArgument("{}.tool_calls is NULL but n_tool_calls is {}", what, m.n_tool_calls);
-      if (m.role != QWENRT_ROLE_ASSISTANT) return InvalidArgument("{}: only assistant messages have tool calls", what);
+      if (m.tool_calls == nullptr)
+        return InvalidArgument("{}.tool_calls is NULL but n_tool_calls is {}", what,
+                               m.n_tool_calls);
+      if (m.role != QWENRT_ROLE_ASSISTANT)
+        return InvalidArgument("{}: only assistant messages have tool calls", what);
       for (size_t k = 0; k < m.n_tool_calls; ++k) {
         const qwenrt_tool_call& tc = m.tool_calls[k];
         const std::string w = fmt::format("{}.tool_calls[{}]", what, k);
@@ -102,8 +112,10 @@ Status ReadChat(const qwenrt_chat* in, ChatRequest* out) {
         ToolCall call;
         call.name = tc.name;
         if (tc.arguments_json != nullptr) {
-          QWENRT_RETURN_IF_ERROR(ParseJson(tc.arguments_json, (w + ".arguments_json").c_str(), &call.arguments));
-          if (!call.arguments.is_object()) return InvalidArgument("{}.arguments_json must be a JSON object", w);
+          QWENRT_RETURN_IF_ERROR(
+              ParseJson(tc.arguments_json, (w + ".arguments_json").c_str(), &call.arguments));
+          if (!call.arguments.is_object())
+            return InvalidArgument("{}.arguments_json must be a JSON object", w);
         }
         msg.tool_calls.push_back(std::move(call));
       }
@@ -127,10 +139,13 @@ Status ReadGenerate(const qwenrt_sampling_params* sampling, const qwenrt_generat
                                      QWENRT_FIELD(qwenrt_generate_params, callback),
                                      QWENRT_FIELD(qwenrt_generate_params, user_data)},
                                     "params", "qwenrt_generate_params"));
-  if (g.max_tokens < -1) return InvalidArgument("params->max_tokens is {} (-1 = until the context is full)", g.max_tokens);
+  if (g.max_tokens < -1)
+    return InvalidArgument("params->max_tokens is {} (-1 = until the context is full)",
+                           g.max_tokens);
   out->max_tokens = g.max_tokens;
   if (g.n_stop_strings > 0 && g.stop_strings == nullptr) {
-    return InvalidArgument("params->stop_strings is NULL but n_stop_strings is {}", g.n_stop_strings);
+    return InvalidArgument("params->stop_strings is NULL but n_stop_strings is {}",
+                           g.n_stop_strings);
   }
   for (size_t i = 0; i < g.n_stop_strings; ++i) {
     const std::string what = fmt::format("params->stop_strings[{}]", i);
@@ -144,7 +159,7 @@ Status ReadGenerate(const qwenrt_sampling_params* sampling, const qwenrt_generat
     auto scratch = std::make_shared<std::string>();
     out->on_piece = [cb, user, scratch](PieceKind kind, std::string_view text) {
       scratch->assign(text);
-      const qwenrt_piece_kind k = kind == PieceKind::kReasoning ? QWENRT_PIECE_REASONING
+      const qwenrt_piece_kind k = kind == PieceKind::kReasoning  ? QWENRT_PIECE_REASONING
                                   : kind == PieceKind::kToolCall ? QWENRT_PIECE_TOOL_CALL
                                                                  : QWENRT_PIECE_CONTENT;
       return cb(k, scratch->c_str(), scratch->size(), user);
@@ -185,17 +200,24 @@ qwenrt_status qwenrt_constraint_compile(qwenrt_constraint_kind kind, const char*
     if (text == nullptr) return InvalidArgument("text is NULL");
     const std::string_view source(text, len);
     QWENRT_RETURN_IF_ERROR(CheckUtf8(source, "text"));
-    StatusOr<std::shared_ptr<const Grammar>> g = InvalidArgument("kind {} is not a qwenrt_constraint_kind", EnumValue(kind));
+    StatusOr<std::shared_ptr<const Grammar>> g =
+        InvalidArgument("kind {} is not a qwenrt_constraint_kind", EnumValue(kind));
     switch (EnumValue(kind)) {
-      case QWENRT_CONSTRAINT_GBNF: g = Grammar::FromGbnf(source); break;
-      case QWENRT_CONSTRAINT_JSON_SCHEMA: g = Grammar::FromJsonSchema(source); break;
+      case QWENRT_CONSTRAINT_GBNF:
+        g = Grammar::FromGbnf(source);
+        break;
+      case QWENRT_CONSTRAINT_JSON_SCHEMA:
+        g = Grammar::FromJsonSchema(source);
+        break;
       case QWENRT_CONSTRAINT_JSON_SCHEMA_COMPACT: {
         JsonSchemaOptions o;
         o.compact = true;
         g = Grammar::FromJsonSchema(source, o);
         break;
       }
-      case QWENRT_CONSTRAINT_REGEX: g = Grammar::FromRegex(source); break;
+      case QWENRT_CONSTRAINT_REGEX:
+        g = Grammar::FromRegex(source);
+        break;
     }
     if (!g.ok()) return g.status();
     auto h = std::make_unique<qwenrt_constraint>();
@@ -208,12 +230,14 @@ qwenrt_status qwenrt_constraint_compile(qwenrt_constraint_kind kind, const char*
 
 void qwenrt_constraint_free(qwenrt_constraint* constraint) {
   GuardValue(__func__, 0, [&]() {
-    if (constraint != nullptr && UnregisterHandle(constraint, HandleKind::kConstraint)) delete constraint;
+    if (constraint != nullptr && UnregisterHandle(constraint, HandleKind::kConstraint))
+      delete constraint;
     return 0;
   });
 }
 
-qwenrt_status qwenrt_session_set_constraint(qwenrt_session* session, const qwenrt_constraint* constraint) {
+qwenrt_status qwenrt_session_set_constraint(qwenrt_session* session,
+                                            const qwenrt_constraint* constraint) {
   return Guard(__func__, [&]() -> Status {
     QWENRT_CAPI_ENTER(session);
     if (constraint == nullptr) {
@@ -226,10 +250,12 @@ qwenrt_status qwenrt_session_set_constraint(qwenrt_session* session, const qwenr
   });
 }
 
-qwenrt_status qwenrt_session_set_reasoning_budget(qwenrt_session* session, int32_t max_reasoning_tokens) {
+qwenrt_status qwenrt_session_set_reasoning_budget(qwenrt_session* session,
+                                                  int32_t max_reasoning_tokens) {
   return Guard(__func__, [&]() -> Status {
     QWENRT_CAPI_ENTER(session);
-    if (max_reasoning_tokens < 0) return InvalidArgument("max_reasoning_tokens is {} (0 = no limit)", max_reasoning_tokens);
+    if (max_reasoning_tokens < 0)
+      return InvalidArgument("max_reasoning_tokens is {} (0 = no limit)", max_reasoning_tokens);
     session->max_reasoning_tokens = max_reasoning_tokens;
     return OkStatus();
   });
@@ -240,7 +266,8 @@ qwenrt_status qwenrt_chat_render(const qwenrt_model* model, const qwenrt_chat* c
   return Guard(__func__, [&]() -> Status {
     QWENRT_RETURN_IF_ERROR(CheckHandle(model, HandleKind::kModel, "model"));
     if (needed == nullptr) return InvalidArgument("needed is NULL");
-    if (buf == nullptr && capacity > 0) return InvalidArgument("buf is NULL but capacity is {}", capacity);
+    if (buf == nullptr && capacity > 0)
+      return InvalidArgument("buf is NULL but capacity is {}", capacity);
     ChatRequest request;
     QWENRT_RETURN_IF_ERROR(ReadChat(chat, &request));
     QWENRT_ASSIGN_OR_RETURN(std::string text, model->model->Render(request));
@@ -260,8 +287,10 @@ qwenrt_status qwenrt_session_feed_chat(qwenrt_session* session, const qwenrt_cha
   });
 }
 
-qwenrt_status qwenrt_session_generate(qwenrt_session* session, const qwenrt_sampling_params* sampling,
-                                      const qwenrt_generate_params* params, qwenrt_stop_reason* stop_reason) {
+qwenrt_status qwenrt_session_generate(qwenrt_session* session,
+                                      const qwenrt_sampling_params* sampling,
+                                      const qwenrt_generate_params* params,
+                                      qwenrt_stop_reason* stop_reason) {
   return Guard(__func__, [&]() -> Status {
     QWENRT_CAPI_ENTER(session);
     GenerateRequest gen;
@@ -269,14 +298,15 @@ qwenrt_status qwenrt_session_generate(qwenrt_session* session, const qwenrt_samp
     AddSessionOptions(*session, &gen);
     Status st = session->chat->Generate(gen);
     const bool ran = st.ok() || st.code() == StatusCode::kCancelled;
-    if (stop_reason != nullptr && ran) *stop_reason = ToCReport(session->chat->report()).stop_reason;
+    if (stop_reason != nullptr && ran)
+      *stop_reason = ToCReport(session->chat->report()).stop_reason;
     return st;
   });
 }
 
 qwenrt_status qwenrt_session_chat(qwenrt_session* session, const qwenrt_chat* chat,
-                                  const qwenrt_sampling_params* sampling, const qwenrt_generate_params* params,
-                                  qwenrt_report* report) {
+                                  const qwenrt_sampling_params* sampling,
+                                  const qwenrt_generate_params* params, qwenrt_report* report) {
   return Guard(__func__, [&]() -> Status {
     QWENRT_CAPI_ENTER(session);
     QWENRT_RETURN_IF_ERROR(CheckReport(report));
@@ -291,17 +321,21 @@ qwenrt_status qwenrt_session_chat(qwenrt_session* session, const qwenrt_chat* ch
   });
 }
 
-qwenrt_status qwenrt_session_get_reply(const qwenrt_session* session, qwenrt_piece_kind kind, char* buf,
-                                       size_t capacity, size_t* needed) {
+qwenrt_status qwenrt_session_get_reply(const qwenrt_session* session, qwenrt_piece_kind kind,
+                                       char* buf, size_t capacity, size_t* needed) {
   return Guard(__func__, [&]() -> Status {
     QWENRT_CAPI_ENTER(session);
     if (needed == nullptr) return InvalidArgument("needed is NULL");
-    if (buf == nullptr && capacity > 0) return InvalidArgument("buf is NULL but capacity is {}", capacity);
+    if (buf == nullptr && capacity > 0)
+      return InvalidArgument("buf is NULL but capacity is {}", capacity);
     const ChatState& st = session->chat->state();
     switch (EnumValue(kind)) {
-      case QWENRT_PIECE_CONTENT: return CopyString(st.reply_content, buf, capacity, needed);
-      case QWENRT_PIECE_REASONING: return CopyString(st.reply_reasoning, buf, capacity, needed);
-      case QWENRT_PIECE_TOOL_CALL: return CopyString(st.reply_tool_calls, buf, capacity, needed);
+      case QWENRT_PIECE_CONTENT:
+        return CopyString(st.reply_content, buf, capacity, needed);
+      case QWENRT_PIECE_REASONING:
+        return CopyString(st.reply_reasoning, buf, capacity, needed);
+      case QWENRT_PIECE_TOOL_CALL:
+        return CopyString(st.reply_tool_calls, buf, capacity, needed);
     }
     return InvalidArgument("kind {} is not a qwenrt_piece_kind", EnumValue(kind));
   });

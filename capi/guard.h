@@ -1,6 +1,6 @@
 // The one boundary helper every exported function runs its body through: it catches everything,
-// turns a `Status` into a `qwenrt_status` plus the thread's last-error text, and so guarantees that no
-// C++ exception crosses the C ABI.
+// turns a `Status` into a `qwenrt_status` plus the thread's last-error text, and so guarantees that
+// no C++ exception crosses the C ABI.
 #pragma once
 
 #include <exception>
@@ -8,9 +8,9 @@
 #include <string_view>
 #include <type_traits>
 
+#include "base/status.h"
 #include "last_error.h"
 #include "qwenrt/qwenrt.h"
-#include "base/status.h"
 
 namespace qwenrt::capi {
 

@@ -21,9 +21,12 @@ Registry& TheRegistry() {
 
 const char* HandleKindName(HandleKind kind) {
   switch (kind) {
-    case HandleKind::kModel: return "qwenrt_model";
-    case HandleKind::kSession: return "qwenrt_session";
-    case HandleKind::kConstraint: return "qwenrt_constraint";
+    case HandleKind::kModel:
+      return "qwenrt_model";
+    case HandleKind::kSession:
+      return "qwenrt_session";
+    case HandleKind::kConstraint:
+      return "qwenrt_constraint";
   }
   return "handle";
 }
@@ -53,7 +56,8 @@ Status CheckLocked(Registry& r, const void* handle, HandleKind kind, const char*
                            HandleKindName(kind));
   }
   if (it->second != kind) {
-    return InvalidArgument("{} is a {}, not a {}", what, HandleKindName(it->second), HandleKindName(kind));
+    return InvalidArgument("{} is a {}, not a {}", what, HandleKindName(it->second),
+                           HandleKindName(kind));
   }
   return OkStatus();
 }
@@ -64,7 +68,8 @@ Status CheckHandle(const void* handle, HandleKind kind, const char* what) {
   return WithLiveHandle(handle, kind, what, [] { return OkStatus(); });
 }
 
-Status WithLiveHandle(const void* handle, HandleKind kind, const char* what, const std::function<Status()>& fn) {
+Status WithLiveHandle(const void* handle, HandleKind kind, const char* what,
+                      const std::function<Status()>& fn) {
   if (handle == nullptr) return InvalidArgument("{} is NULL", what);
   Registry& r = TheRegistry();
   std::lock_guard<std::mutex> lock(r.mu);

@@ -1,9 +1,9 @@
 // Thread-local last-error storage behind `qwenrt_last_error()`.
 #include "last_error.h"
 
-#include <string>
-
 #include <fmt/format.h>
+
+#include <string>
 
 namespace qwenrt::capi {
 namespace {
@@ -32,6 +32,8 @@ void SetLastError(std::string_view function, std::string_view code_name,
   }
 }
 
-const char* LastError() noexcept { return t_fallback != nullptr ? t_fallback : t_last_error.c_str(); }
+const char* LastError() noexcept {
+  return t_fallback != nullptr ? t_fallback : t_last_error.c_str();
+}
 
 }  // namespace qwenrt::capi

@@ -11,7 +11,8 @@ void ClearLastError();
 
 // Replaces the calling thread's last error. Never throws: if the text cannot be stored, a static
 // "out of memory" text is used instead.
-void SetLastError(std::string_view function, std::string_view code_name, std::string_view message) noexcept;
+void SetLastError(std::string_view function, std::string_view code_name,
+                  std::string_view message) noexcept;
 
 // The calling thread's last error; never null; valid until the next Clear/Set on this thread.
 const char* LastError() noexcept;

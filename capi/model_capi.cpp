@@ -1,5 +1,5 @@
-// C ABI shims for `qwenrt_model`: load (file / memory, progress), free, info, end-of-generation test,
-// tokenize and detokenize. Chat rendering is in chat_capi.cpp.
+// C ABI shims for `qwenrt_model`: load (file / memory, progress), free, info, end-of-generation
+// test, tokenize and detokenize. Chat rendering is in chat_capi.cpp.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -38,7 +38,8 @@ Model::LoadOptions ToLoadOptions(const qwenrt_model_params& p) {
 // Wraps a loaded model in a registered handle.
 Status Publish(StatusOr<std::shared_ptr<const Model>> loaded, qwenrt_model** out_model) {
   if (!loaded.ok()) return loaded.status();
-  QWENRT_ASSIGN_OR_RETURN(std::shared_ptr<const ChatModel> chat_model, ChatModel::Create(std::move(loaded).value()));
+  QWENRT_ASSIGN_OR_RETURN(std::shared_ptr<const ChatModel> chat_model,
+                          ChatModel::Create(std::move(loaded).value()));
   auto handle = std::make_unique<qwenrt_model>();
   handle->model = std::move(chat_model);
   RegisterHandle(handle.get(), HandleKind::kModel);
@@ -126,16 +127,20 @@ bool qwenrt_model_token_is_eog(const qwenrt_model* model, int32_t token) {
 }
 
 qwenrt_status qwenrt_tokenize(const qwenrt_model* model, const char* text, size_t text_len,
-                              bool parse_special, int32_t* tokens, size_t capacity, size_t* n_tokens) {
+                              bool parse_special, int32_t* tokens, size_t capacity,
+                              size_t* n_tokens) {
   return Guard(__func__, [&]() -> Status {
     QWENRT_RETURN_IF_ERROR(CheckHandle(model, HandleKind::kModel, "model"));
     if (n_tokens == nullptr) return InvalidArgument("n_tokens is NULL");
-    if (text == nullptr && text_len > 0) return InvalidArgument("text is NULL but text_len is {}", text_len);
-    if (tokens == nullptr && capacity > 0) return InvalidArgument("tokens is NULL but capacity is {}", capacity);
+    if (text == nullptr && text_len > 0)
+      return InvalidArgument("text is NULL but text_len is {}", text_len);
+    if (tokens == nullptr && capacity > 0)
+      return InvalidArgument("tokens is NULL but capacity is {}", capacity);
     std::string_view sv(text == nullptr ? "" : text, text_len);
     QWENRT_RETURN_IF_ERROR(CheckUtf8(sv, "text"));
     std::vector<int32_t> ids;
-    B(model).tokenizer().Encode(sv, parse_special ? SpecialTokens::kAll : SpecialTokens::kUserDefined, &ids);
+    B(model).tokenizer().Encode(
+        sv, parse_special ? SpecialTokens::kAll : SpecialTokens::kUserDefined, &ids);
     *n_tokens = ids.size();
     if (ids.size() > capacity) {
       return BufferTooSmall("{} tokens do not fit in capacity {}", ids.size(), capacity);
@@ -151,11 +156,13 @@ qwenrt_status qwenrt_detokenize(const qwenrt_model* model, const int32_t* tokens
     QWENRT_RETURN_IF_ERROR(CheckHandle(model, HandleKind::kModel, "model"));
     if (needed == nullptr) return InvalidArgument("needed is NULL");
     if (tokens == nullptr && n > 0) return InvalidArgument("tokens is NULL but n is {}", n);
-    if (buf == nullptr && capacity > 0) return InvalidArgument("buf is NULL but capacity is {}", capacity);
+    if (buf == nullptr && capacity > 0)
+      return InvalidArgument("buf is NULL but capacity is {}", capacity);
     const Tokenizer& tok = B(model).tokenizer();
     for (size_t i = 0; i < n; ++i) {
       if (tokens[i] < 0 || tokens[i] >= tok.n_vocab()) {
-        return InvalidArgument("tokens[{}] = {} is outside the vocabulary [0, {})", i, tokens[i], tok.n_vocab());
+        return InvalidArgument("tokens[{}] = {} is outside the vocabulary [0, {})", i, tokens[i],
+                               tok.n_vocab());
       }
     }
     // Through the streaming decoder so that byte sequences that are not UTF-8 become U+FFFD.

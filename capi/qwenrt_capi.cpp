@@ -12,8 +12,9 @@ namespace {
 
 #define QWENRT_CAPI_STR2(x) #x
 #define QWENRT_CAPI_STR(x) QWENRT_CAPI_STR2(x)
-constexpr std::string_view kHeaderVersion = QWENRT_CAPI_STR(QWENRT_VERSION_MAJOR) "." QWENRT_CAPI_STR(
-    QWENRT_VERSION_MINOR) "." QWENRT_CAPI_STR(QWENRT_VERSION_PATCH);
+constexpr std::string_view kHeaderVersion =
+    QWENRT_CAPI_STR(QWENRT_VERSION_MAJOR) "." QWENRT_CAPI_STR(
+        QWENRT_VERSION_MINOR) "." QWENRT_CAPI_STR(QWENRT_VERSION_PATCH);
 static_assert(kHeaderVersion == QWENRT_VERSION_STRING,
               "QWENRT_VERSION_* in qwenrt.h must match project(VERSION) in CMakeLists.txt");
 
@@ -23,17 +24,28 @@ extern "C" {
 
 const char* qwenrt_status_string(qwenrt_status status) {
   switch (qwenrt::capi::EnumValue(status)) {  // any int may arrive from C
-    case QWENRT_OK: return "OK";
-    case QWENRT_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case QWENRT_IO: return "IO";
-    case QWENRT_BAD_FORMAT: return "BAD_FORMAT";
-    case QWENRT_UNSUPPORTED: return "UNSUPPORTED";
-    case QWENRT_OUT_OF_MEMORY: return "OUT_OF_MEMORY";
-    case QWENRT_CONTEXT_FULL: return "CONTEXT_FULL";
-    case QWENRT_BUFFER_TOO_SMALL: return "BUFFER_TOO_SMALL";
-    case QWENRT_DEVICE: return "DEVICE";
-    case QWENRT_CANCELLED: return "CANCELLED";
-    case QWENRT_INTERNAL: return "INTERNAL";
+    case QWENRT_OK:
+      return "OK";
+    case QWENRT_INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case QWENRT_IO:
+      return "IO";
+    case QWENRT_BAD_FORMAT:
+      return "BAD_FORMAT";
+    case QWENRT_UNSUPPORTED:
+      return "UNSUPPORTED";
+    case QWENRT_OUT_OF_MEMORY:
+      return "OUT_OF_MEMORY";
+    case QWENRT_CONTEXT_FULL:
+      return "CONTEXT_FULL";
+    case QWENRT_BUFFER_TOO_SMALL:
+      return "BUFFER_TOO_SMALL";
+    case QWENRT_DEVICE:
+      return "DEVICE";
+    case QWENRT_CANCELLED:
+      return "CANCELLED";
+    case QWENRT_INTERNAL:
+      return "INTERNAL";
   }
   return "UNKNOWN";
 }

@@ -1,6 +1,8 @@
-// C ABI shims for `qwenrt_session`: create / free / reset, feed tokens, logits, the per-step report,
-// checkpoint control, fork, save / load, cancel — each converts its arguments and calls the core's
-// ChatSession (src/chat/chat_session.h). Chat feeding and generation are in chat_capi.cpp.
+// C ABI shims for `qwenrt_session`: create / free / reset, feed tokens, logits, the per-step
+// report, checkpoint control, fork, save / load, cancel — each converts its arguments and calls the
+// core's ChatSession (src/chat/chat_session.h). Chat feeding and generation are in chat_capi.cpp.
+#include "session_capi.h"
+
 #include <string>
 #include <vector>
 
@@ -8,33 +10,35 @@
 #include "handle_registry.h"
 #include "handles.h"
 #include "qwenrt/qwenrt.h"
-#include "session_capi.h"
 #include "validate.h"
 
 namespace qwenrt::capi {
 namespace {
 
 Status ReadSessionParams(const qwenrt_session_params* in, qwenrt_session_params* out) {
-  QWENRT_RETURN_IF_ERROR(ReadParams(in, qwenrt_session_default_params(), out,
-                                    {QWENRT_FIELD(qwenrt_session_params, n_ctx),
-                                     QWENRT_FIELD(qwenrt_session_params, n_threads),
-                                     QWENRT_FIELD(qwenrt_session_params, backend),
-                                     QWENRT_FIELD(qwenrt_session_params, checkpoint_budget),
-                                     QWENRT_FIELD(qwenrt_session_params, checkpoint_interval),
-                                     QWENRT_FIELD(qwenrt_session_params, history_mode),
-                                     QWENRT_FIELD(qwenrt_session_params, log_callback),
-                                     QWENRT_FIELD(qwenrt_session_params, log_user_data),
-                                     QWENRT_FIELD(qwenrt_session_params, split_invariant)},
-                                    "params", "qwenrt_session_params"));
-  if (out->n_ctx < 0) return InvalidArgument("params->n_ctx is {} (0 = the model's trained context)", out->n_ctx);
-  if (out->n_threads < 0) return InvalidArgument("params->n_threads is {} (0 = all)", out->n_threads);
+  QWENRT_RETURN_IF_ERROR(ReadParams(
+      in, qwenrt_session_default_params(), out,
+      {QWENRT_FIELD(qwenrt_session_params, n_ctx), QWENRT_FIELD(qwenrt_session_params, n_threads),
+       QWENRT_FIELD(qwenrt_session_params, backend),
+       QWENRT_FIELD(qwenrt_session_params, checkpoint_budget),
+       QWENRT_FIELD(qwenrt_session_params, checkpoint_interval),
+       QWENRT_FIELD(qwenrt_session_params, history_mode),
+       QWENRT_FIELD(qwenrt_session_params, log_callback),
+       QWENRT_FIELD(qwenrt_session_params, log_user_data),
+       QWENRT_FIELD(qwenrt_session_params, split_invariant)},
+      "params", "qwenrt_session_params"));
+  if (out->n_ctx < 0)
+    return InvalidArgument("params->n_ctx is {} (0 = the model's trained context)", out->n_ctx);
+  if (out->n_threads < 0)
+    return InvalidArgument("params->n_threads is {} (0 = all)", out->n_threads);
   if (out->checkpoint_interval < 0) {
     return InvalidArgument("params->checkpoint_interval is {} (0 = off)", out->checkpoint_interval);
   }
   if (int b = EnumValue(out->backend); b < QWENRT_BACKEND_AUTO || b > QWENRT_BACKEND_REF) {
     return InvalidArgument("params->backend {} is not a qwenrt_backend", b);
   }
-  if (int h = EnumValue(out->history_mode); h != QWENRT_HISTORY_TEMPLATE && h != QWENRT_HISTORY_TRANSCRIPT) {
+  if (int h = EnumValue(out->history_mode);
+      h != QWENRT_HISTORY_TEMPLATE && h != QWENRT_HISTORY_TRANSCRIPT) {
     return InvalidArgument("params->history_mode {} is not a qwenrt_history_mode", h);
   }
   return OkStatus();
@@ -45,7 +49,8 @@ SessionParams ToSessionParams(const qwenrt_session_params& p, BackendKind kind) 
   s.backend = kind;
   s.n_threads = p.n_threads;
   s.max_context = p.n_ctx;
-  s.checkpoint_budget_bytes = p.checkpoint_budget == 0 ? -1 : static_cast<int64_t>(p.checkpoint_budget);
+  s.checkpoint_budget_bytes =
+      p.checkpoint_budget == 0 ? -1 : static_cast<int64_t>(p.checkpoint_budget);
   s.checkpoint_every = p.checkpoint_interval;
   s.split_invariant = p.split_invariant;
   return s;
@@ -54,7 +59,8 @@ SessionParams ToSessionParams(const qwenrt_session_params& p, BackendKind kind) 
 ChatSessionParams ToChatParams(const qwenrt_session_params& p, BackendKind kind) {
   ChatSessionParams c;
   c.session = ToSessionParams(p, kind);
-  c.history = p.history_mode == QWENRT_HISTORY_TRANSCRIPT ? HistoryMode::kTranscript : HistoryMode::kTemplate;
+  c.history = p.history_mode == QWENRT_HISTORY_TRANSCRIPT ? HistoryMode::kTranscript
+                                                          : HistoryMode::kTemplate;
   if (p.log_callback != nullptr) {
     qwenrt_log_callback cb = p.log_callback;
     void* user = p.log_user_data;
@@ -67,9 +73,12 @@ ChatSessionParams ToChatParams(const qwenrt_session_params& p, BackendKind kind)
 StatusOr<std::unique_ptr<ChatSession>> CreateChat(const std::shared_ptr<const ChatModel>& m,
                                                   const qwenrt_session_params& p) {
   switch (p.backend) {
-    case QWENRT_BACKEND_CPU: return ChatSession::Create(m, ToChatParams(p, BackendKind::kCpu));
-    case QWENRT_BACKEND_REF: return ChatSession::Create(m, ToChatParams(p, BackendKind::kRef));
-    case QWENRT_BACKEND_CUDA: return ChatSession::Create(m, ToChatParams(p, BackendKind::kCuda));
+    case QWENRT_BACKEND_CPU:
+      return ChatSession::Create(m, ToChatParams(p, BackendKind::kCpu));
+    case QWENRT_BACKEND_REF:
+      return ChatSession::Create(m, ToChatParams(p, BackendKind::kRef));
+    case QWENRT_BACKEND_CUDA:
+      return ChatSession::Create(m, ToChatParams(p, BackendKind::kCuda));
     case QWENRT_BACKEND_AUTO:
     default: {
 #if defined(QWENRT_HAVE_CUDA)
@@ -89,22 +98,32 @@ Status PublishSession(std::unique_ptr<qwenrt_session> handle, qwenrt_session** o
 
 qwenrt_miss_reason ToCMiss(MissReason m) {
   switch (m) {
-    case MissReason::kNone: return QWENRT_MISS_NONE;
-    case MissReason::kEmpty: return QWENRT_MISS_EMPTY;
-    case MissReason::kNoCheckpoint: return QWENRT_MISS_NO_CHECKPOINT;
-    case MissReason::kEndsInsideTranscript: return QWENRT_MISS_OTHER;
+    case MissReason::kNone:
+      return QWENRT_MISS_NONE;
+    case MissReason::kEmpty:
+      return QWENRT_MISS_EMPTY;
+    case MissReason::kNoCheckpoint:
+      return QWENRT_MISS_NO_CHECKPOINT;
+    case MissReason::kEndsInsideTranscript:
+      return QWENRT_MISS_OTHER;
   }
   return QWENRT_MISS_OTHER;
 }
 
 qwenrt_stop_reason ToCStop(StopReason r) {
   switch (r) {
-    case StopReason::kNone: return QWENRT_STOP_NONE;
-    case StopReason::kEndOfGeneration: return QWENRT_STOP_EOG;
-    case StopReason::kMaxTokens: return QWENRT_STOP_MAX_TOKENS;
-    case StopReason::kStopString: return QWENRT_STOP_STRING;
-    case StopReason::kCallback: return QWENRT_STOP_CALLBACK;
-    case StopReason::kContextFull: return QWENRT_STOP_CONTEXT_FULL;
+    case StopReason::kNone:
+      return QWENRT_STOP_NONE;
+    case StopReason::kEndOfGeneration:
+      return QWENRT_STOP_EOG;
+    case StopReason::kMaxTokens:
+      return QWENRT_STOP_MAX_TOKENS;
+    case StopReason::kStopString:
+      return QWENRT_STOP_STRING;
+    case StopReason::kCallback:
+      return QWENRT_STOP_CALLBACK;
+    case StopReason::kContextFull:
+      return QWENRT_STOP_CONTEXT_FULL;
   }
   return QWENRT_STOP_NONE;
 }
@@ -114,16 +133,16 @@ qwenrt_stop_reason ToCStop(StopReason r) {
 SessionCall::~SessionCall() {
   if (!entered_) return;
   bool last = false;
-  WithRegistryLock([&] {
-    last = --s_->calls == 0 && s_->free_pending;
-  });
+  WithRegistryLock([&] { last = --s_->calls == 0 && s_->free_pending; });
   if (last) delete s_;
 }
 
 Status SessionCall::Enter() {
   return WithLiveHandle(s_, HandleKind::kSession, "session", [&]() -> Status {
     if (s_->calls > 0 && s_->owner != std::this_thread::get_id()) {
-      return InvalidArgument("session is busy: another thread is running a call on it (one thread per handle at a time)");
+      return InvalidArgument(
+          "session is busy: another thread is running a call on it (one thread per handle at a "
+          "time)");
     }
     if (s_->calls++ == 0) s_->owner = std::this_thread::get_id();
     entered_ = true;
@@ -181,7 +200,8 @@ void qwenrt_session_free(qwenrt_session* session) {
     bool now = false;
     const bool live = UnregisterHandleThen(session, HandleKind::kSession, [&] {
       if (session->calls > 0) {
-        session->free_pending = true;  // a call runs (this free comes from its callback): it deletes
+        session->free_pending =
+            true;  // a call runs (this free comes from its callback): it deletes
       } else {
         now = true;
       }
@@ -203,9 +223,15 @@ qwenrt_status qwenrt_session_get_backend(const qwenrt_session* session, qwenrt_b
     QWENRT_RETURN_IF_ERROR(CheckHandle(session, HandleKind::kSession, "session"));
     if (backend == nullptr) return InvalidArgument("backend is NULL");
     switch (session->chat->params().session.backend) {
-      case BackendKind::kCpu: *backend = QWENRT_BACKEND_CPU; break;
-      case BackendKind::kCuda: *backend = QWENRT_BACKEND_CUDA; break;
-      case BackendKind::kRef: *backend = QWENRT_BACKEND_REF; break;
+      case BackendKind::kCpu:
+        *backend = QWENRT_BACKEND_CPU;
+        break;
+      case BackendKind::kCuda:
+        *backend = QWENRT_BACKEND_CUDA;
+        break;
+      case BackendKind::kRef:
+        *backend = QWENRT_BACKEND_REF;
+        break;
     }
     return OkStatus();
   });
@@ -223,12 +249,13 @@ int64_t qwenrt_session_n_tokens(const qwenrt_session* session) {
   });
 }
 
-qwenrt_status qwenrt_session_get_tokens(const qwenrt_session* session, int32_t* tokens, size_t capacity,
-                                        size_t* n_tokens) {
+qwenrt_status qwenrt_session_get_tokens(const qwenrt_session* session, int32_t* tokens,
+                                        size_t capacity, size_t* n_tokens) {
   return Guard(__func__, [&]() -> Status {
     QWENRT_CAPI_ENTER(session);
     if (n_tokens == nullptr) return InvalidArgument("n_tokens is NULL");
-    if (tokens == nullptr && capacity > 0) return InvalidArgument("tokens is NULL but capacity is {}", capacity);
+    if (tokens == nullptr && capacity > 0)
+      return InvalidArgument("tokens is NULL but capacity is {}", capacity);
     const std::vector<int32_t>& t = session->chat->session().transcript();
     return CopyArray(t.data(), t.size(), tokens, capacity, n_tokens, "tokens");
   });
@@ -242,12 +269,13 @@ qwenrt_status qwenrt_session_get_report(const qwenrt_session* session, qwenrt_re
   });
 }
 
-qwenrt_status qwenrt_session_get_report_line(const qwenrt_session* session, char* buf, size_t capacity,
-                                             size_t* needed) {
+qwenrt_status qwenrt_session_get_report_line(const qwenrt_session* session, char* buf,
+                                             size_t capacity, size_t* needed) {
   return Guard(__func__, [&]() -> Status {
     QWENRT_CAPI_ENTER(session);
     if (needed == nullptr) return InvalidArgument("needed is NULL");
-    if (buf == nullptr && capacity > 0) return InvalidArgument("buf is NULL but capacity is {}", capacity);
+    if (buf == nullptr && capacity > 0)
+      return InvalidArgument("buf is NULL but capacity is {}", capacity);
     return CopyString(session->chat->report_line(), buf, capacity, needed);
   });
 }
@@ -256,11 +284,14 @@ qwenrt_status qwenrt_session_feed(qwenrt_session* session, const int32_t* tokens
                                   qwenrt_report* report) {
   return Guard(__func__, [&]() -> Status {
     QWENRT_CAPI_ENTER(session);
-    if (report != nullptr) QWENRT_RETURN_IF_ERROR(CheckStructSize(report->struct_size, sizeof *report, "report", "qwenrt_report"));
+    if (report != nullptr)
+      QWENRT_RETURN_IF_ERROR(
+          CheckStructSize(report->struct_size, sizeof *report, "report", "qwenrt_report"));
     if (n == 0) return InvalidArgument("the token sequence is empty (n == 0)");
     if (tokens == nullptr) return InvalidArgument("tokens is NULL but n is {}", n);
     QWENRT_RETURN_IF_ERROR(session->chat->FeedTokens(std::span<const int32_t>(tokens, n)));
-    if (report != nullptr) return WriteOut(ToCReport(session->chat->report()), report, "report", "qwenrt_report");
+    if (report != nullptr)
+      return WriteOut(ToCReport(session->chat->report()), report, "report", "qwenrt_report");
     return OkStatus();
   });
 }
@@ -269,11 +300,13 @@ qwenrt_status qwenrt_session_get_logits(const qwenrt_session* session, const flo
                                         size_t* n_vocab) {
   return Guard(__func__, [&]() -> Status {
     QWENRT_CAPI_ENTER(session);
-    if (out_logits == nullptr || n_vocab == nullptr) return InvalidArgument("out_logits or n_vocab is NULL");
+    if (out_logits == nullptr || n_vocab == nullptr)
+      return InvalidArgument("out_logits or n_vocab is NULL");
     const Session& s = session->chat->session();
     std::span<const float> l = s.last_logits();
     if (s.size() == 0) return InvalidArgument("the session holds no tokens: feed first");
-    if (l.empty()) return InvalidArgument("no logits for the last position (restored without logits)");
+    if (l.empty())
+      return InvalidArgument("no logits for the last position (restored without logits)");
     *out_logits = l.data();
     *n_vocab = l.size();
     return OkStatus();
@@ -300,7 +333,8 @@ qwenrt_status qwenrt_session_checkpoint_at(qwenrt_session* session, int64_t pos)
 qwenrt_status qwenrt_session_set_checkpoint_budget(qwenrt_session* session, uint64_t bytes) {
   return Guard(__func__, [&]() -> Status {
     QWENRT_CAPI_ENTER(session);
-    QWENRT_RETURN_IF_ERROR(session->chat->SetCheckpointBudget(bytes == 0 ? -1 : static_cast<int64_t>(bytes)));
+    QWENRT_RETURN_IF_ERROR(
+        session->chat->SetCheckpointBudget(bytes == 0 ? -1 : static_cast<int64_t>(bytes)));
     session->params.checkpoint_budget = bytes;
     return OkStatus();
   });
@@ -311,7 +345,8 @@ qwenrt_status qwenrt_session_get_checkpoints(const qwenrt_session* session, int6
   return Guard(__func__, [&]() -> Status {
     QWENRT_CAPI_ENTER(session);
     if (n == nullptr) return InvalidArgument("n is NULL");
-    if (positions == nullptr && capacity > 0) return InvalidArgument("positions is NULL but capacity is {}", capacity);
+    if (positions == nullptr && capacity > 0)
+      return InvalidArgument("positions is NULL but capacity is {}", capacity);
     std::vector<int64_t> pos;
     for (const CheckpointInfo& c : session->chat->session().checkpoints()) pos.push_back(c.pos);
     return CopyArray(pos.data(), pos.size(), positions, capacity, n, "checkpoints");
@@ -346,9 +381,11 @@ qwenrt_status qwenrt_session_save_memory(const qwenrt_session* session, void* bu
   return Guard(__func__, [&]() -> Status {
     QWENRT_CAPI_ENTER(session);
     if (needed == nullptr) return InvalidArgument("needed is NULL");
-    if (buf == nullptr && capacity > 0) return InvalidArgument("buf is NULL but capacity is {}", capacity);
+    if (buf == nullptr && capacity > 0)
+      return InvalidArgument("buf is NULL but capacity is {}", capacity);
     QWENRT_ASSIGN_OR_RETURN(std::vector<uint8_t> blob, session->chat->SaveToMemory());
-    return CopyArray(blob.data(), blob.size(), static_cast<uint8_t*>(buf), capacity, needed, "bytes");
+    return CopyArray(blob.data(), blob.size(), static_cast<uint8_t*>(buf), capacity, needed,
+                     "bytes");
   });
 }
 
@@ -364,7 +401,8 @@ qwenrt_status qwenrt_session_load_memory(qwenrt_session* session, const void* da
   return Guard(__func__, [&]() -> Status {
     QWENRT_CAPI_ENTER(session);
     if (data == nullptr) return InvalidArgument("data is NULL");
-    return session->chat->LoadFromMemory(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size));
+    return session->chat->LoadFromMemory(
+        std::span<const uint8_t>(static_cast<const uint8_t*>(data), size));
   });
 }
 

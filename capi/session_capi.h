@@ -23,7 +23,7 @@ class SessionCall {
   bool entered_ = false;
 };
 
-#define QWENRT_CAPI_ENTER(session)  \
+#define QWENRT_CAPI_ENTER(session)   \
   SessionCall session_call(session); \
   QWENRT_RETURN_IF_ERROR(session_call.Enter())
 

@@ -5,15 +5,20 @@
 
 namespace qwenrt::capi {
 
-Status CheckStructSize(uint32_t struct_size, size_t known_size, const char* what, const char* type) {
+Status CheckStructSize(uint32_t struct_size, size_t known_size, const char* what,
+                       const char* type) {
   if (struct_size == 0) {
-    return InvalidArgument("{}->struct_size is 0: initialise the {} with its default function or set "
-                           "struct_size = sizeof({})", what, type, type);
+    return InvalidArgument(
+        "{}->struct_size is 0: initialise the {} with its default function or set "
+        "struct_size = sizeof({})",
+        what, type, type);
   }
   if (struct_size < sizeof(uint32_t) || struct_size % sizeof(uint32_t) != 0 ||
       struct_size > kMaxStructSize) {
-    return InvalidArgument("{}->struct_size {} is not the size of any version of {} (this library's "
-                           "is {})", what, struct_size, type, known_size);
+    return InvalidArgument(
+        "{}->struct_size {} is not the size of any version of {} (this library's "
+        "is {})",
+        what, struct_size, type, known_size);
   }
   return OkStatus();
 }
@@ -28,10 +33,11 @@ Status ReadStruct(const void* in, const void* defaults, void* out, size_t known_
   const auto* bytes = static_cast<const unsigned char*>(in);
   for (size_t i = known_size; i < size; ++i) {
     if (bytes[i] != 0) {
-      return InvalidArgument("{}->struct_size {} is larger than this library's {} ({} bytes) and byte "
-                             "{} is not zero: the struct has fields this library version does not know "
-                             "(library {}, ABI {})", what, size, type, known_size, i,
-                             QWENRT_VERSION_STRING, QWENRT_ABI_VERSION);
+      return InvalidArgument(
+          "{}->struct_size {} is larger than this library's {} ({} bytes) and byte "
+          "{} is not zero: the struct has fields this library version does not know "
+          "(library {}, ABI {})",
+          what, size, type, known_size, i, QWENRT_VERSION_STRING, QWENRT_ABI_VERSION);
     }
   }
   auto* dst = static_cast<unsigned char*>(out);
@@ -42,7 +48,8 @@ Status ReadStruct(const void* in, const void* defaults, void* out, size_t known_
   return OkStatus();
 }
 
-Status WriteStruct(const void* value, void* out, size_t known_size, const char* what, const char* type) {
+Status WriteStruct(const void* value, void* out, size_t known_size, const char* what,
+                   const char* type) {
   uint32_t size = 0;
   std::memcpy(&size, out, sizeof size);
   QWENRT_RETURN_IF_ERROR(CheckStructSize(size, known_size, what, type));
@@ -110,8 +117,8 @@ Status CheckCString(const char* text, const char* what, bool null_ok) {
 Status CopyString(std::string_view text, char* buf, size_t capacity, size_t* needed) {
   *needed = text.size() + 1;
   if (capacity < text.size() + 1) {
-    return BufferTooSmall("{} bytes (with the terminating NUL) do not fit in capacity {}", text.size() + 1,
-                          capacity);
+    return BufferTooSmall("{} bytes (with the terminating NUL) do not fit in capacity {}",
+                          text.size() + 1, capacity);
   }
   if (!text.empty()) std::memcpy(buf, text.data(), text.size());
   buf[text.size()] = '\0';

@@ -3,18 +3,18 @@
 #pragma once
 
 #include <cstddef>
-#include <string>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <string>
 #include <string_view>
 
 #include "base/status.h"
 
 namespace qwenrt::capi {
 
-// Where one field of a C struct lies; a table of these lets an older (smaller) struct be read field by
-// field, so that a field only partly covered by the caller's struct_size keeps its default.
+// Where one field of a C struct lies; a table of these lets an older (smaller) struct be read field
+// by field, so that a field only partly covered by the caller's struct_size keeps its default.
 struct FieldSpan {
   size_t offset;
   size_t size;
@@ -25,8 +25,8 @@ struct FieldSpan {
 // Largest struct_size accepted; anything bigger is taken for an uninitialised field.
 inline constexpr uint32_t kMaxStructSize = 4096;
 
-// Checks a struct_size value seen in `what` (e.g. "params"): at least the struct_size field itself, a
-// multiple of 4 (every struct starts with a uint32_t, so its sizeof is), at most kMaxStructSize.
+// Checks a struct_size value seen in `what` (e.g. "params"): at least the struct_size field itself,
+// a multiple of 4 (every struct starts with a uint32_t, so its sizeof is), at most kMaxStructSize.
 Status CheckStructSize(uint32_t struct_size, size_t known_size, const char* what, const char* type);
 
 // Reads a caller's params struct into `*out`: `*out` starts as `defaults`; fields that lie entirely
@@ -41,18 +41,20 @@ Status ReadParams(const T* in, const T& defaults, T* out, std::initializer_list<
   return ReadStruct(in, &defaults, out, sizeof(T), fields, what, type);
 }
 
-// Writes `value` into a caller's out-struct whose struct_size the caller set: the bytes that fit are
-// written (struct_size itself is kept), bytes past sizeof(T) are zeroed. `out` must not be null.
-Status WriteStruct(const void* value, void* out, size_t known_size, const char* what, const char* type);
+// Writes `value` into a caller's out-struct whose struct_size the caller set: the bytes that fit
+// are written (struct_size itself is kept), bytes past sizeof(T) are zeroed. `out` must not be
+// null.
+Status WriteStruct(const void* value, void* out, size_t known_size, const char* what,
+                   const char* type);
 
 template <typename T>
 Status WriteOut(const T& value, T* out, const char* what, const char* type) {
   return WriteStruct(&value, out, sizeof(T), what, type);
 }
 
-// The integer a C caller stored in an enum field or argument. Read through memcpy: in C++, loading an
-// enum object that holds a value outside its enumerators' range is undefined, and C callers can pass
-// any int. Validate with this before using the enum.
+// The integer a C caller stored in an enum field or argument. Read through memcpy: in C++, loading
+// an enum object that holds a value outside its enumerators' range is undefined, and C callers can
+// pass any int. Validate with this before using the enum.
 template <typename E>
 int EnumValue(const E& e) {
   static_assert(sizeof(E) == sizeof(int), "C enums are int-sized");

@@ -13,7 +13,7 @@ import regex
 PATTERN = regex.compile(
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
 # Characters of every class the scanner distinguishes, weighted towards the tricky ones.
-# (U+017F is left out: the regex's case folding matches it as 's', the peer's lower-casing not.)
+# (U+017F is left out: the regex's case folding matches it as 's', llama.cpp's lower-casing not.)
 POOL = (list(" \t\n\r'''sStTrReEvVlLmMdDa1!.(\"-") +
         ["\u00bd", "\u00e9", "\u0301", "\u0300", "\u00a0", "\u3000", "\u2000", "\u200b", "\u001c",
          "\u4e2d", "\U0001F600", "\u0085", "\u01c5", "\u16ee", "\u0903", "\u20dd", "\u0378",

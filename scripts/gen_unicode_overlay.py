@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates the Unicode overlay table of src/text/unicode.cpp.
 
-utf8proc from Debian knows Unicode 15.0; the peer's pre-tokenizer tables come from the latest UCD
+utf8proc from Debian knows Unicode 15.0; llama.cpp's pre-tokenizer tables come from the latest UCD
 (>= 15.1). This script lists the code points whose L/M/N class differs between the installed
 libutf8proc and the `regex` module's (newer) Unicode tables, as C++ range initialisers.
 Run: python3 scripts/gen_unicode_overlay.py   (needs libutf8proc and `pip install regex`)

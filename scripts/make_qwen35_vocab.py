@@ -13,7 +13,7 @@ the genuine Qwen3.5/3.6 vocabulary was reachable from here.
 The tiktoken file gives byte strings with their ranks (rank = token id). Hugging Face merges are
 recovered per token by running tiktoken's BPE on the token's bytes using only lower ranks, which
 leaves exactly two parts: the merge that creates the token (rank order = token id order).
-Added tokens 248044..248076 are the published ones (spec §2.2); 248077..248319 are the
+Added tokens 248044..248076 are the published ones (docs/spec/tokenizer-and-chat.md §2.2); 248077..248319 are the
 converter's [PAD] entries (UNUSED) up to the model's vocab_size.
 """
 import base64
@@ -30,7 +30,7 @@ ADDED = [
     "<|audio_start|>", "<|audio_end|>", "<tts_pad>", "<tts_text_bos>", "<tts_text_eod>",
     "<tts_text_bos_single>", "<|audio_pad|>",
 ]
-# HF marks these `special: false`; the converter stores them as USER_DEFINED (spec §2.2).
+# HF marks these `special: false`; the converter stores them as USER_DEFINED (tokenizer-and-chat.md §2.2).
 USER_DEFINED = {"<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>",
                 "</think>"}
 NORMAL, CONTROL, USER, UNUSED = 1, 3, 4, 5

@@ -14,7 +14,10 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 PARTS=${SANITIZE_PARTS:-asan tsan}
 JOBS=${JOBS:-$(nproc)}
-COMMON=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DQWENRT_CUDA=OFF -DQWENRT_BUILD_BENCH=OFF
+# -O1 -g1: a third less compile time than -O2 -g on these 2-core machines, line numbers kept for
+# the sanitizers' stack traces.
+COMMON=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1"
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DQWENRT_CUDA=OFF -DQWENRT_BUILD_BENCH=OFF
         -DQWENRT_BUILD_EXAMPLES=OFF)
 if command -v ccache > /dev/null; then
   COMMON+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

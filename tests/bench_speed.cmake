@@ -1,5 +1,5 @@
 # qwenrt-bench pp / tg / speed on the tiny fixture: the table and the JSON come out (and, when the
-# peer's tools are next to the checkout, the side-by-side columns); bad arguments exit non-zero.
+# llama.cpp's tools are next to the checkout, the side-by-side columns); bad arguments exit non-zero.
 if(QWENRT_BUILD_BENCH)
   find_package(benchmark QUIET)  # bench/ builds qwenrt-bench only with it
 endif()

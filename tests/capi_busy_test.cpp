@@ -3,9 +3,8 @@
 // QWENRT_INVALID_ARGUMENT and changes nothing; qwenrt_session_free from inside the callback is
 // carried out when the running call returns; qwenrt_session_cancel never races a free. Run under
 // ASan/TSan by scripts/test.sh.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -70,7 +69,8 @@ bool NestedCalls(qwenrt_piece_kind, const char*, size_t, void* user) {
   if (n->free_it) {
     qwenrt_session_free(n->s);  // deferred: the running chat finishes first
     size_t len = 0;
-    Record(n, qwenrt_session_get_tokens(n->s, nullptr, 0, &len));  // the handle is gone for new calls
+    Record(n,
+           qwenrt_session_get_tokens(n->s, nullptr, 0, &len));  // the handle is gone for new calls
     return true;
   }
   Record(n, qwenrt_session_chat(n->s, n->chat, nullptr, nullptr, nullptr));
@@ -83,7 +83,8 @@ bool NestedCalls(qwenrt_piece_kind, const char*, size_t, void* user) {
   Record(n, qwenrt_session_fork(n->s, &fork));
   // Reading is allowed from the callback's own thread.
   size_t len = 0;
-  n->statuses.push_back(qwenrt_session_get_tokens(n->s, nullptr, 0, &len) == QWENRT_BUFFER_TOO_SMALL ||
+  n->statuses.push_back(qwenrt_session_get_tokens(n->s, nullptr, 0, &len) ==
+                                    QWENRT_BUFFER_TOO_SMALL ||
                                 qwenrt_session_get_tokens(n->s, nullptr, 0, &len) == QWENRT_OK
                             ? QWENRT_OK
                             : QWENRT_INTERNAL);
@@ -122,7 +123,8 @@ TEST_CASE("calls from inside the stream callback are refused and change nothing"
   qwenrt_model_free(m);
 }
 
-TEST_CASE("qwenrt_session_free from inside the callback takes effect when the call returns", "[capi]") {
+TEST_CASE("qwenrt_session_free from inside the callback takes effect when the call returns",
+          "[capi]") {
   qwenrt_model* m = LoadModel();
   qwenrt_session* s = NewSession(m);
   Chat c;
@@ -131,7 +133,7 @@ TEST_CASE("qwenrt_session_free from inside the callback takes effect when the ca
   CHECK(ChatWithNestedCalls(s, c, n) == QWENRT_OK);
   REQUIRE(n.statuses.size() == 1);
   CHECK(n.statuses[0] == QWENRT_INVALID_ARGUMENT);  // freed for every new call
-  CHECK(qwenrt_session_n_tokens(s) == -1);         // and after the call: gone (ASan: no leak, no UAF)
+  CHECK(qwenrt_session_n_tokens(s) == -1);  // and after the call: gone (ASan: no leak, no UAF)
   qwenrt_model_free(m);
 }
 
@@ -174,7 +176,7 @@ TEST_CASE("a second thread is refused while a call runs; cancel is allowed", "[c
   CHECK(qwenrt_session_reset(s) == QWENRT_INVALID_ARGUMENT);
   qwenrt_backend b;
   CHECK(qwenrt_session_get_backend(s, &b) == QWENRT_OK);  // "any thread"
-  CHECK(qwenrt_session_cancel(s) == QWENRT_OK);            // "any thread"
+  CHECK(qwenrt_session_cancel(s) == QWENRT_OK);           // "any thread"
   slow.release.store(true);
   runner.join();
   CHECK((chat_status == QWENRT_OK || chat_status == QWENRT_CANCELLED));

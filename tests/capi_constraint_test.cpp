@@ -1,13 +1,11 @@
-// Constrained generation through the C ABI: qwenrt_constraint_compile (GBNF, JSON Schema, regex) with
-// specific compile errors, one compiled constraint shared by two sessions and reused across turns,
-// and every constrained reply matching it.
+// Constrained generation through the C ABI: qwenrt_constraint_compile (GBNF, JSON Schema, regex)
+// with specific compile errors, one compiled constraint shared by two sessions and reused across
+// turns, and every constrained reply matching it.
 #include <catch2/catch.hpp>
-
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "qwenrt/qwenrt.h"
 
@@ -27,7 +25,8 @@ std::string Reply(qwenrt_session* s) {
   size_t n = 0;
   qwenrt_session_get_reply(s, QWENRT_PIECE_CONTENT, nullptr, 0, &n);
   std::string out(n + 1, '\0');
-  REQUIRE(qwenrt_session_get_reply(s, QWENRT_PIECE_CONTENT, out.data(), out.size(), &n) == QWENRT_OK);
+  REQUIRE(qwenrt_session_get_reply(s, QWENRT_PIECE_CONTENT, out.data(), out.size(), &n) ==
+          QWENRT_OK);
   out.resize(std::strlen(out.c_str()));
   return out;
 }
@@ -39,24 +38,29 @@ TEST_CASE("compile errors name the problem", "[capi][constraint]") {
         QWENRT_INVALID_ARGUMENT);
   CHECK(std::string(qwenrt_last_error()).find("line 1") != std::string::npos);
   CHECK(c == nullptr);
-  const std::string bad_schema = R"({"type": "object", "properties": {"a": {"not": {"type": "string"}}}})";
-  CHECK(qwenrt_constraint_compile(QWENRT_CONSTRAINT_JSON_SCHEMA, bad_schema.data(), bad_schema.size(), &c) ==
-        QWENRT_INVALID_ARGUMENT);
+  const std::string bad_schema =
+      R"({"type": "object", "properties": {"a": {"not": {"type": "string"}}}})";
+  CHECK(qwenrt_constraint_compile(QWENRT_CONSTRAINT_JSON_SCHEMA, bad_schema.data(),
+                                  bad_schema.size(), &c) == QWENRT_INVALID_ARGUMENT);
   CHECK(std::string(qwenrt_last_error()).find("not") != std::string::npos);
   const std::string bad_regex = "a(b";
-  CHECK(qwenrt_constraint_compile(QWENRT_CONSTRAINT_REGEX, bad_regex.data(), bad_regex.size(), &c) ==
+  CHECK(qwenrt_constraint_compile(QWENRT_CONSTRAINT_REGEX, bad_regex.data(), bad_regex.size(),
+                                  &c) == QWENRT_INVALID_ARGUMENT);
+  CHECK(qwenrt_constraint_compile(static_cast<qwenrt_constraint_kind>(9), "x", 1, &c) ==
         QWENRT_INVALID_ARGUMENT);
-  CHECK(qwenrt_constraint_compile(static_cast<qwenrt_constraint_kind>(9), "x", 1, &c) == QWENRT_INVALID_ARGUMENT);
-  CHECK(qwenrt_constraint_compile(QWENRT_CONSTRAINT_REGEX, nullptr, 0, &c) == QWENRT_INVALID_ARGUMENT);
-  CHECK(qwenrt_constraint_compile(QWENRT_CONSTRAINT_REGEX, "\xff", 1, &c) == QWENRT_INVALID_ARGUMENT);
+  CHECK(qwenrt_constraint_compile(QWENRT_CONSTRAINT_REGEX, nullptr, 0, &c) ==
+        QWENRT_INVALID_ARGUMENT);
+  CHECK(qwenrt_constraint_compile(QWENRT_CONSTRAINT_REGEX, "\xff", 1, &c) ==
+        QWENRT_INVALID_ARGUMENT);
   qwenrt_constraint_free(nullptr);
 }
 
 TEST_CASE("one constraint, two sessions, two turns: every reply matches", "[capi][constraint]") {
   qwenrt_model* m = nullptr;
   REQUIRE(qwenrt_model_load(kModel.c_str(), nullptr, &m) == QWENRT_OK);
-  qwenrt_constraint* json = Compile(QWENRT_CONSTRAINT_JSON_SCHEMA_COMPACT,
-                                    R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0,
+  qwenrt_constraint* json =
+      Compile(QWENRT_CONSTRAINT_JSON_SCHEMA_COMPACT,
+              R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0,
                                     "maximum": 99}}, "required": ["n"], "additionalProperties": false})");
   qwenrt_constraint* digits = Compile(QWENRT_CONSTRAINT_REGEX, "[0-9]{3}-[a-z]{2}");
   qwenrt_session_params sp = qwenrt_session_default_params();

@@ -2,7 +2,6 @@
 // core's ChatSession (what C++ hosts and capi/ both run) gives the same streamed pieces, the same
 // checkpoints, the same reports and report lines, turn after turn, in both history modes.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <string>
 #include <vector>
@@ -121,7 +120,8 @@ std::vector<TurnResult> RunC(qwenrt_history_mode mode, const char* tools_json) {
     REQUIRE(qwenrt_session_get_tokens(s, t.transcript.data(), n, &n) == QWENRT_OK);
     qwenrt_session_get_report_line(s, nullptr, 0, &n);
     t.report_line.assign(n + 1, '\0');
-    REQUIRE(qwenrt_session_get_report_line(s, t.report_line.data(), t.report_line.size(), &n) == QWENRT_OK);
+    REQUIRE(qwenrt_session_get_report_line(s, t.report_line.data(), t.report_line.size(), &n) ==
+            QWENRT_OK);
     t.report_line.resize(std::strlen(t.report_line.c_str()));
     t.content = ReplyC(s, QWENRT_PIECE_CONTENT);
     t.reasoning = ReplyC(s, QWENRT_PIECE_REASONING);
@@ -165,7 +165,11 @@ std::vector<TurnResult> RunCore(HistoryMode mode, const char* tools_json) {
     gen.sampling.seed = kSeed;
     TurnResult t;
     gen.on_piece = [&](PieceKind kind, std::string_view text) {
-      Append(t.pieces, kind == PieceKind::kContent ? 0 : kind == PieceKind::kReasoning ? 1 : 2, text);
+      Append(t.pieces,
+             kind == PieceKind::kContent     ? 0
+             : kind == PieceKind::kReasoning ? 1
+                                             : 2,
+             text);
       return true;
     };
     REQUIRE(s.Chat(req, gen).ok());
@@ -234,11 +238,13 @@ void CheckSame(const std::vector<TurnResult>& c, const std::vector<TurnResult>& 
 const char* kTools = R"([{"type": "function", "function": {"name": "get_weather",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])";
 
-TEST_CASE("C ABI and C++ host: same pieces, checkpoints and reports (template history)", "[chat][capi]") {
+TEST_CASE("C ABI and C++ host: same pieces, checkpoints and reports (template history)",
+          "[chat][capi]") {
   CheckSame(RunC(QWENRT_HISTORY_TEMPLATE, nullptr), RunCore(HistoryMode::kTemplate, nullptr));
 }
 
-TEST_CASE("C ABI and C++ host: same pieces, checkpoints and reports (transcript history, tools)", "[chat][capi]") {
+TEST_CASE("C ABI and C++ host: same pieces, checkpoints and reports (transcript history, tools)",
+          "[chat][capi]") {
   CheckSame(RunC(QWENRT_HISTORY_TRANSCRIPT, kTools), RunCore(HistoryMode::kTranscript, kTools));
 }
 

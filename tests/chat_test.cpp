@@ -1,18 +1,16 @@
 // The chat engine (src/chat/chat_session.h) on the tiny fixture model: tool-call markup, message
 // rendering, and multi-turn conversations — in template mode turns 2 and 3 prefill only the
 // re-rendered previous reply and the new message (resumed from the checkpoint after the previous
-// `<|im_start|>assistant\n`), with logits equal to a full re-prefill; transcript mode appends only the
-// new turn; fixed seeds reproduce; streamed text is always whole UTF-8 characters; bad requests
+// `<|im_start|>assistant\n`), with logits equal to a full re-prefill; transcript mode appends only
+// the new turn; fixed seeds reproduce; streamed text is always whole UTF-8 characters; bad requests
 // are errors that leave the session as it was.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "chat/chat_model.h"
 #include "chat/chat_session.h"
@@ -36,26 +34,33 @@ TEST_CASE("tool-call markup: schema-typed arguments, Python literals, garbage re
       "parameters": {"type": "object", "properties": {"city": {"type": "string"},
       "metric": {"type": "boolean"}, "days": {"type": "integer"}, "zip": {"type": "string"},
       "opts": {"type": "object"}}}}}])");
-  auto c = ParseToolCall("\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=metric>\nTrue\n"
-                         "</parameter>\n<parameter=days>\n3\n</parameter>\n<parameter=zip>\n75001\n</parameter>\n"
-                         "<parameter=opts>\n{\"a\": [1, \"x\"]}\n</parameter>\n</function>\n", tools);
+  auto c = ParseToolCall(
+      "\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=metric>\nTrue\n"
+      "</parameter>\n<parameter=days>\n3\n</parameter>\n<parameter=zip>\n75001\n</parameter>\n"
+      "<parameter=opts>\n{\"a\": [1, \"x\"]}\n</parameter>\n</function>\n",
+      tools);
   REQUIRE(c);
   CHECK(c->name == "get_weather");
-  CHECK(c->arguments.dump() == R"({"city":"Paris","metric":true,"days":3,"zip":"75001","opts":{"a":[1,"x"]}})");
+  CHECK(c->arguments.dump() ==
+        R"({"city":"Paris","metric":true,"days":3,"zip":"75001","opts":{"a":[1,"x"]}})");
   auto noop = ParseToolCall("<function=noop>\n</function>", tools);
   REQUIRE(noop);
   CHECK(noop->arguments.empty());
   // Without a schema values are JSON when they parse, Python literals included, else strings.
-  auto call = ParseToolCall("<function=f>\n<parameter=a>\n42\n</parameter>\n"
-                            "<parameter=b>\nFalse\n</parameter>\n<parameter=c>\nhello world\n"
-                            "</parameter>\n<parameter=d>\nline1\nline2\n</parameter>\n</function>", nullptr);
+  auto call = ParseToolCall(
+      "<function=f>\n<parameter=a>\n42\n</parameter>\n"
+      "<parameter=b>\nFalse\n</parameter>\n<parameter=c>\nhello world\n"
+      "</parameter>\n<parameter=d>\nline1\nline2\n</parameter>\n</function>",
+      nullptr);
   REQUIRE(call);
   CHECK(call->arguments.dump() == R"({"a":42,"b":false,"c":"hello world","d":"line1\nline2"})");
   CHECK_FALSE(ParseToolCall("not a call", nullptr));
-  CHECK_FALSE(ParseToolCall("<function=f>\n<parameter=a>\n1\n</function>", nullptr));  // unclosed parameter
+  CHECK_FALSE(
+      ParseToolCall("<function=f>\n<parameter=a>\n1\n</function>", nullptr));  // unclosed parameter
   CHECK_FALSE(ParseToolCall("<function=>\n</function>", nullptr));
   // Tool definitions of any shape never crash the typing.
-  CHECK(ParseToolCall("<function=f>\n<parameter=a>\n1\n</parameter>\n</function>", Json::parse(R"([1, "x", {"function": 3}])")));
+  CHECK(ParseToolCall("<function=f>\n<parameter=a>\n1\n</parameter>\n</function>",
+                      Json::parse(R"([1, "x", {"function": 3}])")));
 }
 
 struct Fixture {
@@ -104,7 +109,8 @@ struct Fixture {
   void Calibrate() {
     const int32_t newline = tok().Encode("\n")[0], think_end = tok().special_ids().think_end;
     auto s = NewChat();
-    const auto prompt = tok().Encode("<|im_start|>user\nHello world<|im_end|>\n<|im_start|>assistant\n<think>\n", true);
+    const auto prompt = tok().Encode(
+        "<|im_start|>user\nHello world<|im_end|>\n<|im_start|>assistant\n<think>\n", true);
     REQUIRE(s->FeedTokens(prompt).ok());
     const auto l = s->session().last_logits();
     float top = -1e30f;
@@ -131,9 +137,9 @@ int64_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
 
 // One turn as a host runs it, with what the tests look at.
 struct Turn {
-  std::vector<int32_t> prompt;        // the planned prompt
-  std::vector<float> prompt_logits;   // after the feed
-  std::vector<int32_t> transcript;    // after the reply
+  std::vector<int32_t> prompt;       // the planned prompt
+  std::vector<float> prompt_logits;  // after the feed
+  std::vector<int32_t> transcript;   // after the reply
   TurnReport report;
   ChatState reply;
   std::string streamed_content, streamed_reasoning;
@@ -189,8 +195,10 @@ TEST_CASE("template mode: later turns prefill only the previous reply and the ne
   const Tokenizer& tok = f.tok();
   const std::vector<Turn> r = RunThreeTurns(HistoryMode::kTemplate);
   // At least one reply has both parts, so the re-rendering really drops reasoning.
-  CHECK(std::any_of(r.begin(), r.end(), [](const Turn& x) { return !x.reply.reply_reasoning.empty(); }));
-  CHECK(std::any_of(r.begin(), r.end(), [](const Turn& x) { return !x.reply.reply_content.empty(); }));
+  CHECK(std::any_of(r.begin(), r.end(),
+                    [](const Turn& x) { return !x.reply.reply_reasoning.empty(); }));
+  CHECK(std::any_of(r.begin(), r.end(),
+                    [](const Turn& x) { return !x.reply.reply_content.empty(); }));
 
   // Turn 1 starts from scratch.
   CHECK(r[0].report.feed.reused_tokens == 0);
@@ -204,7 +212,8 @@ TEST_CASE("template mode: later turns prefill only the previous reply and the ne
     const Turn& cur = r[t];
     // The checkpoint right after the previous prompt's last "<|im_start|>assistant\n".
     const int64_t resume = static_cast<int64_t>(prev.prompt.size()) - 2;  // minus "<think>\n"
-    REQUIRE(std::equal(header.begin(), header.end(), prev.prompt.begin() + (resume - static_cast<int64_t>(header.size()))));
+    REQUIRE(std::equal(header.begin(), header.end(),
+                       prev.prompt.begin() + (resume - static_cast<int64_t>(header.size()))));
     const FeedReport& rep = cur.report.feed;
     CHECK(rep.prompt_tokens == static_cast<int64_t>(cur.prompt.size()));
     CHECK(rep.common_prefix == CommonPrefix(cur.prompt, prev.transcript));
@@ -215,7 +224,8 @@ TEST_CASE("template mode: later turns prefill only the previous reply and the ne
     // What was prefilled is exactly the re-rendered previous reply (reasoning dropped) plus the
     // new user message and the generation prompt.
     const std::vector<int32_t> prefilled(cur.prompt.begin() + resume, cur.prompt.end());
-    CHECK(tok.Decode(prefilled, true) == prev.reply.reply_content + "<|im_end|>\n<|im_start|>user\n" + kUsers[t] +
+    CHECK(tok.Decode(prefilled, true) == prev.reply.reply_content +
+                                             "<|im_end|>\n<|im_start|>user\n" + kUsers[t] +
                                              "<|im_end|>\n<|im_start|>assistant\n<think>\n");
     // The resumed prefill gives the logits of a full prefill of the same prompt, bit for bit.
     auto fresh = f.NewChat();
@@ -247,7 +257,8 @@ TEST_CASE("transcript mode appends only the new turn", "[chat]") {
     REQUIRE(cur.prompt.size() > before.size());
     CHECK(std::equal(before.begin(), before.end(), cur.prompt.begin()));
     // ... closed by <|im_end|>\n, then the new message and the generation prompt.
-    const std::vector<int32_t> added(cur.prompt.begin() + static_cast<ptrdiff_t>(before.size()), cur.prompt.end());
+    const std::vector<int32_t> added(cur.prompt.begin() + static_cast<ptrdiff_t>(before.size()),
+                                     cur.prompt.end());
     CHECK(f.tok().Decode(added, true) == std::string("<|im_end|>\n<|im_start|>user\n") + kUsers[t] +
                                              "<|im_end|>\n<|im_start|>assistant\n<think>\n");
     CHECK(cur.report.feed.reused_tokens == static_cast<int64_t>(before.size()));
@@ -271,14 +282,17 @@ TEST_CASE("transcript mode: a tool result turn is appended as the template group
   const auto& before = t1.transcript;
   REQUIRE(t2.prompt.size() > before.size());
   CHECK(std::equal(before.begin(), before.end(), t2.prompt.begin()));
-  const std::vector<int32_t> added(t2.prompt.begin() + static_cast<ptrdiff_t>(before.size()), t2.prompt.end());
+  const std::vector<int32_t> added(t2.prompt.begin() + static_cast<ptrdiff_t>(before.size()),
+                                   t2.prompt.end());
   CHECK(f.tok().Decode(added, true) ==
-        "<|im_end|>\n<|im_start|>user\n<tool_response>\n{\"temp\": 20}\n</tool_response>\n<tool_response>\n"
+        "<|im_end|>\n<|im_start|>user\n<tool_response>\n{\"temp\": "
+        "20}\n</tool_response>\n<tool_response>\n"
         "{\"wind\": 3}\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n");
   CHECK(t2.report.feed.prefilled_tokens == static_cast<int64_t>(added.size()));
 }
 
-TEST_CASE("messages render through the model's template; the plan's checkpoints follow the policy", "[chat]") {
+TEST_CASE("messages render through the model's template; the plan's checkpoints follow the policy",
+          "[chat]") {
   Fixture& f = GetFixture();
   ChatRequest req;
   req.tools = Json::parse(R"([{"type": "function", "function": {"name": "get_weather",
@@ -292,8 +306,10 @@ TEST_CASE("messages render through the model's template; the plan's checkpoints 
   // docs/spec/tokenizer-and-chat.md §6.7, after the system block.
   const std::string tail =
       "<|im_start|>user\nWeather in Paris?<|im_end|>\n"
-      "<|im_start|>assistant\n<think>\nNeed the tool.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
-      "<parameter=city>\nParis\n</parameter>\n<parameter=metric>\nTrue\n</parameter>\n</function>\n</tool_call><|im_end|>\n"
+      "<|im_start|>assistant\n<think>\nNeed the "
+      "tool.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
+      "<parameter=city>\nParis\n</parameter>\n<parameter=metric>\nTrue\n</parameter>\n</"
+      "function>\n</tool_call><|im_end|>\n"
       "<|im_start|>user\n<tool_response>\n{\"temp\": 20}\n</tool_response><|im_end|>\n"
       "<|im_start|>assistant\n<think>\n";
   REQUIRE(prompt->size() > tail.size());
@@ -316,12 +332,14 @@ TEST_CASE("messages render through the model's template; the plan's checkpoints 
   for (size_t i = 0; i < plan->tokens.size(); ++i) {
     if (plan->tokens[i] != im_start) continue;
     if (i > 0) expected.push_back(static_cast<int64_t>(i));
-    if (std::equal(header.begin(), header.end(), plan->tokens.begin() + static_cast<ptrdiff_t>(i))) {
+    if (std::equal(header.begin(), header.end(),
+                   plan->tokens.begin() + static_cast<ptrdiff_t>(i))) {
       expected.push_back(static_cast<int64_t>(i + header.size()));
     }
   }
   CHECK(plan->checkpoints == expected);
-  CHECK(std::count(plan->tokens.begin(), plan->tokens.end(), im_start) == 5);  // 4 messages + the prompt
+  CHECK(std::count(plan->tokens.begin(), plan->tokens.end(), im_start) ==
+        5);  // 4 messages + the prompt
 }
 
 TEST_CASE("invalid requests give errors, not crashes, and leave the session as it was", "[chat]") {
@@ -354,7 +372,10 @@ TEST_CASE("invalid requests give errors, not crashes, and leave the session as i
   CHECK(st.message() == "No messages provided.");
   st = chat->FeedChat(ChatRequest{{{Role::kSystem, "only a system message", std::nullopt, {}}}});
   CHECK(st.message() == "No user query found in messages.");
-  CHECK_FALSE(chat->FeedChat(ChatRequest{{User("hi"), {Role::kSystem, "late system message", std::nullopt, {}}}}).ok());
+  CHECK_FALSE(
+      chat->FeedChat(
+              ChatRequest{{User("hi"), {Role::kSystem, "late system message", std::nullopt, {}}}})
+          .ok());
   unchanged();
   // A context too small for the prompt.
   ChatSessionParams p = f.Params(HistoryMode::kTemplate);
@@ -365,7 +386,8 @@ TEST_CASE("invalid requests give errors, not crashes, and leave the session as i
   CHECK((*tiny)->session().size() == 0);
 }
 
-TEST_CASE("tools and tool-call arguments nested 50,000 deep are refused without recursion", "[chat]") {
+TEST_CASE("tools and tool-call arguments nested 50,000 deep are refused without recursion",
+          "[chat]") {
   Fixture& f = GetFixture();
   auto chat = f.NewChat();
   const int depth = 50000;
@@ -378,12 +400,15 @@ TEST_CASE("tools and tool-call arguments nested 50,000 deep are refused without 
   CHECK(st.code() == StatusCode::kInvalidArgument);
   CHECK(st.message().find("nests deeper") != std::string::npos);
   ChatRequest call{{User("hi")}};
-  call.messages.push_back({Role::kAssistant, "", std::nullopt, {ToolCall{"f", Json::object({{"a", deep}})}}});
+  call.messages.push_back(
+      {Role::kAssistant, "", std::nullopt, {ToolCall{"f", Json::object({{"a", deep}})}}});
   call.messages.push_back(User("again"));
   CHECK(f.model->Render(call).status().code() == StatusCode::kInvalidArgument);
   CHECK(chat->session().size() == 0);
-  // Parsing caller JSON is bounded too: depth, keys per object (ordered objects insert linearly), size.
-  CHECK(ParseRequestJson(text, "tools").status().message().find("nests deeper") != std::string::npos);
+  // Parsing caller JSON is bounded too: depth, keys per object (ordered objects insert linearly),
+  // size.
+  CHECK(ParseRequestJson(text, "tools").status().message().find("nests deeper") !=
+        std::string::npos);
   std::string wide = "{";
   for (int i = 0; i < 200000; ++i) wide += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":1";
   wide += "}";
@@ -391,7 +416,8 @@ TEST_CASE("tools and tool-call arguments nested 50,000 deep are refused without 
   auto parsed = ParseRequestJson(wide, "tools");
   CHECK(parsed.status().code() == StatusCode::kInvalidArgument);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
-  CHECK(ParseRequestJson(std::string(2 << 20, ' '), "tools").status().code() == StatusCode::kInvalidArgument);
+  CHECK(ParseRequestJson(std::string(2 << 20, ' '), "tools").status().code() ==
+        StatusCode::kInvalidArgument);
   CHECK(ParseRequestJson("[1, {\"a\": [true]}]", "tools").ok());
   // The limit leaves real schemas alone.
   Json nested = Json::object();
@@ -399,19 +425,22 @@ TEST_CASE("tools and tool-call arguments nested 50,000 deep are refused without 
   CHECK(CheckJsonDepth(nested, "schema").ok());
 }
 
-TEST_CASE("thinking budget: the reasoning is closed after N tokens and the answer follows", "[chat]") {
+TEST_CASE("thinking budget: the reasoning is closed after N tokens and the answer follows",
+          "[chat]") {
   Fixture& f = GetFixture();
   const Tokenizer& tok = f.tok();
   ChatRequest req{{User("Hello world")}};
   GenerateRequest g = f.Gen();
   g.max_tokens = 40;
-  g.sampling.logit_bias = {{tok.Encode("\n")[0], -1000.0f}};  // no early </think>: the budget must end it
+  g.sampling.logit_bias = {
+      {tok.Encode("\n")[0], -1000.0f}};  // no early </think>: the budget must end it
   g.sampling.logit_bias.push_back({tok.special_ids().think_end, -1000.0f});
   {
     auto free_run = f.NewChat();
     REQUIRE(free_run->Chat(req, g).ok());
     CHECK_FALSE(free_run->report().reasoning_budget_hit);
-    REQUIRE(free_run->report().reasoning_tokens == free_run->report().generated_tokens);  // never closed
+    REQUIRE(free_run->report().reasoning_tokens ==
+            free_run->report().generated_tokens);  // never closed
   }
   for (int64_t budget : {1, 5, 12}) {
     INFO("budget " << budget);
@@ -434,18 +463,22 @@ TEST_CASE("thinking budget: the reasoning is closed after N tokens and the answe
     CHECK(std::equal(forced.begin(), forced.end(), t.begin() + static_cast<ptrdiff_t>(at)));
     CHECK(chat->state().reply_reasoning == streamed_reasoning);
     CHECK(chat->state().reply_content == streamed_content);
-    CHECK(r.generated_tokens > budget + static_cast<int64_t>(forced.size()));  // the answer followed
+    CHECK(r.generated_tokens >
+          budget + static_cast<int64_t>(forced.size()));  // the answer followed
   }
   g.max_reasoning_tokens = -1;
   CHECK(f.NewChat()->Chat(req, g).code() == StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("a JSON Schema constraint: every reply parses and validates, reasoning stays free", "[chat][constraint]") {
+TEST_CASE("a JSON Schema constraint: every reply parses and validates, reasoning stays free",
+          "[chat][constraint]") {
   Fixture& f = GetFixture();
   JsonSchemaOptions compact;
   compact.compact = true;
-  auto schema = Grammar::FromJsonSchema(R"({"type": "object", "properties": {"ok": {"type": "boolean"},
-      "pick": {"enum": ["red", "green", 7]}}, "required": ["ok", "pick"], "additionalProperties": false})", compact);
+  auto schema =
+      Grammar::FromJsonSchema(R"({"type": "object", "properties": {"ok": {"type": "boolean"},
+      "pick": {"enum": ["red", "green", 7]}}, "required": ["ok", "pick"], "additionalProperties": false})",
+                              compact);
   REQUIRE(schema.ok());
   for (bool thinking : {false, true}) {
     for (uint64_t seed : {1u, 2u, 3u}) {
@@ -461,7 +494,8 @@ TEST_CASE("a JSON Schema constraint: every reply parses and validates, reasoning
       const Status st = chat->Chat(req, g);
       INFO(st.ToString());
       REQUIRE(st.ok());
-      CHECK(chat->report().stop_reason == StopReason::kEndOfGeneration);  // ended where the grammar is complete
+      CHECK(chat->report().stop_reason ==
+            StopReason::kEndOfGeneration);  // ended where the grammar is complete
       const std::string& content = chat->state().reply_content;
       auto j = Json::parse(content, nullptr, false);
       REQUIRE_FALSE(j.is_discarded());
@@ -500,7 +534,9 @@ TEST_CASE("a call from inside the stream callback is refused and changes nothing
   CHECK(chat->FeedChat(req).ok());
 }
 
-TEST_CASE("fork, save and load carry the chat state: transcript history continues without re-prefill", "[chat]") {
+TEST_CASE(
+    "fork, save and load carry the chat state: transcript history continues without re-prefill",
+    "[chat]") {
   Fixture& f = GetFixture();
   auto chat = f.NewChat(HistoryMode::kTranscript);
   ChatRequest req{{User("Hello world")}};
@@ -527,7 +563,8 @@ TEST_CASE("fork, save and load carry the chat state: transcript history continue
   // A damaged chat state is refused before anything changes.
   std::vector<uint8_t> bytes = *blob;
   const std::vector<int32_t> held = loaded->session().transcript();
-  CHECK_FALSE(loaded->LoadFromMemory(std::span<const uint8_t>(bytes.data(), bytes.size() / 2)).ok());
+  CHECK_FALSE(
+      loaded->LoadFromMemory(std::span<const uint8_t>(bytes.data(), bytes.size() / 2)).ok());
   CHECK(loaded->session().transcript() == held);
 }
 
@@ -553,7 +590,8 @@ TEST_CASE("chat state encoding round-trips; version 1 blobs load; damage is refu
   REQUIRE(short_session.ok());
   CHECK(short_session->transcript_reply_end == -1);
   // Version 1: the same without the tools string.
-  std::vector<uint8_t> v1(blob.begin(), blob.end() - 8 - static_cast<ptrdiff_t>(s.tools.dump().size()));
+  std::vector<uint8_t> v1(blob.begin(),
+                          blob.end() - 8 - static_cast<ptrdiff_t>(s.tools.dump().size()));
   v1[0] = 1;
   auto old = DecodeChatState(v1, 100);
   REQUIRE(old.ok());
@@ -564,7 +602,8 @@ TEST_CASE("chat state encoding round-trips; version 1 blobs load; damage is refu
   future[0] = 9;
   CHECK(DecodeChatState(future, 100).status().code() == StatusCode::kUnsupported);
   for (size_t cut = 1; cut < blob.size(); cut += 7) {
-    CHECK(DecodeChatState(std::span<const uint8_t>(blob.data(), cut), 100).status().code() == StatusCode::kBadFormat);
+    CHECK(DecodeChatState(std::span<const uint8_t>(blob.data(), cut), 100).status().code() ==
+          StatusCode::kBadFormat);
   }
 }
 

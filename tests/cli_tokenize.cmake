@@ -1,5 +1,5 @@
-# `qwenrt-cli tokenize` prints exactly the peer's id files for the fixture vocabulary
-# (tests/data/tokenizer/*.fixture-vocab.out; --no-nfc like the peer, --special for the chat
+# `qwenrt-cli tokenize` prints exactly llama.cpp's id files for the fixture vocabulary
+# (tests/data/tokenizer/*.fixture-vocab.out; --no-nfc like llama.cpp, --special for the chat
 # prompts). Included by tests/CMakeLists.txt to register the tests; run with -P to do one check.
 if(CMAKE_SCRIPT_MODE_FILE)
   execute_process(COMMAND ${CLI} tokenize --model ${MODEL} --texts ${TEXTS} ${EXTRA_ARGS}

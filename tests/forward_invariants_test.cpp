@@ -7,7 +7,7 @@
 // 0); we allow 1e-6·max|logit| as slack for the compiler. CPU path with the recurrent delta rule
 // (gdn_chunk_min_tokens = ∞): also row-independent (per-row Q8_K activation quantization, per-query
 // attention), so the same bound holds (measured: 0). CPU path with the default chunked delta rule for
-// ubatches >= cpu::kGatedDeltaChunkMinTokens: the chunk form reassociates the sums of the recurrence (spec §10), so different
+// ubatches >= cpu::kGatedDeltaChunkMinTokens: the chunk form reassociates the sums of the recurrence (docs/spec/qwen35-architecture.md §10), so different
 // splits differ by f32 rounding: 4e-6·max|logit| on the f32 model (bound: 1e-4). On the Q4_K_M models
 // the Q8_K activation quantization amplifies any such perturbation (an activation that crosses a
 // rounding boundary moves by a full quantization step): measured max|Δ| 1–2e-2·max|logit|, mean|Δ|/std

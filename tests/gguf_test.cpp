@@ -1,5 +1,5 @@
 // Tests of the header-only GGUF reader and writer: round trips of every value type, the three
-// fixture models, one malformed file per checklist item (spec gguf-and-quants.md §5, items 1-21,
+// fixture models, one malformed file per checklist item (docs/spec/gguf-and-quants.md §5, items 1-21,
 // 27, 28), and exhaustive truncation / byte-corruption loops that must fail cleanly.
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,9 @@
 // Golden logits: every fixture model x both token files, on the reference and the CPU path, against
-// the peer's exact-math logits (tests/data/logits/*.exact.f32; see tests/data/README.md).
+// llama.cpp's exact-math logits (tests/data/logits/*.exact.f32; see tests/data/README.md).
 // Reference path: max|Δ| <= 1e-3 · max|exact|. CPU path: the same bound, or, since it quantizes
-// activations to Q8_K for K-quant weights like the peer does, the fast-path bar: mean|Δ|/std at most
-// 1.25x the peer's own figure and top-1 agreement at least the peer's (both measured here from the
-// peer's logits, *.peer.f32, so no rounded table value is trusted).
+// activations to Q8_K for K-quant weights like llama.cpp does, the fast-path bar: mean|Δ|/std at most
+// 1.25x llama.cpp's own figure and top-1 agreement at least llama.cpp's (both measured here from the
+// llama.cpp's logits, *.peer.f32, so no rounded table value is trusted).
 #include <cstring>
 
 #include <catch2/catch.hpp>

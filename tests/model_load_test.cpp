@@ -1,6 +1,6 @@
 // Model loading: the three fixtures load with the expected configuration, and broken variants of
 // them (written with gguf_writer.hpp) are refused with the specific error of the spec's checklist
-// (gguf-and-quants.md §5 items 11–13, 22–25, 29; architecture spec §2.4).
+// (docs/spec/gguf-and-quants.md §5 items 11–13, 22–25, 29; docs/spec/qwen35-architecture.md §2.4).
 #include <chrono>
 #include <cstring>
 #include <filesystem>

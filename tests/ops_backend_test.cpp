@@ -187,7 +187,7 @@ const std::vector<Op>& Ops() {
     struct MatCase {
       gguf::Type type;
       int64_t cols;
-      double tol;  // K-quants and Q8_0 meet Q8_K / Q8_0 activations on the CPU (the peer's choice)
+      double tol;  // K-quants and Q8_0 meet Q8_K / Q8_0 activations on the CPU (llama.cpp's choice)
     };
     for (const MatCase& mc : {MatCase{gguf::Type::F32, 45, 1e-5}, MatCase{gguf::Type::F16, 45, 1e-5},
                               MatCase{gguf::Type::BF16, 45, 1e-5}, MatCase{gguf::Type::Q8_0, 96, 2e-2},

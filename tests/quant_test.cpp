@@ -139,7 +139,7 @@ TEST_CASE("row sizes", "[ref]") {
   CHECK_FALSE(ref::DequantizeRow(gguf::Type::Q8_0, zeros.data(), out, 31));
 }
 
-// Packs 8 six-bit scales and mins into 12 bytes following the bit picture of spec §3.5.1 (written
+// Packs 8 six-bit scales and mins into 12 bytes following the bit picture of docs/spec/gguf-and-quants.md §3.5.1 (written
 // from the description, not by inverting UnpackScaleMinK).
 void PackScalesK(const int sc[8], const int m[8], uint8_t out[12]) {
   for (int j = 0; j < 4; ++j) {
@@ -238,7 +238,7 @@ TEST_CASE("Q6_K dequantization of a hand-built block", "[ref]") {
   BlockQ6K b{};
   b.d = 0x3000;  // 0.125
   std::memcpy(b.scales, scales, 16);
-  // Spec §3.7 table: element 128n + 32k + l: low bits in ql[64n + l + 32*(k%2)] (nibble k/2),
+  // gguf-and-quants.md §3.7 table: element 128n + 32k + l: low bits in ql[64n + l + 32*(k%2)] (nibble k/2),
   // high bits in qh[32n + l] bits 2k..2k+1.
   for (int e = 0; e < 256; ++e) {
     const int n = e / 128, k = (e % 128) / 32, l = e % 32;
@@ -479,7 +479,7 @@ TEST_CASE("QuantizeRow round trip meets the documented error bounds", "[ref]") {
   CHECK(back == z);
 }
 
-// One element of a Q4_K / Q6_K / F32 row decoded straight from the spec's byte tables (§3.5–§3.7),
+// One element of a Q4_K / Q6_K / F32 row decoded straight from the byte tables of gguf-and-quants.md (§3.5–§3.7),
 // element by element, as an independent check of the row decoders on real data.
 float DecodeElement(gguf::Type type, const uint8_t* row, int64_t e) {
   auto fp16 = [](const uint8_t* p) { return Fp16ToFp32(static_cast<uint16_t>(p[0] | (p[1] << 8))); };

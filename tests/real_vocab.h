@@ -3,7 +3,6 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -14,7 +13,8 @@ namespace qwenrt::test {
 
 inline const gguf::File& RealVocabGguf() {
   static const std::vector<uint8_t> bytes = [] {
-    const std::string cmd = std::string("xz -dc '") + QWENRT_TEST_DATA + "/tokenizer/qwen35-vocab.gguf.xz'";
+    const std::string cmd =
+        std::string("xz -dc '") + QWENRT_TEST_DATA + "/tokenizer/qwen35-vocab.gguf.xz'";
     std::vector<uint8_t> out;
     FILE* pipe = popen(cmd.c_str(), "r");
     if (pipe == nullptr) FAIL("cannot run: " << cmd);

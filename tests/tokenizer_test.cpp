@@ -1,4 +1,4 @@
-// Tokenizer tests: the peer's ids on the fixture vocabulary (texts and rendered chat prompts),
+// Tokenizer tests: llama.cpp's ids on the fixture vocabulary (texts and rendered chat prompts),
 // round trips, streaming detokenization, NFC on/off, hostile bytes, metadata validation, and the
 // genuine Qwen3.5 vocabulary against Hugging Face vectors (tests/data/tokenizer/README.md).
 #include <catch2/catch.hpp>
@@ -84,7 +84,7 @@ TEST_CASE("fixture vocabulary: peer ids for texts.inp", "[tokenizer][golden]") {
   const auto expected = ReadIdLines(kData + "/tokenizer/texts.fixture-vocab.out");
   REQUIRE(cases.size() == expected.size());
   REQUIRE(cases.size() >= 40);
-  // The peer does not normalize: with NFC off every case matches.
+  // llama.cpp does not normalize: with NFC off every case matches.
   const Tokenizer& peer = FixtureTokenizer(/*nfc=*/false);
   for (size_t i = 0; i < cases.size(); ++i) {
     INFO("case " << i << ": '" << cases[i] << "'");
@@ -338,7 +338,7 @@ TEST_CASE("streaming detokenizer replaces bytes that can never form a character"
 TEST_CASE("hostile bytes: never crash, invalid UTF-8 becomes U+FFFD", "[tokenizer]") {
   const Tokenizer& tok = FixtureTokenizer();
   const Tokenizer& peer = FixtureTokenizer(false);
-  // Peer semantics (spec §3.2): invalid byte -> U+FFFD consuming one byte; surrogates and
+  // llama.cpp semantics (docs/spec/tokenizer-and-chat.md §3.2): invalid byte -> U+FFFD consuming one byte; surrogates and
   // overlong forms are decoded arithmetically (so an overlong NUL becomes a real NUL).
   CHECK(peer.Decode(peer.Encode(std::string("\xC0\x80", 2))) == std::string("\0", 1));
   CHECK(peer.Decode(peer.Encode("\xED\xA0\x80")) == "\xED\xA0\x80");
@@ -612,7 +612,7 @@ TEST_CASE("real vocabulary: layout and special tokens", "[tokenizer][real]") {
   CHECK(tok.TokenToPiece(248100).empty());
   CHECK(tok.GetTokenType(248068) == TokenType::kUserDefined);
   CHECK(tok.GetTokenType(248045) == TokenType::kControl);
-  // Spec §2.1: ids shared with Qwen2.
+  // tokenizer-and-chat.md §2.1: ids shared with Qwen2.
   CHECK(tok.Encode("\n") == std::vector<int32_t>{198});
   CHECK(tok.Encode(" ") == std::vector<int32_t>{220});
   CHECK(tok.Encode("\n\n") == std::vector<int32_t>{271});
@@ -652,7 +652,7 @@ TEST_CASE("real vocabulary: Hugging Face encodings with added tokens", "[tokeniz
 
 TEST_CASE("real vocabulary: NFC on vs off on decomposed input", "[tokenizer][real]") {
   const std::string decomposed = "e\xCC\x81";  // e + U+0301
-  // Spec §1 correction: HF gives the single token of "é" (933); the peer keeps e + mark.
+  // tokenizer-and-chat.md §1 correction: HF gives the single token of "é" (933); llama.cpp keeps e + mark.
   CHECK(RealTokenizer(true).Encode(decomposed) == std::vector<int32_t>{933});
   const auto peer = RealTokenizer(false).Encode(decomposed);
   CHECK(peer.size() == 2);

@@ -3,7 +3,7 @@
 // data offsets) and hands out views; it knows nothing about model architectures, and it never
 // dequantizes. Standard C++17 and POSIX only; no exceptions escape; hostile input gives an `Error`.
 //
-// File layout (all values little-endian; spec: docs/gguf.md, ../shared/spec/gguf-and-quants.md §1):
+// File layout (all values little-endian; spec: docs/gguf.md, docs/spec/gguf-and-quants.md §1):
 //
 //   offset 0   magic          4 bytes "GGUF"
 //          4   version        u32     (3; 2 has the same layout; 1, 0, >3 rejected)
@@ -180,7 +180,7 @@ template <> struct ValueTypeOf<int64_t> { static constexpr ValueType value = Val
 template <> struct ValueTypeOf<double> { static constexpr ValueType value = ValueType::F64; };
 
 // ---------------------------------------------------------------------------------------------
-// Errors. One code per check of the malformed-file checklist (spec §5; item numbers in brackets).
+// Errors. One code per check of the malformed-file checklist (gguf-and-quants.md §5; item numbers in brackets).
 
 enum class ErrorCode : int {
   kOk = 0,

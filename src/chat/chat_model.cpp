@@ -21,7 +21,8 @@ StatusOr<std::shared_ptr<const ChatModel>> ChatModel::Create(std::shared_ptr<con
       m->template_error_ = t.status().message();
     }
   }
-  if (const gguf::Value* v = model->gguf().Find("general.name"); v != nullptr) m->name_ = std::string(v->AsString());
+  if (const gguf::Value* v = model->gguf().Find("general.name"); v != nullptr)
+    m->name_ = std::string(v->AsString());
   for (const gguf::TensorInfo& t : model->gguf().tensors()) {
     uint64_t n = 1;
     for (int d = 0; d < t.n_dims; ++d) n *= static_cast<uint64_t>(t.ne[d]);
@@ -42,12 +43,13 @@ StatusOr<std::shared_ptr<const TokenTrie>> ChatModel::token_trie() const {
 
 StatusOr<std::string> ChatModel::Render(const ChatRequest& request) const {
   if (chat_template_ == nullptr) {
-    if (!template_error_.empty()) return Unsupported("the model's chat template cannot be used: {}", template_error_);
+    if (!template_error_.empty())
+      return Unsupported("the model's chat template cannot be used: {}", template_error_);
     return Unsupported("the model has no chat template (tokenizer.chat_template)");
   }
   QWENRT_RETURN_IF_ERROR(CheckRequestDepth(request));
-  return chat_template_->RenderChat(MessagesJson(request.messages), request.tools, request.add_generation_prompt,
-                                    request.enable_thinking);
+  return chat_template_->RenderChat(MessagesJson(request.messages), request.tools,
+                                    request.add_generation_prompt, request.enable_thinking);
 }
 
 }  // namespace qwenrt

@@ -33,8 +33,8 @@ class ChatModel {
   // and shared by every session. Any thread.
   StatusOr<std::shared_ptr<const TokenTrie>> token_trie() const;
   const ChatTemplate* chat_template() const { return chat_template_.get(); }  // null when unusable
-  const std::string& template_error() const { return template_error_; }      // why it is null
-  const std::string& name() const { return name_; }                          // general.name or ""
+  const std::string& template_error() const { return template_error_; }       // why it is null
+  const std::string& name() const { return name_; }                           // general.name or ""
   uint64_t n_params() const { return n_params_; }
   uint64_t weight_bytes() const { return weight_bytes_; }
 

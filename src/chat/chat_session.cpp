@@ -35,12 +35,18 @@ StatusOr<Sampler> MakeReplySampler(const SamplerParams& p, const Tokenizer& toke
 
 const char* StopReasonName(StopReason reason) {
   switch (reason) {
-    case StopReason::kNone: return "none";
-    case StopReason::kEndOfGeneration: return "eog";
-    case StopReason::kMaxTokens: return "max_tokens";
-    case StopReason::kStopString: return "stop_string";
-    case StopReason::kCallback: return "callback";
-    case StopReason::kContextFull: return "context_full";
+    case StopReason::kNone:
+      return "none";
+    case StopReason::kEndOfGeneration:
+      return "eog";
+    case StopReason::kMaxTokens:
+      return "max_tokens";
+    case StopReason::kStopString:
+      return "stop_string";
+    case StopReason::kCallback:
+      return "callback";
+    case StopReason::kContextFull:
+      return "context_full";
   }
   return "none";
 }
@@ -50,8 +56,10 @@ class ChatSession::BusyScope {
  public:
   BusyScope(const ChatSession& s, const char* what) : s_(s) {
     if (s_.busy_.exchange(true)) {
-      status_ = InvalidArgument("{}: the session is busy (a call on it is running: from another thread, or this "
-                                "is a call from inside its own callback)", what);
+      status_ = InvalidArgument(
+          "{}: the session is busy (a call on it is running: from another thread, or this "
+          "is a call from inside its own callback)",
+          what);
       owns_ = false;
     }
   }
@@ -66,15 +74,17 @@ class ChatSession::BusyScope {
   bool owns_ = true;
 };
 
-#define QWENRT_CHAT_BUSY(what)            \
-  BusyScope busy_scope(*this, what);      \
+#define QWENRT_CHAT_BUSY(what)       \
+  BusyScope busy_scope(*this, what); \
   QWENRT_RETURN_IF_ERROR(busy_scope.status())
 
 StatusOr<std::unique_ptr<ChatSession>> ChatSession::Create(std::shared_ptr<const ChatModel> model,
                                                            ChatSessionParams params) {
   if (model == nullptr) return InvalidArgument("ChatSession: model is null");
-  QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(model->model(), params.session));
-  return std::unique_ptr<ChatSession>(new ChatSession(std::move(model), std::move(params), std::move(session)));
+  QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session,
+                          Session::Create(model->model(), params.session));
+  return std::unique_ptr<ChatSession>(
+      new ChatSession(std::move(model), std::move(params), std::move(session)));
 }
 
 ChatSession::ChatSession(std::shared_ptr<const ChatModel> model, ChatSessionParams params,
@@ -94,8 +104,10 @@ void ChatSession::RefreshMemory() {
   report_.state_bytes = session_->kv_bytes() + session_->state_bytes();
 }
 
-// Feeds `tokens` asking for checkpoints at the pending positions plus `boundaries`; fills the report.
-Status ChatSession::FeedPlanned(std::span<const int32_t> tokens, std::span<const int64_t> boundaries) {
+// Feeds `tokens` asking for checkpoints at the pending positions plus `boundaries`; fills the
+// report.
+Status ChatSession::FeedPlanned(std::span<const int32_t> tokens,
+                                std::span<const int64_t> boundaries) {
   QWENRT_RETURN_IF_ERROR(TakeCancel("before the feed started"));
   std::vector<int64_t> positions(pending_checkpoints_.begin(), pending_checkpoints_.end());
   positions.insert(positions.end(), boundaries.begin(), boundaries.end());
@@ -111,7 +123,8 @@ Status ChatSession::FeedPlanned(std::span<const int32_t> tokens, std::span<const
   const double ms = MsSince(t0);
   // These errors are refused before the state is touched (Session::Feed): everything stays.
   const StatusCode code = st.code();
-  if (code == StatusCode::kInvalidArgument || code == StatusCode::kContextFull || code == StatusCode::kOutOfMemory) {
+  if (code == StatusCode::kInvalidArgument || code == StatusCode::kContextFull ||
+      code == StatusCode::kOutOfMemory) {
     return st;
   }
   // Otherwise the transcript no longer ends with a chat reply the bookkeeping knows.
@@ -121,7 +134,8 @@ Status ChatSession::FeedPlanned(std::span<const int32_t> tokens, std::span<const
   // Requested positions that now hold a checkpoint are done; the others wait for a later feed.
   std::vector<int64_t> held;
   for (const CheckpointInfo& c : session_->checkpoints()) held.push_back(c.pos);
-  std::erase_if(pending_checkpoints_, [&](int64_t p) { return std::binary_search(held.begin(), held.end(), p); });
+  std::erase_if(pending_checkpoints_,
+                [&](int64_t p) { return std::binary_search(held.begin(), held.end(), p); });
 
   report_ = TurnReport();
   report_.feed = fr;
@@ -164,8 +178,10 @@ Status ChatSession::Chat(const ChatRequest& request, const GenerateRequest& gen)
   QWENRT_CHAT_BUSY("Chat");
   // Fail before feeding when the generation could not start anyway.
   QWENRT_RETURN_IF_ERROR(Sampler::Create(gen.sampling, model_->tokenizer().n_vocab()).status());
-  if (gen.max_reasoning_tokens < 0) return InvalidArgument("max_reasoning_tokens is {} (0 = no limit)", gen.max_reasoning_tokens);
-  if (gen.max_tokens < -1) return InvalidArgument("max_tokens is {} (-1 = until the context is full)", gen.max_tokens);
+  if (gen.max_reasoning_tokens < 0)
+    return InvalidArgument("max_reasoning_tokens is {} (0 = no limit)", gen.max_reasoning_tokens);
+  if (gen.max_tokens < -1)
+    return InvalidArgument("max_tokens is {} (-1 = until the context is full)", gen.max_tokens);
   QWENRT_ASSIGN_OR_RETURN(TurnPlan plan, PlanChat(request));
   QWENRT_RETURN_IF_ERROR(FeedPlanned(plan.tokens, plan.checkpoints));
   state_.ClearReply();
@@ -176,11 +192,15 @@ Status ChatSession::Chat(const ChatRequest& request, const GenerateRequest& gen)
 
 Status ChatSession::GenerateLocked(const GenerateRequest& request) {
   Session& session = *session_;
-  if (session.size() == 0) return InvalidArgument("the session holds no tokens: feed a prompt first");
-  if (session.last_logits().empty()) return InvalidArgument("no logits for the last position: feed first");
-  if (request.max_tokens < -1) return InvalidArgument("max_tokens is {} (-1 = until the context is full)", request.max_tokens);
+  if (session.size() == 0)
+    return InvalidArgument("the session holds no tokens: feed a prompt first");
+  if (session.last_logits().empty())
+    return InvalidArgument("no logits for the last position: feed first");
+  if (request.max_tokens < -1)
+    return InvalidArgument("max_tokens is {} (-1 = until the context is full)", request.max_tokens);
   if (request.max_reasoning_tokens < 0) {
-    return InvalidArgument("max_reasoning_tokens is {} (0 = no limit)", request.max_reasoning_tokens);
+    return InvalidArgument("max_reasoning_tokens is {} (0 = no limit)",
+                           request.max_reasoning_tokens);
   }
   QWENRT_RETURN_IF_ERROR(TakeCancel("before the generation started"));
   const Tokenizer& tok = model_->tokenizer();
@@ -199,12 +219,13 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
   }
 
   const bool chat = state_.assistants_fed >= 0;
-  ReplyStream stream(tok, ReplyStream::EndsInsideThink(tok, session.transcript()), request.stop_strings,
-                     chat ? state_.tools : nlohmann::ordered_json(),
+  ReplyStream stream(tok, ReplyStream::EndsInsideThink(tok, session.transcript()),
+                     request.stop_strings, chat ? state_.tools : nlohmann::ordered_json(),
                      [&](PieceKind kind, std::string_view text) {
                        return request.on_piece == nullptr || request.on_piece(kind, text);
                      });
-  QWENRT_ASSIGN_OR_RETURN(Sampler sampler, MakeReplySampler(request.sampling, tok, session.transcript()));
+  QWENRT_ASSIGN_OR_RETURN(Sampler sampler,
+                          MakeReplySampler(request.sampling, tok, session.transcript()));
   Status sampler_error;
   // Tokens fed without sampling: the close of the reasoning when the thinking budget runs out.
   std::vector<int32_t> forced;
@@ -246,13 +267,15 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
           for (int32_t e : tok.eog_ids()) mask[static_cast<size_t>(e) >> 5] |= 1u << (e & 31);
         }
         if (std::all_of(mask.begin(), mask.end(), [](uint32_t w) { return w == 0; })) {
-          sampler_error = InternalError("constraint: no token can continue the output{}",
-                                        matcher->failed() ? " (the matcher exceeded its memory limits)" : "");
+          sampler_error =
+              InternalError("constraint: no token can continue the output{}",
+                            matcher->failed() ? " (the matcher exceeded its memory limits)" : "");
           return -1;
         }
         allowed = mask.data();
       }
-      StatusOr<int32_t> sampled = sampler.Sample(std::span<const float>(logits, static_cast<size_t>(n)), allowed);
+      StatusOr<int32_t> sampled =
+          sampler.Sample(std::span<const float>(logits, static_cast<size_t>(n)), allowed);
       if (!sampled.ok()) {
         sampler_error = sampled.status();
         return -1;  // stops Session::Generate; reported below
@@ -295,7 +318,8 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
   state_.reply_reasoning = stream.reasoning();
   state_.reply_tool_calls = stream.tool_calls_json();
   TurnReport& r = report_;
-  r.generated_tokens = gr.n_sampled - (gr.hit_stop ? 1 : 0);  // the end token is not part of the reply
+  r.generated_tokens =
+      gr.n_sampled - (gr.hit_stop ? 1 : 0);  // the end token is not part of the reply
   r.reasoning_tokens = reasoning_tokens;
   r.reasoning_budget_hit = budget_hit;
   if (gr.hit_stop) {
@@ -310,17 +334,20 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
     r.stop_reason = StopReason::kContextFull;
   }
   const double total_ms = MsSince(t0);
-  const double first_ms = first ? total_ms : std::chrono::duration<double, std::milli>(t_first - t0).count();
+  const double first_ms =
+      first ? total_ms : std::chrono::duration<double, std::milli>(t_first - t0).count();
   r.ttft_ms = r.prefill_ms + first_ms;
   r.decode_ms = total_ms - first_ms;
-  r.decode_tokens_per_s = gr.n_sampled >= 2 && r.decode_ms > 0 ? (gr.n_sampled - 1) * 1000.0 / r.decode_ms : 0.0;
+  r.decode_tokens_per_s =
+      gr.n_sampled >= 2 && r.decode_ms > 0 ? (gr.n_sampled - 1) * 1000.0 / r.decode_ms : 0.0;
   RefreshMemory();
   return st;
 }
 
 Status ChatSession::CheckpointAt(int64_t pos) {
   QWENRT_CHAT_BUSY("CheckpointAt");
-  if (pos < 1) return InvalidArgument("pos {} is not a position (>= 1: the state after pos tokens)", pos);
+  if (pos < 1)
+    return InvalidArgument("pos {} is not a position (>= 1: the state after pos tokens)", pos);
   if (pos == session_->size()) {
     QWENRT_RETURN_IF_ERROR(session_->Checkpoint());
     RefreshMemory();

@@ -3,12 +3,13 @@
 // checkpoint positions (turn_planner.h); the Session prefills only what it does not already hold;
 // the reply streams through the one reply splitter (reply_stream.h) as reasoning / content /
 // tool-call pieces; and the turn's report (reuse, checkpoints, stop reason, timings) is kept for
-// the host to read. `qwenrt_session` is a ChatSession; `chat_repl` and C++ hosts run this same code.
+// the host to read. `qwenrt_session` is a ChatSession; `chat_repl` and C++ hosts run this same
+// code.
 //
 //   QWENRT_ASSIGN_OR_RETURN(auto chat, ChatSession::Create(chat_model, {}));
 //   ChatRequest req;  req.messages = {{Role::kUser, "Hello"}};
-//   GenerateRequest gen;  gen.on_piece = [](PieceKind k, std::string_view text) { ...; return true; };
-//   QWENRT_RETURN_IF_ERROR(chat->Chat(req, gen));       // turn 1
+//   GenerateRequest gen;  gen.on_piece = [](PieceKind k, std::string_view text) { ...; return true;
+//   }; QWENRT_RETURN_IF_ERROR(chat->Chat(req, gen));       // turn 1
 //   req.messages.push_back({Role::kAssistant, chat->state().reply_content});
 //   req.messages.push_back({Role::kUser, "More"});
 //   QWENRT_RETURN_IF_ERROR(chat->Chat(req, gen));       // turn 2: reuses turn 1
@@ -49,7 +50,7 @@ struct ChatSessionParams {
 
 // Why a generation ended.
 enum class StopReason {
-  kNone,         // no generation yet
+  kNone,             // no generation yet
   kEndOfGeneration,  // the model produced an end-of-generation token (not part of the reply)
   kMaxTokens,
   kStopString,
@@ -59,7 +60,7 @@ enum class StopReason {
 const char* StopReasonName(StopReason reason);  // "none", "eog", "max_tokens", "stop_string", ...
 
 struct GenerateRequest {
-  SamplerParams sampling;  // greedy by default
+  SamplerParams sampling;    // greedy by default
   int64_t max_tokens = 512;  // -1 = until the context is full
   std::vector<std::string> stop_strings;
   // Thinking budget: at most this many reasoning tokens, then "\n</think>\n\n" is fed without
@@ -76,17 +77,17 @@ struct GenerateRequest {
 
 // What the last step did (a feed and the generation that followed it).
 struct TurnReport {
-  FeedReport feed;                // prompt, common prefix, reused, prefilled, checkpoint, miss reason
-  int64_t n_checkpoints = 0;      // held after the step
+  FeedReport feed;            // prompt, common prefix, reused, prefilled, checkpoint, miss reason
+  int64_t n_checkpoints = 0;  // held after the step
   uint64_t checkpoint_bytes = 0;
-  uint64_t state_bytes = 0;       // KV cache + recurrent state
-  int64_t generated_tokens = 0;   // after the feed (the end token not counted)
+  uint64_t state_bytes = 0;      // KV cache + recurrent state
+  int64_t generated_tokens = 0;  // after the feed (the end token not counted)
   StopReason stop_reason = StopReason::kNone;
-  double prefill_ms = 0;          // the feed's wall time
-  double ttft_ms = 0;             // feed + first sampled token
+  double prefill_ms = 0;  // the feed's wall time
+  double ttft_ms = 0;     // feed + first sampled token
   double decode_ms = 0;
   double decode_tokens_per_s = 0;
-  int64_t reasoning_tokens = 0;      // generated inside <think>...</think>
+  int64_t reasoning_tokens = 0;       // generated inside <think>...</think>
   bool reasoning_budget_hit = false;  // max_reasoning_tokens closed the reasoning
 };
 
@@ -97,8 +98,8 @@ class ChatSession {
                                                        ChatSessionParams params);
 
   // Plans the turn and feeds its prompt (prefix reuse, checkpoints of the policy). Errors: the
-  // planner's, the Session's (ContextFull, Cancelled, ...); on error the report is unchanged and the
-  // session is as Session::Feed leaves it (unchanged, or a consistent prefix after Cancelled).
+  // planner's, the Session's (ContextFull, Cancelled, ...); on error the report is unchanged and
+  // the session is as Session::Feed leaves it (unchanged, or a consistent prefix after Cancelled).
   Status FeedChat(const ChatRequest& request);
   // Feeds raw tokens (no chat bookkeeping): transcript history then renders the next chat whole.
   Status FeedTokens(std::span<const int32_t> tokens);
@@ -136,7 +137,8 @@ class ChatSession {
   const ChatSessionParams& params() const { return params_; }
 
  private:
-  ChatSession(std::shared_ptr<const ChatModel> model, ChatSessionParams params, std::unique_ptr<Session> session);
+  ChatSession(std::shared_ptr<const ChatModel> model, ChatSessionParams params,
+              std::unique_ptr<Session> session);
   // The busy flag: held for the duration of every call that reads or changes the session.
   class BusyScope;
   Status TakeCancel(const char* when);

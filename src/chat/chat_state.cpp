@@ -77,8 +77,8 @@ StatusOr<ChatState> DecodeChatState(std::span<const uint8_t> blob, int64_t n_tok
     return Unsupported("session file: chat state version {} (this library reads 1 and 2)", version);
   }
   int64_t marks[3];
-  if (!r.String(&s.reply_content) || !r.String(&s.reply_reasoning) || !r.String(&s.reply_tool_calls) ||
-      !r.Bytes(marks, sizeof marks)) {
+  if (!r.String(&s.reply_content) || !r.String(&s.reply_reasoning) ||
+      !r.String(&s.reply_tool_calls) || !r.Bytes(marks, sizeof marks)) {
     return BadFormat("session file: chat state truncated");
   }
   if (version >= 2) {
@@ -86,7 +86,8 @@ StatusOr<ChatState> DecodeChatState(std::span<const uint8_t> blob, int64_t n_tok
     if (!r.String(&tools)) return BadFormat("session file: chat state truncated");
     if (!tools.empty()) {
       s.tools = nlohmann::ordered_json::parse(tools, nullptr, /*allow_exceptions=*/false);
-      if (s.tools.is_discarded() || !s.tools.is_array()) return BadFormat("session file: chat state tools are not a JSON array");
+      if (s.tools.is_discarded() || !s.tools.is_array())
+        return BadFormat("session file: chat state tools are not a JSON array");
     }
   }
   if (!r.AtEnd()) return BadFormat("session file: trailing bytes after the chat state");

@@ -10,10 +10,14 @@ namespace qwenrt {
 
 const char* RoleName(Role role) {
   switch (role) {
-    case Role::kSystem: return "system";
-    case Role::kUser: return "user";
-    case Role::kAssistant: return "assistant";
-    case Role::kTool: return "tool";
+    case Role::kSystem:
+      return "system";
+    case Role::kUser:
+      return "user";
+    case Role::kAssistant:
+      return "assistant";
+    case Role::kTool:
+      return "tool";
   }
   return "user";
 }
@@ -33,7 +37,8 @@ struct JsonLimitHit {
 
 StatusOr<nlohmann::ordered_json> ParseRequestJson(std::string_view text, std::string_view what) {
   if (text.size() > kMaxJsonBytes) {
-    return InvalidArgument("{} is {} bytes, more than the {} allowed", what, text.size(), kMaxJsonBytes);
+    return InvalidArgument("{} is {} bytes, more than the {} allowed", what, text.size(),
+                           kMaxJsonBytes);
   }
   // Keys per open object and the nesting, counted as the (iterative) parser reports them; a limit
   // stops the parse at once (an exception out of the callback, caught here).
@@ -50,7 +55,8 @@ StatusOr<nlohmann::ordered_json> ParseRequestJson(std::string_view text, std::st
         break;
       case Json::parse_event_t::key:
         if (++keys.back() > kMaxJsonObjectKeys) {
-          throw JsonLimitHit{fmt::format("{} has an object with more than {} keys", what, kMaxJsonObjectKeys)};
+          throw JsonLimitHit{
+              fmt::format("{} has an object with more than {} keys", what, kMaxJsonObjectKeys)};
         }
         break;
       case Json::parse_event_t::object_end:
@@ -74,7 +80,8 @@ StatusOr<nlohmann::ordered_json> ParseRequestJson(std::string_view text, std::st
 Status CheckRequestDepth(const ChatRequest& request) {
   QWENRT_RETURN_IF_ERROR(CheckJsonDepth(request.tools, "tools"));
   for (const ChatMessage& m : request.messages) {
-    for (const ToolCall& c : m.tool_calls) QWENRT_RETURN_IF_ERROR(CheckJsonDepth(c.arguments, "tool call arguments"));
+    for (const ToolCall& c : m.tool_calls)
+      QWENRT_RETURN_IF_ERROR(CheckJsonDepth(c.arguments, "tool call arguments"));
   }
   return OkStatus();
 }
@@ -87,7 +94,8 @@ nlohmann::ordered_json MessagesJson(const std::vector<ChatMessage>& messages) {
     if (!m.tool_calls.empty()) {
       nlohmann::ordered_json calls = nlohmann::ordered_json::array();
       for (const ToolCall& c : m.tool_calls) {
-        calls.push_back({{"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+        calls.push_back(
+            {{"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
       }
       j["tool_calls"] = std::move(calls);
     }

@@ -3,11 +3,10 @@
 // rendered prompt it already holds, so nothing here is incremental.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 
@@ -29,20 +28,21 @@ struct ChatMessage {
 };
 
 struct ChatRequest {
-  std::vector<ChatMessage> messages;      // the whole conversation so far
+  std::vector<ChatMessage> messages;       // the whole conversation so far
   nlohmann::ordered_json tools = nullptr;  // OpenAI-format tool definitions (an array) or null
   bool enable_thinking = true;
-  bool add_generation_prompt = true;      // end with "<|im_start|>assistant\n" (and "<think>\n")
+  bool add_generation_prompt = true;  // end with "<|im_start|>assistant\n" (and "<think>\n")
 };
 
 // How deeply tool definitions and tool-call arguments may nest. Real schemas stay far below; the
-// limit keeps every recursive step after it (copies, dumps, the template's value conversion) within a
-// small, fixed stack.
+// limit keeps every recursive step after it (copies, dumps, the template's value conversion) within
+// a small, fixed stack.
 inline constexpr int kMaxJsonDepth = 128;
 
 // InvalidArgument naming `what` when `value` nests deeper than `max_depth` (arrays and objects);
 // walks the value with an explicit stack, so any depth is safe to check.
-Status CheckJsonDepth(const nlohmann::ordered_json& value, std::string_view what, int max_depth = kMaxJsonDepth);
+Status CheckJsonDepth(const nlohmann::ordered_json& value, std::string_view what,
+                      int max_depth = kMaxJsonDepth);
 
 // Parses caller JSON (tool definitions, tool-call arguments) within bounds that keep every later
 // step fast and shallow: at most kMaxJsonBytes of text, kMaxJsonObjectKeys keys per object (the

@@ -5,8 +5,9 @@
 
 namespace qwenrt {
 
-ReplyStream::ReplyStream(const Tokenizer& tokenizer, bool in_reasoning, std::vector<std::string> stop_strings,
-                         nlohmann::ordered_json tools, Sink sink)
+ReplyStream::ReplyStream(const Tokenizer& tokenizer, bool in_reasoning,
+                         std::vector<std::string> stop_strings, nlohmann::ordered_json tools,
+                         Sink sink)
     : tok_(tokenizer),
       decoder_(tokenizer, false),
       stops_(std::move(stop_strings)),

@@ -8,15 +8,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "chat/sampler.h"
 #include "base/status.h"
+#include "chat/sampler.h"
 #include "text/tokenizer.h"
 
 namespace qwenrt {
@@ -34,7 +33,8 @@ class ReplyStream {
               nlohmann::ordered_json tools, Sink sink);
 
   // Handles one generated (non end-of-generation) token. Returns false when the generation must
-  // stop: the sink returned false (stopped_by_sink()) or a stop string matched (stopped_by_string()).
+  // stop: the sink returned false (stopped_by_sink()) or a stop string matched
+  // (stopped_by_string()).
   bool Push(int32_t token);
   // Ends the stream: emits what is held back (except a partial stop string match and a pending
   // half character, emitted as U+FFFD). Returns false if the sink asked to stop.
@@ -60,15 +60,16 @@ class ReplyStream {
 
   const Tokenizer& tok_;
   StreamDecoder decoder_;
-  StopStrings stops_;               // holds back text that may start a stop string
+  StopStrings stops_;  // holds back text that may start a stop string
   nlohmann::ordered_json tools_;
   Sink sink_;
   Mode mode_;
-  bool content_started_ = false;    // leading newlines of the content are skipped until text comes
-  std::string reasoning_newlines_;  // trailing newlines of the reasoning, held until more text comes
-  std::string tool_block_;          // text of the tool call being generated
-  std::string piece_;               // scratch for the decoder
-  std::string piece_out_;           // scratch for the stop-string filter
+  bool content_started_ = false;  // leading newlines of the content are skipped until text comes
+  std::string
+      reasoning_newlines_;  // trailing newlines of the reasoning, held until more text comes
+  std::string tool_block_;  // text of the tool call being generated
+  std::string piece_;       // scratch for the decoder
+  std::string piece_out_;   // scratch for the stop-string filter
   std::string content_, reasoning_;
   std::vector<std::string> tool_calls_;
   bool stopped_by_sink_ = false;

@@ -61,17 +61,21 @@ uint64_t Rng::Next() {
 StatusOr<Sampler> Sampler::Create(const SamplerParams& p, int32_t n_vocab) {
   if (n_vocab <= 0) return InvalidArgument("sampler: n_vocab must be positive, got {}", n_vocab);
   if (std::isnan(p.temperature)) return InvalidArgument("sampler: temperature is NaN");
-  if (!(p.top_p >= 0.0f && p.top_p <= 1.0f)) return InvalidArgument("sampler: top_p {} is outside [0, 1]", p.top_p);
-  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) return InvalidArgument("sampler: min_p {} is outside [0, 1]", p.min_p);
+  if (!(p.top_p >= 0.0f && p.top_p <= 1.0f))
+    return InvalidArgument("sampler: top_p {} is outside [0, 1]", p.top_p);
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f))
+    return InvalidArgument("sampler: min_p {} is outside [0, 1]", p.min_p);
   if (!(p.repetition_penalty > 0.0f) || !std::isfinite(p.repetition_penalty)) {
     return InvalidArgument("sampler: repetition_penalty must be > 0, got {}", p.repetition_penalty);
   }
   if (!std::isfinite(p.presence_penalty) || !std::isfinite(p.frequency_penalty)) {
     return InvalidArgument("sampler: presence/frequency penalties must be finite");
   }
-  if (p.penalty_last_n < 0) return InvalidArgument("sampler: penalty_last_n must be >= 0, got {}", p.penalty_last_n);
+  if (p.penalty_last_n < 0)
+    return InvalidArgument("sampler: penalty_last_n must be >= 0, got {}", p.penalty_last_n);
   for (const auto& [id, bias] : p.logit_bias) {
-    if (id < 0 || id >= n_vocab) return InvalidArgument("sampler: logit_bias id {} outside [0, {})", id, n_vocab);
+    if (id < 0 || id >= n_vocab)
+      return InvalidArgument("sampler: logit_bias id {} outside [0, {})", id, n_vocab);
     if (std::isnan(bias)) return InvalidArgument("sampler: logit_bias for {} is NaN", id);
   }
   try {
@@ -92,7 +96,8 @@ Sampler::Sampler(const SamplerParams& params, int32_t n_vocab)
 
 Status Sampler::SetBanned(std::span<const int32_t> ids) {
   for (int32_t id : ids) {
-    if (id < 0 || id >= n_vocab_) return InvalidArgument("sampler: banned id {} outside [0, {})", id, n_vocab_);
+    if (id < 0 || id >= n_vocab_)
+      return InvalidArgument("sampler: banned id {} outside [0, {})", id, n_vocab_);
   }
   std::fill(banned_.begin(), banned_.end(), 0);
   for (int32_t id : ids) banned_[static_cast<size_t>(id)] = 1;
@@ -125,7 +130,8 @@ void Sampler::Accept(int32_t id) {
 }
 
 void Sampler::ClearWindow() {
-  for (size_t i = 0; i < window_size_; ++i) --counts_[static_cast<size_t>(window_[(window_head_ + i) % window_.size()])];
+  for (size_t i = 0; i < window_size_; ++i)
+    --counts_[static_cast<size_t>(window_[(window_head_ + i) % window_.size()])];
   window_size_ = window_head_ = 0;
   window_.clear();
 }
@@ -146,7 +152,8 @@ void Sampler::ApplyPenalties() {
     if (count <= 0) continue;  // already applied (a repeated id in the window)
     float& logit = cand_[static_cast<size_t>(id)].logit;
     if (logit != kNegInf) {
-      logit = logit <= 0.0f ? logit * params_.repetition_penalty : logit / params_.repetition_penalty;
+      logit =
+          logit <= 0.0f ? logit * params_.repetition_penalty : logit / params_.repetition_penalty;
       logit -= static_cast<float>(count) * params_.frequency_penalty + params_.presence_penalty;
     }
     counts_[static_cast<size_t>(id)] = -count;  // mark as applied, restored below
@@ -163,18 +170,21 @@ void Sampler::SortTop(size_t m) {
   const auto desc = [](const Candidate& a, const Candidate& b) {
     return a.logit != b.logit ? a.logit > b.logit : a.id < b.id;
   };
-  std::partial_sort(cand_.begin() + static_cast<ptrdiff_t>(n_sorted_), cand_.begin() + static_cast<ptrdiff_t>(m),
+  std::partial_sort(cand_.begin() + static_cast<ptrdiff_t>(n_sorted_),
+                    cand_.begin() + static_cast<ptrdiff_t>(m),
                     cand_.begin() + static_cast<ptrdiff_t>(n_cand_), desc);
   n_sorted_ = m;
 }
 
 StatusOr<int32_t> Sampler::Sample(std::span<const float> logits, const uint32_t* allowed) {
   if (logits.size() != static_cast<size_t>(n_vocab_)) {
-    return InvalidArgument("sampler: got {} logits for a vocabulary of {}", logits.size(), n_vocab_);
+    return InvalidArgument("sampler: got {} logits for a vocabulary of {}", logits.size(),
+                           n_vocab_);
   }
   for (int32_t i = 0; i < n_vocab_; ++i) {
     const float l = logits[static_cast<size_t>(i)];
-    cand_[static_cast<size_t>(i)] = {banned_[static_cast<size_t>(i)] || std::isnan(l) ? kNegInf : l, i};
+    cand_[static_cast<size_t>(i)] = {banned_[static_cast<size_t>(i)] || std::isnan(l) ? kNegInf : l,
+                                     i};
   }
   for (const auto& [id, bias] : params_.logit_bias) cand_[static_cast<size_t>(id)].logit += bias;
   ApplyPenalties();
@@ -186,7 +196,8 @@ StatusOr<int32_t> Sampler::Sample(std::span<const float> logits, const uint32_t*
   // Drop impossible tokens so that no later stage has to care.
   n_cand_ = 0;
   for (int32_t i = 0; i < n_vocab_; ++i) {
-    if (cand_[static_cast<size_t>(i)].logit != kNegInf) cand_[n_cand_++] = cand_[static_cast<size_t>(i)];
+    if (cand_[static_cast<size_t>(i)].logit != kNegInf)
+      cand_[n_cand_++] = cand_[static_cast<size_t>(i)];
   }
   if (n_cand_ == 0) return InternalError("sampler: every token is banned or has logit -inf");
   n_sorted_ = 0;
@@ -205,7 +216,8 @@ StatusOr<int32_t> Sampler::Sample(std::span<const float> logits, const uint32_t*
     SortTop(1);
     const float max_logit = cand_[0].logit;
     double total = 0.0;
-    for (size_t i = 0; i < n_cand_; ++i) total += std::exp(static_cast<double>(cand_[i].logit - max_logit));
+    for (size_t i = 0; i < n_cand_; ++i)
+      total += std::exp(static_cast<double>(cand_[i].logit - max_logit));
     const double target = static_cast<double>(params_.top_p) * total;
     double cum = 0.0;
     size_t keep = n_cand_;
@@ -273,7 +285,8 @@ Status Sampler::LoadState(std::span<const uint8_t> blob) {
   size_t pos = 0;
   uint32_t magic = 0, version = 0, n = 0;
   Rng rng;
-  if (!Get(blob, &pos, &magic) || magic != kStateMagic) return InvalidArgument("sampler state: bad magic");
+  if (!Get(blob, &pos, &magic) || magic != kStateMagic)
+    return InvalidArgument("sampler state: bad magic");
   if (!Get(blob, &pos, &version) || version != kStateVersion) {
     return InvalidArgument("sampler state: version {} (expected {})", version, kStateVersion);
   }
@@ -286,12 +299,14 @@ Status Sampler::LoadState(std::span<const uint8_t> blob) {
                            params_.penalty_last_n);
   }
   if (blob.size() - pos != static_cast<size_t>(n) * sizeof(int32_t)) {
-    return InvalidArgument("sampler state: {} bytes for a window of {} tokens", blob.size() - pos, n);
+    return InvalidArgument("sampler state: {} bytes for a window of {} tokens", blob.size() - pos,
+                           n);
   }
   std::vector<int32_t> ids(n);
   for (int32_t& id : ids) {
     Get(blob, &pos, &id);
-    if (id < 0 || id >= n_vocab_) return InvalidArgument("sampler state: token {} outside the vocabulary", id);
+    if (id < 0 || id >= n_vocab_)
+      return InvalidArgument("sampler state: token {} outside the vocabulary", id);
   }
   Reset();
   for (int32_t id : ids) Accept(id);

@@ -1,6 +1,6 @@
 // Token sampling from logits: repetition / presence / frequency penalties over a window of recent
 // tokens, top-k, top-p, min-p, temperature and a seeded, serialisable random draw; plus stop
-// strings. Stages run in the peer's default order (penalties -> top-k -> top-p -> min-p ->
+// strings. Stages run in llama.cpp's default order (penalties -> top-k -> top-p -> min-p ->
 // temperature -> draw), so top-p and min-p see the untempered distribution; temperature <= 0 is
 // greedy. Chat markup and EOG policy live in the chat layer.
 //
@@ -20,14 +20,15 @@
 namespace qwenrt {
 
 struct SamplerParams {
-  float temperature = 1.0f;         // <= 0: greedy (argmax after penalties and bans)
-  int32_t top_k = 0;                // keep the k most likely; <= 0: off
-  float top_p = 1.0f;               // keep the smallest set with probability >= p; >= 1: off
-  float min_p = 0.0f;               // drop tokens with p < min_p * p_max; <= 0: off
-  float repetition_penalty = 1.0f;  // logit / rp if > 0 else logit * rp, for tokens in the window; 1: off
-  float presence_penalty = 0.0f;    // logit -= presence for tokens in the window
-  float frequency_penalty = 0.0f;   // logit -= frequency * count in the window
-  int32_t penalty_last_n = 64;      // window of accepted tokens the penalties look at; 0: off
+  float temperature = 1.0f;  // <= 0: greedy (argmax after penalties and bans)
+  int32_t top_k = 0;         // keep the k most likely; <= 0: off
+  float top_p = 1.0f;        // keep the smallest set with probability >= p; >= 1: off
+  float min_p = 0.0f;        // drop tokens with p < min_p * p_max; <= 0: off
+  float repetition_penalty =
+      1.0f;  // logit / rp if > 0 else logit * rp, for tokens in the window; 1: off
+  float presence_penalty = 0.0f;   // logit -= presence for tokens in the window
+  float frequency_penalty = 0.0f;  // logit -= frequency * count in the window
+  int32_t penalty_last_n = 64;     // window of accepted tokens the penalties look at; 0: off
   uint64_t seed = 0;
   // Added to the logits before every other stage (OpenAI `logit_bias`): (token id, bias).
   std::vector<std::pair<int32_t, float>> logit_bias;
@@ -56,8 +57,8 @@ class Sampler {
 
   // Draws a token from `logits` [n_vocab] (not modified). `allowed` (null = all) is a bit set
   // [ceil(n_vocab/32)] applied after the penalties and before every other stage (a constraint's
-  // mask). INVALID_ARGUMENT when the size differs from n_vocab, INTERNAL when every token is banned,
-  // masked or -inf/NaN. Does not Accept the token.
+  // mask). INVALID_ARGUMENT when the size differs from n_vocab, INTERNAL when every token is
+  // banned, masked or -inf/NaN. Does not Accept the token.
   StatusOr<int32_t> Sample(std::span<const float> logits, const uint32_t* allowed = nullptr);
   // Records a token (sampled or forced, e.g. the prompt) in the penalty window. Ids outside the
   // vocabulary are ignored.
@@ -90,14 +91,15 @@ class Sampler {
   SamplerParams params_;
   int32_t n_vocab_;
   Rng rng_;
-  std::vector<Candidate> cand_;     // [V] working set, first n_cand_ live
+  std::vector<Candidate> cand_;  // [V] working set, first n_cand_ live
   size_t n_cand_ = 0;
-  size_t n_sorted_ = 0;             // cand_[0, n_sorted_) is sorted descending and is the top
-  std::vector<uint8_t> banned_;     // [V]
-  std::vector<int32_t> window_;     // [penalty_last_n] ring buffer of accepted ids
+  size_t n_sorted_ = 0;          // cand_[0, n_sorted_) is sorted descending and is the top
+  std::vector<uint8_t> banned_;  // [V]
+  std::vector<int32_t>
+      window_;  // ring buffer of accepted ids, grown up to [penalty_last_n] as tokens arrive
   size_t window_size_ = 0, window_head_ = 0;  // head = index of the oldest entry
-  std::vector<int32_t> counts_;     // [V] occurrences in the window
-  std::vector<float> probs_;        // [V] scratch
+  std::vector<int32_t> counts_;               // [V] occurrences in the window
+  std::vector<float> probs_;                  // [V] scratch
 };
 
 // Watches generated text for stop strings. Push feeds newly generated (complete UTF-8) text and

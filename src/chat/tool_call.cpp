@@ -4,7 +4,9 @@
 namespace qwenrt {
 namespace {
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
@@ -80,7 +82,9 @@ std::optional<ToolCall> ParseToolCall(std::string_view block, const nlohmann::or
 }
 
 std::string ToolCallJson(std::string_view block, const nlohmann::ordered_json& tools) {
-  nlohmann::ordered_json out;
+  // An object from the start: nlohmann's operator[] on a null value marks it an object before it
+  // allocates, so a failed allocation there would leave a value its destructor cannot handle.
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
   if (std::optional<ToolCall> call = ParseToolCall(block, tools)) {
     out["name"] = call->name;
     out["arguments"] = call->arguments;

@@ -4,11 +4,10 @@
 // Parsed into a ToolCall whose argument values are typed by the tool's JSON schema.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "chat/messages.h"
 

@@ -12,11 +12,14 @@ namespace {
 // session holds them), the end token of the last reply, then what the template renders for the
 // messages after that reply. nullopt when the session holds no chat reply to extend or the
 // conversation does not continue it (then the whole conversation is rendered instead).
-std::optional<std::vector<int32_t>> TranscriptPrompt(const Tokenizer& tok, const ChatRequest& request,
-                                                     const ChatState& state, std::span<const int32_t> transcript,
+std::optional<std::vector<int32_t>> TranscriptPrompt(const Tokenizer& tok,
+                                                     const ChatRequest& request,
+                                                     const ChatState& state,
+                                                     std::span<const int32_t> transcript,
                                                      std::string_view full) {
   const int64_t n = static_cast<int64_t>(transcript.size());
-  if (state.transcript_assistants < 0 || state.transcript_reply_end <= 0 || state.transcript_reply_end > n ||
+  if (state.transcript_assistants < 0 || state.transcript_reply_end <= 0 ||
+      state.transcript_reply_end > n ||
       CountAssistants(request.messages) < state.transcript_assistants) {
     return std::nullopt;
   }
@@ -72,7 +75,8 @@ StatusOr<TurnPlan> PlanTurn(const ChatModel& model, const ChatRequest& request, 
   const Tokenizer& tok = model.tokenizer();
   TurnPlan plan;
   if (history == HistoryMode::kTranscript) {
-    if (auto t = TranscriptPrompt(tok, request, state, transcript, text)) plan.tokens = std::move(*t);
+    if (auto t = TranscriptPrompt(tok, request, state, transcript, text))
+      plan.tokens = std::move(*t);
   }
   if (plan.tokens.empty()) tok.Encode(text, SpecialTokens::kAll, &plan.tokens);
   if (plan.tokens.empty()) return InvalidArgument("the conversation renders to no tokens");

@@ -1,7 +1,7 @@
 // The turn planner: a chat request + what the session holds -> the prompt tokens of the turn and
 // the checkpoint positions to take while prefilling them. This is the one checkpoint policy users
-// run (docs/checkpoints.md): a checkpoint at the start of every message (`<|im_start|>`, so a change
-// of system prompt, tools or a late message reuses what precedes it) and right after every
+// run (docs/checkpoints.md): a checkpoint at the start of every message (`<|im_start|>`, so a
+// change of system prompt, tools or a late message reuses what precedes it) and right after every
 // `<|im_start|>assistant\n` (where a re-rendered history first differs from the tokens generated:
 // the template drops the previous reply's reasoning). The Session adds its own near the end of
 // every prefill (SessionParams::checkpoint_tail).

@@ -74,8 +74,8 @@ class Backend {
   // Rotates each head in place at positions pos0 + t.  x: [T, heads, Dh]
   virtual void Rope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, const RopeParams& p) = 0;
   // Precision of the attention inputs before K/V enter the cache: kRef keeps f32; kCpu rounds q, k
-  // and v to f16 values, as the peer's CPU path does (F16 KV cache, Q converted to F16 for Q·K;
-  // spec §14.2). Storage stays f32 for now. q: [nq]; k, v: [nkv].
+  // and v to f16 values, as llama.cpp's CPU path does (F16 KV cache, Q converted to F16 for Q·K;
+  // docs/spec/qwen35-architecture.md §14 item 2). Storage stays f32 for now. q: [nq]; k, v: [nkv].
   virtual void RoundAttentionInputs(float* q, int64_t nq, float* k, float* v, int64_t nkv) = 0;
   // q: [T, H, Dh]; k, v: [n_past+T, Hkv, Dh]; out: [T, H, Dh]
   virtual void Attention(const AttentionShape& s, const float* q, const float* k, const float* v,

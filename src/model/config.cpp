@@ -1,5 +1,5 @@
 // ModelConfig from GGUF metadata: exact value types as llama.cpp requires them, defaults from the
-// architecture spec §2.1, the consistency checks of §2.4 and the layer schedule of §3.
+// docs/spec/qwen35-architecture.md §2.1, the consistency checks of §2.4 and the layer schedule of §3.
 #include "model/config.h"
 
 #include <algorithm>
@@ -67,7 +67,7 @@ Status CheckDim(const char* what, const std::string& key, int64_t value, int64_t
   return OkStatus();
 }
 
-// Layer schedule (spec §3): `attention.recurrent_layers` (bool/i32/u32 scalar or array[L_all])
+// Layer schedule (qwen35-architecture.md §3): `attention.recurrent_layers` (bool/i32/u32 scalar or array[L_all])
 // overrides `full_attention_interval` (default 4).
 Status ReadSchedule(const gguf::File& f, const std::string& p, ModelConfig* c) {
   c->recurrent.assign(c->n_layer, false);
@@ -146,7 +146,7 @@ Status ReadRope(const gguf::File& f, const std::string& p, ModelConfig* c) {
     return BadFormat("key '{}': sections sum to {}, must be in [1, rope dims / 2 = {}]", skey,
                      sect_sum, c->rope_dims / 2);
   }
-  // IMROPE sector rule (spec §8.1) with text positions (p, p, p, 0).
+  // IMROPE sector rule (qwen35-architecture.md §8.1) with text positions (p, p, p, 0).
   const int32_t* s = c->rope_sections;
   c->rope_pair_uses_pos.resize(c->rope_dims / 2);
   for (int64_t i = 0; i < c->rope_dims / 2; ++i) {

@@ -1,5 +1,5 @@
 // ModelConfig: the hyperparameters of a `qwen35` / `qwen35moe` GGUF file, read from its metadata
-// with llama.cpp's exact-type rules and every consistency check of the architecture spec (§2), plus
+// with llama.cpp's exact-type rules and every consistency check of docs/spec/qwen35-architecture.md (§2), plus
 // the layer schedule (which trunk layers are gated delta nets). Tensors are checked in weights.h.
 #pragma once
 

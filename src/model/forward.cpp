@@ -1,4 +1,4 @@
-// The Qwen3.5 forward pass (spec §1, §7–§9, §11), one ubatch at a time. Read this file first: each
+// The Qwen3.5 forward pass (docs/spec/qwen35-architecture.md §1, §7–§9, §11), one ubatch at a time. Read this file first: each
 // layer kind is a short list of named backend ops (backend.h; docs/engine.md, "Op names"), the same
 // names in the same order as the CUDA pass (forward_cuda.cpp); the ops live in src/ops/.
 //
@@ -24,7 +24,7 @@ struct Step {
   int64_t n_past;  // position of the first one
 };
 
-// Gated delta net (spec §7): xn -> mix, advancing this layer's conv window and delta-rule state.
+// Gated delta net (qwen35-architecture.md §7): xn -> mix, advancing this layer's conv window and delta-rule state.
 void GatedDeltaLayer(Step& s, const GatedDeltaWeights& w, float* conv_state /*[C, Kc-1]*/,
                      float* ssm_state /*[Hv, Dv, Dk]*/) {
   const ModelConfig& c = s.c;
@@ -42,14 +42,14 @@ void GatedDeltaLayer(Step& s, const GatedDeltaWeights& w, float* conv_state /*[C
   const GatedDeltaShape gd{T, Hk, Hv, Dk, Dv};
   s.be.GdnSplit(gd, a.conv.data(), c.eps, 1.0f / std::sqrt(static_cast<float>(Dk)), a.gq.data(), a.gk.data(),
                 a.gv.data(), a.alpha.data(), a.beta.data(), w.ssm_a, w.dt_bias);
-  // Value head h reads key head h % Hk (tiled order, spec §5.1).
+  // Value head h reads key head h % Hk (tiled order, qwen35-architecture.md §5.1).
   s.be.GatedDelta(gd, a.gq.data(), a.gk.data(), a.gv.data(), a.alpha.data(), a.beta.data(), ssm_state,
                   a.go.data());
   s.be.GatedRmsNorm(a.go.data(), w.norm, a.z.data(), a.go.data(), T * Hv, Dv, c.eps);  // norm(o) * silu(z)
   s.be.MatMul(w.out, a.go.data(), a.mix.data(), T);
 }
 
-// Gated full attention (spec §8): xn -> mix; writes this ubatch's K/V rows into the cache.
+// Gated full attention (qwen35-architecture.md §8): xn -> mix; writes this ubatch's K/V rows into the cache.
 void FullAttentionLayer(Step& s, const AttentionWeights& w, const RopeParams& rope,
                         float* k_cache /*[cap, Hkv, Dh]*/, float* v_cache /*[cap, Hkv, Dh]*/) {
   const ModelConfig& c = s.c;
@@ -84,12 +84,12 @@ void SwiGluFfn(Step& s, const WeightMatrix& gate, const WeightMatrix& up, const 
   s.be.MatMul(down, s.a.ff_up.data(), y, n);
 }
 
-// Dense SwiGLU FFN (spec §9.1): xn -> mix.
+// Dense SwiGLU FFN (qwen35-architecture.md §9.1): xn -> mix.
 void Mlp(Step& s, const DenseFfnWeights& w) {
   SwiGluFfn(s, w.gate, w.up, w.down, s.a.xn.data(), s.a.mix.data(), s.T);
 }
 
-// Routed experts + sigmoid-gated shared expert (spec §9.2): xn -> mix. Tokens are grouped by expert
+// Routed experts + sigmoid-gated shared expert (qwen35-architecture.md §9.2): xn -> mix. Tokens are grouped by expert
 // so each expert runs one [n, E] matmul; results are summed per token in selection order.
 void Moe(Step& s, const MoeWeights& w) {
   const ModelConfig& c = s.c;
@@ -112,7 +112,7 @@ void Moe(Step& s, const MoeWeights& w) {
   s.be.AddSigmoidGated(a.mix.data(), a.ye.data(), a.shgate.data(), T, E);
 }
 
-// logits[rows, V] = output · RMSNorm(x[first .. first+rows), output_norm)   (spec §11)
+// logits[rows, V] = output · RMSNorm(x[first .. first+rows), output_norm)   (qwen35-architecture.md §11)
 void Logits(Step& s, const Weights& w, int64_t first, int64_t rows, float* logits) {
   const int64_t E = s.c.n_embd;
   s.be.RmsNorm(s.a.x.data() + first * E, w.output_norm, s.a.xn.data(), rows, E, s.c.eps);

@@ -118,7 +118,7 @@ Status CudaForwardImpl::Embed(const int32_t* tokens, int64_t T) {
   return cuda::CopyToDevice(a_.x.f(), embed, static_cast<size_t>(T * E) * sizeof(float), stream_);
 }
 
-// Gated delta net (spec §7): xn -> mix, advancing this layer's conv window and delta-rule state.
+// Gated delta net (docs/spec/qwen35-architecture.md §7): xn -> mix, advancing this layer's conv window and delta-rule state.
 Status CudaForwardImpl::GatedDeltaLayer(const GatedDeltaWeights& w, int64_t T, float* conv_state /*[C, Kc-1]*/,
                                         float* ssm_state /*[Hv, Dv, Dk]*/) {
   DeviceActivations& a = a_;
@@ -139,7 +139,7 @@ Status CudaForwardImpl::GatedDeltaLayer(const GatedDeltaWeights& w, int64_t T, f
                                               a.gv.f(), a.alpha.f(), a.beta.f(), Dev(w.ssm_a), Dev(w.dt_bias),
                                               stream_));
 
-  // Value head h reads key head h % Hk (tiled order, spec §5.1).
+  // Value head h reads key head h % Hk (tiled order, qwen35-architecture.md §5.1).
   QWENRT_RETURN_IF_ERROR(cuda::LaunchGatedDelta(GatedDeltaShape{T, Hk, Hv, Dk, Dv}, a.gq.f(), a.gk.f(),
                                                 a.gv.f(), a.alpha.f(), a.beta.f(), ssm_state, a.go.f(),
                                                 stream_));
@@ -148,7 +148,7 @@ Status CudaForwardImpl::GatedDeltaLayer(const GatedDeltaWeights& w, int64_t T, f
   return MatMul(Dev(w.out), a.go.f(), a.mix.f(), T);
 }
 
-// Gated full attention (spec §8): xn -> mix; writes this ubatch's K/V rows into the device cache.
+// Gated full attention (qwen35-architecture.md §8): xn -> mix; writes this ubatch's K/V rows into the device cache.
 Status CudaForwardImpl::FullAttentionLayer(const AttentionWeights& w, int64_t T, int64_t n_past,
                                            const int64_t* pos_dev, float* k_cache /*[cap, Hkv, Dh]*/,
                                            float* v_cache /*[cap, Hkv, Dh]*/) {
@@ -188,12 +188,12 @@ Status CudaForwardImpl::SwiGluFfn(const DevMatrix& gate, const DevMatrix& up, co
   return MatMul(down, a_.ff_up.f(), y, n);
 }
 
-// Dense SwiGLU FFN (spec §9.1): xn -> mix.
+// Dense SwiGLU FFN (qwen35-architecture.md §9.1): xn -> mix.
 Status CudaForwardImpl::Mlp(const DenseFfnWeights& w, int64_t T) {
   return SwiGluFfn(Dev(w.gate), Dev(w.up), Dev(w.down), a_.xn.f(), a_.mix.f(), T);
 }
 
-// Routed experts + sigmoid-gated shared expert (spec §9.2): xn -> mix. Routing and the grouping of
+// Routed experts + sigmoid-gated shared expert (qwen35-architecture.md §9.2): xn -> mix. Routing and the grouping of
 // (token, slot) pairs by expert happen on the host, exactly as forward.cpp's Moe does them.
 Status CudaForwardImpl::Moe(const MoeWeights& w, int64_t T) {
   DeviceActivations& a = a_;
@@ -235,7 +235,7 @@ Status CudaForwardImpl::Moe(const MoeWeights& w, int64_t T) {
   return cuda::LaunchAddSigmoidGated(a.mix.f(), a.ye.f(), a.shgate.f(), T, E, stream_);
 }
 
-// logits[rows, V] = output · RMSNorm(x[first .. first+rows), output_norm)   (spec §11)
+// logits[rows, V] = output · RMSNorm(x[first .. first+rows), output_norm)   (qwen35-architecture.md §11)
 Status CudaForwardImpl::Logits(int64_t first, int64_t rows, float* logits_host) {
   const Weights& w = model_.weights();
   const int64_t E = c_.n_embd, V = c_.n_vocab;

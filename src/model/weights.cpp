@@ -1,5 +1,5 @@
-// Tensor catalogue of the architecture spec §4 → typed views, with the model-level checks of
-// gguf-and-quants.md §5 items 22–25 and 29. Every tensor the file holds must be claimed by exactly one
+// Tensor catalogue of docs/spec/qwen35-architecture.md §4 → typed views, with the model-level checks of
+// docs/spec/gguf-and-quants.md §5 items 22–25 and 29. Every tensor the file holds must be claimed by exactly one
 // rule here (trunk, MTP block or global); whatever is left over is an error.
 #include "model/weights.h"
 
@@ -176,7 +176,7 @@ Status BindMoe(Binder& b, const std::string& p, const ModelConfig& c, MoeWeights
   return OkStatus();
 }
 
-// An MTP block (spec §4.7): attention block + FFN + nextn.* tensors. Checked, then dropped.
+// An MTP block (qwen35-architecture.md §4.7): attention block + FFN + nextn.* tensors. Checked, then dropped.
 Status AccountMtpBlock(Binder& b, const std::string& p, const ModelConfig& c) {
   LayerWeights unused;
   const int64_t E = c.n_embd;

@@ -1,4 +1,4 @@
-// Causal softmax attention over the KV cache (spec §8 step 7) and the f16 rounding of its inputs.
+// Causal softmax attention over the KV cache (docs/spec/qwen35-architecture.md §8 step 7) and the f16 rounding of its inputs.
 // The projections, q/k norms and rope around it are in matmul.h, norm.h and rope.h.
 //
 // Math, per new token t (position n_past + t) and query head h (KV head h / (H/Hkv)):
@@ -34,8 +34,8 @@ void Attention(const AttentionShape& s, const float* q, const float* k, const fl
                float* scores, ThreadPool& pool);
 
 // x[i] = nearest f16 value of x[i] (round to nearest even), in place. n elements. The CPU backend
-// applies it to q, k and v before attention, as the peer's CPU path does (F16 KV cache, Q
-// converted to F16 for Q·K; spec §14.2); ref keeps f32.
+// applies it to q, k and v before attention, as llama.cpp's CPU path does (F16 KV cache, Q
+// converted to F16 for Q·K; qwen35-architecture.md §14 item 2); ref keeps f32.
 void RoundToF16(float* x, int64_t n);
 }  // namespace cpu
 

@@ -1,9 +1,9 @@
-// The gated delta rule (the recurrence inside a Gated DeltaNet layer, spec §7 step 8) in three
+// The gated delta rule (the recurrence inside a Gated DeltaNet layer, docs/spec/qwen35-architecture.md §7 step 8) in three
 // forms that compute the same thing: a scalar reference, a token-serial CPU kernel (decode) and a
-// chunked CPU kernel (prefill, spec §10). The conv, L2 norms, gates and projections around it live
+// chunked CPU kernel (prefill, qwen35-architecture.md §10). The conv, L2 norms, gates and projections around it live
 // elsewhere; these functions take q, k, v, g, beta ready to use.
 //
-// Math, for each value head h (key head h % Hk, the "tiled" mapping of spec §5.1) and token t,
+// Math, for each value head h (key head h % Hk, the "tiled" mapping of qwen35-architecture.md §5.1) and token t,
 // with S the Dk x Dv state (row i = key dim, column j = value dim):
 //
 //   S   <- exp(g_t) * S                 decay
@@ -16,7 +16,7 @@
 //   v     [T, Hv, Dv]
 //   g     [T, Hv]      log-decay, <= 0 (alpha = exp(g))
 //   beta  [T, Hv]      write strength, already sigmoid'ed, in (0, 1)
-//   state [Hv, Dv, Dk] S_h[i][j] at h*Dv*Dk + j*Dk + i (transposed, llama.cpp layout, spec §7.1);
+//   state [Hv, Dv, Dk] S_h[i][j] at h*Dv*Dk + j*Dk + i (transposed, llama.cpp layout, qwen35-architecture.md §7.1);
 //                      read as the state before token 0, overwritten with the state after token T-1
 //   out   [T, Hv, Dv]  o_t per value head
 //
@@ -56,7 +56,7 @@ void GatedDeltaRecurrent(const GatedDeltaShape& shape, const float* q, const flo
                          const float* v, const float* g, const float* beta, float* state,
                          float* out, ThreadPool& pool);
 
-// Chunked form (spec §10): tokens in chunks of 64, each chunk done with small dense matrix products;
+// Chunked form (qwen35-architecture.md §10): tokens in chunks of 64, each chunk done with small dense matrix products;
 // multithreaded over value heads. Best for prefill (large T). Same results as the recurrence up to
 // rounding (sums are reassociated).
 void GatedDeltaChunk(const GatedDeltaShape& shape, const float* q, const float* k, const float* v,

@@ -1,5 +1,5 @@
 // The Gated DeltaNet step between the causal conv (conv.h) and the delta rule (gated_delta.h),
-// spec §7 steps 2-3 and 5-6: the conv output is split into q, k, v; q and k are L2-normalised per
+// docs/spec/qwen35-architecture.md §7 steps 2-3 and 5-6: the conv output is split into q, k, v; q and k are L2-normalised per
 // head (q also scaled by 1/sqrt(Dk), passed as q_scale) and v copied; the gates come from the
 // alpha/beta projections: g = ssm_a * softplus(alpha + dt_bias), beta = sigmoid(beta).
 //

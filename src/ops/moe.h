@@ -1,4 +1,4 @@
-// The mixture-of-experts steps around the expert FFNs (spec §9.2): routing, grouping the
+// The mixture-of-experts steps around the expert FFNs (docs/spec/qwen35-architecture.md §9.2): routing, grouping the
 // (token, slot) pairs by expert so each expert runs one [n, E] matmul, gathering their inputs,
 // scattering their outputs back per (token, slot), the weighted combine in selection order, and
 // the sigmoid-gated shared expert's add. The expert FFNs themselves are MatMul/SwiGlu.

@@ -1,6 +1,6 @@
 // Row norms of the forward pass: RMSNorm (every sub-block input, the q/k norms, the final norm), its
 // two fused forms (the residual add with the next norm; the GDN output's gated norm) and the L2
-// norm of the GDN q/k heads. Sums of squares in double, scale in float (llama.cpp CPU, spec §14).
+// norm of the GDN q/k heads. Sums of squares in double, scale in float (llama.cpp CPU, docs/spec/qwen35-architecture.md §14).
 //
 // Every row is computed the same way whatever `rows` is, and each fused op is bit for bit its
 // composition: AddRmsNorm == Add then RmsNorm; GatedRmsNorm == RmsNorm then SwiGlu(z, .)
@@ -27,7 +27,7 @@ void RmsNormRows(const float* x, int64_t x_stride, const float* w, float* y, int
 // x, mix, y: [rows, n]; y must not alias x or mix.
 void AddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows, int64_t n, float eps);
 
-// y = RmsNorm(x) * w * silu(z): the GDN output's gated norm (spec §7 step 9).
+// y = RmsNorm(x) * w * silu(z): the GDN output's gated norm (qwen35-architecture.md §7 step 9).
 // x, z, y: [rows, n] (y may alias x); w: [n].
 void GatedRmsNorm(const float* x, const float* w, const float* z, float* y, int64_t rows, int64_t n,
                   float eps);

@@ -1,5 +1,5 @@
 // fp16 / bf16 conversions, type sizes and the activation quantizers (Q8_K, Q8_0) of quant.h.
-// Everything here is scalar and bit-exact with llama.cpp's reference versions (spec §3.2–§3.8).
+// Everything here is scalar and bit-exact with llama.cpp's reference versions (docs/spec/gguf-and-quants.md §3.2–§3.8).
 #include "ops/quant.h"
 
 #include <cmath>
@@ -118,7 +118,7 @@ void QuantizeRowQ8K(const float* x, void* dst_blocks, int64_t n) {
       std::memset(out.bsums, 0, sizeof(out.bsums));
       continue;
     }
-    // The extreme value maps to -127 (llama.cpp's choice, kept so our dots equal the peer's).
+    // The extreme value maps to -127 (llama.cpp's choice, kept so our dots equal llama.cpp's).
     const float iscale = -127.f / max;
     for (int j = 0; j < kQK_K; ++j) {
       const int v = NearestInt(iscale * x[j]);
@@ -138,7 +138,7 @@ void QuantizeRowQ8K(const float* x, void* dst_blocks, int64_t n) {
 // subnormal (d = amax/127 > 0 but 1/d overflows to inf) or non-finite (inf or NaN inputs). Such a
 // block gets id = 0 (its fp16 d is 0 or non-finite anyway, so no finite dot product can use its
 // quants), and quants are clamped to [-127, 127] with NaN -> 0. Finite, normal blocks take the
-// unchanged path, so results stay bit-exact with the peer.
+// unchanged path, so results stay bit-exact with llama.cpp.
 void QuantizeRowQ8_0(const float* x, void* dst_blocks, int64_t n) {
   auto* y = static_cast<BlockQ8_0*>(dst_blocks);
   for (int64_t b = 0; b < n / kQK8_0; ++b, x += kQK8_0) {

@@ -1,7 +1,7 @@
 // GGUF block formats shared by ref/, cpu/ and cuda/: the block structs (byte-exact with ggml), fp16 and
 // bf16 conversions, row sizes and the activation quantizers (Q8_K, Q8_0) the CPU dot products use.
 // Dequantization lives in ref/dequantize.cpp; the dot products in vec_dot.h. See
-// ../shared/spec/gguf-and-quants.md §2–§3 for the layouts.
+// docs/spec/gguf-and-quants.md §2–§3 for the layouts.
 #pragma once
 
 #include <cstddef>
@@ -83,7 +83,7 @@ int64_t RowBytes(gguf::Type type, int64_t n);
 // True for the weight types ref::DequantizeRow / MatMul handle: F32 F16 BF16 Q8_0 Q4_K Q5_K Q6_K.
 bool IsSupportedWeightType(gguf::Type type);
 
-// Unpacks scale `s` (0..7) and min of the 12 packed bytes of a Q4_K / Q5_K block (spec §3.5.1).
+// Unpacks scale `s` (0..7) and min of the 12 packed bytes of a Q4_K / Q5_K block (gguf-and-quants.md §3.5.1).
 inline void UnpackScaleMinK(const uint8_t* b, int s, uint8_t* sc, uint8_t* m) {
   if (s < 4) {
     *sc = b[s] & 63;
@@ -102,7 +102,7 @@ inline int NearestInt(float x) {
   return (i & 0x007fffff) - 0x00400000;
 }
 
-// x: [n] -> n/256 Q8_K blocks at dst, exactly as llama.cpp's quantize_row_q8_K_ref (spec §3.8).
+// x: [n] -> n/256 Q8_K blocks at dst, exactly as llama.cpp's quantize_row_q8_K_ref (gguf-and-quants.md §3.8).
 // n % 256 == 0.
 void QuantizeRowQ8K(const float* x, void* dst_blocks, int64_t n);
 // x: [n] -> n/32 Q8_0 blocks (llama.cpp quantize_row_q8_0_ref: d = amax/127, q = roundf(x/d)).
@@ -111,7 +111,7 @@ void QuantizeRowQ8_0(const float* x, void* dst_blocks, int64_t n);
 
 namespace ref {
 // Decodes `n` consecutive elements of a row of `type` (F32 F16 BF16 Q8_0 Q4_K Q5_K Q6_K Q8_K) into
-// dst: [n] float32, bit-exact with the formulas of spec §3. n % BlockElems(type) == 0; src holds
+// dst: [n] float32, bit-exact with the formulas of gguf-and-quants.md §3. n % BlockElems(type) == 0; src holds
 // n / BlockElems(type) blocks. Returns false (dst untouched) for any other type or a bad n.
 bool DequantizeRow(gguf::Type type, const void* src, float* dst, int64_t n);
 }  // namespace ref

@@ -126,7 +126,7 @@ QWENRT_HD void DotQ8_0(const uint8_t* const (&rows)[R], const float* x, int64_t 
   }
 }
 
-// Scale and min of sub-block s from the 12 packed bytes (spec §3.5.1).
+// Scale and min of sub-block s from the 12 packed bytes (docs/spec/gguf-and-quants.md §3.5.1).
 QWENRT_HD void ScaleMinK(const uint8_t* b, int s, int* sc, int* m) {
   if (s < 4) {
     *sc = b[s] & 63;

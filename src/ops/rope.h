@@ -1,4 +1,4 @@
-// Partial rotary position embedding of the attention q/k heads (spec §8.1), NEOX pairing
+// Partial rotary position embedding of the attention q/k heads (docs/spec/qwen35-architecture.md §8.1), NEOX pairing
 // (i, i + R/2) over the first R dims of each head; dims >= R pass through. IMROPE sections arrive
 // as a per-pair flag: a pair outside the text section sees position 0 (the identity).
 #pragma once

@@ -1,5 +1,5 @@
 // Dot products between one weight row (GGUF block format) and one activation row, as the CPU matmul
-// uses them (spec §3.9). `ref::` versions are scalar with exact integer inner sums and define the
+// uses them (docs/spec/gguf-and-quants.md §3.9). `ref::` versions are scalar with exact integer inner sums and define the
 // result; `cpu::` versions (SIMD) must agree with them to float rounding. `n` is the row length in
 // elements (a multiple of the block size); `w` and `a` point at n / block-size blocks.
 #pragma once

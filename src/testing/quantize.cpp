@@ -39,7 +39,7 @@ void QuantizeQ6K(const float* x, BlockQ6K* y, int64_t nb) {
         const int e = 16 * g + j;
         const int q = step > 0 ? std::clamp(static_cast<int>(std::lround(x[e] / step)), -32, 31) : 0;
         const int u = q + 32;
-        // Spec §3.7: element 128n + 32k + l -> ql[64n + l + 32(k%2)] nibble k/2, qh[32n + l] bits 2k.
+        // docs/spec/gguf-and-quants.md §3.7: element 128n + 32k + l -> ql[64n + l + 32(k%2)] nibble k/2, qh[32n + l] bits 2k.
         const int n = e / 128, k = (e % 128) / 32, l = e % 32;
         out.ql[64 * n + l + 32 * (k % 2)] |= static_cast<uint8_t>((u & 15) << (4 * (k / 2)));
         out.qh[32 * n + l] |= static_cast<uint8_t>((u >> 4) << (2 * k));
@@ -48,7 +48,7 @@ void QuantizeQ6K(const float* x, BlockQ6K* y, int64_t nb) {
   }
 }
 
-// Packs 6-bit scales and mins (spec §3.5.1 bit picture).
+// Packs 6-bit scales and mins (gguf-and-quants.md §3.5.1 bit picture).
 void PackScaleMin(const int sc[8], const int m[8], uint8_t out[12]) {
   for (int j = 0; j < 4; ++j) {
     out[j] = static_cast<uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));

@@ -1,6 +1,6 @@
 // Weight quantizer: f32 rows -> Q4_K, Q6_K, Q8_0 (and F32/F16/BF16 conversion) for synthetic models and
 // tests. A simple, correct min/max quantizer with guaranteed error bounds; it does not search for the
-// best scales as llama-quantize does, so files differ from the peer's bit for bit (same format).
+// best scales as llama-quantize does, so files differ from llama.cpp's bit for bit (same format).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Synthetic model writer of synth_model.h. Tensor list, order (global tensors, then each layer's
 // tensors sorted by name), types and metadata keys follow tests/data/tiny-s1-q4km.gguf, which the
-// peer's converter + llama-quantize wrote; shapes follow spec qwen35-architecture.md §4 / §13.
+// llama.cpp's converter + llama-quantize wrote; shapes follow docs/spec/qwen35-architecture.md §4 / §13.
 //
 // Values: a counter-based hash RNG (element index -> value), so the file does not depend on the
 // thread count. Projections ~ N(0, 1/fan_in) (output projections further / sqrt(2L) so the residual
@@ -24,7 +24,7 @@ namespace {
 
 constexpr int64_t kRealFirstSpecial = 248044;  // <|endoftext|> in the real Qwen3.5 vocabulary
 constexpr int64_t kRealFirstUnused = 248077;   // converter padding "[PAD248077]" ... (UNUSED)
-// Real added tokens after the 26 the fixture vocabulary carries (spec tokenizer-and-chat.md §2.2).
+// Real added tokens after the 26 the fixture vocabulary carries (docs/spec/tokenizer-and-chat.md §2.2).
 constexpr std::string_view kExtraSpecials[] = {"<|audio_start|>", "<|audio_end|>", "<tts_pad>", "<tts_text_bos>",
                                                "<tts_text_eod>", "<tts_text_bos_single>", "<|audio_pad|>"};
 constexpr int32_t kTypeNormal = 1, kTypeControl = 3, kTypeUnused = 5;
@@ -55,7 +55,7 @@ struct TensorSpec {
   float scale = 1;  // std of kWeight
 };
 
-// llama-quantize's use_more_bits (spec gguf-and-quants.md §4.2).
+// llama-quantize's use_more_bits (docs/spec/gguf-and-quants.md §4.2).
 bool UseMoreBits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
 std::vector<TensorSpec> TensorList(const SynthShape& s) {

@@ -1,7 +1,7 @@
-// Byte-level BPE tokenizer (see tokenizer.h). Encoding: special-token partition (§3.1) ->
-// per raw fragment: lenient UTF-8 decode, optional NFC, `qwen35` pre-tokenization (§3.2) ->
-// per piece: BPE over raw bytes with a (left id, right id) -> (rank, result) hash table (§3.3,
-// §3.4). Token texts are converted from the GPT-2 byte mapping to raw bytes once, at load, so
+// Byte-level BPE tokenizer (see tokenizer.h). Encoding: special-token partition (docs/spec/tokenizer-and-chat.md §3.1) ->
+// per raw fragment: lenient UTF-8 decode, optional NFC, `qwen35` pre-tokenization (tokenizer-and-chat.md §3.2) ->
+// per piece: BPE over raw bytes with a (left id, right id) -> (rank, result) hash table (tokenizer-and-chat.md §3.3,
+// tokenizer-and-chat.md §3.4). Token texts are converted from the GPT-2 byte mapping to raw bytes once, at load, so
 // neither encoding nor decoding touches the mapped form afterwards.
 #include "text/tokenizer.h"
 
@@ -25,7 +25,7 @@ constexpr uint64_t kEmptyKey = ~uint64_t{0};
 // spaces) rarely repeat and would fill the cache.
 constexpr size_t kMaxCachedPieceBytes = 64;
 
-// GPT-2 byte mapping (§3.3): byte -> code point of its printable stand-in, and back.
+// GPT-2 byte mapping (tokenizer-and-chat.md §3.3): byte -> code point of its printable stand-in, and back.
 struct ByteMap {
   std::array<uint32_t, 256> byte_to_cp;
   std::array<int16_t, 0x144> cp_to_byte;  // every stand-in is below U+0144; -1 = none
@@ -63,7 +63,7 @@ bool UnmapBytes(std::string_view mapped, std::string* raw) {
   return true;
 }
 
-// Texts that are chat markup: always rendered when decoding, whatever their stored type (§4).
+// Texts that are chat markup: always rendered when decoding, whatever their stored type (tokenizer-and-chat.md §4).
 bool IsMarkupText(std::string_view t) {
   return t == "<think>" || t == "</think>" || t == "<tool_call>" || t == "</tool_call>" ||
          t == "<tool_response>" || t == "</tool_response>";
@@ -270,7 +270,7 @@ Status Tokenizer::Init(VocabData vocab, const TokenizerOptions& options) {
     merges_[slot] = MergeEntry{key, static_cast<int32_t>(r), result->second};
   }
 
-  // Well-known ids and the end-of-generation set (§2.3).
+  // Well-known ids and the end-of-generation set (tokenizer-and-chat.md §2.3).
   const auto find = [&](std::string_view text) {
     auto it = text_to_id_.find(text);
     return it == text_to_id_.end() ? -1 : it->second;
@@ -320,7 +320,7 @@ void Tokenizer::Encode(std::string_view text, SpecialTokens special, std::vector
   }
 }
 
-// §3.1: split off special tokens, longest candidates first; token fragments are final.
+// tokenizer-and-chat.md §3.1: split off special tokens, longest candidates first; token fragments are final.
 void Tokenizer::Partition(std::string_view text, SpecialTokens special, Scratch* s) const {
   s->fragments.clear();
   const auto wanted = [&](int32_t id) {
@@ -401,7 +401,7 @@ void Tokenizer::EncodeRaw(std::string_view text, Scratch* s, std::vector<int32_t
   PreTokenizeQwen35(s->cps, &s->pieces);
   for (const PreToken& p : s->pieces) {
     // Re-encoding the code points (rather than slicing `text`) turns invalid bytes into U+FFFD
-    // and applies NFC, exactly as the peer rebuilds its pieces from code points.
+    // and applies NFC, exactly as llama.cpp rebuilds its pieces from code points.
     s->bytes.clear();
     for (uint32_t i = p.begin; i < p.end; ++i) unicode::AppendUtf8(s->cps[i], &s->bytes);
     EncodePiece(s->bytes, s, out);
@@ -432,7 +432,7 @@ void Tokenizer::EncodePiece(std::string_view bytes, Scratch* s, std::vector<int3
   }
 }
 
-// §3.4: repeatedly merge the adjacent pair with the lowest rank (ties: leftmost). Pairs sit in
+// tokenizer-and-chat.md §3.4: repeatedly merge the adjacent pair with the lowest rank (ties: leftmost). Pairs sit in
 // a min-heap keyed by (rank, left position); entries made stale by earlier merges are detected
 // on pop by comparing the ids they were pushed with.
 void Tokenizer::Bpe(std::string_view bytes, Scratch* s, std::vector<int32_t>* out) const {

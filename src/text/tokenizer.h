@@ -1,7 +1,7 @@
 // The Qwen3.5 tokenizer: byte-level BPE read from the GGUF's `tokenizer.ggml.*` keys, with the
 // `qwen35` pre-tokenizer, special-token partition, NFC normalization (on by default, like the
-// model's own tokenizer; off reproduces the peer), decoding and a streaming detokenizer.
-// Spec: tokenizer-and-chat.md §1-§5. Chat templates and sampling live elsewhere.
+// model's own tokenizer; off reproduces llama.cpp), decoding and a streaming detokenizer.
+// Spec: docs/spec/tokenizer-and-chat.md §1-§5. Chat templates and sampling live elsewhere.
 //
 // Thread safety: a Tokenizer is immutable after creation except for its internal piece cache,
 // which is guarded by a mutex; Encode/Decode may run on any thread concurrently.
@@ -54,7 +54,7 @@ struct VocabData {
 
 struct TokenizerOptions {
   // Apply NFC before pre-tokenization, as the model's own (Hugging Face) tokenizer does.
-  // false reproduces the peer (llama.cpp), which does not normalize.
+  // false reproduces llama.cpp, which does not normalize.
   bool nfc = true;
   // Pieces cached for reuse across Encode calls (0 disables the cache); cleared when full.
   size_t cache_capacity = 1 << 16;
@@ -63,7 +63,7 @@ struct TokenizerOptions {
   bool multi_pass_partition = false;
 };
 
-// Which special tokens Encode recognises in the text (spec §3.1).
+// Which special tokens Encode recognises in the text (tokenizer-and-chat.md §3.1).
 enum class SpecialTokens {
   kNone,         // plain BPE of the whole text (the "ordinary" encoding)
   kUserDefined,  // USER_DEFINED tokens such as <think> only: parse_special = false
@@ -81,12 +81,12 @@ class Tokenizer {
   static StatusOr<std::unique_ptr<Tokenizer>> FromVocab(VocabData vocab,
                                                         const TokenizerOptions& options = {});
 
-  // Appends the ids of `text` to *out. Never fails: invalid UTF-8 bytes become U+FFFD (like the
-  // peer), every byte has a token. BOS/EOS are never added (Qwen3.5 sets neither).
+  // Appends the ids of `text` to *out. Never fails: invalid UTF-8 bytes become U+FFFD (like
+  // llama.cpp), every byte has a token. BOS/EOS are never added (Qwen3.5 sets neither).
   void Encode(std::string_view text, SpecialTokens special, std::vector<int32_t>* out) const;
   std::vector<int32_t> Encode(std::string_view text, bool parse_special = false) const;
 
-  // Bytes of one token (spec §4): NORMAL tokens decode to their raw bytes (possibly part of a
+  // Bytes of one token (tokenizer-and-chat.md §4): NORMAL tokens decode to their raw bytes (possibly part of a
   // UTF-8 character), USER_DEFINED ones and the <think>/<tool_call> markers to their text,
   // CONTROL/UNKNOWN ones to their text only when `special`, UNUSED ones to nothing.
   // Out-of-range ids give "".
@@ -110,7 +110,7 @@ class Tokenizer {
   };
   const SpecialIds& special_ids() const { return special_; }
 
-  // End-of-generation set (spec §2.3): EOS, <|im_end|>, <|endoftext|> and the FIM
+  // End-of-generation set (tokenizer-and-chat.md §2.3): EOS, <|im_end|>, <|endoftext|> and the FIM
   // pad/repo/file-separator tokens present in the vocabulary.
   bool IsEog(int32_t id) const;
   std::span<const int32_t> eog_ids() const { return eog_; }
@@ -192,7 +192,7 @@ class StreamDecoder {
 };
 
 // Splits a `__ggml_vocab_test__`-separated text file (the format of tests/data/tokenizer/*.inp,
-// spec §5) into its cases.
+// tokenizer-and-chat.md §5) into its cases.
 std::vector<std::string> SplitVocabTestFile(std::string_view contents);
 
 }  // namespace qwenrt

@@ -1,4 +1,4 @@
-// Unicode helpers for the tokenizer: lenient UTF-8 decoding (the peer's rules), UTF-8 encoding,
+// Unicode helpers for the tokenizer: lenient UTF-8 decoding (llama.cpp's rules), UTF-8 encoding,
 // the code-point classes of the `qwen35` pre-tokenizer (letters, marks, numbers, whitespace) and
 // NFC normalization via utf8proc. Grapheme clusters, case folding and other forms are left out.
 #pragma once
@@ -15,13 +15,13 @@ namespace qwenrt::unicode {
 inline constexpr uint32_t kReplacementChar = 0xFFFD;
 
 // Decodes the code point starting at s[0] (n >= 1 bytes available) and stores its byte length in
-// *len. Follows the peer exactly: a lead byte with enough continuation bytes is decoded
+// *len. Follows llama.cpp exactly: a lead byte with enough continuation bytes is decoded
 // arithmetically (overlong forms and surrogates are not rejected, 0xF8..0xFF leads are invalid);
 // anything else yields U+FFFD and consumes one byte.
 uint32_t DecodeLenient(const char* s, size_t n, size_t* len);
 
 // Appends the UTF-8 encoding of `cp` (1-4 bytes). Values above U+10FFFF (which DecodeLenient
-// yields for 0xF5..0xF7 leads) become U+FFFD; surrogates are encoded arithmetically like the peer.
+// yields for 0xF5..0xF7 leads) become U+FFFD; surrogates are encoded arithmetically like llama.cpp.
 void AppendUtf8(uint32_t cp, std::string* out);
 
 // Decodes all of `text` with DecodeLenient into *out (cleared first).
@@ -56,7 +56,7 @@ uint32_t ToLower(uint32_t cp);
 
 // Replaces *cps by its NFC form. Code points that are not Unicode scalar values (surrogates or
 // > U+10FFFF, which the lenient decoder can produce) are left untouched and act as boundaries.
-// The input is first made stream-safe (UAX #15 §13): a U+034F COMBINING GRAPHEME JOINER is inserted
+// The input is first made stream-safe (UAX #15 docs/spec/qwen35-architecture.md §13): a U+034F COMBINING GRAPHEME JOINER is inserted
 // wherever more than 30 non-starters would follow each other, which bounds the work per code point
 // (NFC sorts runs of non-starters); text with shorter runs, i.e. all real text, is unaffected.
 // `scratch` is reused storage (no allocation once it has grown). Returns whether anything changed.

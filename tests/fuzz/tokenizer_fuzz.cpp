@@ -1,7 +1,7 @@
 // libFuzzer target: the tokenizer of the tiny fixture (Qwen3.5 pre-tokenizer, NFC, byte-level
 // BPE, special tokens) on arbitrary text. The first byte picks the options. Properties: no
 // crash or UB; ids are in the vocabulary; without special-token parsing, decode(encode(x)) is
-// NFC(x) for valid UTF-8 x (x itself in the peer mode, no NFC); the streaming decoder emits the
+// NFC(x) for valid UTF-8 x (x itself in llama.cpp mode, no NFC); the streaming decoder emits the
 // same text as Decode, and always valid UTF-8.
 #include <cstddef>
 #include <cstdint>
@@ -58,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int32_t id : ids) QWENRT_FUZZ_CHECK(id >= 0 && id < V, "token id out of range");
   const bool show_special = special != SpecialTokens::kNone;
   const std::string decoded = tok.Decode(ids, show_special);
-  // Only for valid UTF-8: like the peer, the tokenizer decodes leniently, so an encoded
+  // Only for valid UTF-8: like llama.cpp, the tokenizer decodes leniently, so an encoded
   // surrogate or an overlong form (C0 80 -> NUL) comes back re-encoded, not as U+FFFD. The C API
   // refuses such text before it gets here.
   if (special == SpecialTokens::kNone && fuzz::IsValidUtf8(text)) {

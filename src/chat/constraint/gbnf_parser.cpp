@@ -53,7 +53,12 @@ class GbnfParser {
   Status Error(size_t at, const std::string& what) const {
     int line = 1, col = 1;
     for (size_t i = 0; i < at && i < s_.size(); ++i) {
-      if (s_[i] == '\n') { ++line; col = 1; } else { ++col; }
+      if (s_[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
     }
     return InvalidArgument("line {}, column {}: {}", line, col, what);
   }
@@ -63,14 +68,18 @@ class GbnfParser {
       return InvalidArgument("grammar too large (more than {} elements)", limits_.max_elements);
     }
     if ((++ticks_ & 1023) == 0) {
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
-      if (ms > limits_.max_compile_ms) return InvalidArgument("grammar compile exceeded {} ms", limits_.max_compile_ms);
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
+              .count();
+      if (ms > limits_.max_compile_ms)
+        return InvalidArgument("grammar compile exceeded {} ms", limits_.max_compile_ms);
     }
     return OkStatus();
   }
 
   static bool IsNameChar(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_';
   }
   std::string ReadName() {
     const size_t b = p_;
@@ -228,8 +237,12 @@ class GbnfParser {
         ++p_;
         std::string bytes;
         while (true) {
-          if (p_ >= s_.size() || s_[p_] == '\n') return Error(item_at, "unterminated string literal");
-          if (s_[p_] == '"') { ++p_; break; }
+          if (p_ >= s_.size() || s_[p_] == '\n')
+            return Error(item_at, "unterminated string literal");
+          if (s_[p_] == '"') {
+            ++p_;
+            break;
+          }
           uint32_t cp;
           QWENRT_RETURN_IF_ERROR(ReadChar(&cp));
           AppendUtf8(cp, &bytes);
@@ -242,11 +255,17 @@ class GbnfParser {
       } else if (c == '[') {
         ++p_;
         bool negate = false;
-        if (p_ < s_.size() && s_[p_] == '^') { negate = true; ++p_; }
+        if (p_ < s_.size() && s_[p_] == '^') {
+          negate = true;
+          ++p_;
+        }
         CodepointRanges ranges;
         while (true) {
           if (p_ >= s_.size()) return Error(item_at, "unterminated character class");
-          if (s_[p_] == ']') { ++p_; break; }
+          if (s_[p_] == ']') {
+            ++p_;
+            break;
+          }
           uint32_t lo, hi;
           QWENRT_RETURN_IF_ERROR(ReadChar(&lo));
           hi = lo;
@@ -347,10 +366,14 @@ class GbnfParser {
       if (p_ >= s_.size()) return Error(p_, "truncated escape");
       const char c = s_[p_++];
       int d;
-      if (c >= '0' && c <= '9') d = c - '0';
-      else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-      else return Error(p_ - 1, "bad hex digit in escape");
+      if (c >= '0' && c <= '9')
+        d = c - '0';
+      else if (c >= 'a' && c <= 'f')
+        d = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        d = c - 'A' + 10;
+      else
+        return Error(p_ - 1, "bad hex digit in escape");
       v = v * 16 + static_cast<uint32_t>(d);
     }
     *cp = v;
@@ -365,13 +388,30 @@ class GbnfParser {
       if (p_ >= s_.size()) return Error(p_, "truncated escape");
       const char e = s_[p_++];
       switch (e) {
-        case 'n': *cp = '\n'; return OkStatus();
-        case 'r': *cp = '\r'; return OkStatus();
-        case 't': *cp = '\t'; return OkStatus();
-        case 'x': return ReadHex(2, cp);
-        case 'u': return ReadHex(4, cp);
-        case 'U': return ReadHex(8, cp);
-        case '\\': case '"': case '[': case ']': case '-': case '^': case '/': case '.': case '\'':
+        case 'n':
+          *cp = '\n';
+          return OkStatus();
+        case 'r':
+          *cp = '\r';
+          return OkStatus();
+        case 't':
+          *cp = '\t';
+          return OkStatus();
+        case 'x':
+          return ReadHex(2, cp);
+        case 'u':
+          return ReadHex(4, cp);
+        case 'U':
+          return ReadHex(8, cp);
+        case '\\':
+        case '"':
+        case '[':
+        case ']':
+        case '-':
+        case '^':
+        case '/':
+        case '.':
+        case '\'':
           *cp = static_cast<uint8_t>(e);
           return OkStatus();
         default:
@@ -408,7 +448,8 @@ class GbnfParser {
 
 }  // namespace
 
-StatusOr<std::shared_ptr<const Grammar>> Grammar::FromGbnf(std::string_view text, const GrammarLimits& limits) {
+StatusOr<std::shared_ptr<const Grammar>> Grammar::FromGbnf(std::string_view text,
+                                                           const GrammarLimits& limits) {
   GbnfParser parser(text, limits);
   QWENRT_RETURN_IF_ERROR(parser.Parse());
   return FromRuleSet(parser.Take(), std::string(text));

@@ -25,9 +25,16 @@ StatusOr<std::shared_ptr<const Grammar>> Grammar::FromRuleSet(RuleSet set, std::
       for (const auto& alt : set.rules[r]) {
         bool all = true;
         for (const auto& e : alt) {
-          if (e.kind == GrammarElement::Kind::kBytes || !nullable[e.index]) { all = false; break; }
+          if (e.kind == GrammarElement::Kind::kBytes || !nullable[e.index]) {
+            all = false;
+            break;
+          }
         }
-        if (all) { nullable[r] = true; changed = true; break; }
+        if (all) {
+          nullable[r] = true;
+          changed = true;
+          break;
+        }
       }
     }
   }
@@ -54,7 +61,10 @@ StatusOr<std::shared_ptr<const Grammar>> Grammar::FromRuleSet(RuleSet set, std::
       if (i < left[r].size()) {
         const int32_t s = left[r][i++];
         if (mark[s] == 1) return InvalidArgument("left recursion through rule '{}'", set.names[s]);
-        if (mark[s] == 0) { mark[s] = 1; stack.push_back({s, 0}); }
+        if (mark[s] == 0) {
+          mark[s] = 1;
+          stack.push_back({s, 0});
+        }
       } else {
         mark[r] = 2;
         stack.pop_back();

@@ -51,8 +51,8 @@ class Grammar {
                                                            const GrammarLimits& limits = {});
   // A JSON Schema (draft 2020-12 subset, docs/constraints.md). Errors: InvalidArgument naming the
   // JSON pointer and the keyword that cannot be enforced exactly.
-  static StatusOr<std::shared_ptr<const Grammar>> FromJsonSchema(std::string_view text,
-                                                                 const JsonSchemaOptions& options = {});
+  static StatusOr<std::shared_ptr<const Grammar>> FromJsonSchema(
+      std::string_view text, const JsonSchemaOptions& options = {});
   // An ECMAScript-style regex that the whole output must match.
   static StatusOr<std::shared_ptr<const Grammar>> FromRegex(std::string_view text,
                                                             const GrammarLimits& limits = {});

@@ -2,9 +2,6 @@
 // recursive schemas become recursive rules), fixed helper rules for JSON's lexical pieces.
 #include "chat/constraint/json_schema.h"
 
-#include "chat/constraint/matcher.h"
-#include "chat/constraint/token_trie.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,9 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "chat/constraint/matcher.h"
 #include "chat/constraint/number_range.h"
 #include "chat/constraint/python_json.h"
 #include "chat/constraint/regex_gbnf.h"
+#include "chat/constraint/token_trie.h"
 #include "chat/constraint/utf8_ranges.h"
 
 namespace qwenrt {
@@ -37,20 +36,52 @@ jarray ::= "[" ws (jvalue (ws "," ws jvalue)*)? ws "]"
 
 // Keywords that never constrain instances (annotations, identifiers, vocabularies).
 const std::set<std::string>& Annotations() {
-  static const std::set<std::string> k = {
-      "title", "description", "default", "examples", "example", "$schema", "$id", "id", "$comment",
-      "readOnly", "writeOnly", "deprecated", "$defs", "definitions", "contentMediaType",
-      "contentEncoding", "discriminator", "xml", "externalDocs", "nullable_annotation", "$anchor",
-      "$vocabulary", "markdownDescription", "errorMessage"};
+  static const std::set<std::string> k = {"title",
+                                          "description",
+                                          "default",
+                                          "examples",
+                                          "example",
+                                          "$schema",
+                                          "$id",
+                                          "id",
+                                          "$comment",
+                                          "readOnly",
+                                          "writeOnly",
+                                          "deprecated",
+                                          "$defs",
+                                          "definitions",
+                                          "contentMediaType",
+                                          "contentEncoding",
+                                          "discriminator",
+                                          "xml",
+                                          "externalDocs",
+                                          "nullable_annotation",
+                                          "$anchor",
+                                          "$vocabulary",
+                                          "markdownDescription",
+                                          "errorMessage"};
   return k;
 }
 
 // Keywords that constrain instances but which this compiler does not enforce.
 const std::set<std::string>& Unsupported() {
-  static const std::set<std::string> k = {
-      "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
-      "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contains",
-      "minContains", "maxContains", "$dynamicRef", "$recursiveRef", "contentSchema", "multipleOf"};
+  static const std::set<std::string> k = {"not",
+                                          "if",
+                                          "then",
+                                          "else",
+                                          "dependentRequired",
+                                          "dependentSchemas",
+                                          "dependencies",
+                                          "propertyNames",
+                                          "unevaluatedProperties",
+                                          "unevaluatedItems",
+                                          "contains",
+                                          "minContains",
+                                          "maxContains",
+                                          "$dynamicRef",
+                                          "$recursiveRef",
+                                          "contentSchema",
+                                          "multipleOf"};
   return k;
 }
 
@@ -73,7 +104,8 @@ const char* TypeOf(const Json& v) {
   if (v.is_null()) return "null";
   if (v.is_boolean()) return "boolean";
   if (v.is_number_integer() || v.is_number_unsigned()) return "integer";
-  if (v.is_number_float()) return v.get<double>() == std::floor(v.get<double>()) ? "integer" : "number";
+  if (v.is_number_float())
+    return v.get<double>() == std::floor(v.get<double>()) ? "integer" : "number";
   if (v.is_string()) return "string";
   if (v.is_array()) return "array";
   return "object";
@@ -87,9 +119,12 @@ bool TypeMatches(const std::string& type, const Json& v) {
 std::string PointerEscape(const std::string& key) {
   std::string out;
   for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out.push_back(c);
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out.push_back(c);
   }
   return out;
 }
@@ -117,9 +152,10 @@ class SchemaCompiler {
   }
 
  private:
-  [[noreturn]] static void Error(const std::string& ptr, const std::string& kw, const std::string& what,
-                                 bool unsatisfiable = false) {
-    throw Fail{InvalidArgument("{}: {}: {}", ptr.empty() ? "#" : "#" + ptr, kw, what), unsatisfiable};
+  [[noreturn]] static void Error(const std::string& ptr, const std::string& kw,
+                                 const std::string& what, bool unsatisfiable = false) {
+    throw Fail{InvalidArgument("{}: {}: {}", ptr.empty() ? "#" : "#" + ptr, kw, what),
+               unsatisfiable};
   }
 
   // Compiles `s`, or returns "" when it matches nothing; rules of a failed attempt are dropped.
@@ -147,7 +183,8 @@ class SchemaCompiler {
   }
 
   const Json& Resolve(const std::string& ref, const std::string& ptr, std::string* target) {
-    if (ref.empty() || ref[0] != '#') Error(ptr, "$ref", "only local references (#...) are supported: " + ref);
+    if (ref.empty() || ref[0] != '#')
+      Error(ptr, "$ref", "only local references (#...) are supported: " + ref);
     std::string p = ref.substr(1);
     // Percent-decoding of the fragment.
     std::string dec;
@@ -178,7 +215,8 @@ class SchemaCompiler {
       }
       if (cur->is_object() && cur->contains(key)) {
         cur = &(*cur)[key];
-      } else if (cur->is_array() && !key.empty() && key.find_first_not_of("0123456789") == std::string::npos &&
+      } else if (cur->is_array() && !key.empty() &&
+                 key.find_first_not_of("0123456789") == std::string::npos &&
                  std::stoul(key) < cur->size()) {
         cur = &(*cur)[std::stoul(key)];
       } else {
@@ -215,20 +253,24 @@ class SchemaCompiler {
     auto keys_of = [](const Json& x) {
       std::set<std::string> k;
       if (x.contains("properties") && x["properties"].is_object()) {
-        for (auto it = x["properties"].begin(); it != x["properties"].end(); ++it) k.insert(it.key());
+        for (auto it = x["properties"].begin(); it != x["properties"].end(); ++it)
+          k.insert(it.key());
       }
       return k;
     };
     auto closed = [](const Json& x) {
-      return (x.contains("additionalProperties") && x["additionalProperties"] != true) || x.contains("patternProperties");
+      return (x.contains("additionalProperties") && x["additionalProperties"] != true) ||
+             x.contains("patternProperties");
     };
     const auto ka = keys_of(*a), kb = keys_of(b);
     if ((closed(*a) && !std::includes(ka.begin(), ka.end(), kb.begin(), kb.end())) ||
         (closed(b) && !std::includes(kb.begin(), kb.end(), ka.begin(), ka.end()))) {
-      Error(ptr, "additionalProperties", "combined with properties of another allOf/anyOf/oneOf branch");
+      Error(ptr, "additionalProperties",
+            "combined with properties of another allOf/anyOf/oneOf branch");
     }
     for (const char* k : {"items", "prefixItems", "additionalItems"}) {
-      const bool mine = a->contains("items") || a->contains("prefixItems") || a->contains("additionalItems");
+      const bool mine =
+          a->contains("items") || a->contains("prefixItems") || a->contains("additionalItems");
       if (b.contains(k) && mine && (!a->contains(k) || (*a)[k] != b[k])) {
         Error(ptr, k, "combined with items of another allOf/anyOf/oneOf branch");
       }
@@ -260,7 +302,10 @@ class SchemaCompiler {
         Json both = Json::array();
         for (const auto& x : (*a)[k]) {
           for (const auto& y : it.value()) {
-            if (x == y) { both.push_back(x); break; }
+            if (x == y) {
+              both.push_back(x);
+              break;
+            }
           }
         }
         if (both.empty()) Error(ptr, "enum", "allOf: enums do not intersect", true);
@@ -269,24 +314,31 @@ class SchemaCompiler {
         // Intersection of type sets.
         auto set_of = [](const Json& t) {
           std::set<std::string> s;
-          if (t.is_string()) s.insert(t.get<std::string>());
-          else for (const auto& x : t) s.insert(x.get<std::string>());
+          if (t.is_string())
+            s.insert(t.get<std::string>());
+          else
+            for (const auto& x : t) s.insert(x.get<std::string>());
           return s;
         };
         std::set<std::string> x = set_of((*a)[k]), y = set_of(it.value()), r;
         for (const auto& t : x) {
-          if (y.count(t)) r.insert(t);
-          else if (t == "integer" && y.count("number")) r.insert("integer");
-          else if (t == "number" && y.count("integer")) r.insert("integer");
+          if (y.count(t))
+            r.insert(t);
+          else if (t == "integer" && y.count("number"))
+            r.insert("integer");
+          else if (t == "number" && y.count("integer"))
+            r.insert("integer");
         }
         if (r.empty()) Error(ptr, "allOf", "types do not intersect", true);
         Json arr = Json::array();
         for (const auto& t : r) arr.push_back(t);
         (*a)[k] = arr.size() == 1 ? arr[0] : arr;
-      } else if ((k == "minimum" || k == "exclusiveMinimum" || k == "minLength" || k == "minItems") &&
+      } else if ((k == "minimum" || k == "exclusiveMinimum" || k == "minLength" ||
+                  k == "minItems") &&
                  it.value().is_number() && (*a)[k].is_number()) {
         if (it.value().get<double>() > (*a)[k].get<double>()) (*a)[k] = it.value();
-      } else if ((k == "maximum" || k == "exclusiveMaximum" || k == "maxLength" || k == "maxItems") &&
+      } else if ((k == "maximum" || k == "exclusiveMaximum" || k == "maxLength" ||
+                  k == "maxItems") &&
                  it.value().is_number() && (*a)[k].is_number()) {
         if (it.value().get<double>() < (*a)[k].get<double>()) (*a)[k] = it.value();
       } else {
@@ -341,7 +393,8 @@ class SchemaCompiler {
         Error(ptr, it.key(), "not supported");
       }
     }
-    if (s.contains("uniqueItems") && s["uniqueItems"] == true) Error(ptr, "uniqueItems", "not supported");
+    if (s.contains("uniqueItems") && s["uniqueItems"] == true)
+      Error(ptr, "uniqueItems", "not supported");
     if (s.contains("allOf")) {
       Json merged = s;
       merged.erase("allOf");
@@ -356,8 +409,10 @@ class SchemaCompiler {
       if (!branches.is_array() || branches.empty()) Error(ptr, kw, "must be a non-empty array");
       Json siblings = s;
       siblings.erase(kw);
-      bool plain = true;  // no sibling constrains: compile branches as they are (keeps $ref rules shared)
-      for (auto it = siblings.begin(); it != siblings.end(); ++it) plain &= Annotations().count(it.key()) > 0;
+      bool plain =
+          true;  // no sibling constrains: compile branches as they are (keeps $ref rules shared)
+      for (auto it = siblings.begin(); it != siblings.end(); ++it)
+        plain &= Annotations().count(it.key()) > 0;
       std::vector<Json> merged;
       for (size_t i = 0; i < branches.size(); ++i) {
         if (plain && !one) {
@@ -382,15 +437,18 @@ class SchemaCompiler {
     std::vector<std::string> types;
     if (s.contains("type")) {
       const Json& t = s["type"];
-      if (t.is_string()) types.push_back(t.get<std::string>());
-      else if (t.is_array()) for (const auto& x : t) types.push_back(x.get<std::string>());
-      else Error(ptr, "type", "must be a string or an array");
+      if (t.is_string())
+        types.push_back(t.get<std::string>());
+      else if (t.is_array())
+        for (const auto& x : t) types.push_back(x.get<std::string>());
+      else
+        Error(ptr, "type", "must be a string or an array");
     } else {
       types = {"null", "boolean", "object", "array", "string", "number"};
     }
     for (const auto& t : types) {
-      if (t != "null" && t != "boolean" && t != "object" && t != "array" && t != "string" && t != "number" &&
-          t != "integer") {
+      if (t != "null" && t != "boolean" && t != "object" && t != "array" && t != "string" &&
+          t != "number" && t != "integer") {
         Error(ptr, "type", "unknown type '" + t + "'");
       }
     }
@@ -418,10 +476,10 @@ class SchemaCompiler {
         const std::string& k = it.key();
         if (k == "const" || k == "enum" || k == "type" || Annotations().count(k)) continue;
         // Other keywords would have to be checked against each value.
-        if (k == "minLength" || k == "maxLength" || k == "pattern" || k == "format" || k == "minimum" ||
-            k == "maximum" || k == "properties" || k == "required" || k == "items" || k == "minItems" ||
-            k == "maxItems" || k == "additionalProperties" || k == "exclusiveMinimum" || k == "exclusiveMaximum" ||
-            k == "prefixItems") {
+        if (k == "minLength" || k == "maxLength" || k == "pattern" || k == "format" ||
+            k == "minimum" || k == "maximum" || k == "properties" || k == "required" ||
+            k == "items" || k == "minItems" || k == "maxItems" || k == "additionalProperties" ||
+            k == "exclusiveMinimum" || k == "exclusiveMaximum" || k == "prefixItems") {
           Error(ptr, k, "together with enum/const is not supported");
         }
       }
@@ -437,7 +495,8 @@ class SchemaCompiler {
       return NewRule(body);
     }
     std::string body;
-    for (size_t i = 0; i < types.size(); ++i) body += (i ? " | " : "") + CompileType(s, types[i], ptr);
+    for (size_t i = 0; i < types.size(); ++i)
+      body += (i ? " | " : "") + CompileType(s, types[i], ptr);
     return NewRule(body);
   }
 
@@ -451,7 +510,9 @@ class SchemaCompiler {
     if (!object_only(a) || !object_only(b)) return false;
     auto required = [](const Json& x) {
       std::set<std::string> r;
-      if (x.contains("required")) for (const auto& k : x["required"]) if (k.is_string()) r.insert(k.get<std::string>());
+      if (x.contains("required"))
+        for (const auto& k : x["required"])
+          if (k.is_string()) r.insert(k.get<std::string>());
       return r;
     };
     const auto ra = required(a), rb = required(b);
@@ -464,13 +525,20 @@ class SchemaCompiler {
         std::vector<Json> va, vb;
         auto values = [](const Json& p, std::vector<Json>* out) {
           if (!p.is_object()) return false;
-          if (p.contains("const")) { out->push_back(p["const"]); return true; }
-          if (p.contains("enum") && p["enum"].is_array()) { for (const auto& v : p["enum"]) out->push_back(v); return true; }
+          if (p.contains("const")) {
+            out->push_back(p["const"]);
+            return true;
+          }
+          if (p.contains("enum") && p["enum"].is_array()) {
+            for (const auto& v : p["enum"]) out->push_back(v);
+            return true;
+          }
           return false;
         };
         if (values(a["properties"][k], &va) && values(b["properties"][k], &vb)) {
           bool share = false;
-          for (const auto& x : va) for (const auto& y : vb) share |= x == y;
+          for (const auto& x : va)
+            for (const auto& y : vb) share |= x == y;
           if (!share) return true;
         }
       }
@@ -482,10 +550,13 @@ class SchemaCompiler {
   void CheckDisjoint(const std::vector<Json>& branches, const std::string& ptr) {
     auto types_of = [](const Json& b) {
       std::set<std::string> s;
-      if (b.is_object() && (b.contains("const") || b.contains("enum"))) return s;  // handled as values
+      if (b.is_object() && (b.contains("const") || b.contains("enum")))
+        return s;  // handled as values
       if (b.is_object() && b.contains("type")) {
-        if (b["type"].is_string()) s.insert(b["type"].get<std::string>());
-        else for (const auto& x : b["type"]) s.insert(x.get<std::string>());
+        if (b["type"].is_string())
+          s.insert(b["type"].get<std::string>());
+        else
+          for (const auto& x : b["type"]) s.insert(x.get<std::string>());
       } else {
         s = {"null", "boolean", "object", "array", "string", "number"};
       }
@@ -494,8 +565,14 @@ class SchemaCompiler {
     };
     auto values_of = [](const Json& b, std::vector<Json>* out) {
       if (!b.is_object()) return false;
-      if (b.contains("const")) { out->push_back(b["const"]); return true; }
-      if (b.contains("enum") && b["enum"].is_array()) { for (const auto& v : b["enum"]) out->push_back(v); return true; }
+      if (b.contains("const")) {
+        out->push_back(b["const"]);
+        return true;
+      }
+      if (b.contains("enum") && b["enum"].is_array()) {
+        for (const auto& v : b["enum"]) out->push_back(v);
+        return true;
+      }
       return false;
     };
     for (size_t i = 0; i < branches.size(); ++i) {
@@ -503,7 +580,9 @@ class SchemaCompiler {
         std::vector<Json> vi, vj;
         const bool ci = values_of(branches[i], &vi), cj = values_of(branches[j], &vj);
         if (ci && cj) {
-          for (const auto& a : vi) for (const auto& b : vj) if (a == b) Error(ptr, "oneOf", "branches overlap");
+          for (const auto& a : vi)
+            for (const auto& b : vj)
+              if (a == b) Error(ptr, "oneOf", "branches overlap");
           continue;
         }
         if (ci || cj) {
@@ -514,7 +593,8 @@ class SchemaCompiler {
           }
           continue;
         }
-        if (ObjectsDisjoint(branches[i], branches[j]) || ObjectsDisjoint(branches[j], branches[i])) continue;
+        if (ObjectsDisjoint(branches[i], branches[j]) || ObjectsDisjoint(branches[j], branches[i]))
+          continue;
         const auto a = types_of(branches[i]), b = types_of(branches[j]);
         for (const auto& t : a) {
           if (b.count(t)) Error(ptr, "oneOf", "branches may overlap (both allow " + t + ")");
@@ -570,17 +650,25 @@ class SchemaCompiler {
     b.lo = num("minimum");
     b.hi = num("maximum");
     if (auto x = num("exclusiveMinimum")) {
-      if (!b.lo || *x >= *b.lo) { b.lo = x; b.lo_exclusive = true; }
+      if (!b.lo || *x >= *b.lo) {
+        b.lo = x;
+        b.lo_exclusive = true;
+      }
     } else if (s.contains("exclusiveMinimum") && s["exclusiveMinimum"] == true) {
       b.lo_exclusive = true;  // draft 4
     }
     if (auto x = num("exclusiveMaximum")) {
-      if (!b.hi || *x <= *b.hi) { b.hi = x; b.hi_exclusive = true; }
+      if (!b.hi || *x <= *b.hi) {
+        b.hi = x;
+        b.hi_exclusive = true;
+      }
     } else if (s.contains("exclusiveMaximum") && s["exclusiveMaximum"] == true) {
       b.hi_exclusive = true;
     }
     auto r = NumberGbnf(integer, b);
-    if (!r.ok()) Error(ptr, r.status().message().substr(0, r.status().message().find(':')), r.status().message());
+    if (!r.ok())
+      Error(ptr, r.status().message().substr(0, r.status().message().find(':')),
+            r.status().message());
     if (!b.lo && !b.hi) return integer ? "jinteger" : "jnumber";
     return NewRule(*r);
   }
@@ -600,8 +688,10 @@ class SchemaCompiler {
         Error(ptr, "format", "together with pattern/minLength/maxLength");
       }
       std::string re = FormatRegex(f);
-      if (re.empty() && KnownFormats().count(f)) Error(ptr, "format", "format '" + f + "' is not supported");
-      // A format no validator knows is an annotation (JSON Schema 2020-12 §7.2.1): it asserts nothing.
+      if (re.empty() && KnownFormats().count(f))
+        Error(ptr, "format", "format '" + f + "' is not supported");
+      // A format no validator knows is an annotation (JSON Schema 2020-12 §7.2.1): it asserts
+      // nothing.
       if (re.empty() && !has_len && !s.contains("pattern")) return "jstring";
       if (re.empty()) return CompileString(WithoutFormat(s), ptr);
       std::string g;
@@ -620,15 +710,18 @@ class SchemaCompiler {
     if (!has_len) return "jstring";
     const int64_t lo = count("minLength", 0), hi = count("maxLength", -1);
     if (hi >= 0 && hi < lo) Error(ptr, "maxLength", "less than minLength");
-    return NewRule("\"\\\"\" jchar{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : "") + "} \"\\\"\"");
+    return NewRule("\"\\\"\" jchar{" + std::to_string(lo) + "," +
+                   (hi >= 0 ? std::to_string(hi) : "") + "} \"\\\"\"");
   }
 
   // Formats Python's jsonschema checker asserts; any other format name is only an annotation.
   static const std::set<std::string>& KnownFormats() {
     static const std::set<std::string> k = {
-        "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6", "uri", "uri-reference", "iri",
-        "iri-reference", "date-time", "time", "date", "regex", "json-pointer", "relative-json-pointer",
-        "uri-template", "duration", "uuid", "color"};
+        "email",        "idn-email",     "hostname",     "idn-hostname",
+        "ipv4",         "ipv6",          "uri",          "uri-reference",
+        "iri",          "iri-reference", "date-time",    "time",
+        "date",         "regex",         "json-pointer", "relative-json-pointer",
+        "uri-template", "duration",      "uuid",         "color"};
     return k;
   }
   static Json WithoutFormat(const Json& s) {
@@ -640,18 +733,27 @@ class SchemaCompiler {
   static std::string FormatRegex(const std::string& f) {
     // Strict enough that every string accepted is valid under Python's checkers.
     const std::string date =
-        "[0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))";
-    const std::string time = "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
+        "[0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-("
+        "0[1-9]|1[0-9]|2[0-8]))";
+    const std::string time =
+        "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-"
+        "9])";
     if (f == "date") return "^" + date + "$";
     if (f == "time") return "^" + time + "$";
     if (f == "date-time") return "^" + date + "[Tt]" + time + "$";
-    if (f == "uuid") return "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+    if (f == "uuid")
+      return "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
     if (f == "email") {
-      return "^[a-zA-Z0-9_+-]+(\\.[a-zA-Z0-9_+-]+)*@[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)+$";
+      return "^[a-zA-Z0-9_+-]+(\\.[a-zA-Z0-9_+-]+)*@[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\\.[a-"
+             "zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)+$";
     }
-    if (f == "ipv4") return "^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$";
+    if (f == "ipv4")
+      return "^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-"
+             "9]|[1-9]?[0-9])$";
     if (f == "uri") return "^[a-zA-Z][a-zA-Z0-9+.-]*:[a-zA-Z0-9._~:/?#@!$&'()*+,;=%-]+$";
-    if (f == "hostname") return "^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$";
+    if (f == "hostname")
+      return "^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-"
+             "Z0-9])?)*$";
     return "";
   }
 
@@ -665,14 +767,16 @@ class SchemaCompiler {
     };
     if (s.contains("prefixItems")) {
       const Json& pi = s["prefixItems"];
-      for (size_t i = 0; i < pi.size(); ++i) prefix.push_back(item_rule(pi[i], ptr + "/prefixItems/" + std::to_string(i)));
+      for (size_t i = 0; i < pi.size(); ++i)
+        prefix.push_back(item_rule(pi[i], ptr + "/prefixItems/" + std::to_string(i)));
       if (s.contains("items")) {
         rest = item_rule(s["items"], ptr + "/items");
         rest_allowed = !rest.empty();
       }
     } else if (s.contains("items") && s["items"].is_array()) {  // draft 4 tuple form
       const Json& pi = s["items"];
-      for (size_t i = 0; i < pi.size(); ++i) prefix.push_back(item_rule(pi[i], ptr + "/items/" + std::to_string(i)));
+      for (size_t i = 0; i < pi.size(); ++i)
+        prefix.push_back(item_rule(pi[i], ptr + "/items/" + std::to_string(i)));
       if (s.contains("additionalItems")) {
         rest = item_rule(s["additionalItems"], ptr + "/additionalItems");
         rest_allowed = !rest.empty();
@@ -688,20 +792,27 @@ class SchemaCompiler {
     // A false prefix item stops the array before it.
     int64_t limit = rest_allowed ? -1 : static_cast<int64_t>(prefix.size());
     for (size_t i = 0; i < prefix.size(); ++i) {
-      if (prefix[i].empty()) { limit = static_cast<int64_t>(i); prefix.resize(i); break; }
+      if (prefix[i].empty()) {
+        limit = static_cast<int64_t>(i);
+        prefix.resize(i);
+        break;
+      }
     }
     if (limit >= 0 && (max < 0 || max > limit)) max = limit;
     if (max >= 0 && min > max) Error(ptr, "minItems", "no array length satisfies the schema");
     const int64_t explicit_n = std::max<int64_t>(static_cast<int64_t>(prefix.size()), min);
     const int64_t n = max >= 0 ? std::min(explicit_n, max) : explicit_n;
-    auto item_at = [&](int64_t j) { return j < static_cast<int64_t>(prefix.size()) ? prefix[j] : rest; };
+    auto item_at = [&](int64_t j) {
+      return j < static_cast<int64_t>(prefix.size()) ? prefix[j] : rest;
+    };
     // Tail after position n.
     std::string tail;
     const std::string sep = "ws \",\" ws ";
     if (max < 0 || max > n) {
       const std::string reps = max < 0 ? "*" : "{0," + std::to_string(max - n) + "}";
       if (n == 0) {
-        tail = NewRule("(" + rest + " (" + sep + rest + ")" + (max < 0 ? "*" : "{0," + std::to_string(max - 1) + "}") + ")?");
+        tail = NewRule("(" + rest + " (" + sep + rest + ")" +
+                       (max < 0 ? "*" : "{0," + std::to_string(max - 1) + "}") + ")?");
       } else {
         tail = NewRule("(" + sep + rest + ")" + reps);
       }
@@ -731,7 +842,8 @@ class SchemaCompiler {
         const unsigned char c = static_cast<unsigned char>(k[i]);
         int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
         uint32_t v = len == 1 ? c : len == 2 ? (c & 31) : len == 3 ? (c & 15) : (c & 7);
-        for (int j = 1; j < len && i + j < k.size(); ++j) v = (v << 6) | (static_cast<unsigned char>(k[i + j]) & 63);
+        for (int j = 1; j < len && i + j < k.size(); ++j)
+          v = (v << 6) | (static_cast<unsigned char>(k[i + j]) & 63);
         i += len;
         auto it = trie[cur].next.find(v);
         if (it == trie[cur].next.end()) {
@@ -801,9 +913,12 @@ class SchemaCompiler {
     const size_t n = kvs.size();
     const uint32_t full = (1u << n) - 1;
     uint32_t required = 0;
-    for (size_t i = 0; i < n; ++i) if (kvs[i].required) required |= 1u << i;
+    for (size_t i = 0; i < n; ++i)
+      if (kvs[i].required) required |= 1u << i;
     const std::string base = "o" + std::to_string(n_++) + "x";
-    auto name = [&](uint32_t m, bool first) { return base + std::to_string(m) + (first ? "f" : "r"); };
+    auto name = [&](uint32_t m, bool first) {
+      return base + std::to_string(m) + (first ? "f" : "r");
+    };
     for (uint32_t m = 0; m <= full; ++m) {
       for (bool first : {true, false}) {
         const std::string sep = first ? "" : "ws \",\" ws ";
@@ -839,10 +954,12 @@ class SchemaCompiler {
     for (const char* k : {"minProperties", "maxProperties"}) {
       if (s.contains(k)) {
         const int64_t req = s.contains("required") ? static_cast<int64_t>(s["required"].size()) : 0;
-        if (std::string(k) == "minProperties" && s[k].is_number() && s[k].get<double>() <= static_cast<double>(req)) {
+        if (std::string(k) == "minProperties" && s[k].is_number() &&
+            s[k].get<double>() <= static_cast<double>(req)) {
           continue;
         }
-        if (std::string(k) == "minProperties" && s[k].is_number() && s[k].get<double>() <= 0) continue;
+        if (std::string(k) == "minProperties" && s[k].is_number() && s[k].get<double>() <= 0)
+          continue;
         Error(ptr, k, "not supported");
       }
     }
@@ -856,7 +973,8 @@ class SchemaCompiler {
     std::vector<std::string> required_order;
     if (s.contains("required")) {
       for (const auto& r : s["required"]) {
-        if (r.is_string() && required.insert(r.get<std::string>()).second) required_order.push_back(r.get<std::string>());
+        if (r.is_string() && required.insert(r.get<std::string>()).second)
+          required_order.push_back(r.get<std::string>());
       }
     }
     std::vector<std::string> known;  // encoded keys without quotes
@@ -876,11 +994,14 @@ class SchemaCompiler {
         seen.insert(it.key());
         const bool req = required.count(it.key()) > 0;
         if (it.value().is_boolean() && !it.value().get<bool>()) {
-          if (req) Error(ptr + "/properties/" + PointerEscape(it.key()), "required", "required property with a false schema");
+          if (req)
+            Error(ptr + "/properties/" + PointerEscape(it.key()), "required",
+                  "required property with a false schema");
           continue;
         }
         const std::string prop_ptr = ptr + "/properties/" + PointerEscape(it.key());
-        const std::string rule = req ? Compile(it.value(), prop_ptr) : CompileOrNever(it.value(), prop_ptr);
+        const std::string rule =
+            req ? Compile(it.value(), prop_ptr) : CompileOrNever(it.value(), prop_ptr);
         if (rule.empty()) continue;  // an optional property that no value satisfies cannot appear
         props.push_back({e, rule, req});
       }
@@ -896,19 +1017,23 @@ class SchemaCompiler {
     std::string tail_rest = NewRule("\"\"");
     std::string tail_first = tail_rest;
     std::string extra_kv;  // one other key and its value, when other keys may appear
-    if (s.contains("patternProperties") && s["patternProperties"].is_object() && !s["patternProperties"].empty()) {
+    if (s.contains("patternProperties") && s["patternProperties"].is_object() &&
+        !s["patternProperties"].empty()) {
       // Other keys must match a pattern (keys matching none are not produced: a sound restriction).
       const Json& pp = s["patternProperties"];
       const Json& schema0 = pp.begin().value();
       std::string keys;
       for (auto it = pp.begin(); it != pp.end(); ++it) {
-        if (it.value() != schema0) Error(ptr, "patternProperties", "patterns with different schemas");
+        if (it.value() != schema0)
+          Error(ptr, "patternProperties", "patterns with different schemas");
         std::string g;
         Status st = RegexToGbnf(it.key(), RegexMode::kJsonString, &g);
         if (!st.ok()) Error(ptr, "patternProperties", st.message());
         for (const auto& k : known) {
-          if (k.find('\\') != std::string::npos) Error(ptr, "patternProperties", "declared property with an escape");
-          if (KeyMatches(g, k)) Error(ptr, "patternProperties", "declared property '" + k + "' matches a pattern");
+          if (k.find('\\') != std::string::npos)
+            Error(ptr, "patternProperties", "declared property with an escape");
+          if (KeyMatches(g, k))
+            Error(ptr, "patternProperties", "declared property '" + k + "' matches a pattern");
         }
         keys += (keys.empty() ? "" : " | ") + g;
       }
@@ -925,10 +1050,12 @@ class SchemaCompiler {
       tail_rest = NewRule("(ws \",\" ws " + kv + ")*");
       tail_first = NewRule("(" + kv + " " + tail_rest + ")?");
     }
-    if (props.size() >= 2 && props.size() <= kMaxFreeOrder) return FreeOrderObject(props_kv(props), extra_kv);
+    if (props.size() >= 2 && props.size() <= kMaxFreeOrder)
+      return FreeOrderObject(props_kv(props), extra_kv);
     std::string rest = tail_rest, first = tail_first;
     for (int64_t i = static_cast<int64_t>(props.size()) - 1; i >= 0; --i) {
-      const std::string kv = NewRule(GbnfLiteral(props[i].key) + " ws \":\" ws " + props[i].value_rule);
+      const std::string kv =
+          NewRule(GbnfLiteral(props[i].key) + " ws \":\" ws " + props[i].value_rule);
       std::string r = "ws \",\" ws " + kv + " " + rest;
       std::string f = kv + " " + rest;
       if (!props[i].required) {
@@ -953,7 +1080,8 @@ class SchemaCompiler {
 
 }  // namespace
 
-StatusOr<std::string> JsonSchemaToGbnf(std::string_view schema_text, const JsonSchemaOptions& options) {
+StatusOr<std::string> JsonSchemaToGbnf(std::string_view schema_text,
+                                       const JsonSchemaOptions& options) {
   Json root;
   try {
     root = Json::parse(schema_text);

@@ -39,7 +39,8 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const T
 }
 
 int32_t Matcher::InternNode(int32_t pos, int32_t parent) {
-  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent);
+  const uint64_t key =
+      (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent);
   auto [it, inserted] = node_ids_.emplace(key, static_cast<int32_t>(nodes_.size()));
   if (inserted) {
     if (static_cast<int64_t>(nodes_.size()) >= limits_.max_nodes) failed_ = budget_hit_ = true;
@@ -69,7 +70,8 @@ void Matcher::Closure(int32_t pos, int32_t parent, std::vector<int32_t>* out, in
       out->push_back(InternNode(pos, parent));
       return;
     }
-    const int32_t cont = elems_[pos + 1].kind == GrammarElement::Kind::kEnd ? parent : InternNode(pos + 1, parent);
+    const int32_t cont =
+        elems_[pos + 1].kind == GrammarElement::Kind::kEnd ? parent : InternNode(pos + 1, parent);
     const auto& alts = grammar_->alternatives()[e.index];
     if (alts.empty()) return;
     for (size_t i = 0; i + 1 < alts.size(); ++i) Closure(alts[i], cont, out, depth + 1);
@@ -214,19 +216,39 @@ int Matcher::PlainChain(int32_t set) {
       int k = 1;
       int tail = -1;
       while (true) {
-        if (sets_[s].chain != -2) { tail = sets_[s].chain; break; }
-        if (k >= TokenTrie::kMaxPlainChars) { tail = TokenTrie::kMaxPlainChars; break; }
-        if (PlainDead(s)) { sets_[s].chain = 0; tail = 0; break; }
+        if (sets_[s].chain != -2) {
+          tail = sets_[s].chain;
+          break;
+        }
+        if (k >= TokenTrie::kMaxPlainChars) {
+          tail = TokenTrie::kMaxPlainChars;
+          break;
+        }
+        if (PlainDead(s)) {
+          sets_[s].chain = 0;
+          tail = 0;
+          break;
+        }
         const int32_t u = Uniform(s);
-        if (u == s) { sets_[s].chain = TokenTrie::kMaxPlainChars; tail = sets_[s].chain; break; }
-        if (u <= 0) { sets_[s].chain = -1; tail = -1; break; }
+        if (u == s) {
+          sets_[s].chain = TokenTrie::kMaxPlainChars;
+          tail = sets_[s].chain;
+          break;
+        }
+        if (u <= 0) {
+          sets_[s].chain = -1;
+          tail = -1;
+          break;
+        }
         path.push_back(s);
         s = u;
         ++k;
       }
       // path[i] takes (len - i) + tail characters.
       for (int i = static_cast<int>(path.size()) - 1; i >= 0; --i) {
-        int v = tail < 0 ? -1 : std::min<int>(TokenTrie::kMaxPlainChars, tail + static_cast<int>(path.size()) - i);
+        int v = tail < 0 ? -1
+                         : std::min<int>(TokenTrie::kMaxPlainChars,
+                                         tail + static_cast<int>(path.size()) - i);
         sets_[path[i]].chain = static_cast<int16_t>(v);
       }
       result = sets_[set].chain;
@@ -268,8 +290,9 @@ void Matcher::Walk(bool covered_at_root, uint32_t* out) {
     bool cov = above;
     if (!cov && (node.flags & TokenTrie::kBoundary) && Closed(next)) {
       // OR plain ranks [lo, hi) into rank_mask_.
-      const int32_t lo = node.rank, hi = node.subtree_end < n ? nodes[node.subtree_end].rank
-                                                              : static_cast<int32_t>(trie_->rank_tokens().size());
+      const int32_t lo = node.rank, hi = node.subtree_end < n
+                                             ? nodes[node.subtree_end].rank
+                                             : static_cast<int32_t>(trie_->rank_tokens().size());
       if (!any_rank) {
         rank_mask_.assign(trie_->plain_rank_bits().size(), 0);
         any_rank = true;

@@ -4,7 +4,8 @@
 // memoised, which makes the automaton a lazily built DFA: a mask walk over the TokenTrie costs one
 // table lookup per trie node visited, and a rejected byte prunes the node's whole subtree.
 //
-// Thread safety: one Matcher per generation, one thread at a time; Grammar and TokenTrie are shared.
+// Thread safety: one Matcher per generation, one thread at a time; Grammar and TokenTrie are
+// shared.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,8 @@ class Matcher {
     size_t mask_cache_bytes = 64 << 20;
   };
   Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie);
-  Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie, const Limits& limits);
+  Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
+          const Limits& limits);
 
   // bits[ceil(V/32)]: bit t set when token t may come next. Resized by the call.
   void FillMask(std::vector<uint32_t>* bits);
@@ -85,8 +87,8 @@ class Matcher {
   std::unordered_map<int32_t, std::vector<uint32_t>> mask_cache_;
   size_t mask_cache_used_ = 0;
   std::vector<int32_t> scratch_;
-  std::vector<int32_t> walk_;     // [max depth + 1] set per trie depth
-  std::vector<uint8_t> covered_;  // [max depth + 1] plain tokens below are already set
+  std::vector<int32_t> walk_;        // [max depth + 1] set per trie depth
+  std::vector<uint8_t> covered_;     // [max depth + 1] plain tokens below are already set
   std::vector<uint64_t> rank_mask_;  // [ceil(R/64)] plain tokens allowed, by trie rank
   int32_t start_ = 0;
   int32_t current_ = 0;

@@ -25,11 +25,15 @@ std::string SameLength(const std::string& lo, const std::string& hi) {
   const bool lo_min = lo_rest == std::string(n, '0'), hi_max = hi_rest == std::string(n, '9');
   std::vector<std::string> alts;
   char mid_lo = static_cast<char>(lo[0] + 1), mid_hi = static_cast<char>(hi[0] - 1);
-  if (lo_min) mid_lo = lo[0];
-  else alts.push_back(Digit(lo[0], lo[0]) + " (" + SameLength(lo_rest, std::string(n, '9')) + ")");
+  if (lo_min)
+    mid_lo = lo[0];
+  else
+    alts.push_back(Digit(lo[0], lo[0]) + " (" + SameLength(lo_rest, std::string(n, '9')) + ")");
   if (hi_max) mid_hi = hi[0];
-  if (mid_lo <= mid_hi) alts.push_back(Digit(mid_lo, mid_hi) + (n ? " [0-9]{" + std::to_string(n) + "}" : ""));
-  if (!hi_max) alts.push_back(Digit(hi[0], hi[0]) + " (" + SameLength(std::string(n, '0'), hi_rest) + ")");
+  if (mid_lo <= mid_hi)
+    alts.push_back(Digit(mid_lo, mid_hi) + (n ? " [0-9]{" + std::to_string(n) + "}" : ""));
+  if (!hi_max)
+    alts.push_back(Digit(hi[0], hi[0]) + " (" + SameLength(std::string(n, '0'), hi_rest) + ")");
   std::string out = "(";
   for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : "") + alts[i];
   return out + ")";
@@ -86,14 +90,20 @@ std::vector<Piece> Pieces(std::optional<int64_t> L, bool lx, std::optional<int64
     for (const Piece& b : upper) {
       const int64_t lo = std::max(a.lo, b.lo);
       int64_t hi;
-      if (a.hi < 0) hi = b.hi;
-      else if (b.hi < 0) hi = a.hi;
-      else hi = std::min(a.hi, b.hi);
+      if (a.hi < 0)
+        hi = b.hi;
+      else if (b.hi < 0)
+        hi = a.hi;
+      else
+        hi = std::min(a.hi, b.hi);
       if (hi >= 0 && lo > hi) continue;
       Frac f;
-      if (a.frac == Frac::kAny) f = b.frac;
-      else if (b.frac == Frac::kAny || b.frac == a.frac) f = a.frac;
-      else continue;
+      if (a.frac == Frac::kAny)
+        f = b.frac;
+      else if (b.frac == Frac::kAny || b.frac == a.frac)
+        f = a.frac;
+      else
+        continue;
       out.push_back({lo, hi, f});
     }
   }
@@ -127,14 +137,17 @@ std::string PiecesGbnf(const std::vector<Piece>& pieces, bool integer) {
 
 StatusOr<std::string> NumberGbnf(bool integer, const NumberBounds& b) {
   if (!b.lo && !b.hi) {
-    return std::string(integer ? "(\"-\"? (\"0\" | [1-9] [0-9]*))"
-                               : "(\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [+-]? [0-9]+)?)");
+    return std::string(
+        integer ? "(\"-\"? (\"0\" | [1-9] [0-9]*))"
+                : "(\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [+-]? [0-9]+)?)");
   }
   std::optional<int64_t> L, H;
   bool lx = b.lo_exclusive, hx = b.hi_exclusive;
   auto check = [&](double v, const char* kw) -> Status {
-    if (!std::isfinite(v) || std::fabs(v) > 1e15) return InvalidArgument("{}: bound out of range", kw);
-    if (!integer && v != std::floor(v)) return InvalidArgument("{}: non-integral bound on a number", kw);
+    if (!std::isfinite(v) || std::fabs(v) > 1e15)
+      return InvalidArgument("{}: bound out of range", kw);
+    if (!integer && v != std::floor(v))
+      return InvalidArgument("{}: non-integral bound on a number", kw);
     return OkStatus();
   };
   if (b.lo) {
@@ -163,17 +176,25 @@ StatusOr<std::string> NumberGbnf(bool integer, const NumberBounds& b) {
     bool ylx = false, yhx = false;
     bool empty = false;
     if (H) {  // x <= H  <=>  y >= -H
-      if (-*H >= 0) { yl = -*H; ylx = hx; }
+      if (-*H >= 0) {
+        yl = -*H;
+        ylx = hx;
+      }
     }
     if (L) {  // x >= L  <=>  y <= -L
-      if (-*L < 0 || (-*L == 0 && lx)) empty = true;
-      else { yh = -*L; yhx = lx; }
+      if (-*L < 0 || (-*L == 0 && lx))
+        empty = true;
+      else {
+        yh = -*L;
+        yhx = lx;
+      }
     }
     if (!empty) {
       // Integers: y = 0 is "-0", which json.dumps never writes; drop it to keep one spelling.
       std::vector<Piece> pieces = Pieces(yl, ylx, yh, yhx);
       if (integer) {
-        for (auto& p : pieces) if (p.lo == 0) p.lo = 1;
+        for (auto& p : pieces)
+          if (p.lo == 0) p.lo = 1;
       }
       neg = PiecesGbnf(pieces, integer);
     }

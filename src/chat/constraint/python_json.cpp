@@ -7,12 +7,24 @@ namespace qwenrt {
 
 void AppendPythonJson(const nlohmann::ordered_json& v, std::string* out) {
   switch (v.type()) {
-    case nlohmann::ordered_json::value_t::null: *out += "null"; return;
-    case nlohmann::ordered_json::value_t::boolean: *out += v.get<bool>() ? "true" : "false"; return;
-    case nlohmann::ordered_json::value_t::number_integer: *out += std::to_string(v.get<int64_t>()); return;
-    case nlohmann::ordered_json::value_t::number_unsigned: *out += std::to_string(v.get<uint64_t>()); return;
-    case nlohmann::ordered_json::value_t::number_float: *out += jinja::PyFloatRepr(v.get<double>(), true); return;
-    case nlohmann::ordered_json::value_t::string: jinja::AppendJsonString(v.get_ref<const std::string&>(), out); return;
+    case nlohmann::ordered_json::value_t::null:
+      *out += "null";
+      return;
+    case nlohmann::ordered_json::value_t::boolean:
+      *out += v.get<bool>() ? "true" : "false";
+      return;
+    case nlohmann::ordered_json::value_t::number_integer:
+      *out += std::to_string(v.get<int64_t>());
+      return;
+    case nlohmann::ordered_json::value_t::number_unsigned:
+      *out += std::to_string(v.get<uint64_t>());
+      return;
+    case nlohmann::ordered_json::value_t::number_float:
+      *out += jinja::PyFloatRepr(v.get<double>(), true);
+      return;
+    case nlohmann::ordered_json::value_t::string:
+      jinja::AppendJsonString(v.get_ref<const std::string&>(), out);
+      return;
     case nlohmann::ordered_json::value_t::array: {
       *out += "[";
       bool first = true;
@@ -37,7 +49,9 @@ void AppendPythonJson(const nlohmann::ordered_json& v, std::string* out) {
       *out += "}";
       return;
     }
-    default: *out += "null"; return;
+    default:
+      *out += "null";
+      return;
   }
 }
 

@@ -3,9 +3,8 @@
 // its instances this way, and enum/const literals must spell values the same way.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace qwenrt {
 

@@ -32,8 +32,15 @@ std::string ClassText(const CodepointRanges& n) {
 CodepointRanges Digits() { return {{'0', '9'}}; }
 CodepointRanges Word() { return {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}; }
 CodepointRanges Space() {
-  return NormalizeRanges({{'\t', '\r'}, {' ', ' '}, {0xA0, 0xA0}, {0x1680, 0x1680}, {0x2000, 0x200A},
-                          {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000},
+  return NormalizeRanges({{'\t', '\r'},
+                          {' ', ' '},
+                          {0xA0, 0xA0},
+                          {0x1680, 0x1680},
+                          {0x2000, 0x200A},
+                          {0x2028, 0x2029},
+                          {0x202F, 0x202F},
+                          {0x205F, 0x205F},
+                          {0x3000, 0x3000},
                           {0xFEFF, 0xFEFF}});
 }
 
@@ -58,7 +65,9 @@ class RegexParser {
   }
 
  private:
-  Status Err(const std::string& what) const { return InvalidArgument("regex: {} at offset {}", what, p_); }
+  Status Err(const std::string& what) const {
+    return InvalidArgument("regex: {} at offset {}", what, p_);
+  }
 
   // The set after the JSON-string restriction (mode kJsonString).
   CodepointRanges Restrict(CodepointRanges n) const {
@@ -115,7 +124,8 @@ class RegexParser {
     while (p_ < s_.size() && s_[p_] != '|' && s_[p_] != ')') {
       if (s_[p_] == '$') {
         ++p_;
-        if (!top || (p_ < s_.size() && s_[p_] != '|' && s_[p_] != ')')) return Err("'$' not at the end");
+        if (!top || (p_ < s_.size() && s_[p_] != '|' && s_[p_] != ')'))
+          return Err("'$' not at the end");
         anchored_end = true;
         break;
       }
@@ -150,7 +160,8 @@ class RegexParser {
         ++e;
         while (e < s_.size() && s_[e] >= '0' && s_[e] <= '9') b += s_[e++];
       }
-      if (a.empty() && comma && e < s_.size() && s_[e] == '}') return Err("quantifier {,n}");  // Python: {0,n}
+      if (a.empty() && comma && e < s_.size() && s_[e] == '}')
+        return Err("quantifier {,n}");                                     // Python: {0,n}
       if (a.empty() || e >= s_.size() || s_[e] != '}') return OkStatus();  // a literal '{'
       if (a.size() > 6 || b.size() > 6) return Err("repetition count too large");
       q = "{" + a + (comma ? "," + b : "") + "}";
@@ -158,8 +169,10 @@ class RegexParser {
     } else {
       return OkStatus();
     }
-    if (p_ < s_.size() && s_[p_] == '?') ++p_;  // lazy: same language
-    else if (p_ < s_.size() && s_[p_] == '+') return Err("possessive quantifier");
+    if (p_ < s_.size() && s_[p_] == '?')
+      ++p_;  // lazy: same language
+    else if (p_ < s_.size() && s_[p_] == '+')
+      return Err("possessive quantifier");
     if (p_ < s_.size() && (s_[p_] == '*' || s_[p_] == '+' || s_[p_] == '?' || s_[p_] == '{')) {
       // a{2}{3} is legal in some engines; keep the grammar exact by grouping.
       *atom = "(" + *atom + q + ")";
@@ -183,9 +196,12 @@ class RegexParser {
   Status Hex(int n, uint32_t* v) {
     *v = 0;
     for (int i = 0; i < n; ++i) {
-      if (p_ >= s_.size() || !isxdigit(static_cast<unsigned char>(s_[p_]))) return Err("bad hex escape");
+      if (p_ >= s_.size() || !isxdigit(static_cast<unsigned char>(s_[p_])))
+        return Err("bad hex escape");
       const char c = s_[p_++];
-      *v = *v * 16 + static_cast<uint32_t>(isdigit(static_cast<unsigned char>(c)) ? c - '0' : (tolower(c) - 'a' + 10));
+      *v = *v * 16 + static_cast<uint32_t>(isdigit(static_cast<unsigned char>(c))
+                                               ? c - '0'
+                                               : (tolower(c) - 'a' + 10));
     }
     return OkStatus();
   }
@@ -196,38 +212,73 @@ class RegexParser {
     const char e = s_[p_++];
     *is_set = true;
     switch (e) {
-      case 'd': *set = Digits(); return OkStatus();
+      case 'd':
+        *set = Digits();
+        return OkStatus();
       // Negated escapes stay within ASCII: Python's `re` (what validators run) gives \d \w \s
       // Unicode meaning, so a non-ASCII character may be a "digit" there; ASCII is exact for both.
-      case 'D': *set = AsciiComplement(Digits()); return OkStatus();
-      case 'w': *set = Word(); return OkStatus();
-      case 'W': *set = AsciiComplement(Word()); return OkStatus();
-      case 's': *set = Space(); return OkStatus();
-      case 'S': *set = AsciiComplement(Space()); return OkStatus();
-      default: break;
+      case 'D':
+        *set = AsciiComplement(Digits());
+        return OkStatus();
+      case 'w':
+        *set = Word();
+        return OkStatus();
+      case 'W':
+        *set = AsciiComplement(Word());
+        return OkStatus();
+      case 's':
+        *set = Space();
+        return OkStatus();
+      case 'S':
+        *set = AsciiComplement(Space());
+        return OkStatus();
+      default:
+        break;
     }
     *is_set = false;
     switch (e) {
-      case 'n': *cp = '\n'; return OkStatus();
-      case 'r': *cp = '\r'; return OkStatus();
-      case 't': *cp = '\t'; return OkStatus();
-      case 'f': *cp = '\f'; return OkStatus();
-      case 'v': *cp = '\v'; return OkStatus();
-      case '0': *cp = 0; return OkStatus();
-      case 'x': return Hex(2, cp);
+      case 'n':
+        *cp = '\n';
+        return OkStatus();
+      case 'r':
+        *cp = '\r';
+        return OkStatus();
+      case 't':
+        *cp = '\t';
+        return OkStatus();
+      case 'f':
+        *cp = '\f';
+        return OkStatus();
+      case 'v':
+        *cp = '\v';
+        return OkStatus();
+      case '0':
+        *cp = 0;
+        return OkStatus();
+      case 'x':
+        return Hex(2, cp);
       case 'u':
         if (p_ < s_.size() && s_[p_] == '{') return Err("\\u{...} escape");
         return Hex(4, cp);
       case 'b':
-        if (in_class) { *cp = '\b'; return OkStatus(); }
+        if (in_class) {
+          *cp = '\b';
+          return OkStatus();
+        }
         return Err("word boundary \\b");
-      case 'B': return Err("word boundary \\B");
-      case 'p': case 'P': return Err("Unicode property escape");
-      case 'c': return Err("control escape \\c");
-      case 'k': return Err("backreference");
+      case 'B':
+        return Err("word boundary \\B");
+      case 'p':
+      case 'P':
+        return Err("Unicode property escape");
+      case 'c':
+        return Err("control escape \\c");
+      case 'k':
+        return Err("backreference");
       default:
         if (e >= '1' && e <= '9') return Err("backreference");
-        if (isalnum(static_cast<unsigned char>(e))) return Err(std::string("unknown escape \\") + e);
+        if (isalnum(static_cast<unsigned char>(e)))
+          return Err(std::string("unknown escape \\") + e);
         --p_;
         return ReadCodepoint(cp);
     }
@@ -261,7 +312,8 @@ class RegexParser {
     if (c == '[') return Class(out);
     if (c == '.') {
       ++p_;
-      return SetAtom(ComplementRanges(NormalizeRanges({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}})), out);
+      return SetAtom(
+          ComplementRanges(NormalizeRanges({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}})), out);
     }
     if (c == '*' || c == '+' || c == '?') return Err("nothing to repeat");
     uint32_t cp = 0;
@@ -280,13 +332,19 @@ class RegexParser {
   Status Class(std::string* out) {
     ++p_;
     bool negate = false;
-    if (p_ < s_.size() && s_[p_] == '^') { negate = true; ++p_; }
+    if (p_ < s_.size() && s_[p_] == '^') {
+      negate = true;
+      ++p_;
+    }
     CodepointRanges ranges;
     bool first = true;
     bool class_escape = false;  // \d \w \s inside: their meaning differs between regex engines
     while (true) {
       if (p_ >= s_.size()) return Err("unterminated class");
-      if (s_[p_] == ']' && !first) { ++p_; break; }
+      if (s_[p_] == ']' && !first) {
+        ++p_;
+        break;
+      }
       if (s_[p_] == ']' && first) {  // JS: [] matches nothing, []...] is not a thing
         ++p_;
         if (!negate) return Err("empty class");

@@ -16,7 +16,8 @@ enum class RegexMode {
   kWholeText,   // the regex must match the whole output (anchors optional), raw bytes
   kJsonString,  // inside a JSON string: search semantics (unanchored sides match any string
                 // character, rule `jchar`), and the regex's own characters may not be ones JSON
-                // must escape (", \, control characters): such strings are rejected, never let through
+                // must escape (", \, control characters): such strings are rejected, never let
+                // through
 };
 
 // Appends a GBNF expression (a parenthesised group) to *out.

@@ -27,15 +27,28 @@ size_t Utf8SequenceLength(std::string_view b, size_t i) {
   const auto c = static_cast<uint8_t>(b[i]);
   size_t len;
   uint8_t lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) len = 2;
-  else if (c == 0xE0) { len = 3; lo = 0xA0; }
-  else if (c >= 0xE1 && c <= 0xEC) len = 3;
-  else if (c == 0xED) { len = 3; hi = 0x9F; }
-  else if (c >= 0xEE && c <= 0xEF) len = 3;
-  else if (c == 0xF0) { len = 4; lo = 0x90; }
-  else if (c >= 0xF1 && c <= 0xF3) len = 4;
-  else if (c == 0xF4) { len = 4; hi = 0x8F; }
-  else return 0;
+  if (c >= 0xC2 && c <= 0xDF)
+    len = 2;
+  else if (c == 0xE0) {
+    len = 3;
+    lo = 0xA0;
+  } else if (c >= 0xE1 && c <= 0xEC)
+    len = 3;
+  else if (c == 0xED) {
+    len = 3;
+    hi = 0x9F;
+  } else if (c >= 0xEE && c <= 0xEF)
+    len = 3;
+  else if (c == 0xF0) {
+    len = 4;
+    lo = 0x90;
+  } else if (c >= 0xF1 && c <= 0xF3)
+    len = 4;
+  else if (c == 0xF4) {
+    len = 4;
+    hi = 0x8F;
+  } else
+    return 0;
   if (i + len > b.size()) return 0;
   for (size_t k = 1; k < len; ++k) {
     const auto x = static_cast<uint8_t>(b[i + k]);
@@ -48,7 +61,10 @@ size_t Utf8SequenceLength(std::string_view b, size_t i) {
 bool IsCompleteUtf8(std::string_view b) {
   for (size_t i = 0; i < b.size();) {
     const auto c = static_cast<uint8_t>(b[i]);
-    if (c < 0x80) { ++i; continue; }
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
     const size_t len = Utf8SequenceLength(b, i);
     if (len == 0) return false;
     i += len;
@@ -58,7 +74,8 @@ bool IsCompleteUtf8(std::string_view b) {
 
 // Preorder trie of the given (sorted by bytes) token ids.
 void BuildNodes(const std::vector<std::string>& tokens, const std::vector<int32_t>& order,
-                std::vector<TokenTrie::Node>* nodes, std::vector<std::pair<int32_t, int32_t>>* extra) {
+                std::vector<TokenTrie::Node>* nodes,
+                std::vector<std::pair<int32_t, int32_t>>* extra) {
   nodes->push_back({-1, 0, 0, 0, 0, TokenTrie::kBoundary});
   std::vector<int32_t> path = {0};  // path[d] = node at depth d
   std::string_view prev;
@@ -72,7 +89,8 @@ void BuildNodes(const std::vector<std::string>& tokens, const std::vector<int32_
     }
     for (size_t d = common; d < s.size(); ++d) {
       path.push_back(static_cast<int32_t>(nodes->size()));
-      // A boundary: the prefix is whole characters, so a plain token's rest is whole plain characters.
+      // A boundary: the prefix is whole characters, so a plain token's rest is whole plain
+      // characters.
       const bool boundary = IsCompleteUtf8(s.substr(0, d + 1));
       nodes->push_back({-1, 0, 0, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(s[d]),
                         static_cast<uint8_t>(boundary ? TokenTrie::kBoundary : 0)});
@@ -148,13 +166,17 @@ StatusOr<std::shared_ptr<const TokenTrie>> TokenTrie::FromTokens(std::vector<std
     }
     t->plain_rank_bits_.assign((static_cast<size_t>(rank) + 64) / 64, 0);
     for (int32_t r = 0; r < rank; ++r) {
-      if (IsPlain(tokens[t->rank_tokens_[r]])) t->plain_rank_bits_[r >> 6] |= uint64_t{1} << (r & 63);
+      if (IsPlain(tokens[t->rank_tokens_[r]]))
+        t->plain_rank_bits_[r >> 6] |= uint64_t{1} << (r & 63);
     }
     for (int32_t i = static_cast<int32_t>(nodes.size()) - 1; i >= 0; --i) {
       if (nodes[i].token >= 0 && !IsPlain(tokens[nodes[i].token])) nodes[i].flags |= kHasNonPlain;
       // Children of i are nodes i+1.. in its subtree; propagate from each direct child.
       for (int32_t c = i + 1; c < nodes[i].subtree_end; c = nodes[c].subtree_end) {
-        if (nodes[c].flags & kHasNonPlain) { nodes[i].flags |= kHasNonPlain; break; }
+        if (nodes[c].flags & kHasNonPlain) {
+          nodes[i].flags |= kHasNonPlain;
+          break;
+        }
       }
     }
     for (auto [node, id] : t->extra_) {

@@ -25,7 +25,7 @@ class TokenTrie {
     uint8_t byte;         // the byte leading into this node
     uint8_t flags;        // kBoundary | kHasNonPlain
   };
-  static constexpr uint8_t kBoundary = 1;    // the bytes up to here are complete UTF-8 characters
+  static constexpr uint8_t kBoundary = 1;     // the bytes up to here are complete UTF-8 characters
   static constexpr uint8_t kHasNonPlain = 2;  // the subtree holds a token that is not plain
 
   // NORMAL and BYTE tokens, as raw bytes (TokenToPiece). Any thread.
@@ -44,8 +44,8 @@ class TokenTrie {
   // string body takes. When the matcher's state maps every plain character back to itself at a
   // character boundary, every plain token below that node is allowed at once: by id for the whole
   // vocabulary (`plain_bits`, [ceil(V/32)]), or for a subtree as the rank range
-  // [node.rank, nodes[node.subtree_end].rank) of `plain_rank_bits` ([ceil(R/64)], R = ranked tokens),
-  // mapped back to ids through `rank_tokens`.
+  // [node.rank, nodes[node.subtree_end].rank) of `plain_rank_bits` ([ceil(R/64)], R = ranked
+  // tokens), mapped back to ids through `rank_tokens`.
   const std::vector<uint32_t>& plain_bits() const { return plain_bits_; }
   // plain_upto(c): [ceil(V/32)] plain tokens of at most c characters, c <= kMaxPlainChars.
   static constexpr int kMaxPlainChars = 96;
@@ -62,9 +62,9 @@ class TokenTrie {
   std::vector<uint32_t> plain_bits_;
   std::vector<uint64_t> plain_rank_bits_;
   std::vector<std::vector<uint32_t>> plain_upto_;  // [kMaxPlainChars + 1][ceil(V/32)]
-  std::vector<int32_t> rank_tokens_;  // [R] token of each rank
-  std::string blob_;               // all token bytes
-  std::vector<uint32_t> offsets_;  // [V + 1] into blob_
+  std::vector<int32_t> rank_tokens_;               // [R] token of each rank
+  std::string blob_;                               // all token bytes
+  std::vector<uint32_t> offsets_;                  // [V + 1] into blob_
 };
 
 }  // namespace qwenrt

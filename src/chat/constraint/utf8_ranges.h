@@ -17,7 +17,8 @@ CodepointRanges NormalizeRanges(CodepointRanges ranges);
 CodepointRanges ComplementRanges(const CodepointRanges& normalized);
 // Each sequence: per byte position an inclusive [lo, hi] byte range; their union encodes exactly
 // the code points of `normalized`.
-std::vector<std::vector<std::pair<uint8_t, uint8_t>>> Utf8Sequences(const CodepointRanges& normalized);
+std::vector<std::vector<std::pair<uint8_t, uint8_t>>> Utf8Sequences(
+    const CodepointRanges& normalized);
 void AppendUtf8(uint32_t cp, std::string* out);
 
 }  // namespace qwenrt

@@ -1,7 +1,7 @@
 // CPU element-wise activations (activations.h): contiguous pieces over the pool, each the ref loop.
 // Tried: SwiGlu / MulSigmoid / the gated norm's silu with the vector exp of simd_f32.h (< 2e-7
 // relative to std::exp; 4-20x faster than std::exp per element, about 2% of a 0.8B prefill). It
-// moved tinymoe-s1-q4km seqA's top-1 agreement to 0.917, below the peer's 0.92 bar in
+// moved tinymoe-s1-q4km seqA's top-1 agreement to 0.917, below llama.cpp's 0.92 bar in
 // model_golden_test, so these keep std::exp and stay bit-identical to ref.
 #include "ops/activations.h"
 

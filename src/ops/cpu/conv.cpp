@@ -1,4 +1,4 @@
-// CPU causal depthwise conv + SiLU with conv-state carry (spec §7 step 4; math and layouts in
+// CPU causal depthwise conv + SiLU with conv-state carry (docs/spec/qwen35-architecture.md §7 step 4; math and layouts in
 // conv.h). Work items are blocks of 256 channels over the ThreadPool; within a block the loop runs
 // over tokens with the channels as SIMD lanes, so every load is contiguous: the Kc taps are
 // transposed once into [Kc][block] and the old state into [Kc-1][block] (stack buffers), after

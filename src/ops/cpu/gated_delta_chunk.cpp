@@ -1,10 +1,10 @@
-// Chunked gated delta rule for the CPU (prefill), spec §10: tokens are taken 64 at a time and each
+// Chunked gated delta rule for the CPU (prefill), docs/spec/qwen35-architecture.md §10: tokens are taken 64 at a time and each
 // chunk is done with small dense matrix products instead of 64 dependent rank-1 steps.
 //
 // Per value head, chunk of n <= 64 tokens (i, j = 0..n-1), S0 = state entering the chunk (Dk x Dv):
 //   gamma_i = g_0 + ... + g_i,  Gam_i = exp(gamma_i)          (cumulative log-decay)
 //   A_ij = beta_i exp(gamma_i - gamma_j) (k_i . k_j)   j < i   (strictly lower)
-//   (I + A) U = B (V - G K S0)                                 (spec §10.3: U = W - Kcd S0)
+//   (I + A) U = B (V - G K S0)                                 (qwen35-architecture.md §10.3: U = W - Kcd S0)
 //   O   = G Q S0 + (M .* Q K^T) U,  M_ij = exp(gamma_i - gamma_j), j <= i
 //   S_n = Gam_{n-1} S0 + (D K)^T U,  D = diag(exp(gamma_{n-1} - gamma_i))
 // The solve is forward substitution on R = B (V - G K S0) directly. That equals forming

@@ -1,4 +1,4 @@
-// Rounding f32 activations to f16 precision (the peer keeps its KV cache and flash-attention Q in
+// Rounding f32 activations to f16 precision (llama.cpp keeps its KV cache and flash-attention Q in
 // f16). F16C when the build has it (round to nearest even, as Fp32ToFp16), else the portable path.
 #if defined(__F16C__)
 #include <immintrin.h>

@@ -46,7 +46,7 @@ inline float HsumPs(__m256 v) {
 inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // The 8 scales and 8 mins of a Q4_K / Q5_K block: sc[j] as bytes, mins16 = [m0 m0 m1 m1 ... m7 m7] as
-// i16 (matches bsums: two 16-groups per sub-block). Word-wise version of spec §3.5.1: with u0..u2 the
+// i16 (matches bsums: two 16-groups per sub-block). Word-wise version of docs/spec/gguf-and-quants.md §3.5.1: with u0..u2 the
 // three little-endian words of the 12 bytes, scales 0-3 = u0 & 0x3f.., scales 4-7 = low nibbles of u2
 // with the top two bits of bytes 0-3 above them; mins likewise from u1 and the high nibbles of u2.
 struct ScalesK {

@@ -1,7 +1,7 @@
 // Mat-vec with GGUF weights dequantized on the fly (the exact f32 path; no activation quantization).
 //
 // Math:   y[t][r] = sum_c W[r][c] * x[t][c], W[r][c] decoded exactly as ref::DequantizeRow does
-//         (spec gguf-and-quants.md §3): Q8_0 d*q; Q4_K/Q5_K (d*sc)*q - (dmin*m); Q6_K (d*sc)*q;
+//         (docs/spec/gguf-and-quants.md §3): Q8_0 d*q; Q4_K/Q5_K (d*sc)*q - (dmin*m); Q6_K (d*sc)*q;
 //         F16/BF16 widened. Products in f32, summed per lane then across the warp (the order differs
 //         from ref::MatMul's column order, so results agree to rounding, not bit for bit).
 // Shapes: W rows x cols (row r at w + r*row_bytes, cols % block size == 0); x [T, cols]; y [T, rows].

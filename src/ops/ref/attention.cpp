@@ -1,5 +1,5 @@
 // Reference causal attention over the KV cache: two-pass softmax in f32, grouped-query mapping
-// h -> h / (H/Hkv) (consecutive query heads share a KV head; spec §8 step 7).
+// h -> h / (H/Hkv) (consecutive query heads share a KV head; docs/spec/qwen35-architecture.md §8 step 7).
 #include <algorithm>
 #include <cmath>
 #include <limits>

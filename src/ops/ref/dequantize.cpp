@@ -1,7 +1,7 @@
-// Scalar dequantization of one row of every supported GGUF type to float32 (spec §3). This is the
+// Scalar dequantization of one row of every supported GGUF type to float32 (docs/spec/gguf-and-quants.md §3). This is the
 // definition the fast paths and the CUDA kernels are checked against; it favours plainness over speed.
 // Float operations are ordered as llama.cpp's dequantize_row_* (scale products first), so results are
-// bit-identical to the peer's.
+// bit-identical to llama.cpp's.
 #include <cstring>
 
 #include "ops/quant.h"
@@ -55,7 +55,7 @@ void DequantizeQ6K(const BlockQ6K* x, float* y, int64_t nb) {
       const uint8_t* qh = x[b].qh + 32 * half;
       float* out = y + 128 * half;
       for (int l = 0; l < 32; ++l) {
-        // The four elements l, l+32, l+64, l+96 of this half share ql/qh bytes (spec §3.7 table).
+        // The four elements l, l+32, l+64, l+96 of this half share ql/qh bytes (gguf-and-quants.md §3.7 table).
         const int q[4] = {
             ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32,
             ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32,

@@ -1,4 +1,4 @@
-// Reference gated delta rule: the plain scalar recurrence of spec §7 step 8, one value head and one
+// Reference gated delta rule: the plain scalar recurrence of docs/spec/qwen35-architecture.md §7 step 8, one value head and one
 // token at a time, in f32 with the obvious loop order. No SIMD, no threads: this is the oracle the
 // CPU and CUDA forms are tested against.
 #include <cmath>
@@ -11,7 +11,7 @@ void GatedDelta(const GatedDeltaShape& shape, const float* q, const float* k, co
                 const float* g, const float* beta, float* state, float* out) {
   const int64_t T = shape.T, Hk = shape.Hk, Hv = shape.Hv, Dk = shape.Dk, Dv = shape.Dv;
   for (int64_t h = 0; h < Hv; ++h) {
-    const int64_t hk = h % Hk;         // tiled head mapping (spec §7 step 7)
+    const int64_t hk = h % Hk;         // tiled head mapping (qwen35-architecture.md §7 step 7)
     float* S = state + h * Dv * Dk;    // S[i][j] at S[j * Dk + i]
     for (int64_t t = 0; t < T; ++t) {
       const float* qt = q + (t * Hk + hk) * Dk;  // [Dk]
