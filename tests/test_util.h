@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -11,15 +12,13 @@
 #include <string_view>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 #include "text/unicode.h"
 
 namespace qwenrt::test {
 
 // Path of `rel` inside tests/data.
-// The fixtures: $QWENRT_TEST_DATA when set (binaries run from a copied tree, e.g. on a GPU machine),
-// else the source tree's tests/data.
+// The fixtures: $QWENRT_TEST_DATA when set (binaries run from a copied tree, e.g. on a GPU
+// machine), else the source tree's tests/data.
 inline std::string DataPath(const std::string& rel) {
   const char* env = std::getenv("QWENRT_TEST_DATA");
   return std::string(env != nullptr && *env != '\0' ? env : QWENRT_TEST_DATA) + "/" + rel;
@@ -34,16 +33,7 @@ inline std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-// Whether `s` is strictly valid UTF-8 (unicode::ValidSequenceLength all the way, no partial tail).
-inline bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const int len = unicode::ValidSequenceLength(s.data() + i, s.size() - i);
-    if (len <= 0) return false;
-    i += static_cast<size_t>(len);
-  }
-  return true;
-}
+using unicode::IsValidUtf8;  // strictly valid UTF-8 all the way
 
 // max |a - b| / max |b| (b = the reference; max |a - b| when b is all zero); a non-finite value
 // anywhere in a gives infinity. Relative to the max rather than element-wise because single

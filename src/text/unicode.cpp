@@ -261,6 +261,15 @@ void DecodeAll(std::string_view text, std::vector<uint32_t>* out) {
   }
 }
 
+bool IsValidUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const int len = ValidSequenceLength(s.data() + i, s.size() - i);
+    if (len <= 0) return false;
+    i += static_cast<size_t>(len);
+  }
+  return true;
+}
+
 int ValidSequenceLength(const char* s, size_t n) {
   const auto* b = reinterpret_cast<const uint8_t*>(s);
   const uint8_t c = b[0];

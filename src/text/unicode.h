@@ -32,6 +32,9 @@ void DecodeAll(std::string_view text, std::vector<uint32_t>* out);
 // but incomplete prefix of a sequence (more bytes may complete it).
 int ValidSequenceLength(const char* s, size_t n);
 
+// Whether `s` is strictly valid UTF-8 all the way (ValidSequenceLength > 0 to the end, no partial tail).
+bool IsValidUtf8(std::string_view s);
+
 // Code-point classes used by the pre-tokenizer. `kLetter`/`kMark`/`kNumber` are the general
 // categories L*, M*, N*; `kWhitespace` is the regex `\s` set (25 code points, see the spec).
 // A code point with none of these flags (punctuation, symbols, controls, unassigned) is what the

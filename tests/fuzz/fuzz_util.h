@@ -32,14 +32,6 @@ inline bool IsCleanText(std::string_view s) {
   return true;
 }
 
-inline bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const int len = unicode::ValidSequenceLength(s.data() + i, s.size() - i);
-    if (len <= 0) return false;
-    i += static_cast<size_t>(len);
-  }
-  return true;
-}
+using unicode::IsValidUtf8;  // strictly valid UTF-8 all the way
 
 }  // namespace qwenrt::fuzz

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "text/tokenizer.h"
+#include "text/unicode.h"
 
 namespace qwenrt {
 
@@ -20,57 +21,6 @@ StatusOr<std::shared_ptr<const TokenTrie>> TokenTrie::Build(const Tokenizer& tok
 }
 
 namespace {
-
-// Length of the well-formed multi-byte UTF-8 sequence starting at b[i] (lead byte >= 0x80), or 0
-// (Unicode Table 3-7).
-size_t Utf8SequenceLength(std::string_view b, size_t i) {
-  const auto c = static_cast<uint8_t>(b[i]);
-  size_t len;
-  uint8_t lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF)
-    len = 2;
-  else if (c == 0xE0) {
-    len = 3;
-    lo = 0xA0;
-  } else if (c >= 0xE1 && c <= 0xEC)
-    len = 3;
-  else if (c == 0xED) {
-    len = 3;
-    hi = 0x9F;
-  } else if (c >= 0xEE && c <= 0xEF)
-    len = 3;
-  else if (c == 0xF0) {
-    len = 4;
-    lo = 0x90;
-  } else if (c >= 0xF1 && c <= 0xF3)
-    len = 4;
-  else if (c == 0xF4) {
-    len = 4;
-    hi = 0x8F;
-  } else
-    return 0;
-  if (i + len > b.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    const auto x = static_cast<uint8_t>(b[i + k]);
-    if (x < (k == 1 ? lo : 0x80) || x > (k == 1 ? hi : 0xBF)) return 0;
-  }
-  return len;
-}
-
-// Well-formed UTF-8 made of complete characters (any code points, controls included).
-bool IsCompleteUtf8(std::string_view b) {
-  for (size_t i = 0; i < b.size();) {
-    const auto c = static_cast<uint8_t>(b[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    const size_t len = Utf8SequenceLength(b, i);
-    if (len == 0) return false;
-    i += len;
-  }
-  return true;
-}
 
 // Preorder trie of the given (sorted by bytes) token ids.
 void BuildNodes(const std::vector<std::string>& tokens, const std::vector<int32_t>& order,
@@ -91,7 +41,7 @@ void BuildNodes(const std::vector<std::string>& tokens, const std::vector<int32_
       path.push_back(static_cast<int32_t>(nodes->size()));
       // A boundary: the prefix is whole characters, so a plain token's rest is whole plain
       // characters.
-      const bool boundary = IsCompleteUtf8(s.substr(0, d + 1));
+      const bool boundary = unicode::IsValidUtf8(s.substr(0, d + 1));
       nodes->push_back({-1, 0, 0, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(s[d]),
                         static_cast<uint8_t>(boundary ? TokenTrie::kBoundary : 0)});
     }
@@ -119,9 +69,9 @@ bool TokenTrie::IsPlain(std::string_view b) {
       ++i;
       continue;
     }
-    const size_t len = Utf8SequenceLength(b, i);
-    if (len == 0) return false;
-    i += len;
+    const int len = unicode::ValidSequenceLength(b.data() + i, b.size() - i);
+    if (len <= 0) return false;
+    i += static_cast<size_t>(len);
   }
   return true;
 }
