@@ -18,10 +18,13 @@ if [ "${QWENRT_SKIP_FORMAT:-0}" != 1 ]; then
   bash scripts/format-check.sh "${FORMAT_PATHS[@]}"
 fi
 
+tb=$(date +%s)
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DQWENRT_BUILD_TESTS=ON -DQWENRT_BUILD_BENCH=ON \
   -DQWENRT_BUILD_EXAMPLES=ON ${QWENRT_CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j"$(nproc)"
+tt=$(date +%s)
 ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error -j"$(nproc)"
+echo "== test.sh: build $(( tt - tb )) s, ctest $(( $(date +%s) - tt )) s"
 
 # The sanitizer passes (scripts/sanitize.sh: the whole suite under ASan+UBSan halting on error, the
 # concurrency tests under TSan) and a smoke run of every fuzz target (scripts/fuzz-smoke.sh, 45 s
