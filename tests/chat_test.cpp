@@ -393,15 +393,19 @@ TEST_CASE("tools and tool-call arguments nested 50,000 deep are refused without 
   const int depth = 50000;
   std::string text(depth, '[');
   text += std::string(depth, ']');
-  Json deep = Json::parse(text);  // nlohmann parses iteratively
+  // nlohmann parses and destroys iteratively, but copies recurse: the values are only ever moved.
   ChatRequest req{{User("hi")}};
-  req.tools = Json::array({deep});
+  req.tools = Json::array();
+  req.tools.push_back(Json::parse(text));
   Status st = chat->FeedChat(req);
   CHECK(st.code() == StatusCode::kInvalidArgument);
   CHECK(st.message().find("nests deeper") != std::string::npos);
   ChatRequest call{{User("hi")}};
-  call.messages.push_back(
-      {Role::kAssistant, "", std::nullopt, {ToolCall{"f", Json::object({{"a", deep}})}}});
+  ChatMessage assistant{Role::kAssistant, "", std::nullopt, {}};
+  assistant.tool_calls.emplace_back();
+  assistant.tool_calls.back().name = "f";
+  assistant.tool_calls.back().arguments["a"] = Json::parse(text);
+  call.messages.push_back(std::move(assistant));
   call.messages.push_back(User("again"));
   CHECK(f.model->Render(call).status().code() == StatusCode::kInvalidArgument);
   CHECK(chat->session().size() == 0);
