@@ -289,12 +289,13 @@ inline bool Fail(Error* err, ErrorCode code, std::string message) {
   return false;
 }
 
-// A printable, bounded rendering of untrusted bytes for messages: 'abc\x01...'.
-inline std::string Quote(std::string_view s) {
+// A printable rendering of untrusted bytes for messages, at most `limit` of them: 'abc\x01...'.
+// Every byte outside printable ASCII is escaped, so a message is always valid UTF-8.
+inline std::string Quote(std::string_view s, size_t limit = 96) {
   std::string out = "'";
-  size_t n = s.size() < 96 ? s.size() : 96;
+  const size_t n = s.size() < limit ? s.size() : limit;
   for (size_t i = 0; i < n; ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
+    const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
       out += static_cast<char>(c);
     } else {
@@ -308,25 +309,8 @@ inline std::string Quote(std::string_view s) {
   return out;
 }
 
-// A path for messages: quoted and escaped like Quote (non-ASCII bytes too, so that a message is
-// always valid UTF-8), but kept whole up to 1024 bytes.
-inline std::string QuotePath(const std::string& path) {
-  std::string out = "'";
-  const size_t n = path.size() < 1024 ? path.size() : 1024;
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char c = static_cast<unsigned char>(path[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
-    }
-  }
-  if (n < path.size()) out += "...";
-  out += "'";
-  return out;
-}
+// A path for messages: quoted like Quote, but kept whole up to 1024 bytes.
+inline std::string QuotePath(const std::string& path) { return Quote(path, 1024); }
 
 // Overflow-checked u64 arithmetic: return false on overflow.
 inline bool AddU64(uint64_t a, uint64_t b, uint64_t* out) {
