@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "real_vocab.h"
+#include "vocab_fixtures.h"
 #include "chat/constraint/grammar.h"
 #include "chat/constraint/matcher.h"
 #include "chat/constraint/number_range.h"
@@ -73,15 +73,7 @@ std::string Dumps(const Json& v) {
   return s;
 }
 
-const gguf::File& FixtureGguf() {
-  static const gguf::File file = [] {
-    gguf::Error err;
-    auto f = gguf::File::Open(kData + "/tiny-s1-q4km.gguf", &err);
-    if (!f) FAIL(err.ToString());
-    return std::move(*f);
-  }();
-  return file;
-}
+using test::FixtureGguf;
 
 const Tokenizer& FixtureTokenizer() {
   static const std::unique_ptr<Tokenizer> tok = [] {

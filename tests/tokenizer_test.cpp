@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "real_vocab.h"
+#include "vocab_fixtures.h"
 #include "text/pretokenizer.h"
 #include "qwenrt/gguf.hpp"
 #include "qwenrt/gguf_writer.hpp"
@@ -46,15 +46,7 @@ std::vector<std::vector<int32_t>> ReadIdLines(const std::string& path) {
   return lines;
 }
 
-const gguf::File& FixtureGguf() {
-  static const gguf::File file = [] {
-    gguf::Error err;
-    auto f = gguf::File::Open(kData + "/tiny-s1-q4km.gguf", &err);
-    if (!f) FAIL(err.ToString());
-    return std::move(*f);
-  }();
-  return file;
-}
+using test::FixtureGguf;
 
 const Tokenizer& FixtureTokenizer(bool nfc = true) {
   static const auto make = [](bool n) {

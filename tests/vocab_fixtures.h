@@ -1,5 +1,5 @@
-// The genuine Qwen3.5 vocabulary for tests (tests/data/tokenizer/README.md): the committed
-// vocabulary-only GGUF, decompressed once per test program with Debian's xz (10.9 MB -> memory).
+// The vocabularies tests tokenize with, each opened once per test program: the 512-token fixture
+// model's and the genuine Qwen3.5 one (tests/data/tokenizer/README.md).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -11,6 +11,18 @@
 
 namespace qwenrt::test {
 
+// The tiny fixture model (its 512-token vocabulary).
+inline const gguf::File& FixtureGguf() {
+  static const gguf::File file = [] {
+    gguf::Error err;
+    auto f = gguf::File::Open(std::string(QWENRT_TEST_DATA) + "/tiny-s1-q4km.gguf", &err);
+    if (!f) FAIL(err.ToString());
+    return std::move(*f);
+  }();
+  return file;
+}
+
+// The committed vocabulary-only GGUF, decompressed with Debian's xz (10.9 MB -> memory).
 inline const gguf::File& RealVocabGguf() {
   static const std::vector<uint8_t> bytes = [] {
     const std::string cmd =
