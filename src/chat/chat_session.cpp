@@ -31,6 +31,16 @@ StatusOr<Sampler> MakeReplySampler(const SamplerParams& p, const Tokenizer& toke
   return sampler;
 }
 
+// The request's token counts: max_tokens >= -1, max_reasoning_tokens >= 0.
+Status CheckLengths(const GenerateRequest& r) {
+  if (r.max_tokens < -1)
+    return InvalidArgument("max_tokens is {} (-1 = until the context is full)", r.max_tokens);
+  if (r.max_reasoning_tokens < 0) {
+    return InvalidArgument("max_reasoning_tokens is {} (0 = no limit)", r.max_reasoning_tokens);
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 const char* StopReasonName(StopReason reason) {
@@ -153,6 +163,10 @@ StatusOr<TurnPlan> ChatSession::PlanChat(const ChatRequest& request) const {
 
 Status ChatSession::FeedChat(const ChatRequest& request) {
   QWENRT_CHAT_BUSY("FeedChat");
+  return FeedChatLocked(request);
+}
+
+Status ChatSession::FeedChatLocked(const ChatRequest& request) {
   QWENRT_ASSIGN_OR_RETURN(TurnPlan plan, PlanChat(request));
   QWENRT_RETURN_IF_ERROR(FeedPlanned(plan.tokens, plan.checkpoints));
   state_.ClearReply();
@@ -178,15 +192,8 @@ Status ChatSession::Chat(const ChatRequest& request, const GenerateRequest& gen)
   QWENRT_CHAT_BUSY("Chat");
   // Fail before feeding when the generation could not start anyway.
   QWENRT_RETURN_IF_ERROR(Sampler::Create(gen.sampling, model_->tokenizer().n_vocab()).status());
-  if (gen.max_reasoning_tokens < 0)
-    return InvalidArgument("max_reasoning_tokens is {} (0 = no limit)", gen.max_reasoning_tokens);
-  if (gen.max_tokens < -1)
-    return InvalidArgument("max_tokens is {} (-1 = until the context is full)", gen.max_tokens);
-  QWENRT_ASSIGN_OR_RETURN(TurnPlan plan, PlanChat(request));
-  QWENRT_RETURN_IF_ERROR(FeedPlanned(plan.tokens, plan.checkpoints));
-  state_.ClearReply();
-  state_.assistants_fed = CountAssistants(request.messages);
-  state_.tools = request.tools;
+  QWENRT_RETURN_IF_ERROR(CheckLengths(gen));
+  QWENRT_RETURN_IF_ERROR(FeedChatLocked(request));
   return GenerateLocked(gen);
 }
 
@@ -196,12 +203,7 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
     return InvalidArgument("the session holds no tokens: feed a prompt first");
   if (session.last_logits().empty())
     return InvalidArgument("no logits for the last position: feed first");
-  if (request.max_tokens < -1)
-    return InvalidArgument("max_tokens is {} (-1 = until the context is full)", request.max_tokens);
-  if (request.max_reasoning_tokens < 0) {
-    return InvalidArgument("max_reasoning_tokens is {} (0 = no limit)",
-                           request.max_reasoning_tokens);
-  }
+  QWENRT_RETURN_IF_ERROR(CheckLengths(request));
   QWENRT_RETURN_IF_ERROR(TakeCancel("before the generation started"));
   const Tokenizer& tok = model_->tokenizer();
   state_.ClearReply();

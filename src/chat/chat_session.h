@@ -142,6 +142,7 @@ class ChatSession {
   // The busy flag: held for the duration of every call that reads or changes the session.
   class BusyScope;
   Status TakeCancel(const char* when);
+  Status FeedChatLocked(const ChatRequest& request);
   Status FeedPlanned(std::span<const int32_t> tokens, std::span<const int64_t> boundaries);
   Status GenerateLocked(const GenerateRequest& request);
   void RefreshMemory();
