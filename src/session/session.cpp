@@ -119,6 +119,16 @@ int64_t Session::RestoreTo(int64_t pos, const RecurrentState* snapshot) {
 }
 
 Status Session::Run(std::span<const int32_t> tokens, float* logits, bool all_logits) {
+  // Room for the tokens in the transcript first: once Forward has advanced the state, appending
+  // them must not fail (a bad_alloc there would leave a state ahead of its transcript).
+  const size_t need = transcript_.size() + tokens.size();
+  if (transcript_.capacity() < need) {
+    try {
+      transcript_.reserve(std::max(need, 2 * transcript_.capacity()));
+    } catch (const std::bad_alloc&) {
+      return OutOfMemory("cannot grow the transcript to {} tokens", need);
+    }
+  }
   Status s = Forward(*ctx_, kv_, rec_, tokens, all_logits, logits);
   if (!s.ok()) {
     // Forward's own validation leaves kv/rec unchanged; anything else may have touched the state
