@@ -260,4 +260,60 @@ TEST_CASE("a two-turn chat feed: every allocation failure is OUT_OF_MEMORY and t
   CHECK(n_feed > 0);
 }
 
+// Generation after turn 2's feed: sampling, streaming, decoding, one token at a time. After a
+// failure the session must hold a prefix of what a clean run generates, with exact state: feeding
+// the clean run's whole transcript then computes nothing new and gives its logits.
+TEST_CASE("generation: every allocation failure is OUT_OF_MEMORY and the session exact", "[alloc][generate-oom]") {
+  Model model;
+  qwenrt_session_params p = qwenrt_session_default_params();
+  p.n_threads = 1;
+  p.n_ctx = 512;
+  p.backend = QWENRT_BACKEND_CPU;
+  const auto turn2 = Conversation(2);
+  const qwenrt_chat chat2 = Chat(turn2);
+  qwenrt_report report{};
+  report.struct_size = sizeof report;
+  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  gp.max_tokens = 12;
+
+  qwenrt_session* ref = nullptr;
+  REQUIRE(qwenrt_session_create(model.m, &p, &ref) == QWENRT_OK);
+  REQUIRE(qwenrt_session_feed_chat(ref, &chat2, &report) == QWENRT_OK);
+  const std::vector<int32_t> prompt = Tokens(ref);
+  std::vector<uint8_t> saved(1 << 24);
+  size_t saved_n = 0;
+  REQUIRE(qwenrt_session_save_memory(ref, saved.data(), saved.size(), &saved_n) == QWENRT_OK);
+  REQUIRE(qwenrt_session_generate(ref, nullptr, &gp, nullptr) == QWENRT_OK);
+  const std::vector<int32_t> full = Tokens(ref);
+  const std::vector<float> logits = Logits(ref);
+  qwenrt_session_free(ref);
+  REQUIRE(full.size() > prompt.size());
+
+  qwenrt_session* s = nullptr;
+  REQUIRE(qwenrt_session_create(model.m, &p, &s) == QWENRT_OK);
+  long failed_midway = 0;
+  const long n_gen = Sweep(
+      [&] {
+        const long n = g_fail_at.exchange(-1);
+        REQUIRE(qwenrt_session_load_memory(s, saved.data(), saved_n) == QWENRT_OK);
+        Arm(n);
+        return qwenrt_session_generate(s, nullptr, &gp, nullptr);
+      },
+      [&](qwenrt_status st, long) {
+        const std::vector<int32_t> t = Tokens(s);
+        REQUIRE(IsPrefix(prompt, t));
+        REQUIRE(IsPrefix(t, full));
+        if (st != QWENRT_OK) {
+          if (t.size() > prompt.size()) ++failed_midway;
+          REQUIRE(qwenrt_session_feed(s, full.data(), full.size(), &report) == QWENRT_OK);
+        }
+        REQUIRE(Tokens(s) == full);
+        const std::vector<float> l = Logits(s);
+        REQUIRE(std::memcmp(l.data(), logits.data(), l.size() * sizeof(float)) == 0);
+      });
+  qwenrt_session_free(s);
+  WARN("generation: " << n_gen << " allocations; " << failed_midway << " failures after some tokens");
+  CHECK(n_gen > 0);
+}
+
 }  // namespace
