@@ -187,7 +187,7 @@ TEST_CASE("tokenize and render: every allocation failure is OUT_OF_MEMORY", "[al
 // path that builds or destroys a nlohmann container under memory exhaustion can abort; fixing it
 // means a request/template value type of our own whose destruction never allocates. Run it with
 // `alloc_failure_test "[render-oom]"`.
-TEST_CASE("chat render: every allocation failure is OUT_OF_MEMORY", "[alloc][.render-oom]") {
+TEST_CASE("chat render: every allocation failure is OUT_OF_MEMORY", "[alloc][render-oom]") {
   Model model;
   const auto msgs = Conversation(2);
   const qwenrt_chat chat = Chat(msgs);

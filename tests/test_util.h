@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <time.h>
 #include <vector>
 
 #include "text/unicode.h"
@@ -31,6 +32,15 @@ inline std::string ReadFile(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// CPU seconds this thread has run. Complexity tests time with it rather than the wall clock: on a
+// shared machine a long run is preempted in proportion to its length while a short one may finish
+// in one time slice, which made linear code look super-linear (5x of wall time lost to others).
+inline double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 using unicode::IsValidUtf8;  // strictly valid UTF-8 all the way

@@ -526,11 +526,11 @@ TEST_CASE("tokenizer cost grows linearly on hostile inputs", "[tokenizer][comple
   const auto seconds = [&](const std::string& text) {
     std::vector<int32_t> ids;
     double best = 1e9;
-    for (int rep = 0; rep < 2; ++rep) {
+    for (int rep = 0; rep < 3; ++rep) {
       ids.clear();
-      const auto t0 = std::chrono::steady_clock::now();
+      const double t0 = test::ThreadCpuSeconds();
       tok.Encode(text, SpecialTokens::kAll, &ids);
-      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      best = std::min(best, test::ThreadCpuSeconds() - t0);
     }
     CHECK(!ids.empty());
     return best;
@@ -551,14 +551,14 @@ TEST_CASE("tokenizer cost grows linearly on hostile inputs", "[tokenizer][comple
   for (const auto& [name, unit] : units) {
     std::string small, big;
     while (small.size() < 256000) small += unit;
-    while (big.size() < 1024000) big += unit;
+    while (big.size() < 4096000) big += unit;
     const double t_small = seconds(small), t_big = seconds(big);
-    INFO(name << ": 256 KB " << t_small * 1e3 << " ms, 1 MB " << t_big * 1e3 << " ms");
-    // 4x the input: linear is ~4x (2.5-5x measured here: below 256 KB everything is in cache and
-    // the ratios say little), quadratic 16x. Allow 10x, + 20 ms for noise on this shared machine;
-    // and a quadratic 1 MB would take minutes.
-    CHECK(t_big <= 10 * t_small + 0.020);
-    CHECK(t_big < kSlowdown * 3.0);
+    INFO(name << ": 256 KB " << t_small * 1e3 << " ms, 4 MB " << t_big * 1e3 << " ms");
+    // 16x the input: linear is 16x, quadratic 256x. Timed in thread CPU time (the wall clock of a
+    // busy machine inflated long runs 5x); the memory hierarchy still bends the linear ratio
+    // (256 KB fits the caches: 15-40x measured), so allow 64x + 20 ms.
+    CHECK(t_big <= 64 * t_small + 0.020);
+    CHECK(t_big < kSlowdown * 10.0);
   }
 }
 

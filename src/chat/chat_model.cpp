@@ -48,8 +48,15 @@ StatusOr<std::string> ChatModel::Render(const ChatRequest& request) const {
     return Unsupported("the model has no chat template (tokenizer.chat_template)");
   }
   QWENRT_RETURN_IF_ERROR(CheckRequestDepth(request));
-  return chat_template_->RenderChat(MessagesJson(request.messages), request.tools,
-                                    request.add_generation_prompt, request.enable_thinking);
+  try {
+    QWENRT_ASSIGN_OR_RETURN(
+        jinja::Value messages,
+        MessagesValue(request.messages, chat_template_->limits().max_value_depth));
+    return chat_template_->RenderChat(std::move(messages), request.tools,
+                                      request.add_generation_prompt, request.enable_thinking);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("out of memory while building the chat template's messages");
+  }
 }
 
 }  // namespace qwenrt

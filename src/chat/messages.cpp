@@ -86,22 +86,44 @@ Status CheckRequestDepth(const ChatRequest& request) {
   return OkStatus();
 }
 
-nlohmann::ordered_json MessagesJson(const std::vector<ChatMessage>& messages) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+StatusOr<jinja::Value> MessagesValue(const std::vector<ChatMessage>& messages, int max_depth) {
+  using jinja::Value;
+  const auto str = [](std::string_view s) { return Value::String(std::string(s)); };
+  std::vector<Value> out;
+  out.reserve(messages.size());
   for (const ChatMessage& m : messages) {
-    nlohmann::ordered_json j = {{"role", RoleName(m.role)}, {"content", m.content}};
-    if (m.reasoning) j["reasoning_content"] = *m.reasoning;
+    jinja::Dict msg;
+    msg.items.reserve(4);
+    msg.items.emplace_back(str("role"), str(RoleName(m.role)));
+    msg.items.emplace_back(str("content"), str(m.content));
+    if (m.reasoning) msg.items.emplace_back(str("reasoning_content"), str(*m.reasoning));
     if (!m.tool_calls.empty()) {
-      nlohmann::ordered_json calls = nlohmann::ordered_json::array();
+      std::vector<Value> calls;
+      calls.reserve(m.tool_calls.size());
       for (const ToolCall& c : m.tool_calls) {
-        calls.push_back(
-            {{"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+        // Arguments given as a JSON string (OpenAI wire format) that parse as an object are that
+        // object, as ChatTemplate::RenderChat does for JSON messages.
+        const nlohmann::ordered_json* args = &c.arguments;
+        nlohmann::ordered_json parsed;
+        if (args->is_string()) {
+          parsed = nlohmann::ordered_json::parse(args->get_ref<const std::string&>(), nullptr,
+                                                 /*allow_exceptions=*/false);
+          if (parsed.is_object()) args = &parsed;
+        }
+        QWENRT_ASSIGN_OR_RETURN(Value arguments, jinja::FromJson(*args, max_depth));
+        jinja::Dict fn;
+        fn.items.emplace_back(str("name"), str(c.name));
+        fn.items.emplace_back(str("arguments"), std::move(arguments));
+        jinja::Dict call;
+        call.items.emplace_back(str("type"), str("function"));
+        call.items.emplace_back(str("function"), Value::MakeDict(std::move(fn)));
+        calls.push_back(Value::MakeDict(std::move(call)));
       }
-      j["tool_calls"] = std::move(calls);
+      msg.items.emplace_back(str("tool_calls"), Value::MakeList(std::move(calls)));
     }
-    out.push_back(std::move(j));
+    out.push_back(Value::MakeDict(std::move(msg)));
   }
-  return out;
+  return Value::MakeList(std::move(out));
 }
 
 }  // namespace qwenrt

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "text/jinja/jinja_value.h"
 
 namespace qwenrt {
 
@@ -54,7 +55,9 @@ StatusOr<nlohmann::ordered_json> ParseRequestJson(std::string_view text, std::st
 // CheckJsonDepth over the request's tools and every tool call's arguments.
 Status CheckRequestDepth(const ChatRequest& request);
 
-// The messages as the chat template's `messages` variable.
-nlohmann::ordered_json MessagesJson(const std::vector<ChatMessage>& messages);
+// The messages as the chat template's `messages` variable: a list of dicts {role, content,
+// reasoning_content?, tool_calls?}, built as template values directly (no JSON document, see
+// ChatTemplate::RenderChat). Tool-call arguments deeper than `max_depth`: InvalidArgument.
+StatusOr<jinja::Value> MessagesValue(const std::vector<ChatMessage>& messages, int max_depth);
 
 }  // namespace qwenrt

@@ -48,23 +48,24 @@ Status CheckJsonDepth(const nlohmann::ordered_json& j, const jinja::TemplateLimi
   return OkStatus();
 }
 
-// Size of a JSON document for the work budget: its strings' bytes (keys included) plus 8 per
-// value. Iterative, like JsonDepth.
-uint64_t JsonBytes(const nlohmann::ordered_json& root) {
+// Size of a context for the work budget: its strings' bytes (keys included) plus 8 per value.
+// Iterative: the context may be as deep as max_value_depth.
+uint64_t ValueBytes(const jinja::Value& root) {
   uint64_t bytes = 0;
-  std::vector<const nlohmann::ordered_json*> stack = {&root};
+  std::vector<const jinja::Value*> stack = {&root};
   while (!stack.empty()) {
-    const nlohmann::ordered_json* j = stack.back();
+    const jinja::Value* v = stack.back();
     stack.pop_back();
     bytes += 8;
-    if (j->is_string()) bytes += j->get_ref<const std::string&>().size();
-    if (j->is_object()) {
-      for (auto it = j->begin(); it != j->end(); ++it) {
-        bytes += it.key().size();
-        stack.push_back(&it.value());
+    if (v->is_string()) {
+      bytes += v->AsString().size();
+    } else if (v->is_list()) {
+      for (const jinja::Value& item : v->AsList().items) stack.push_back(&item);
+    } else if (v->is_dict()) {
+      for (const auto& [key, item] : v->AsDict().items) {
+        if (key.is_string()) bytes += key.AsString().size();
+        stack.push_back(&item);
       }
-    } else if (j->is_array()) {
-      for (const auto& child : *j) stack.push_back(&child);
     }
   }
   return bytes;
@@ -86,10 +87,18 @@ StatusOr<std::string> ChatTemplate::Render(const nlohmann::ordered_json& context
   if (!context.is_object()) return InvalidArgument("chat template context must be a JSON object");
   try {
     QWENRT_ASSIGN_OR_RETURN(jinja::Value ctx, jinja::FromJson(context, limits_.max_value_depth));
+    return RenderValue(ctx);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("out of memory while rendering the chat template");
+  }
+}
+
+StatusOr<std::string> ChatTemplate::RenderValue(const jinja::Value& context) const {
+  try {
     jinja::TemplateLimits limits = limits_;
-    const uint64_t extra = jinja::SaturatingMul(JsonBytes(context), limits.cost_per_context_byte);
+    const uint64_t extra = jinja::SaturatingMul(ValueBytes(context), limits.cost_per_context_byte);
     limits.max_cost = extra > UINT64_MAX - limits.max_cost ? UINT64_MAX : limits.max_cost + extra;
-    QWENRT_ASSIGN_OR_RETURN(std::string text, jinja::RenderTemplate(*tmpl_, ctx.AsDict(), limits));
+    QWENRT_ASSIGN_OR_RETURN(std::string text, jinja::RenderTemplate(*tmpl_, context.AsDict(), limits));
     return CleanRendered(std::move(text));
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory while rendering the chat template");
@@ -129,24 +138,46 @@ StatusOr<std::string> ChatTemplate::RenderChat(const nlohmann::ordered_json& mes
                                                const nlohmann::ordered_json& tools, bool add_generation_prompt,
                                                std::optional<bool> enable_thinking,
                                                const nlohmann::ordered_json& extra) const {
-  if (!extra.is_null() && !extra.is_object()) return InvalidArgument("extra template variables must be a JSON object");
   // Before any copy: copying nlohmann::json recurses per level.
   QWENRT_RETURN_IF_ERROR(CheckJsonDepth(messages, limits_, "messages"));
+  try {
+    nlohmann::ordered_json parsed = messages;
+    QWENRT_RETURN_IF_ERROR(ParseToolCallArguments(&parsed, limits_));
+    QWENRT_ASSIGN_OR_RETURN(jinja::Value value, jinja::FromJson(parsed, limits_.max_value_depth));
+    return RenderChat(std::move(value), tools, add_generation_prompt, enable_thinking, extra);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("out of memory while rendering the chat template");
+  }
+}
+
+StatusOr<std::string> ChatTemplate::RenderChat(jinja::Value messages, const nlohmann::ordered_json& tools,
+                                               bool add_generation_prompt, std::optional<bool> enable_thinking,
+                                               const nlohmann::ordered_json& extra) const {
+  if (!extra.is_null() && !extra.is_object()) return InvalidArgument("extra template variables must be a JSON object");
   QWENRT_RETURN_IF_ERROR(CheckJsonDepth(tools, limits_, "tools"));
   QWENRT_RETURN_IF_ERROR(CheckJsonDepth(extra, limits_, "extra template variables"));
+  if (messages.Depth() > limits_.max_value_depth) {
+    return InvalidArgument("messages nested too deeply for the chat template (max_value_depth is {})",
+                           limits_.max_value_depth);
+  }
   try {
-    nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
-    ctx["messages"] = messages;
-    QWENRT_RETURN_IF_ERROR(ParseToolCallArguments(&ctx["messages"], limits_));
-    ctx["tools"] = tools;
-    ctx["add_generation_prompt"] = add_generation_prompt;
-    if (enable_thinking.has_value()) ctx["enable_thinking"] = *enable_thinking;
-    ctx["bos_token"] = "";
-    ctx["eos_token"] = "";
+    jinja::Dict ctx;
+    ctx.items.reserve(8);
+    ctx.Set(jinja::Value::String("messages"), std::move(messages));
+    QWENRT_ASSIGN_OR_RETURN(jinja::Value tools_value, jinja::FromJson(tools, limits_.max_value_depth));
+    ctx.Set(jinja::Value::String("tools"), std::move(tools_value));
+    ctx.Set(jinja::Value::String("add_generation_prompt"), jinja::Value::Bool(add_generation_prompt));
+    if (enable_thinking.has_value())
+      ctx.Set(jinja::Value::String("enable_thinking"), jinja::Value::Bool(*enable_thinking));
+    ctx.Set(jinja::Value::String("bos_token"), jinja::Value::String(""));
+    ctx.Set(jinja::Value::String("eos_token"), jinja::Value::String(""));
     if (extra.is_object()) {
-      for (auto it = extra.begin(); it != extra.end(); ++it) ctx[it.key()] = it.value();
+      for (auto it = extra.begin(); it != extra.end(); ++it) {
+        QWENRT_ASSIGN_OR_RETURN(jinja::Value v, jinja::FromJson(it.value(), limits_.max_value_depth));
+        ctx.Set(jinja::Value::String(it.key()), std::move(v));
+      }
     }
-    return Render(ctx);
+    return RenderValue(jinja::Value::MakeDict(std::move(ctx)));
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory while rendering the chat template");
   } catch (const std::exception& e) {

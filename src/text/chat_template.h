@@ -18,6 +18,7 @@
 
 #include "base/status.h"
 #include "text/jinja/jinja_limits.h"
+#include "text/jinja/jinja_value.h"
 
 namespace qwenrt {
 
@@ -52,6 +53,13 @@ class ChatTemplate {
   StatusOr<std::string> RenderChat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                    bool add_generation_prompt, std::optional<bool> enable_thinking,
                                    const nlohmann::ordered_json& extra = nullptr) const;
+  // The same with `messages` already a template value (a list of dicts), as the chat engine
+  // builds it: no JSON document is made or destroyed, so a request without tools renders without
+  // touching nlohmann::json (whose destructor allocates, and terminates when that fails).
+  // Tool-call arguments are taken as given.
+  StatusOr<std::string> RenderChat(jinja::Value messages, const nlohmann::ordered_json& tools,
+                                   bool add_generation_prompt, std::optional<bool> enable_thinking,
+                                   const nlohmann::ordered_json& extra = nullptr) const;
 
   const std::string& source() const { return *source_; }
   const jinja::TemplateLimits& limits() const { return limits_; }
@@ -60,6 +68,8 @@ class ChatTemplate {
   ChatTemplate(std::shared_ptr<const jinja::Template> tmpl, std::shared_ptr<const std::string> source,
                const jinja::TemplateLimits& limits)
       : tmpl_(std::move(tmpl)), source_(std::move(source)), limits_(limits) {}
+  // Renders with `context` (a dict value) as the template's variables.
+  StatusOr<std::string> RenderValue(const jinja::Value& context) const;
 
   std::shared_ptr<const jinja::Template> tmpl_;
   std::shared_ptr<const std::string> source_;
