@@ -1,7 +1,7 @@
 // Allocation-failure sweep: this test program replaces the global operator new with one that fails
-// at the N-th call once armed, and runs tokenize, chat render (hidden, see below) and turn 2
-// of a chat fed to a session through the C API on the tiny fixture, for every N until the call
-// needs no more allocations. Each call
+// at the N-th call once armed, and runs tokenize, chat render, turn 2 of a chat fed to a session,
+// generation, and a whole chat turn through the C API on the tiny fixture, for every N until the
+// call needs no more allocations. Each call
 // must return OK or QWENRT_OUT_OF_MEMORY, never crash, leak or corrupt anything (run it under
 // ASan: scripts/sanitize.sh). After a failed feed the session must be exact: its transcript a
 // prefix of the prompt (the C API's documented state after an error) and a retry without failure
@@ -180,13 +180,9 @@ TEST_CASE("tokenize and render: every allocation failure is OUT_OF_MEMORY", "[al
   CHECK(n_tok > 0);
 }
 
-// Hidden ([.]): a limitation of the JSON library, not fixed. nlohmann 3.11.2's basic_json destructor
-// (json_value::destroy) flattens a non-empty array or object into a std::vector it allocates first;
-// the destructor is noexcept, so when that allocation is the one that fails the program terminates
-// (found by this sweep: MessagesJson -> a temporary's destructor -> std::terminate). Every request
-// path that builds or destroys a nlohmann container under memory exhaustion can abort; fixing it
-// means a request/template value type of our own whose destruction never allocates. Run it with
-// `alloc_failure_test "[render-oom]"`.
+// This sweep found the render path building the messages as a nlohmann::json document, whose
+// destructor allocates (and terminates when that fails: see "[tools-oom]" below); the messages are
+// now built as template values (MessagesValue).
 TEST_CASE("chat render: every allocation failure is OUT_OF_MEMORY", "[alloc][render-oom]") {
   Model model;
   const auto msgs = Conversation(2);
@@ -314,6 +310,76 @@ TEST_CASE("generation: every allocation failure is OUT_OF_MEMORY and the session
   qwenrt_session_free(s);
   WARN("generation: " << n_gen << " allocations; " << failed_midway << " failures after some tokens");
   CHECK(n_gen > 0);
+}
+
+// A whole chat turn through the one chat call (render, feed, generate, stream, report) on a
+// session holding turn 1, with or without tools. After a failure the session must hold an exact
+// prefix of what a clean turn leaves (the turn-1 state, or the prompt plus some reply), and a
+// retry of the turn must give the clean turn's reply and logits.
+void SweepChatTurn(const char* tools_json) {
+  Model model;
+  qwenrt_session_params p = qwenrt_session_default_params();
+  p.n_threads = 1;
+  p.n_ctx = 2048;
+  p.backend = QWENRT_BACKEND_CPU;
+  const auto turn1 = Conversation(1), turn2 = Conversation(2);
+  qwenrt_chat chat1 = Chat(turn1), chat2 = Chat(turn2);
+  chat1.tools_json = chat2.tools_json = tools_json;
+  qwenrt_report report{};
+  report.struct_size = sizeof report;
+  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  gp.max_tokens = 8;
+
+  qwenrt_session* ref = nullptr;
+  REQUIRE(qwenrt_session_create(model.m, &p, &ref) == QWENRT_OK);
+  REQUIRE(qwenrt_session_chat(ref, &chat1, nullptr, &gp, &report) == QWENRT_OK);
+  const std::vector<int32_t> tokens1 = Tokens(ref);
+  std::vector<uint8_t> saved(1 << 24);
+  size_t saved_n = 0;
+  REQUIRE(qwenrt_session_save_memory(ref, saved.data(), saved.size(), &saved_n) == QWENRT_OK);
+  REQUIRE(qwenrt_session_chat(ref, &chat2, nullptr, &gp, &report) == QWENRT_OK);
+  const std::vector<int32_t> tokens2 = Tokens(ref);
+  const std::vector<float> logits2 = Logits(ref);
+  qwenrt_session_free(ref);
+
+  qwenrt_session* s = nullptr;
+  REQUIRE(qwenrt_session_create(model.m, &p, &s) == QWENRT_OK);
+  const long n_chat = Sweep(
+      [&] {
+        const long n = g_fail_at.exchange(-1);
+        REQUIRE(qwenrt_session_load_memory(s, saved.data(), saved_n) == QWENRT_OK);
+        Arm(n);
+        return qwenrt_session_chat(s, &chat2, nullptr, &gp, &report);
+      },
+      [&](qwenrt_status st, long) {
+        if (st != QWENRT_OK) {
+          const std::vector<int32_t> t = Tokens(s);
+          REQUIRE((IsPrefix(t, tokens2) || t == tokens1));
+          REQUIRE(qwenrt_session_load_memory(s, saved.data(), saved_n) == QWENRT_OK);
+          REQUIRE(qwenrt_session_chat(s, &chat2, nullptr, &gp, &report) == QWENRT_OK);  // retry
+        }
+        REQUIRE(Tokens(s) == tokens2);
+        const std::vector<float> l = Logits(s);
+        REQUIRE(std::memcmp(l.data(), logits2.data(), l.size() * sizeof(float)) == 0);
+      });
+  qwenrt_session_free(s);
+  WARN("chat turn 2" << (tools_json ? " with tools" : "") << ": " << n_chat << " allocations");
+  CHECK(n_chat > 0);
+}
+
+TEST_CASE("a chat turn: every allocation failure is OUT_OF_MEMORY and the session exact", "[alloc][chat-oom]") {
+  SweepChatTurn(nullptr);
+}
+
+// Hidden ([.]): with tools the request holds nlohmann::json documents (the parsed tools_json), and
+// nlohmann 3.11.2 allocates inside its noexcept destructor (json_value::destroy flattens a
+// non-empty array or object into a std::vector first): when that allocation is the failing one
+// the program terminates (SIGABRT). Parsing can hit the same path while unwinding. The render and
+// chat path without tools builds no JSON (MessagesValue); the fix for tools is a request value type
+// of our own whose destruction never allocates. Run with `alloc_failure_test "[tools-oom]"`.
+TEST_CASE("a chat turn with tools: every allocation failure is OUT_OF_MEMORY", "[alloc][.tools-oom]") {
+  SweepChatTurn(R"([{"type": "function", "function": {"name": "get_weather", "parameters": )"
+                R"({"type": "object", "properties": {"city": {"type": "string"}}}}}])");
 }
 
 }  // namespace
