@@ -12,6 +12,11 @@ namespace qwenrt {
 
 StatusOr<std::shared_ptr<const CudaWeights>> CudaWeights::Upload(const Model& model) {
   const gguf::File& f = model.gguf();
+  if (f.split_count() > 1) {
+    return Unsupported("CUDA backend: split GGUF files ({} parts) are not supported (the upload maps one data "
+                       "section); merge them with llama-gguf-split --merge or use the CPU backend",
+                       f.split_count());
+  }
   // Every tensor the GPU multiplies by must have a mat-vec kernel (an untied token_embd is decoded on
   // the host, any type). Refuse up front, naming the first that has none, rather than fail mid-forward.
   const bool tied = f.FindTensor("output.weight") == nullptr;
