@@ -111,6 +111,11 @@ qwenrt_status qwenrt_model_get_info(const qwenrt_model* model, qwenrt_model_info
     v.weight_bytes = b.weight_bytes();
     v.eos_token = b.tokenizer().special_ids().eos;
     v.eot_token = b.tokenizer().special_ids().im_end;
+    const UnusedTensors& unused = b.model()->weights().unused;
+    v.n_files = static_cast<int32_t>(b.model()->gguf().split_count());
+    v.n_unused_tensors = static_cast<int32_t>(unused.mtp_tensors + unused.vision_tensors);
+    v.unused_bytes = unused.bytes;
+    v.unused = unused.summary.c_str();
     return WriteOut(v, info, "info", "qwenrt_model_info");
   });
 }

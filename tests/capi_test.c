@@ -201,6 +201,8 @@ static void TestModel(void) {
   EXPECT(info.n_ctx_train > 0 && info.has_chat_template);
   EXPECT(info.fingerprint != NULL && strlen(info.fingerprint) >= 8);
   EXPECT(info.weight_bytes > 0 && info.n_params > 0);
+  EXPECT(info.n_files == 1 && info.n_unused_tensors == 0 && info.unused_bytes == 0);
+  EXPECT(info.unused != NULL && strcmp(info.unused, "") == 0);
   EXPECT(qwenrt_model_token_is_eog(model, info.eot_token));
   EXPECT(!qwenrt_model_token_is_eog(model, 65));
   EXPECT(!qwenrt_model_token_is_eog(model, -1) && !qwenrt_model_token_is_eog(model, 1 << 20));

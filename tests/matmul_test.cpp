@@ -61,6 +61,51 @@ std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uin
       for (int64_t i = 0; i < nb; ++i) b[i].d = fp16(0.1f);
       break;
     }
+    case gguf::Type::Q4_0: {
+      auto* b = reinterpret_cast<BlockQ4_0*>(data.data());
+      for (int64_t i = 0; i < nb; ++i) b[i].d = fp16(10.f);
+      break;
+    }
+    case gguf::Type::Q4_1: {
+      auto* b = reinterpret_cast<BlockQ4_1*>(data.data());
+      for (int64_t i = 0; i < nb; ++i) b[i].d = fp16(10.f), b[i].m = Fp32ToFp16(-8.f * ud(rng) * 10.f);
+      break;
+    }
+    case gguf::Type::Q5_0: {
+      auto* b = reinterpret_cast<BlockQ5_0*>(data.data());
+      for (int64_t i = 0; i < nb; ++i) b[i].d = fp16(5.f);
+      break;
+    }
+    case gguf::Type::Q5_1: {
+      auto* b = reinterpret_cast<BlockQ5_1*>(data.data());
+      for (int64_t i = 0; i < nb; ++i) b[i].d = fp16(5.f), b[i].m = Fp32ToFp16(-16.f * ud(rng) * 5.f);
+      break;
+    }
+    case gguf::Type::IQ4_NL: {
+      auto* b = reinterpret_cast<BlockIQ4NL*>(data.data());
+      for (int64_t i = 0; i < nb; ++i) b[i].d = fp16(0.5f);
+      break;
+    }
+    case gguf::Type::MXFP4: {
+      auto* b = reinterpret_cast<BlockMXFP4*>(data.data());
+      for (int64_t i = 0; i < nb; ++i) b[i].e = static_cast<uint8_t>(117 + rng() % 5);  // 2^-11 .. 2^-7
+      break;
+    }
+    case gguf::Type::Q2_K: {
+      auto* b = reinterpret_cast<BlockQ2K*>(data.data());
+      for (int64_t i = 0; i < nb; ++i) b[i].d = fp16(1.f), b[i].dmin = fp16(1.f);
+      break;
+    }
+    case gguf::Type::Q3_K: {
+      auto* b = reinterpret_cast<BlockQ3K*>(data.data());
+      for (int64_t i = 0; i < nb; ++i) b[i].d = fp16(0.2f);
+      break;
+    }
+    case gguf::Type::IQ4_XS: {
+      auto* b = reinterpret_cast<BlockIQ4XS*>(data.data());
+      for (int64_t i = 0; i < nb; ++i) b[i].d = fp16(0.02f);
+      break;
+    }
     default: break;
   }
   return data;
@@ -76,12 +121,20 @@ std::vector<float> RandomActivations(int64_t n, uint32_t seed) {
   return x;
 }
 
-const gguf::Type kAllTypes[] = {gguf::Type::F32,  gguf::Type::F16,  gguf::Type::BF16, gguf::Type::Q8_0,
-                                gguf::Type::Q4_K, gguf::Type::Q5_K, gguf::Type::Q6_K};
+const gguf::Type kAllTypes[] = {
+    gguf::Type::F32,  gguf::Type::F16,  gguf::Type::BF16,   gguf::Type::Q8_0,  gguf::Type::Q4_K,
+    gguf::Type::Q5_K, gguf::Type::Q6_K, gguf::Type::Q4_0,   gguf::Type::Q4_1,  gguf::Type::Q5_0,
+    gguf::Type::Q5_1, gguf::Type::IQ4_NL, gguf::Type::MXFP4, gguf::Type::Q2_K, gguf::Type::Q3_K,
+    gguf::Type::IQ4_XS,
+};
 
-bool IsKQuant(gguf::Type t) {
-  return t == gguf::Type::Q4_K || t == gguf::Type::Q5_K || t == gguf::Type::Q6_K;
+// The activation format cpu::MatMul quantizes to for `t`: Q8_K (256-element super-blocks), Q8_0
+// (32-element blocks) or F32 (float weights).
+gguf::Type ActTypeOf(gguf::Type t) {
+  if (BlockElems(t) == 1) return gguf::Type::F32;
+  return BlockElems(t) == kQK_K ? gguf::Type::Q8_K : gguf::Type::Q8_0;
 }
+bool IsKQuant(gguf::Type t) { return ActTypeOf(t) == gguf::Type::Q8_K; }
 
 // Reference dot of one weight row against quantized activations `a` (Q8_K or Q8_0) or f32 `x`.
 float RefDot(gguf::Type type, const uint8_t* w, const uint8_t* a, const float* x, int64_t n) {
@@ -90,6 +143,15 @@ float RefDot(gguf::Type type, const uint8_t* w, const uint8_t* a, const float* x
     case gguf::Type::Q5_K: return ref::VecDotQ5K_Q8K(w, a, n);
     case gguf::Type::Q6_K: return ref::VecDotQ6K_Q8K(w, a, n);
     case gguf::Type::Q8_0: return ref::VecDotQ8_0_Q8_0(w, a, n);
+    case gguf::Type::Q4_0: return ref::VecDotQ4_0_Q8_0(w, a, n);
+    case gguf::Type::Q4_1: return ref::VecDotQ4_1_Q8_0(w, a, n);
+    case gguf::Type::Q5_0: return ref::VecDotQ5_0_Q8_0(w, a, n);
+    case gguf::Type::Q5_1: return ref::VecDotQ5_1_Q8_0(w, a, n);
+    case gguf::Type::IQ4_NL: return ref::VecDotIQ4NL_Q8_0(w, a, n);
+    case gguf::Type::MXFP4: return ref::VecDotMXFP4_Q8_0(w, a, n);
+    case gguf::Type::Q2_K: return ref::VecDotQ2K_Q8K(w, a, n);
+    case gguf::Type::Q3_K: return ref::VecDotQ3K_Q8K(w, a, n);
+    case gguf::Type::IQ4_XS: return ref::VecDotIQ4XS_Q8K(w, a, n);
     case gguf::Type::F32: return ref::VecDotF32(reinterpret_cast<const float*>(w), x, n);
     case gguf::Type::F16: return ref::VecDotF16_F32(reinterpret_cast<const uint16_t*>(w), x, n);
     case gguf::Type::BF16: return ref::VecDotBF16_F32(reinterpret_cast<const uint16_t*>(w), x, n);
@@ -103,11 +165,11 @@ TEST_CASE("reference quantized dots equal dequantize-then-multiply", "[ref]") {
     CAPTURE(static_cast<int>(type));
     const auto w = RandomRows(type, 3, n, 100 + static_cast<uint32_t>(type));
     const auto x = RandomActivations(n, 5);
-    const gguf::Type at = type == gguf::Type::Q8_0 ? gguf::Type::Q8_0 : gguf::Type::Q8_K;
+    const bool quantized = ActTypeOf(type) != gguf::Type::F32;
+    const gguf::Type at = ActTypeOf(type) == gguf::Type::Q8_0 ? gguf::Type::Q8_0 : gguf::Type::Q8_K;
     std::vector<uint8_t> a(static_cast<size_t>(RowBytes(at, n)));
     if (at == gguf::Type::Q8_0) QuantizeRowQ8_0(x.data(), a.data(), n);
     else QuantizeRowQ8K(x.data(), a.data(), n);
-    const bool quantized = IsKQuant(type) || type == gguf::Type::Q8_0;
     std::vector<float> wf(n), af(n);
     if (quantized) REQUIRE(ref::DequantizeRow(at, a.data(), af.data(), n));
     else af = x;
@@ -136,7 +198,7 @@ void CheckMatMul(gguf::Type type, int64_t rows, int64_t cols, int64_t T, ThreadP
   cpu::MatMul(wm, x.data(), y_cpu.data(), T, pool);
   ref::MatMul(wm, x.data(), y_ref.data(), T);
 
-  const bool kq = IsKQuant(type), q8 = type == gguf::Type::Q8_0;
+  const bool kq = IsKQuant(type), q8 = ActTypeOf(type) == gguf::Type::Q8_0;
   const gguf::Type at = q8 ? gguf::Type::Q8_0 : gguf::Type::Q8_K;
   const int64_t ab = (kq || q8) ? RowBytes(at, cols) : 0;
   std::vector<uint8_t> a(static_cast<size_t>(ab));
@@ -180,6 +242,16 @@ TEST_CASE("cpu::MatMul matches the reference on odd shapes", "[cpu]") {
     }
     CheckMatMul(type, 33, 1280, 9, pool);  // 5 super-blocks per row
     if (BlockElems(type) == 1) CheckMatMul(type, 7, 37, 5, pool);  // float kernels' scalar tails
+    if (BlockElems(type) == kQK8_0) CheckMatMul(type, 9, 32 * 13, 5, pool);  // odd block count
+  }
+}
+
+TEST_CASE("every dot kernel agrees with the reference for every token count", "[cpu]") {
+  // T = ntok = 1 .. kMaxDotTokens: each compile-time token count of the multi-token kernels once.
+  ThreadPool pool(1);
+  for (gguf::Type type : kAllTypes) {
+    const int64_t cols = BlockElems(type) == kQK_K ? 3 * kQK_K : BlockElems(type) == 1 ? 41 : 7 * kQK8_0;
+    for (int T = 1; T <= cpu::kMaxDotTokens; ++T) CheckMatMul(type, 5, cols, T, pool);
   }
 }
 
@@ -248,7 +320,10 @@ TEST_CASE("CheckWeightMatrix rejects bad shapes and types", "[ref]") {
   uint8_t buf[1024] = {};
   CHECK(CheckWeightMatrix(MakeWeightMatrix(gguf::Type::Q4_K, 256, 2, buf)).ok());
   CHECK(CheckWeightMatrix(MakeWeightMatrix(gguf::Type::Q4_K, 100, 2, buf)).code() == StatusCode::kInvalidArgument);
-  CHECK(CheckWeightMatrix(MakeWeightMatrix(gguf::Type::Q4_0, 256, 2, buf)).code() == StatusCode::kUnsupported);
+  CHECK(CheckWeightMatrix(MakeWeightMatrix(gguf::Type::Q4_0, 256, 2, buf)).ok());
+  CHECK(CheckWeightMatrix(MakeWeightMatrix(gguf::Type::Q4_0, 48, 2, buf)).code() == StatusCode::kInvalidArgument);
+  CHECK(CheckWeightMatrix(MakeWeightMatrix(gguf::Type::IQ4_XS, 128, 2, buf)).code() == StatusCode::kInvalidArgument);
+  CHECK(CheckWeightMatrix(MakeWeightMatrix(gguf::Type::TQ1_0, 256, 2, buf)).code() == StatusCode::kUnsupported);
   CHECK(CheckWeightMatrix(MakeWeightMatrix(gguf::Type::Q8_K, 256, 2, buf)).code() == StatusCode::kUnsupported);
   CHECK(CheckWeightMatrix(MakeWeightMatrix(gguf::Type::F32, 256, 2, nullptr)).code() == StatusCode::kInvalidArgument);
   WeightMatrix short_rows = MakeWeightMatrix(gguf::Type::Q6_K, 256, 2, buf);

@@ -360,6 +360,13 @@ TEST_CASE("MTP block is tolerated and not run; MTP-only files are refused", "[re
   CHECK((*m)->config().n_layer_all == 5);
   CHECK((*m)->config().n_nextn == 1);
   CHECK((*m)->weights().layers.size() == 4);
+  // The model info says what was present and unused: the 15 tensors of the MTP block blk.4.
+  const UnusedTensors& u = (*m)->weights().unused;
+  CHECK(u.mtp_tensors == 15);
+  CHECK(u.vision_tensors == 0);
+  CHECK(u.bytes > 128 * 64 * 4);
+  CHECK(u.summary == "MTP head: 15 tensors (1 layer)");
+  CHECK(LoadFixture("micro-s1-f32")->weights().unused.summary.empty());
   const auto tokens = ReadTokens("tokens/seqB.txt");
   Runner with_mtp(*m, BackendKind::kRef), plain(LoadFixture("micro-s1-f32"), BackendKind::kRef);
   CHECK(with_mtp.Run(tokens) == plain.Run(tokens));
@@ -371,6 +378,30 @@ TEST_CASE("MTP block is tolerated and not run; MTP-only files are refused", "[re
     if (t.name.rfind("blk.", 0) == 0) only.drop_tensors.insert(t.name);
   }
   ExpectError("micro-s1-f32", only, StatusCode::kUnsupported, {"MTP"});
+}
+
+TEST_CASE("vision-tower tensors beside the text model are loaded past and reported", "[ref]") {
+  Edit e = WithMtpBlock();
+  auto mtp_tensors = e.add_tensors;
+  e.add_tensors = [mtp_tensors](gguf::Writer& w) {
+    mtp_tensors(w);
+    static std::vector<uint16_t> patch(64 * 48, 0x3C00);  // F16 1.0
+    static std::vector<float> bias(64, 0.0f);
+    w.AddTensor("v.patch_embd.weight", Type::F16, {48, 64}, patch.data(), patch.size() * 2);
+    w.AddTensor("v.blk.0.attn_q.bias", Type::F32, {64}, bias.data(), bias.size() * 4);
+    w.AddTensor("mm.0.weight", Type::F32, {64}, bias.data(), bias.size() * 4);
+  };
+  const auto bytes = Rewrite("micro-s1-f32", e);
+  auto m = Model::LoadFromMemory(bytes.data(), bytes.size());
+  INFO(m.status().ToString());
+  REQUIRE(m.ok());
+  const UnusedTensors& u = (*m)->weights().unused;
+  CHECK(u.mtp_tensors == 15);
+  CHECK(u.vision_tensors == 3);
+  CHECK(u.summary == "MTP head: 15 tensors (1 layer); vision tower: 3 tensors");
+  const auto tokens = ReadTokens("tokens/seqB.txt");
+  Runner with_extra(*m, BackendKind::kRef), plain(LoadFixture("micro-s1-f32"), BackendKind::kRef);
+  CHECK(with_extra.Run(tokens) == plain.Run(tokens));
 }
 
 TEST_CASE("fused gate_up_exps and a recurrent_layers override give the same model", "[ref]") {

@@ -129,14 +129,78 @@ TEST_CASE("row sizes", "[ref]") {
   CHECK(RowBytes(gguf::Type::Q8_K, 256) == 292);
   CHECK(RowBytes(gguf::Type::Q4_K, 100) == -1);
   CHECK(RowBytes(gguf::Type::Q8_0, 33) == -1);
-  CHECK(RowBytes(gguf::Type::Q4_0, 32) == -1);  // not supported
+  CHECK(RowBytes(gguf::Type::Q4_0, 64) == 36);
+  CHECK(RowBytes(gguf::Type::Q4_1, 32) == 20);
+  CHECK(RowBytes(gguf::Type::Q5_0, 96) == 66);
+  CHECK(RowBytes(gguf::Type::Q5_1, 32) == 24);
+  CHECK(RowBytes(gguf::Type::IQ4_NL, 32) == 18);
+  CHECK(RowBytes(gguf::Type::MXFP4, 64) == 34);
+  CHECK(RowBytes(gguf::Type::Q2_K, 512) == 168);
+  CHECK(RowBytes(gguf::Type::Q3_K, 256) == 110);
+  CHECK(RowBytes(gguf::Type::IQ4_XS, 768) == 3 * 136);
+  CHECK(RowBytes(gguf::Type::IQ4_XS, 32) == -1);
+  CHECK(RowBytes(gguf::Type::Q4_0, 48) == -1);
+  CHECK(RowBytes(gguf::Type::TQ1_0, 256) == -1);  // not supported
+  // The registry agrees with the file format's type table for every supported type.
+  for (uint32_t id = 0; id < gguf::kTypeCount; ++id) {
+    const auto t = static_cast<gguf::Type>(id);
+    if (!IsSupportedWeightType(t)) continue;
+    CAPTURE(gguf::TypeName(t));
+    CHECK(gguf::IsSupported(t));
+    CHECK(BlockElems(t) == gguf::BlockSize(t));
+    CHECK(BlockBytes(t) == gguf::TypeSize(t));
+  }
   CHECK(IsSupportedWeightType(gguf::Type::Q6_K));
   CHECK_FALSE(IsSupportedWeightType(gguf::Type::Q8_K));
-  CHECK_FALSE(IsSupportedWeightType(gguf::Type::Q4_0));
-  float out[32];
+  CHECK_FALSE(IsSupportedWeightType(gguf::Type::TQ1_0));
+  float out[256];
   std::vector<uint8_t> zeros(256, 0);
-  CHECK_FALSE(ref::DequantizeRow(gguf::Type::Q4_0, zeros.data(), out, 32));
+  CHECK_FALSE(ref::DequantizeRow(gguf::Type::TQ1_0, zeros.data(), out, 256));
   CHECK_FALSE(ref::DequantizeRow(gguf::Type::Q8_0, zeros.data(), out, 31));
+}
+
+TEST_CASE("MXFP4 dequantization, E8M0 scales down to the subnormal range", "[ref]") {
+  BlockMXFP4 b[4];
+  const uint8_t exps[4] = {0, 1, 127, 200};
+  for (int i = 0; i < 4; ++i) {
+    b[i].e = exps[i];
+    for (int j = 0; j < 16; ++j) b[i].qs[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+  }
+  float y[128];
+  REQUIRE(ref::DequantizeRow(gguf::Type::MXFP4, b, y, 128));
+  for (int i = 0; i < 4; ++i) {
+    const double scale = std::ldexp(1.0, exps[i] - 128);  // 2^(e - 127) / 2
+    for (int j = 0; j < 32; ++j) {
+      const int nibble = j < 16 ? j : 15 - (j - 16);
+      CAPTURE(i, j);
+      CHECK(y[32 * i + j] == static_cast<float>(kMxfp4Values[nibble] * scale));
+    }
+  }
+  CHECK(E8M0ToFp32Half(0) == std::ldexp(1.0f, -128));
+  CHECK(E8M0ToFp32Half(1) == std::ldexp(1.0f, -127));
+  CHECK(E8M0ToFp32Half(2) == std::ldexp(1.0f, -126));
+}
+
+TEST_CASE("Q3_K and IQ4_XS scale unpacking: every 6-bit code survives", "[ref]") {
+  for (int v = 0; v < 64; ++v) {
+    uint8_t packed[12] = {};
+    // Code j: low 4 bits at nibble j / 8 of byte j % 8, high 2 bits at bits 2 (j / 4) of byte 8 + j % 4.
+    for (int j = 0; j < 16; ++j) {
+      const int code = (v + 5 * j) % 64;
+      packed[j % 8] |= static_cast<uint8_t>((code & 15) << (4 * (j / 8)));
+      packed[8 + j % 4] |= static_cast<uint8_t>((code >> 4) << (2 * (j / 4)));
+    }
+    uint8_t sc[16];
+    UnpackScalesQ3K(packed, sc);
+    for (int j = 0; j < 16; ++j) CHECK(sc[j] == (v + 5 * j) % 64);
+    BlockIQ4XS b{};
+    for (int ib = 0; ib < 8; ++ib) {
+      const int code = (v + 7 * ib) % 64;
+      b.scales_l[ib / 2] |= static_cast<uint8_t>((code & 15) << (4 * (ib % 2)));
+      b.scales_h |= static_cast<uint16_t>((code >> 4) << (2 * ib));
+    }
+    for (int ib = 0; ib < 8; ++ib) CHECK(ScaleIQ4XS(b, ib) == (v + 7 * ib) % 64);
+  }
 }
 
 // Packs 8 six-bit scales and mins into 12 bytes following the bit picture of docs/spec/gguf-and-quants.md §3.5.1 (written

@@ -126,15 +126,29 @@ inline int64_t BlockSize(Type t) { return TraitsOf(static_cast<uint32_t>(t)).blo
 inline int64_t TypeSize(Type t) { return TraitsOf(static_cast<uint32_t>(t)).type_size; }
 // A valid, non-removed ggml type id.
 inline bool IsKnownType(uint32_t id) { return id < kTypeCount && TraitsOf(id).block_size > 0; }
-// The types qwenrt can compute with: F32 F16 BF16 Q8_0 Q4_K Q5_K Q6_K.
+// The weight types qwenrt can compute with (docs/quant.md).
 inline bool IsSupported(Type t) {
   switch (t) {
     case Type::F32: case Type::F16: case Type::BF16: case Type::Q8_0:
-    case Type::Q4_K: case Type::Q5_K: case Type::Q6_K:
+    case Type::Q4_0: case Type::Q4_1: case Type::Q5_0: case Type::Q5_1:
+    case Type::IQ4_NL: case Type::MXFP4:
+    case Type::Q2_K: case Type::Q3_K: case Type::Q4_K: case Type::Q5_K: case Type::Q6_K:
+    case Type::IQ4_XS:
       return true;
     default:
       return false;
   }
+}
+// "F32 F16 Q4_0 ..." : the IsSupported types in id order (for error messages).
+inline std::string SupportedTypeNames() {
+  std::string names;
+  for (uint32_t id = 0; id < kTypeCount; ++id) {
+    if (IsKnownType(id) && IsSupported(static_cast<Type>(id))) {
+      if (!names.empty()) names += ' ';
+      names += TraitsOf(id).name;
+    }
+  }
+  return names;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -213,8 +227,9 @@ enum class ErrorCode : int {
   kMisaligned,        // [20] offset % alignment != 0
   kBadOffset,         // [20] offset differs from the running padded sum (overlap / reordering)
   kDataOutOfBounds,   // [21] data section or a tensor's bytes beyond the end of the file
-  kSplitFile,         // [28] split.count > 1 (split models are not supported)
+  kSplitFile,         // [28] a split part where a whole file is needed (from memory, not part 1)
   kBadTensorData,     // [27] deep check: NaN/Inf in float data or block scales
+  kSplitPart,         // [28] a split file's part is missing, misnamed or does not match the first
 };
 
 inline const char* ErrorCodeName(ErrorCode c) {
@@ -251,6 +266,7 @@ inline const char* ErrorCodeName(ErrorCode c) {
     case ErrorCode::kDataOutOfBounds: return "DATA_OUT_OF_BOUNDS";
     case ErrorCode::kSplitFile: return "SPLIT_FILE";
     case ErrorCode::kBadTensorData: return "BAD_TENSOR_DATA";
+    case ErrorCode::kSplitPart: return "SPLIT_PART";
   }
   return "UNKNOWN";
 }
@@ -587,6 +603,7 @@ class File {
     try {
       File f;
       if (!f.LoadFile(path, mode, err) || !f.Parse(options, err)) return std::nullopt;
+      if (f.split_count_ > 1 && !f.LoadSplitParts(path, options, mode, err)) return std::nullopt;
       return std::optional<File>(std::move(f));
     } catch (const std::bad_alloc&) {
       detail::Fail(err, ErrorCode::kOutOfMemory, "out of memory while reading " + path);
@@ -620,6 +637,14 @@ class File {
       }
       f.size_ = size;
       if (!f.Parse(options, err)) return std::nullopt;
+      if (f.split_count_ > 1) {
+        detail::Fail(err, ErrorCode::kSplitFile,
+                     detail::Format("this buffer is part %u of a %u-part split GGUF: open the first part "
+                                    "by path (the other parts are found beside it) or merge the parts "
+                                    "with llama-gguf-split --merge",
+                                    f.split_no_ + 1, f.split_count_));
+        return std::nullopt;
+      }
       return std::optional<File>(std::move(f));
     } catch (const std::bad_alloc&) {
       detail::Fail(err, ErrorCode::kOutOfMemory, "out of memory while parsing a GGUF buffer");
@@ -628,6 +653,13 @@ class File {
   }
 
   uint32_t version() const { return version_; }
+  // Split GGUF (*-00001-of-0000N.gguf): Open on the first part also opens parts 2..N from beside
+  // it; tensors() and FindTensor() then cover every part (each tensor's data points into its own
+  // part) while metadata, bytes(), size() and data_offset() are those of the first part. 1 for a
+  // whole file.
+  uint32_t split_count() const { return split_count_; }
+  // Parts 2..N of a split file (empty for a whole file).
+  const std::vector<File>& split_parts() const { return parts_; }
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // absolute offset of the data section
   const uint8_t* bytes() const { return bytes_; }
@@ -977,6 +1009,66 @@ class File {
     return true;
   }
 
+  // After Parse of the first part of a split file at `path`: opens parts 2..N (named as
+  // llama-gguf-split names them, PREFIX-%05d-of-%05d.gguf), checks that each says it is part k of
+  // the same N, and appends their tensors. A missing, misnamed or mismatched part, a tensor in two
+  // parts, or a total that differs from split.tensors.count is kSplitPart.
+  bool LoadSplitParts(const std::string& path, const ParseOptions& options, OpenMode mode, Error* err) {
+    using detail::Fail;
+    using detail::Format;
+    const std::string qpath = detail::QuotePath(path);
+    if (split_no_ != 0) {
+      return Fail(err, ErrorCode::kSplitFile,
+                  Format("%s is part %u of a %u-part split GGUF: open the first part (-00001-of-%05u.gguf)",
+                         qpath.c_str(), split_no_ + 1, split_count_, split_count_));
+    }
+    const std::string suffix = Format("-00001-of-%05u.gguf", split_count_);
+    if (path.size() <= suffix.size() || path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      return Fail(err, ErrorCode::kSplitPart,
+                  Format("%s has split.count = %u but its name does not end in %s, so its other parts "
+                         "cannot be found (llama-gguf-split names them PREFIX-0000k-of-%05u.gguf)",
+                         qpath.c_str(), split_count_, suffix.c_str(), split_count_));
+    }
+    const std::string prefix = path.substr(0, path.size() - suffix.size());
+    parts_.reserve(split_count_ - 1);
+    for (uint32_t k = 1; k < split_count_; ++k) {
+      const std::string part_path = prefix + Format("-%05u-of-%05u.gguf", k + 1, split_count_);
+      const std::string qpart = detail::QuotePath(part_path);
+      File part;
+      Error part_err;
+      if (!part.LoadFile(part_path, mode, &part_err) || !part.Parse(options, &part_err)) {
+        const bool missing = part_err.code == ErrorCode::kIo && ::access(part_path.c_str(), F_OK) != 0;
+        return Fail(err, ErrorCode::kSplitPart,
+                    missing ? Format("split part %u of %u is missing: %s does not exist", k + 1, split_count_,
+                                     qpart.c_str())
+                            : Format("split part %u of %u (%s): %s", k + 1, split_count_, qpart.c_str(),
+                                     part_err.message.c_str()));
+      }
+      if (part.split_count_ != split_count_ || part.split_no_ != k) {
+        return Fail(err, ErrorCode::kSplitPart,
+                    Format("%s says it is part %u of %u, expected part %u of %u (from %s)", qpart.c_str(),
+                           part.split_no_ + 1, part.split_count_, k + 1, split_count_, qpath.c_str()));
+      }
+      parts_.push_back(std::move(part));
+    }
+    for (const File& part : parts_) {
+      for (const TensorInfo& t : part.tensors_) {
+        std::string_view key = part.tensor_index_.find(t.name)->first;  // view into the part's bytes
+        if (!tensor_index_.emplace(key, tensors_.size()).second) {
+          return Fail(err, ErrorCode::kSplitPart,
+                      "tensor " + detail::Quote(t.name) + " appears in more than one split part");
+        }
+        tensors_.push_back(t);
+      }
+    }
+    if (split_tensors_ >= 0 && static_cast<uint64_t>(split_tensors_) != tensors_.size()) {
+      return Fail(err, ErrorCode::kSplitPart,
+                  Format("the %u split parts hold %llu tensors but split.tensors.count is %lld", split_count_,
+                         (unsigned long long)tensors_.size(), (long long)split_tensors_));
+    }
+    return true;
+  }
+
   bool Parse(const ParseOptions& options, Error* err) {
     using detail::Fail;
     using detail::Format;
@@ -1054,17 +1146,33 @@ class File {
       }
       alignment_ = av;
     }
-    // split files [28]
+    // split files [28]: the keys are recorded here; Open loads the other parts (LoadSplitParts).
     if (const Value* s = Find("split.count")) {
-      int64_t n = 0;
+      int64_t n = 0, no = 0;
       if (!s->ToInt64(&n)) {
         return Fail(err, ErrorCode::kWrongType, "split.count must be an integer, found " + s->Describe());
       }
-      if (n > 1) {
-        return Fail(err, ErrorCode::kSplitFile,
-                    Format("split GGUF files are not supported (split.count = %lld); merge them "
-                           "with llama-gguf-split --merge",
-                           (long long)n));
+      if (n < 1 || n > 99999) {
+        return Fail(err, ErrorCode::kBadValue, Format("split.count = %lld is outside [1, 99999]", (long long)n));
+      }
+      if (const Value* v = Find("split.no")) {
+        if (!v->ToInt64(&no)) {
+          return Fail(err, ErrorCode::kWrongType, "split.no must be an integer, found " + v->Describe());
+        }
+      } else if (n > 1) {
+        return Fail(err, ErrorCode::kMissingKey, Format("split.count = %lld but split.no is missing", (long long)n));
+      }
+      if (no < 0 || no >= n) {
+        return Fail(err, ErrorCode::kBadValue,
+                    Format("split.no = %lld is outside [0, split.count = %lld)", (long long)no, (long long)n));
+      }
+      split_count_ = static_cast<uint32_t>(n);
+      split_no_ = static_cast<uint32_t>(no);
+      if (const Value* v = Find("split.tensors.count")) {
+        if (!v->ToInt64(&split_tensors_) || split_tensors_ < 0) {
+          return Fail(err, ErrorCode::kBadValue, "split.tensors.count must be a non-negative integer, found " +
+                                                     v->Describe());
+        }
       }
     }
 
@@ -1132,9 +1240,8 @@ class File {
       t.type = static_cast<Type>(raw_type);
       if (options.require_supported_types && !IsSupported(t.type)) {
         return Fail(err, ErrorCode::kUnsupportedType,
-                    Format("%s: type %s (id %d) is not supported (supported: F32 F16 BF16 Q8_0 "
-                           "Q4_K Q5_K Q6_K)",
-                           qname().c_str(), TypeName(t.type), raw_type));
+                    Format("%s: type %s (id %d) is not supported (supported: %s)", qname().c_str(),
+                           TypeName(t.type), raw_type, SupportedTypeNames().c_str()));
       }
       const uint64_t blck = static_cast<uint64_t>(BlockSize(t.type));
       const uint64_t tsize = static_cast<uint64_t>(TypeSize(t.type));
@@ -1210,7 +1317,10 @@ class File {
   std::vector<std::pair<std::string, Value>> kv_;
   std::unordered_map<std::string_view, size_t> kv_index_;  // views into bytes_
   std::vector<TensorInfo> tensors_;
-  std::unordered_map<std::string_view, size_t> tensor_index_;  // views into bytes_
+  std::unordered_map<std::string_view, size_t> tensor_index_;  // views into bytes_ (or a part's)
+  uint32_t split_count_ = 1, split_no_ = 0;  // split.count, split.no (0-based)
+  int64_t split_tensors_ = -1;               // split.tensors.count; -1 when absent
+  std::vector<File> parts_;                  // parts 2..N of a split file, owning their bytes
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1255,9 +1365,18 @@ inline bool CheckTensorData(const TensorInfo& t, Error* err) {
   // fp16 scale fields: (offset of d, offset of dmin or -1) within the block.
   int d_off = -1, dmin_off = -1;
   switch (t.type) {
-    case Type::Q8_0: d_off = 0; break;
+    case Type::Q8_0: case Type::Q4_0: case Type::Q5_0: case Type::IQ4_NL: case Type::IQ4_XS: d_off = 0; break;
+    case Type::Q4_1: case Type::Q5_1:  // d, then the fp16 min
     case Type::Q4_K: case Type::Q5_K: d_off = 0; dmin_off = 2; break;
+    case Type::Q2_K: d_off = 80; dmin_off = 82; break;
+    case Type::Q3_K: d_off = 108; break;
     case Type::Q6_K: d_off = 208; break;
+    case Type::MXFP4: {  // E8M0 exponent 0xFF is NaN
+      for (uint64_t b = 0; b < t.nbytes / 17; ++b) {
+        if (p[17 * b] == 0xFF) return bad(b, "scale");
+      }
+      return true;
+    }
     default: return true;
   }
   const uint64_t tsize = static_cast<uint64_t>(TypeSize(t.type));

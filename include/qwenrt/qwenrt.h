@@ -206,6 +206,10 @@ typedef struct qwenrt_model_info {
   uint64_t weight_bytes;      /* bytes of tensor data */
   int32_t eos_token;          /* end-of-sequence token id */
   int32_t eot_token;          /* end-of-turn token id (<|im_end|>) or -1 */
+  int32_t n_files;            /* 1, or N for a split GGUF (*-00001-of-0000N.gguf) */
+  int32_t n_unused_tensors;   /* tensors present but not used: MTP (NextN) head, vision tower */
+  uint64_t unused_bytes;      /* their data bytes (included in weight_bytes) */
+  const char *unused;         /* what they are, e.g. "MTP head: 15 tensors (1 layer)", or ""; owned by the model */
 } qwenrt_model_info;
 
 /* Fills *info (up to info->struct_size bytes). The strings live as long as the model.

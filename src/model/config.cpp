@@ -251,8 +251,15 @@ StatusOr<ModelConfig> ConfigFromGguf(const gguf::File& f) {
     if (v->type() != ValueType::U16 && v->type() != ValueType::U32) {
       return BadFormat("key 'split.count' has type {}, expected u16", meta::Describe(*v));
     }
-    if (meta::ScalarInt(*v) > 1) {
-      return Unsupported("split GGUF files are not supported (split.count = {})", meta::ScalarInt(*v));
+    // gguf::File::Open merges the parts of a split file; a first part parsed on its own (no parts
+    // loaded) has no tensors of the others and cannot be used.
+    if (meta::ScalarInt(*v) > 1 && meta::ScalarInt(*v) != f.split_count()) {
+      return Unsupported("split GGUF part opened on its own (split.count = {}): open the first part by path",
+                         meta::ScalarInt(*v));
+    }
+    if (meta::ScalarInt(*v) > 1 && f.split_parts().size() + 1 != f.split_count()) {
+      return Unsupported("split GGUF (split.count = {}) without its other parts: open the first part by path",
+                         meta::ScalarInt(*v));
     }
   }
   const std::string p = c.arch + ".";

@@ -11,8 +11,23 @@
 namespace qwenrt {
 
 StatusOr<std::shared_ptr<const CudaWeights>> CudaWeights::Upload(const Model& model) {
-  auto w = std::shared_ptr<CudaWeights>(new CudaWeights());
   const gguf::File& f = model.gguf();
+  if (f.split_count() > 1) {
+    return Unsupported("CUDA backend: split GGUF files ({} parts) are not supported (the upload maps one data "
+                       "section); merge them with llama-gguf-split --merge or use the CPU backend",
+                       f.split_count());
+  }
+  // Every tensor the GPU multiplies by must have a mat-vec kernel (an untied token_embd is decoded on
+  // the host, any type). Refuse up front, naming the first that has none, rather than fail mid-forward.
+  const bool tied = f.FindTensor("output.weight") == nullptr;
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    if (t.name == "token_embd.weight" && !tied) continue;
+    if (!cuda::HasMatMulKernel(t.type)) {
+      return Unsupported("CUDA backend: tensor '{}' has type {}, which the CUDA mat-vec does not implement "
+                         "(use the CPU backend)", t.name, gguf::TypeName(t.type));
+    }
+  }
+  auto w = std::shared_ptr<CudaWeights>(new CudaWeights());
   w->host_base_ = f.bytes() + f.data_offset();
   w->size_ = static_cast<size_t>(f.size() - f.data_offset());
   QWENRT_RETURN_IF_ERROR(w->data_.Allocate(w->size_));

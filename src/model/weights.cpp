@@ -4,6 +4,7 @@
 #include "model/weights.h"
 
 #include <string>
+#include <string_view>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -97,6 +98,23 @@ class Binder {
     const WeightMatrix m = View(t, cols, rows);
     return ExpertMatrices{t.type, cols, rows, n_expert, t.data, m.row_bytes,
                           m.row_bytes * static_cast<size_t>(rows)};
+  }
+
+  // Claims every tensor whose name starts with one of `prefixes` (present, never used); returns
+  // how many and adds their bytes to *bytes.
+  int64_t ClaimPrefixed(std::initializer_list<std::string_view> prefixes, uint64_t* bytes) {
+    int64_t n = 0;
+    for (const gguf::TensorInfo& t : f_.tensors()) {
+      for (std::string_view p : prefixes) {
+        if (std::string_view(t.name).substr(0, p.size()) == p && !used_.count(t.name)) {
+          used_.insert(t.name);
+          *bytes += t.nbytes;
+          ++n;
+          break;
+        }
+      }
+    }
+    return n;
   }
 
   // The first tensor of the file nobody claimed, or OK.
@@ -241,6 +259,24 @@ StatusOr<Weights> WeightsFromGguf(const gguf::File& file, const ModelConfig& c) 
   }
   for (int64_t l = c.n_layer; l < c.n_layer_all; ++l) {
     QWENRT_RETURN_IF_ERROR(AccountMtpBlock(b, fmt::format("blk.{}.", l), c));
+  }
+  // The MTP blocks' tensors were checked above; count them (and their bytes) as unused.
+  UnusedTensors& u = w.unused;
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    for (int64_t l = c.n_layer; l < c.n_layer_all; ++l) {
+      if (t.name.rfind(fmt::format("blk.{}.", l), 0) == 0) {
+        ++u.mtp_tensors;
+        u.bytes += t.nbytes;
+        break;
+      }
+    }
+  }
+  u.vision_tensors = b.ClaimPrefixed({"v.", "mm."}, &u.bytes);
+  if (u.mtp_tensors > 0) {
+    u.summary = fmt::format("MTP head: {} tensors ({} layer{})", u.mtp_tensors, c.n_nextn, c.n_nextn == 1 ? "" : "s");
+  }
+  if (u.vision_tensors > 0) {
+    u.summary += fmt::format("{}vision tower: {} tensors", u.summary.empty() ? "" : "; ", u.vision_tensors);
   }
   QWENRT_RETURN_IF_ERROR(b.CheckAllUsed());
   return w;

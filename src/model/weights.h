@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "model/config.h"
@@ -74,17 +75,28 @@ struct LayerWeights {
   MoeWeights moe;          // valid for qwen35moe
 };
 
+// Tensors the file holds that the text forward never reads: the MTP (NextN) head blocks and
+// vision-tower / projector tensors (names starting "v." or "mm.") shipped beside the text model.
+struct UnusedTensors {
+  int64_t mtp_tensors = 0;     // in blk.L .. blk.(L + n_nextn - 1)
+  int64_t vision_tensors = 0;  // v.* and mm.*
+  uint64_t bytes = 0;          // their data bytes
+  std::string summary;         // "MTP head: 15 tensors (1 layer); vision tower: 3 tensors", or ""
+};
+
 struct Weights {
   WeightMatrix token_embd;     // [V, E]
   const float* output_norm = nullptr;  // [E]
   WeightMatrix output;         // [V, E]; equals token_embd when the head is tied
   bool tied = false;
   std::vector<LayerWeights> layers;  // [L] trunk layers only
+  UnusedTensors unused;
 };
 
 // Builds the views and checks every tensor of the file: presence, shape (trailing 1s allowed),
 // type by role (norms, conv, ssm vectors and routers must be F32; matrices any supported type),
-// no unknown tensors, MTP tensors accounted for, token_embd rows == V. Errors name the tensor and,
+// no unknown tensors, MTP tensors accounted for (and, with vision-tower tensors, counted in
+// Weights::unused), token_embd rows == V. Errors name the tensor and,
 // for shapes, both the expected and the actual shape (BadFormat; Unsupported for a type the engine
 // cannot use or an MTP-only file).
 StatusOr<Weights> WeightsFromGguf(const gguf::File& file, const ModelConfig& config);

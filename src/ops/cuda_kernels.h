@@ -60,6 +60,8 @@ void FreeHost(void* ptr);
 // in the same order whatever T is. Errors: UNSUPPORTED type.
 Status LaunchMatMul(gguf::Type type, const uint8_t* w, size_t row_bytes, int64_t cols, int64_t rows,
                     const float* x, float* y, int64_t T, Stream stream);
+// True for the weight types LaunchMatMul implements (F32 F16 BF16 Q8_0 Q4_K Q5_K Q6_K).
+bool HasMatMulKernel(gguf::Type type);
 
 // Several matrices with the same `cols` applied to the same x [T, cols] in one launch: targets[i].y
 // [T, targets[i].rows] = x W_i^T, bit for bit what LaunchMatMul gives for each. 1 <= n <= 4.

@@ -67,7 +67,16 @@ int64_t BlockElems(gguf::Type type) {
     case gguf::Type::F32:
     case gguf::Type::F16:
     case gguf::Type::BF16: return 1;
-    case gguf::Type::Q8_0: return kQK8_0;
+    case gguf::Type::Q8_0:
+    case gguf::Type::Q4_0:
+    case gguf::Type::Q4_1:
+    case gguf::Type::Q5_0:
+    case gguf::Type::Q5_1:
+    case gguf::Type::IQ4_NL:
+    case gguf::Type::MXFP4: return kQK8_0;
+    case gguf::Type::Q2_K:
+    case gguf::Type::Q3_K:
+    case gguf::Type::IQ4_XS:
     case gguf::Type::Q4_K:
     case gguf::Type::Q5_K:
     case gguf::Type::Q6_K:
@@ -82,6 +91,15 @@ int64_t BlockBytes(gguf::Type type) {
     case gguf::Type::F16:
     case gguf::Type::BF16: return 2;
     case gguf::Type::Q8_0: return sizeof(BlockQ8_0);
+    case gguf::Type::Q4_0: return sizeof(BlockQ4_0);
+    case gguf::Type::Q4_1: return sizeof(BlockQ4_1);
+    case gguf::Type::Q5_0: return sizeof(BlockQ5_0);
+    case gguf::Type::Q5_1: return sizeof(BlockQ5_1);
+    case gguf::Type::IQ4_NL: return sizeof(BlockIQ4NL);
+    case gguf::Type::MXFP4: return sizeof(BlockMXFP4);
+    case gguf::Type::Q2_K: return sizeof(BlockQ2K);
+    case gguf::Type::Q3_K: return sizeof(BlockQ3K);
+    case gguf::Type::IQ4_XS: return sizeof(BlockIQ4XS);
     case gguf::Type::Q4_K: return sizeof(BlockQ4K);
     case gguf::Type::Q5_K: return sizeof(BlockQ5K);
     case gguf::Type::Q6_K: return sizeof(BlockQ6K);

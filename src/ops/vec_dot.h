@@ -18,6 +18,20 @@ float VecDotQ5K_Q8K(const void* w, const void* a, int64_t n);
 float VecDotQ6K_Q8K(const void* w, const void* a, int64_t n);
 // Per block: fp16(d_w)*fp16(d_a)*sum(q_w*q_a).
 float VecDotQ8_0_Q8_0(const void* w, const void* a, int64_t n);
+// 32-element blocks against Q8_0 activations, per block: scale(w) * fp16(d_a) * sum(q_w * q_a), with
+// q_w the block's integer values (Q4_0: nibble - 8; Q5_0: 5-bit - 16; IQ4_NL / MXFP4: table values,
+// MXFP4's scale E8M0ToFp32Half(e)); Q4_1 / Q5_1 add fp16(m) * fp16(d_a) * sum(q_a).
+float VecDotQ4_0_Q8_0(const void* w, const void* a, int64_t n);
+float VecDotQ4_1_Q8_0(const void* w, const void* a, int64_t n);
+float VecDotQ5_0_Q8_0(const void* w, const void* a, int64_t n);
+float VecDotQ5_1_Q8_0(const void* w, const void* a, int64_t n);
+float VecDotIQ4NL_Q8_0(const void* w, const void* a, int64_t n);
+float VecDotMXFP4_Q8_0(const void* w, const void* a, int64_t n);
+// Per super-block: Q2_K fp16(d)*dy*sum_g sc_g*sum(q2*q8) - fp16(dmin)*dy*sum_g m_g*bsums[g];
+// Q3_K fp16(d)*dy*sum_g (sc_g - 32)*sum(q3*q8); IQ4_XS fp16(d)*dy*sum_s (ls_s - 32)*sum(kIq4Values*q8).
+float VecDotQ2K_Q8K(const void* w, const void* a, int64_t n);
+float VecDotQ3K_Q8K(const void* w, const void* a, int64_t n);
+float VecDotIQ4XS_Q8K(const void* w, const void* a, int64_t n);
 // Float weights against f32 activations (more accurate than llama.cpp's f16/bf16-rounded activations
 // and no slower: the weights dominate the memory traffic). Accumulates in f32, column order.
 float VecDotF32(const float* w, const float* a, int64_t n);
@@ -48,7 +62,8 @@ inline constexpr int kMaxDotTokens = 4;
 using DotKernel = void (*)(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
                            int64_t out_stride);
 
-// Activations: Q8_K rows (K-quants), Q8_0 rows (Q8_0), f32 rows (float weights).
+// Activations: Q8_K rows (K-quants, IQ4_XS), Q8_0 rows (Q8_0 and the other 32-element blocks), f32
+// rows (float weights).
 void DotQ4K_Q8K(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
                 int64_t out_stride);
 void DotQ5K_Q8K(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
@@ -56,6 +71,26 @@ void DotQ5K_Q8K(const void* w, const void* a, size_t a_stride, int ntok, int64_t
 void DotQ6K_Q8K(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
                 int64_t out_stride);
 void DotQ8_0_Q8_0(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                  int64_t out_stride);
+// The 32-element block types against Q8_0 (cpu/vec_dot_legacy_x86.cpp) and Q2_K / Q3_K / IQ4_XS
+// against Q8_K (cpu/vec_dot_kquant_low_x86.cpp).
+void DotQ4_0_Q8_0(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                  int64_t out_stride);
+void DotQ4_1_Q8_0(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                  int64_t out_stride);
+void DotQ5_0_Q8_0(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                  int64_t out_stride);
+void DotQ5_1_Q8_0(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                  int64_t out_stride);
+void DotIQ4NL_Q8_0(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                   int64_t out_stride);
+void DotMXFP4_Q8_0(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                   int64_t out_stride);
+void DotQ2K_Q8K(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                int64_t out_stride);
+void DotQ3K_Q8K(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+                int64_t out_stride);
+void DotIQ4XS_Q8K(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
                   int64_t out_stride);
 void DotF32_F32(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
                 int64_t out_stride);

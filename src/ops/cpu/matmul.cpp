@@ -48,6 +48,15 @@ bool KernelFor(gguf::Type type, DotKernel* kernel, ActFormat* format) {
     case gguf::Type::Q5_K: *kernel = DotQ5K_Q8K; *format = kActQ8K; return true;
     case gguf::Type::Q6_K: *kernel = DotQ6K_Q8K; *format = kActQ8K; return true;
     case gguf::Type::Q8_0: *kernel = DotQ8_0_Q8_0; *format = kActQ8_0; return true;
+    case gguf::Type::Q4_0: *kernel = DotQ4_0_Q8_0; *format = kActQ8_0; return true;
+    case gguf::Type::Q4_1: *kernel = DotQ4_1_Q8_0; *format = kActQ8_0; return true;
+    case gguf::Type::Q5_0: *kernel = DotQ5_0_Q8_0; *format = kActQ8_0; return true;
+    case gguf::Type::Q5_1: *kernel = DotQ5_1_Q8_0; *format = kActQ8_0; return true;
+    case gguf::Type::IQ4_NL: *kernel = DotIQ4NL_Q8_0; *format = kActQ8_0; return true;
+    case gguf::Type::MXFP4: *kernel = DotMXFP4_Q8_0; *format = kActQ8_0; return true;
+    case gguf::Type::Q2_K: *kernel = DotQ2K_Q8K; *format = kActQ8K; return true;
+    case gguf::Type::Q3_K: *kernel = DotQ3K_Q8K; *format = kActQ8K; return true;
+    case gguf::Type::IQ4_XS: *kernel = DotIQ4XS_Q8K; *format = kActQ8K; return true;
     case gguf::Type::F32: *kernel = DotF32_F32; *format = kActF32; return true;
     case gguf::Type::F16: *kernel = DotF16_F32; *format = kActF32; return true;
     case gguf::Type::BF16: *kernel = DotBF16_F32; *format = kActF32; return true;

@@ -104,7 +104,9 @@ void LaunchGroups(Targets m, int64_t cols, const float* x, int64_t t_begin, int6
   }
 }
 
-bool HasLaneDecoder(gguf::Type type) {
+}  // namespace
+
+bool HasMatMulKernel(gguf::Type type) {
   switch (type) {
     case gguf::Type::F32: case gguf::Type::F16: case gguf::Type::BF16: case gguf::Type::Q8_0:
     case gguf::Type::Q4_K: case gguf::Type::Q5_K: case gguf::Type::Q6_K:
@@ -113,8 +115,6 @@ bool HasLaneDecoder(gguf::Type type) {
       return false;
   }
 }
-
-}  // namespace
 
 Status LaunchMatMulMulti(const MatMulTarget* targets, int n, int64_t cols, const float* x, int64_t T,
                          Stream stream_handle) {
@@ -133,7 +133,7 @@ Status LaunchMatMulMulti(const MatMulTarget* targets, int n, int64_t cols, const
       return CudaInvalidArgument(std::string("LaunchMatMul: ") + gguf::TypeName(t.type) +
                                  " rows must be 4-byte aligned");
     }
-    if (!HasLaneDecoder(t.type)) {
+    if (!HasMatMulKernel(t.type)) {
       return Status(StatusCode::kUnsupported,
                     std::string("cuda::MatMul: weight type ") + gguf::TypeName(t.type) + " is not supported");
     }
