@@ -98,6 +98,10 @@ StatusOr<std::shared_ptr<const TokenTrie>> TokenTrie::FromTokens(std::vector<std
     t->plain_bits_.assign((tokens.size() + 31) / 32, 0);
     t->plain_upto_.assign(kMaxPlainChars + 1, std::vector<uint32_t>(t->plain_bits_.size(), 0));
     for (int32_t id : order) {
+      if (std::any_of(tokens[id].begin(), tokens[id].end(),
+                      [](char c) { return static_cast<uint8_t>(c) >= 0xF8; })) {
+        t->marker_byte_tokens_.push_back(id);
+      }
       if (!IsPlain(tokens[id])) continue;
       t->plain_bits_[id >> 5] |= 1u << (id & 31);
       int chars = 0;

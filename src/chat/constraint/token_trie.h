@@ -53,6 +53,8 @@ class TokenTrie {
   const std::vector<uint64_t>& plain_rank_bits() const { return plain_rank_bits_; }
   const std::vector<int32_t>& rank_tokens() const { return rank_tokens_; }
   static bool IsPlain(std::string_view bytes);
+  // Tokens holding a byte >= 0xF8 (never in UTF-8; grammars' marker bytes, Grammar::SpecialToken).
+  const std::vector<int32_t>& marker_byte_tokens() const { return marker_byte_tokens_; }
 
  private:
   TokenTrie() = default;
@@ -63,8 +65,9 @@ class TokenTrie {
   std::vector<uint64_t> plain_rank_bits_;
   std::vector<std::vector<uint32_t>> plain_upto_;  // [kMaxPlainChars + 1][ceil(V/32)]
   std::vector<int32_t> rank_tokens_;               // [R] token of each rank
-  std::string blob_;                               // all token bytes
-  std::vector<uint32_t> offsets_;                  // [V + 1] into blob_
+  std::vector<int32_t> marker_byte_tokens_;
+  std::string blob_;               // all token bytes
+  std::vector<uint32_t> offsets_;  // [V + 1] into blob_
 };
 
 }  // namespace qwenrt
