@@ -43,7 +43,8 @@ void CheckCall(const Json& call, const std::set<std::string>& names) {
   const Json& a = call["arguments"];
   REQUIRE(a.is_object());
   if (name == "get_weather") {
-    for (const auto& [k, v] : a.items()) CHECK(std::set<std::string>{"unit", "days", "hourly"}.count(k));
+    for (const auto& [k, v] : a.items())
+      CHECK(std::set<std::string>{"unit", "days", "hourly"}.count(k));
     REQUIRE(a.contains("unit"));
     CHECK((a["unit"] == "celsius" || a["unit"] == "fahrenheit"));
     REQUIRE(a.contains("days"));
@@ -123,6 +124,8 @@ TEST_CASE("tool_choice required: every reply is tool calls that parse and valida
     qwenrt_report r{};
     REQUIRE(f.Chat(seed, thinking, &r) == QWENRT_OK);
     CHECK(r.stop_reason == QWENRT_STOP_EOG);  // the grammar lets the reply end only after a call
+    CHECK(r.forced_tokens > 0);  // the markup's single-choice bytes are fed without sampling
+    CHECK(r.forced_tokens < r.generated_tokens);
     const Json calls = f.Calls();
     REQUIRE(calls.is_array());
     REQUIRE(calls.size() >= 1);

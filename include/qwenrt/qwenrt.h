@@ -392,6 +392,7 @@ typedef struct qwenrt_report {
   double decode_tokens_per_s;  /* generated tokens per second after the first one; 0 if < 2 tokens */
   int64_t reasoning_tokens;    /* generated tokens inside <think>...</think> (markers included) */
   int32_t reasoning_budget_hit; /* 1 when max_reasoning_tokens closed the reasoning, else 0 */
+  int64_t forced_tokens;       /* tokens the constraint forced (the only one allowed), fed unsampled */
 } qwenrt_report;
 
 /* Fills *report for the last step (all zero, checkpoint_pos -1, before any step).

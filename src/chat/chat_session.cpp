@@ -41,6 +41,17 @@ Status CheckLengths(const GenerateRequest& r) {
   return OkStatus();
 }
 
+// The one token a mask allows, or -1 (none or several).
+int32_t OnlyToken(const std::vector<uint32_t>& mask) {
+  int32_t only = -1;
+  for (size_t w = 0; w < mask.size(); ++w) {
+    if (mask[w] == 0) continue;
+    if (only >= 0 || (mask[w] & (mask[w] - 1)) != 0) return -1;
+    only = static_cast<int32_t>(w * 32) + __builtin_ctz(mask[w]);
+  }
+  return only;
+}
+
 }  // namespace
 
 const char* StopReasonName(StopReason reason) {
@@ -261,6 +272,7 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request,
   size_t next_forced = 0;
   bool last_forced = false;  // the token being handled is markup the engine fed, not output
   int64_t reasoning_tokens = 0;
+  int64_t forced_tokens = 0;
   bool budget_hit = false;
   const int64_t budget = request.max_reasoning_tokens;
   // The constraint's matcher: it sees every content token, none of the reasoning. A grammar with
@@ -307,13 +319,19 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request,
         }
         allowed = mask.data();
       }
-      StatusOr<int32_t> sampled =
-          sampler.Sample(std::span<const float>(logits, static_cast<size_t>(n)), allowed);
-      if (!sampled.ok()) {
-        sampler_error = sampled.status();
-        return -1;  // stops Session::Generate; reported below
+      const int32_t only = allowed != nullptr ? OnlyToken(mask) : -1;
+      if (only >= 0) {
+        id = only;  // forced by the constraint: every sampler would draw it (greedy: the argmax)
+        ++forced_tokens;
+      } else {
+        StatusOr<int32_t> sampled =
+            sampler.Sample(std::span<const float>(logits, static_cast<size_t>(n)), allowed);
+        if (!sampled.ok()) {
+          sampler_error = sampled.status();
+          return -1;  // stops Session::Generate; reported below
+        }
+        id = *sampled;
       }
-      id = *sampled;
     }
     sampler.Accept(id);
     return id;
@@ -358,6 +376,7 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request,
       gr.n_sampled - (gr.hit_stop ? 1 : 0);  // the end token is not part of the reply
   r.reasoning_tokens = reasoning_tokens;
   r.reasoning_budget_hit = budget_hit;
+  r.forced_tokens = forced_tokens;
   if (gr.hit_stop) {
     r.stop_reason = StopReason::kEndOfGeneration;
   } else if (stream.stopped_by_string()) {

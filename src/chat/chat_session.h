@@ -95,6 +95,9 @@ struct TurnReport {
   double decode_tokens_per_s = 0;
   int64_t reasoning_tokens = 0;       // generated inside <think>...</think>
   bool reasoning_budget_hit = false;  // max_reasoning_tokens closed the reasoning
+  // Tokens the constraint forced (the only one its mask allowed): fed without sampling. Greedy
+  // output is unchanged by it; a random sampler's draws after it shift by the draws not made.
+  int64_t forced_tokens = 0;
 };
 
 class ChatSession {

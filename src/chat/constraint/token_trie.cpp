@@ -70,7 +70,11 @@ bool TokenTrie::IsPlain(std::string_view b) {
       continue;
     }
     const int len = unicode::ValidSequenceLength(b.data() + i, b.size() - i);
-    if (len <= 0) return false;
+    if (len <= 0) {
+      // A character cut by the end of the token: a state that maps every plain character back to
+      // itself (or along a chain) takes each prefix of one too, so the token stays plain.
+      return len < 0;  // -1: a valid prefix of a sequence, cut by the token's end
+    }
     i += static_cast<size_t>(len);
   }
   return true;

@@ -40,8 +40,8 @@ class TokenTrie {
   // The bytes of token `id` ("" when excluded or out of range).
   std::string_view TokenBytes(int32_t id) const;
 
-  // "Plain" tokens: well-formed UTF-8 with no control character, '"' or '\\' -- the tokens a JSON
-  // string body takes. When the matcher's state maps every plain character back to itself at a
+  // "Plain" tokens: well-formed UTF-8 with no control character, '"' or '\\' (the last character
+  // may be cut by the token's end) -- the tokens a JSON string body takes. When the matcher's state maps every plain character back to itself at a
   // character boundary, every plain token below that node is allowed at once: by id for the whole
   // vocabulary (`plain_bits`, [ceil(V/32)]), or for a subtree as the rank range
   // [node.rank, nodes[node.subtree_end].rank) of `plain_rank_bits` ([ceil(R/64)], R = ranked
