@@ -130,8 +130,24 @@ int32_t Matcher::StepSlow(int32_t set, uint8_t byte) {
   const int32_t id = failed_ ? 0 : InternSet(&m);
   scratch_ = std::move(m);
   if (failed_) return 0;
-  Set& s = sets_[set];
-  s.next[byte] = id;
+  // The target depends only on which members accept the byte: every byte accepted by exactly the
+  // same members leads to the same set (a string body's hundreds of characters: one closure).
+  ByteSet group;
+  group.bits.fill(~uint64_t{0});
+  for (int32_t n : sets_[set].members) {
+    if (n == 0) continue;
+    const ByteSet& b = grammar_->byte_sets()[elems_[nodes_[n].pos].index];
+    const bool takes = b.Has(byte);
+    for (int k = 0; k < 4; ++k) group.bits[k] &= takes ? b.bits[k] : ~b.bits[k];
+  }
+  int32_t* next = sets_[set].next.get();
+  for (int k = 0; k < 4; ++k) {
+    for (uint64_t w = group.bits[k]; w != 0; w &= w - 1) {
+      const int b = k * 64 + __builtin_ctzll(w);
+      if (next[b] < 0) next[b] = id;
+    }
+  }
+  next[byte] = id;
   return id;
 }
 
