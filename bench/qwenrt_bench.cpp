@@ -22,6 +22,8 @@ namespace {
 
 const char kUsage[] =
     "usage: qwenrt-bench pp|tg|speed -m FILE [-p N] [-n N] [-t T] [-r R] [--peer DIR] [--json]  (see pp --help)\n"
+    "       qwenrt-bench grammar --vocab V.gguf DIR|FILE...  (MaskBench masks; see grammar --help)\n"
+    "       qwenrt-bench constrained -m FILE [-n N] [-t T] [-r R] [--schema S.json | --tools]  (see --help)\n"
     "       qwenrt-bench multiturn --model M.gguf [--history N] [--new K] [--turns T] [--reply R]\n"
     "                              [--reasoning-stripped] [--backend cpu|ref|cuda] [--threads N] [--ubatch U]\n"
     "                              [--chunked] [--seed S] [--json]\n"
@@ -269,6 +271,7 @@ int RunMultiturn(const Args& a) {
 namespace qwenrt::bench {
 int RunSpeed(int argc, char** argv);  // tool_speed.cpp: pp / tg / speed
 int RunGrammar(int argc, char** argv);  // tool_grammar.cpp: constrained-decoding masks on MaskBench files
+int RunConstrained(int argc, char** argv);  // tool_constrained.cpp: constrained vs free decode rate
 }  // namespace qwenrt::bench
 
 int main(int argc, char** argv) {
@@ -280,6 +283,7 @@ int main(int argc, char** argv) {
     return qwenrt::bench::RunSpeed(argc, argv);
   }
   if (std::strcmp(argv[1], "grammar") == 0) return qwenrt::bench::RunGrammar(argc, argv);
+  if (std::strcmp(argv[1], "constrained") == 0) return qwenrt::bench::RunConstrained(argc, argv);
   if (std::strcmp(argv[1], "multiturn") != 0) {
     std::fprintf(stderr, "qwenrt-bench: unknown workload '%s'\n%s", argv[1], qwenrt::kUsage);
     return 2;

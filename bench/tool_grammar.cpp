@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "chat/constraint/grammar.h"
@@ -27,6 +28,9 @@ namespace {
 
 const char kGrammarUsage[] =
     "usage: qwenrt-bench grammar --vocab FILE.gguf DIR|FILE... [--json-lines OUT] [--compact] [--limit N]\n"
+    "       [--cpu-time] [--slow-us US]\n"
+    "  --cpu-time: mask and compile times in this thread's CPU time (a shared machine's preemption left out)\n"
+    "  --slow-us US: print each mask slower than US with the text before it (stderr)\n"
     "  FILE: a MaskBench file ({\"schema\", \"tests\": [{\"data\", \"valid\"}]}); DIR: every *.json in it\n";
 
 double Percentile(std::vector<double> v, double q) {
@@ -34,6 +38,18 @@ double Percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
   return v[i];
+}
+
+bool g_cpu_time = false;  // --cpu-time
+
+// Now in ms: wall time, or this thread's CPU time (--cpu-time).
+double NowMs() {
+  if (g_cpu_time) {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
@@ -47,12 +63,15 @@ int RunGrammar(int argc, char** argv) {
   std::vector<std::string> inputs;
   bool compact = false;
   size_t limit = 0;
+  double slow_us = -1;
   for (int i = 2; i < argc; ++i) {
     const std::string k = argv[i];
     if (k == "--vocab" && i + 1 < argc) vocab = argv[++i];
     else if (k == "--json-lines" && i + 1 < argc) json_lines = argv[++i];
     else if (k == "--limit" && i + 1 < argc) limit = std::stoul(argv[++i]);
     else if (k == "--compact") compact = true;
+    else if (k == "--cpu-time") g_cpu_time = true;
+    else if (k == "--slow-us" && i + 1 < argc) slow_us = std::stod(argv[++i]);
     else if (k == "-h" || k == "--help") { std::fputs(kGrammarUsage, stdout); return 0; }
     else if (!k.empty() && k[0] == '-') { std::fprintf(stderr, "unknown option %s\n%s", k.c_str(), kGrammarUsage); return 2; }
     else inputs.push_back(k);
@@ -130,9 +149,9 @@ int RunGrammar(int argc, char** argv) {
       std::fprintf(out, "%s\n", line.dump().c_str());
       continue;
     }
-    const auto c0 = std::chrono::steady_clock::now();
+    const double c0 = NowMs();
     auto grammar = Grammar::FromJsonSchema(doc["schema"].dump(), sopt);
-    const double compile_ms = Ms(c0, std::chrono::steady_clock::now());
+    const double compile_ms = NowMs() - c0;
     line["compile_ms"] = compile_ms;
     compile_ms_all.push_back(compile_ms);
     if (!grammar.ok()) {
@@ -158,10 +177,19 @@ int RunGrammar(int argc, char** argv) {
       size_t at = 0;
       for (; at < ids.size(); ++at) {
         const int32_t id = ids[at];
-        const auto m0 = std::chrono::steady_clock::now();
+        const double m0 = NowMs();
         m.FillMask(&bits);
-        const double us = Ms(m0, std::chrono::steady_clock::now()) * 1000;
+        const double us = (NowMs() - m0) * 1000;
         mask_us.push_back(us);
+        if (slow_us >= 0 && us > slow_us) {
+          std::string before;
+          for (size_t j = 0; j < at; ++j) before += (*tok)->TokenToPiece(ids[j]);
+          if (before.size() > 60) before = "..." + before.substr(before.size() - 60);
+          int allowed_n = 0;
+          for (uint32_t w : bits) allowed_n += __builtin_popcount(w);
+          std::fprintf(stderr, "slow %.0f us  %s test %d token %zu  allowed %d  after: %s\n", us,
+                       path.c_str(), test_index, at, allowed_n, before.c_str());
+        }
         const bool allowed = (bits[id >> 5] >> (id & 31)) & 1;
         const bool advanced = m.Accept(id);
         if (allowed != advanced) {

@@ -172,6 +172,7 @@ Status ReadGenerate(const qwenrt_sampling_params* sampling, const qwenrt_generat
 void AddSessionOptions(const qwenrt_session& s, GenerateRequest* gen) {
   gen->constraint = s.constraint;
   gen->max_reasoning_tokens = s.max_reasoning_tokens;
+  gen->tool_choice = s.tool_choice;
 }
 
 Status WriteReport(const qwenrt_session* s, qwenrt_report* report) {
@@ -257,6 +258,43 @@ qwenrt_status qwenrt_session_set_reasoning_budget(qwenrt_session* session,
     if (max_reasoning_tokens < 0)
       return InvalidArgument("max_reasoning_tokens is {} (0 = no limit)", max_reasoning_tokens);
     session->max_reasoning_tokens = max_reasoning_tokens;
+    return OkStatus();
+  });
+}
+
+qwenrt_status qwenrt_session_set_tool_choice(qwenrt_session* session, qwenrt_tool_choice choice,
+                                             const char* function_name) {
+  return Guard(__func__, [&]() -> Status {
+    QWENRT_CAPI_ENTER(session);
+    ToolChoice c;
+    switch (EnumValue(choice)) {
+      case QWENRT_TOOL_CHOICE_FREE:
+        c.mode = ToolChoiceMode::kFree;
+        break;
+      case QWENRT_TOOL_CHOICE_NONE:
+        c.mode = ToolChoiceMode::kNone;
+        break;
+      case QWENRT_TOOL_CHOICE_AUTO:
+        c.mode = ToolChoiceMode::kAuto;
+        break;
+      case QWENRT_TOOL_CHOICE_REQUIRED:
+        c.mode = ToolChoiceMode::kRequired;
+        break;
+      case QWENRT_TOOL_CHOICE_FUNCTION:
+        c.mode = ToolChoiceMode::kFunction;
+        break;
+      default:
+        return InvalidArgument("choice {} is not a qwenrt_tool_choice", EnumValue(choice));
+    }
+    if (c.mode == ToolChoiceMode::kFunction) {
+      QWENRT_RETURN_IF_ERROR(CheckCString(function_name, "function_name", false));
+      c.function = function_name;
+      if (c.function.empty()) return InvalidArgument("function_name is empty");
+    } else if (function_name != nullptr) {
+      return InvalidArgument(
+          "function_name is given but choice is not QWENRT_TOOL_CHOICE_FUNCTION");
+    }
+    session->tool_choice = std::move(c);
     return OkStatus();
   });
 }

@@ -25,6 +25,7 @@ struct qwenrt_session {
   // Generation options set on the session (converted into each GenerateRequest).
   std::shared_ptr<const qwenrt::Grammar> constraint;
   int32_t max_reasoning_tokens = 0;
+  qwenrt::ToolChoice tool_choice;
   // Guarded by the handle registry's lock (handle_registry.h). Calls running on this handle, the
   // thread running them (a call from another thread meanwhile is refused), and a free requested
   // while they ran (from inside a callback): the last call to leave deletes the handle.

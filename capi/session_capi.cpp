@@ -170,6 +170,7 @@ qwenrt_report ToCReport(const TurnReport& t) {
   r.decode_tokens_per_s = t.decode_tokens_per_s;
   r.reasoning_tokens = t.reasoning_tokens;
   r.reasoning_budget_hit = t.reasoning_budget_hit ? 1 : 0;
+  r.forced_tokens = t.forced_tokens;
   return r;
 }
 
@@ -364,6 +365,7 @@ qwenrt_status qwenrt_session_fork(const qwenrt_session* session, qwenrt_session*
     h->params = session->params;
     h->constraint = session->constraint;
     h->max_reasoning_tokens = session->max_reasoning_tokens;
+    h->tool_choice = session->tool_choice;
     return PublishSession(std::move(h), out_session);
   });
 }

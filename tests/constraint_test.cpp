@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -20,6 +21,8 @@
 #include "chat/constraint/number_range.h"
 #include "chat/constraint/python_json.h"
 #include "chat/constraint/token_trie.h"
+#include "chat/constraint/tool_grammar.h"
+#include "chat/tool_call.h"
 #include "qwenrt/gguf.hpp"
 #include "text/tokenizer.h"
 
@@ -432,10 +435,22 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
       {"properties": {"b": {}}}]})").find("additionalProperties") != std::string::npos);
   CHECK(SchemaError(R"({"allOf": [{"type": "array", "items": false}, {"prefixItems": [{}]}]})").find("items") !=
         std::string::npos);
-  CHECK(SchemaError(R"({"properties": {"x": {"not": {"type": "null"}}}})") ==
-        "#/properties/x: not: not supported");
-  CHECK(SchemaError(R"({"type": "object", "properties": {"x": {"not": {"type": "null"}}}})") ==
-        "#/properties/x: not: not supported");
+  // not: the exact forms compile, the others name the keyword.
+  auto not_null = Schema(R"({"type": "object", "properties": {"x": {"not": {"type": "null"}}}})");
+  CHECK(Matches(not_null, R"({"x": 1})"));
+  CHECK(Matches(not_null, R"({"x": [null]})"));
+  CHECK_FALSE(Matches(not_null, R"({"x": null})"));
+  auto not_num = Schema(R"({"type": ["integer", "string", "boolean"], "not": {"type": ["number", "boolean"]}})");
+  CHECK(Matches(not_num, R"("a")"));
+  CHECK_FALSE(Matches(not_num, "1"));
+  CHECK_FALSE(Matches(not_num, "true"));
+  auto not_not = Schema(R"({"type": "integer", "not": {"not": {"minimum": 3}}})");
+  CHECK(Matches(not_not, "3"));
+  CHECK_FALSE(Matches(not_not, "2"));
+  CHECK(Matches(Schema(R"({"type": "string", "not": false})"), R"("s")"));
+  CHECK(SchemaError(R"({"not": true})").find("not") != std::string::npos);
+  CHECK(SchemaError(R"({"not": {"type": "integer"}})").find("not: excluding integers") != std::string::npos);
+  CHECK(SchemaError(R"({"properties": {"x": {"not": {"enum": [1]}}}})").find("#/properties/x: not: not supported") == 0);
   CHECK(SchemaError(R"({"type": "array", "uniqueItems": true})") == "#: uniqueItems: not supported");
   CHECK(SchemaError(R"({"$ref": "#/$defs/missing"})").find("$ref") != std::string::npos);
   CHECK(SchemaError(R"({"$ref": "http://example.com/s.json"})").find("$ref") != std::string::npos);
@@ -448,6 +463,48 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
             .find("patternProperties: declared property 'x-a' matches a pattern") != std::string::npos);
   CHECK(SchemaError(R"({"type": "object", "propertyNames": {"maxLength": 3}})") == "#: propertyNames: not supported");
   CHECK(SchemaError("{not json").find("not valid JSON") != std::string::npos);
+  auto maxp = Schema(R"({"type": "object", "properties": {"a": {}, "b": {}}, "additionalProperties": false,
+      "maxProperties": 2})");
+  CHECK(Matches(maxp, R"({"a": 1, "b": 2})"));
+  CHECK(SchemaError(R"({"type": "object", "properties": {"a": {}, "b": {}}, "maxProperties": 1})")
+            .find("maxProperties") != std::string::npos);
+  CHECK(SchemaError(R"({"type": "object", "required": ["a", "a"], "minProperties": 2})")
+            .find("minProperties") != std::string::npos);
+}
+
+TEST_CASE("JSON Schema: multipleOf on integers is exact", "[constraint]") {
+  struct Case {
+    const char* schema;
+    int k;
+    std::optional<int> lo, hi;
+  };
+  const Case cases[] = {
+      {R"({"type": "integer", "multipleOf": 7})", 7, {}, {}},
+      {R"({"type": "integer", "multipleOf": 3, "minimum": 0})", 3, 0, {}},
+      {R"({"type": "integer", "multipleOf": 4, "exclusiveMinimum": 0})", 4, 1, {}},
+      {R"({"type": "integer", "multipleOf": 6, "maximum": 0})", 6, {}, 0},
+      {R"({"type": "number", "multipleOf": 5, "minimum": -23, "maximum": 41})", 5, -23, 41},
+      {R"({"type": "integer", "multipleOf": 1, "minimum": 2})", 1, 2, {}},
+      {R"({"type": "integer", "multipleOf": 25})", 25, {}, {}},
+  };
+  for (const Case& c : cases) {
+    auto g = Schema(c.schema);
+    INFO(c.schema);
+    for (int v = -260; v <= 260; ++v) {
+      const bool truth = v % c.k == 0 && (!c.lo || v >= *c.lo) && (!c.hi || v <= *c.hi);
+      INFO(v);
+      REQUIRE(Matches(g, std::to_string(v)) == truth);
+    }
+    CHECK(Matches(g, "0") == ((!c.lo || *c.lo <= 0) && (!c.hi || *c.hi >= 0)));
+    CHECK_FALSE(Matches(g, "007"));
+    CHECK_FALSE(Matches(g, "5.0"));  // refused (sound): multiples are spelled as integers
+  }
+  CHECK(Matches(Schema(R"({"type": "integer", "multipleOf": 7})"), "700000000000000000000001") == false);
+  CHECK(Matches(Schema(R"({"type": "integer", "multipleOf": 7})"), "700000000000000000000000007"));
+  CHECK(SchemaError(R"({"type": "number", "multipleOf": 0.5})").find("multipleOf") != std::string::npos);
+  CHECK(SchemaError(R"({"type": "integer", "multipleOf": 3, "minimum": 5})").find("multipleOf") !=
+        std::string::npos);
+  CHECK(SchemaError(R"({"enum": [3, 4], "multipleOf": 3})").find("multipleOf") != std::string::npos);
 }
 
 TEST_CASE("partial UTF-8 across tokens and tokens spanning terminals", "[constraint]") {
@@ -630,6 +687,117 @@ struct Gen {
     }
   }
 };
+
+// Tool calls: bytes 0xF8 / 0xF9 in `text` stand for the <tool_call> / </tool_call> tokens.
+constexpr int32_t kOpenId = 256, kCloseId = 257;
+std::shared_ptr<const TokenTrie> ByteTrieWithSpecials() {
+  static const auto trie = [] {
+    std::vector<std::string> t;
+    for (int b = 0; b < 256; ++b) t.push_back(std::string(1, static_cast<char>(b)));
+    t.push_back("");  // the special tokens have no bytes of their own
+    t.push_back("");
+    return *TokenTrie::FromTokens(t);
+  }();
+  return trie;
+}
+
+bool RunCalls(const std::shared_ptr<const Grammar>& g, const std::string& text) {
+  Matcher m(g, ByteTrieWithSpecials());
+  std::vector<uint32_t> bits;
+  for (char c : text) {
+    const uint8_t b = static_cast<uint8_t>(c);
+    const int32_t id = b == 0xF8 ? kOpenId : b == 0xF9 ? kCloseId : b;
+    m.FillMask(&bits);
+    const bool allowed = (bits[id >> 5] >> (id & 31)) & 1;
+    const bool ok = m.Accept(id);  // false leaves the state as it was
+    REQUIRE(allowed == ok);
+    if (!ok) return false;
+  }
+  return m.CanEnd();
+}
+
+TEST_CASE("tool-call grammar: markup, verbatim and JSON values, markers only as special tokens", "[constraint]") {
+  const Json tools = Json::parse(R"([
+    {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+      "city": {"type": "string", "description": "free text"},
+      "unit": {"type": "string", "enum": ["c", "f"]},
+      "tags": {"type": "array", "items": {"type": "string"}},
+      "n": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["city", "n"]}}},
+    {"name": "g"}])");
+  auto g = ToolCallGrammar(tools, {ToolChoiceMode::kRequired, ""}, kOpenId, kCloseId);
+  INFO(g.status().message());
+  REQUIRE(g.ok());
+  const std::string open = "\xF8\n<function=", close = "</function>\n\xF9";
+  const auto param = [](const std::string& k, const std::string& v) {
+    return "<parameter=" + k + ">\n" + v + "\n</parameter>\n";
+  };
+  const std::string call = open + "f>\n" + param("city", "New <York>\nline 2") + param("n", "7") + close;
+  CHECK(RunCalls(*g, "\n\n" + call));
+  CHECK(RunCalls(*g, call + "\n" + open + "g>\n" + close));  // two calls
+  const std::string full = open + "f>\n" + param("city", "x") + param("unit", "f") +
+                           param("tags", R"(["a", "b\u003c"])") + param("n", "0") + close;
+  CHECK(RunCalls(*g, full));
+  // What the reply stream gets between the markers parses into arguments that validate.
+  auto parsed = ParseToolCall(call.substr(1, call.size() - 2), tools);
+  REQUIRE(parsed.has_value());
+  CHECK(parsed->name == "f");
+  CHECK(parsed->arguments["city"] == "New <York>\nline 2");
+  CHECK(parsed->arguments["n"] == 7);
+  parsed = ParseToolCall(full.substr(1, full.size() - 2), tools);
+  REQUIRE(parsed.has_value());
+  CHECK(parsed->arguments["tags"] == Json::parse(R"(["a", "b<"])"));
+  CHECK(parsed->arguments["unit"] == "f");
+
+  CHECK_FALSE(RunCalls(*g, open + "f>\n" + param("city", "a</b") + param("n", "7") + close));
+  CHECK_FALSE(RunCalls(*g, open + "f>\n" + param("city", "a") + close));  // n is required
+  CHECK_FALSE(RunCalls(*g, open + "f>\n" + param("city", "a") + param("n", "10") + close));
+  CHECK_FALSE(RunCalls(*g, open + "f>\n" + param("city", "a") + param("unit", "k") + param("n", "1") + close));
+  CHECK_FALSE(RunCalls(*g, open + "f>\n" + param("city", "a") + param("tags", R"(["a<b"])") + param("n", "1") + close));
+  CHECK_FALSE(RunCalls(*g, open + "f>\n" + param("n", "1") + param("city", "a") + close));  // schema order
+  CHECK_FALSE(RunCalls(*g, open + "h>\n" + close));
+  CHECK_FALSE(RunCalls(*g, "text" + call));
+  CHECK_FALSE(RunCalls(*g, call.substr(0, call.size() - 1)));  // not closed
+  {
+    Matcher m(*g, ByteTrieWithSpecials());
+    std::vector<uint32_t> bits;
+    m.FillMask(&bits);
+    CHECK((bits[kOpenId >> 5] >> (kOpenId & 31)) & 1);
+    CHECK_FALSE((bits[0xF8 >> 5] >> (0xF8 & 31)) & 1);  // the raw byte never stands for the token
+    CHECK_FALSE(m.Accept(0xF8));
+    CHECK(m.Accept(kOpenId));
+    m.FillMask(&bits);
+    CHECK_FALSE((bits[kOpenId >> 5] >> (kOpenId & 31)) & 1);
+  }
+  // auto: the matcher starts at <tool_call>; function: only that one.
+  auto a = ToolCallGrammar(tools, {ToolChoiceMode::kAuto, ""}, kOpenId, kCloseId);
+  REQUIRE(a.ok());
+  CHECK(RunCalls(*a, call));
+  CHECK_FALSE(RunCalls(*a, "\n" + call));
+  auto f = ToolCallGrammar(tools, {ToolChoiceMode::kFunction, "g"}, kOpenId, kCloseId);
+  REQUIRE(f.ok());
+  CHECK(RunCalls(*f, open + "g>\n" + close));
+  CHECK_FALSE(RunCalls(*f, call));
+  // The mask equals Accept on every token of a real tokenizer, the special tokens included.
+  const auto& ids = FixtureTokenizer().special_ids();
+  auto real = ToolCallGrammar(tools, {ToolChoiceMode::kRequired, ""}, ids.tool_call, ids.tool_call_end);
+  REQUIRE(real.ok());
+  CheckMaskExact(*real, FixtureTrie(), "\n" + full);
+
+  const auto error = [&](const std::string& t, ToolChoice c = {ToolChoiceMode::kRequired, ""}) {
+    auto r = ToolCallGrammar(Json::parse(t), c, kOpenId, kCloseId);
+    REQUIRE_FALSE(r.ok());
+    return r.status().message();
+  };
+  CHECK(error(R"([{"name": "f", "parameters": {"properties": {"s": {"type": "string", "maxLength": 3}}}}])")
+            .find("maxLength") != std::string::npos);
+  CHECK(error(R"([{"name": "a>b"}])").find("a>b") != std::string::npos);
+  CHECK(error(R"([{"name": "f", "parameters": {"properties": {}, "required": ["x"]}}])").find("'x'") !=
+        std::string::npos);
+  CHECK(error(R"([{"name": "f", "parameters": {"properties": {"x": {"not": {}}}}}])").find("not") !=
+        std::string::npos);
+  CHECK(error(R"([{"name": "f"}])", {ToolChoiceMode::kFunction, "q"}).find("'q'") != std::string::npos);
+  CHECK(error("[]").find("no tools") != std::string::npos);
+}
 
 TEST_CASE("property: random instances of random schemas accepted, mutated ones rejected", "[constraint]") {
   const auto& tok = FixtureTokenizer();

@@ -396,6 +396,7 @@ typedef struct qwenrt_report {
   double decode_tokens_per_s;  /* generated tokens per second after the first one; 0 if < 2 tokens */
   int64_t reasoning_tokens;    /* generated tokens inside <think>...</think> (markers included) */
   int32_t reasoning_budget_hit; /* 1 when max_reasoning_tokens closed the reasoning, else 0 */
+  int64_t forced_tokens;       /* tokens the constraint forced (the only one allowed), fed unsampled */
 } qwenrt_report;
 
 /* Fills *report for the last step (all zero, checkpoint_pos -1, before any step).
@@ -522,6 +523,28 @@ QWENRT_API qwenrt_status qwenrt_session_set_constraint(qwenrt_session *session,
  * Thread safety: one thread per handle at a time. */
 QWENRT_API qwenrt_status qwenrt_session_set_reasoning_budget(qwenrt_session *session,
                                                              int32_t max_reasoning_tokens);
+
+/* How a chat with tools may call them (qwenrt_session_set_tool_choice). */
+typedef enum qwenrt_tool_choice {
+  QWENRT_TOOL_CHOICE_FREE = 0,     /* the default: tool calls are not constrained */
+  QWENRT_TOOL_CHOICE_NONE = 1,     /* no tool call: <tool_call> is never sampled */
+  QWENRT_TOOL_CHOICE_AUTO = 2,     /* free text until the model opens <tool_call>; the calls from there are
+                                      constrained to the tool-call format and each function's parameters */
+  QWENRT_TOOL_CHOICE_REQUIRED = 3, /* the content is one or more constrained tool calls */
+  QWENRT_TOOL_CHOICE_FUNCTION = 4  /* the content is one or more constrained calls of `function_name` */
+} qwenrt_tool_choice;
+
+/* For the following chats of this session: how the reply may call the chat's tools (tools_json). With
+ * AUTO / REQUIRED / FUNCTION every tool call the reply emits parses (QWENRT_PIECE_TOOL_CALL has its
+ * name and arguments) and its arguments match the function's `parameters` schema; reasoning stays free
+ * and REQUIRED / FUNCTION start after </think>. These three exclude qwenrt_session_set_constraint (the
+ * generation is refused with QWENRT_INVALID_ARGUMENT when both are set), and a generation whose tools
+ * cannot be compiled (no tools, unknown function, a schema keyword that cannot be enforced) is refused
+ * with QWENRT_INVALID_ARGUMENT naming the tool, parameter and keyword. `function_name`: the function for
+ * FUNCTION, NULL otherwise. Returns QWENRT_INVALID_ARGUMENT (NULL/freed session, bad choice, a name
+ * given or missing). Thread safety: one thread per handle at a time. */
+QWENRT_API qwenrt_status qwenrt_session_set_tool_choice(qwenrt_session *session, qwenrt_tool_choice choice,
+                                                        const char *function_name);
 
 /* Generates a reply from the session's current state (after a feed): samples a token, streams it,
  * evaluates it, repeats. The transcript grows with every token evaluated; the end-of-generation token

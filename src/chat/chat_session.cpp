@@ -41,6 +41,17 @@ Status CheckLengths(const GenerateRequest& r) {
   return OkStatus();
 }
 
+// The one token a mask allows, or -1 (none or several).
+int32_t OnlyToken(const std::vector<uint32_t>& mask) {
+  int32_t only = -1;
+  for (size_t w = 0; w < mask.size(); ++w) {
+    if (mask[w] == 0) continue;
+    if (only >= 0 || (mask[w] & (mask[w] - 1)) != 0) return -1;
+    only = static_cast<int32_t>(w * 32) + __builtin_ctz(mask[w]);
+  }
+  return only;
+}
+
 }  // namespace
 
 const char* StopReasonName(StopReason reason) {
@@ -193,11 +204,25 @@ Status ChatSession::Chat(const ChatRequest& request, const GenerateRequest& gen)
   // Fail before feeding when the generation could not start anyway.
   QWENRT_RETURN_IF_ERROR(Sampler::Create(gen.sampling, model_->tokenizer().n_vocab()).status());
   QWENRT_RETURN_IF_ERROR(CheckLengths(gen));
+  QWENRT_ASSIGN_OR_RETURN(std::shared_ptr<const Grammar> grammar, ReplyGrammar(gen, request.tools));
   QWENRT_RETURN_IF_ERROR(FeedChatLocked(request));
-  return GenerateLocked(gen);
+  return GenerateLocked(gen, &grammar);
 }
 
-Status ChatSession::GenerateLocked(const GenerateRequest& request) {
+StatusOr<std::shared_ptr<const Grammar>> ChatSession::ReplyGrammar(
+    const GenerateRequest& request, const nlohmann::ordered_json& tools) const {
+  const ToolChoiceMode mode = request.tool_choice.mode;
+  if (mode == ToolChoiceMode::kFree || mode == ToolChoiceMode::kNone) return request.constraint;
+  if (request.constraint != nullptr) {
+    return InvalidArgument("tool_choice {} and a constraint exclude each other",
+                           ToolChoiceModeName(mode));
+  }
+  const Tokenizer::SpecialIds& ids = model_->tokenizer().special_ids();
+  return ToolCallGrammar(tools, request.tool_choice, ids.tool_call, ids.tool_call_end);
+}
+
+Status ChatSession::GenerateLocked(const GenerateRequest& request,
+                                   const std::shared_ptr<const Grammar>* tool_grammar) {
   Session& session = *session_;
   if (session.size() == 0)
     return InvalidArgument("the session holds no tokens: feed a prompt first");
@@ -206,6 +231,14 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
   QWENRT_RETURN_IF_ERROR(CheckLengths(request));
   QWENRT_RETURN_IF_ERROR(TakeCancel("before the generation started"));
   const Tokenizer& tok = model_->tokenizer();
+  const bool chat = state_.assistants_fed >= 0;
+  std::shared_ptr<const Grammar> grammar;
+  if (tool_grammar != nullptr) {
+    grammar = *tool_grammar;
+  } else {
+    QWENRT_ASSIGN_OR_RETURN(grammar,
+                            ReplyGrammar(request, chat ? state_.tools : nlohmann::ordered_json()));
+  }
   state_.ClearReply();
 
   const int64_t requested = request.max_tokens;
@@ -220,7 +253,6 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
     return OkStatus();
   }
 
-  const bool chat = state_.assistants_fed >= 0;
   ReplyStream stream(tok, ReplyStream::EndsInsideThink(tok, session.transcript()),
                      request.stop_strings, chat ? state_.tools : nlohmann::ordered_json(),
                      [&](PieceKind kind, std::string_view text) {
@@ -228,22 +260,33 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
                      });
   QWENRT_ASSIGN_OR_RETURN(Sampler sampler,
                           MakeReplySampler(request.sampling, tok, session.transcript()));
+  const int32_t tool_call_id = tok.special_ids().tool_call;
+  if (request.tool_choice.mode == ToolChoiceMode::kNone && tool_call_id >= 0) {
+    std::vector<int32_t> banned(tok.unused_ids().begin(), tok.unused_ids().end());
+    banned.push_back(tool_call_id);
+    QWENRT_RETURN_IF_ERROR(sampler.SetBanned(banned));
+  }
   Status sampler_error;
   // Tokens fed without sampling: the close of the reasoning when the thinking budget runs out.
   std::vector<int32_t> forced;
   size_t next_forced = 0;
   bool last_forced = false;  // the token being handled is markup the engine fed, not output
   int64_t reasoning_tokens = 0;
+  int64_t forced_tokens = 0;
   bool budget_hit = false;
   const int64_t budget = request.max_reasoning_tokens;
-  // The constraint's matcher: it sees every content token, none of the reasoning.
+  // The constraint's matcher: it sees every content token, none of the reasoning. A grammar with
+  // special tokens (tool calls) also takes a <tool_call> that ends the reasoning. tool_choice
+  // auto: the matcher starts at the <tool_call> the model samples.
   std::optional<Matcher> matcher;
   std::vector<uint32_t> mask;
-  if (request.constraint != nullptr) {
+  if (grammar != nullptr) {
     QWENRT_ASSIGN_OR_RETURN(std::shared_ptr<const TokenTrie> trie, model_->token_trie());
-    matcher.emplace(request.constraint, std::move(trie));
+    matcher.emplace(grammar, std::move(trie));
   }
-  const auto constrained = [&] { return matcher.has_value() && !stream.in_reasoning(); };
+  bool matching = matcher.has_value() && request.tool_choice.mode != ToolChoiceMode::kAuto;
+  const bool takes_tool_call = grammar != nullptr && !grammar->special_tokens().empty();
+  const auto constrained = [&] { return matching && !stream.in_reasoning(); };
 
   const auto t0 = std::chrono::steady_clock::now();
   auto t_first = t0;
@@ -276,13 +319,19 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
         }
         allowed = mask.data();
       }
-      StatusOr<int32_t> sampled =
-          sampler.Sample(std::span<const float>(logits, static_cast<size_t>(n)), allowed);
-      if (!sampled.ok()) {
-        sampler_error = sampled.status();
-        return -1;  // stops Session::Generate; reported below
+      const int32_t only = allowed != nullptr ? OnlyToken(mask) : -1;
+      if (only >= 0) {
+        id = only;  // forced by the constraint: every sampler would draw it (greedy: the argmax)
+        ++forced_tokens;
+      } else {
+        StatusOr<int32_t> sampled =
+            sampler.Sample(std::span<const float>(logits, static_cast<size_t>(n)), allowed);
+        if (!sampled.ok()) {
+          sampler_error = sampled.status();
+          return -1;  // stops Session::Generate; reported below
+        }
+        id = *sampled;
       }
-      id = *sampled;
     }
     sampler.Accept(id);
     return id;
@@ -295,7 +344,10 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
       t_first = std::chrono::steady_clock::now();
     }
     if (tok.IsEog(token)) return false;
-    if (!last_forced && constrained() && !matcher->Accept(token)) {  // the mask allowed it
+    const bool opens_call = takes_tool_call && token == tool_call_id;
+    if (opens_call && !last_forced) matching = true;  // auto: the call is constrained from here
+    if (!last_forced && (constrained() || (matching && opens_call)) &&
+        !matcher->Accept(token)) {  // the mask allowed it
       sampler_error = InternalError("constraint: token {} is not allowed here", token);
       return false;
     }
@@ -324,6 +376,7 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request) {
       gr.n_sampled - (gr.hit_stop ? 1 : 0);  // the end token is not part of the reply
   r.reasoning_tokens = reasoning_tokens;
   r.reasoning_budget_hit = budget_hit;
+  r.forced_tokens = forced_tokens;
   if (gr.hit_stop) {
     r.stop_reason = StopReason::kEndOfGeneration;
   } else if (stream.stopped_by_string()) {

@@ -33,6 +33,7 @@
 #include "chat/chat_model.h"
 #include "chat/chat_state.h"
 #include "chat/constraint/grammar.h"
+#include "chat/constraint/tool_grammar.h"
 #include "chat/messages.h"
 #include "chat/reply_stream.h"
 #include "chat/sampler.h"
@@ -71,6 +72,11 @@ struct GenerateRequest {
   // generation is allowed only where it accepts. Reasoning is free; the constraint starts after
   // </think> (or at the start when thinking is off). Null = free text.
   std::shared_ptr<const Grammar> constraint;
+  // With the chat's tools: kNone never samples <tool_call>; kAuto constrains each call from the
+  // <tool_call> the model opens (ToolCallGrammar); kRequired / kFunction constrain the whole
+  // content to calls. kAuto / kRequired / kFunction exclude `constraint` (InvalidArgument).
+  // kFree (default): tool calls are not constrained.
+  ToolChoice tool_choice;
   // Each piece as it streams (text valid during the call); false stops the reply. May be null.
   std::function<bool(PieceKind kind, std::string_view text)> on_piece;
 };
@@ -89,6 +95,9 @@ struct TurnReport {
   double decode_tokens_per_s = 0;
   int64_t reasoning_tokens = 0;       // generated inside <think>...</think>
   bool reasoning_budget_hit = false;  // max_reasoning_tokens closed the reasoning
+  // Tokens the constraint forced (the only one its mask allowed): fed without sampling. Greedy
+  // output is unchanged by it; a random sampler's draws after it shift by the draws not made.
+  int64_t forced_tokens = 0;
 };
 
 class ChatSession {
@@ -144,7 +153,12 @@ class ChatSession {
   Status TakeCancel(const char* when);
   Status FeedChatLocked(const ChatRequest& request);
   Status FeedPlanned(std::span<const int32_t> tokens, std::span<const int64_t> boundaries);
-  Status GenerateLocked(const GenerateRequest& request);
+  // `tool_grammar`: ReplyGrammar's result when the caller has it already (Chat), else null.
+  Status GenerateLocked(const GenerateRequest& request,
+                        const std::shared_ptr<const Grammar>* tool_grammar = nullptr);
+  // The grammar of the reply: request.constraint, or the tool-call grammar of its tool_choice.
+  StatusOr<std::shared_ptr<const Grammar>> ReplyGrammar(const GenerateRequest& request,
+                                                        const nlohmann::ordered_json& tools) const;
   void RefreshMemory();
   Status Restore(std::span<const uint8_t> blob);
 

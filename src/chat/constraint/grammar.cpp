@@ -16,6 +16,10 @@ StatusOr<std::shared_ptr<const Grammar>> Grammar::FromRuleSet(RuleSet set, std::
     if (!set.defined[r]) return InvalidArgument("undefined rule '{}'", set.names[r]);
   }
   if (set.root < 0) return InvalidArgument("no 'root' rule");
+  for (const SpecialToken& t : set.special_tokens) {
+    if (t.byte < kMarkerFirst || t.token < 0)
+      return InvalidArgument("special token {} has marker byte {}", t.token, t.byte);
+  }
   // Nullable rules (fixpoint).
   std::vector<bool> nullable(n, false);
   for (bool changed = true; changed;) {
@@ -84,6 +88,7 @@ StatusOr<std::shared_ptr<const Grammar>> Grammar::FromRuleSet(RuleSet set, std::
   g->names_ = std::move(set.names);
   g->root_ = set.root;
   g->source_ = std::move(source);
+  g->special_ = std::move(set.special_tokens);
   return std::shared_ptr<const Grammar>(std::move(g));
 }
 

@@ -66,6 +66,16 @@ class Grammar {
   int32_t root() const { return root_; }
   // The GBNF this grammar was parsed from (for schemas and regexes: the translation).
   const std::string& source() const { return source_; }
+  // Special tokens the grammar spells as one marker byte (kMarkerFirst..0xFF: never in UTF-8, so
+  // only rules built for them can take them; GBNF, schema and regex text cannot). The matcher
+  // allows such a token where its byte may come next, and refuses every vocabulary token holding
+  // a marker byte. Tool-call grammars use them for <tool_call> / </tool_call>.
+  static constexpr uint8_t kMarkerFirst = 0xF8;
+  struct SpecialToken {
+    int32_t token;
+    uint8_t byte;  // >= kMarkerFirst
+  };
+  const std::vector<SpecialToken>& special_tokens() const { return special_; }
 
   // Internal: used by the GBNF parser once the rules are complete. Checks for undefined rules and
   // left recursion (which a pushdown matcher cannot run) and flattens.
@@ -75,6 +85,7 @@ class Grammar {
     std::vector<std::vector<std::vector<GrammarElement>>> rules;  // [rule][alt][element]
     std::vector<ByteSet> byte_sets;
     int32_t root = -1;
+    std::vector<SpecialToken> special_tokens;
   };
   static StatusOr<std::shared_ptr<const Grammar>> FromRuleSet(RuleSet set, std::string source);
 
@@ -86,6 +97,7 @@ class Grammar {
   std::vector<std::string> names_;
   int32_t root_ = -1;
   std::string source_;
+  std::vector<SpecialToken> special_;
 };
 
 }  // namespace qwenrt

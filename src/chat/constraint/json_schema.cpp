@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "chat/constraint/matcher.h"
@@ -384,12 +386,10 @@ class SchemaCompiler {
       rules_ += name + " ::= " + body + "\n";
       return name;
     }
+    if (s.contains("not")) return CompileNot(s, ptr);
     for (auto it = s.begin(); it != s.end(); ++it) {
       if (Unsupported().count(it.key())) {
-        if (it.key() == "multipleOf" && it.value().is_number() && it.value().get<double>() == 1 &&
-            s.value("type", Json()) == "integer") {
-          continue;
-        }
+        if (it.key() == "multipleOf") continue;  // CompileNumber (integral divisors) or an error
         Error(ptr, it.key(), "not supported");
       }
     }
@@ -479,7 +479,8 @@ class SchemaCompiler {
         if (k == "minLength" || k == "maxLength" || k == "pattern" || k == "format" ||
             k == "minimum" || k == "maximum" || k == "properties" || k == "required" ||
             k == "items" || k == "minItems" || k == "maxItems" || k == "additionalProperties" ||
-            k == "exclusiveMinimum" || k == "exclusiveMaximum" || k == "prefixItems") {
+            k == "exclusiveMinimum" || k == "exclusiveMaximum" || k == "prefixItems" ||
+            k == "multipleOf") {
           Error(ptr, k, "together with enum/const is not supported");
         }
       }
@@ -498,6 +499,64 @@ class SchemaCompiler {
     for (size_t i = 0; i < types.size(); ++i)
       body += (i ? " | " : "") + CompileType(s, types[i], ptr);
     return NewRule(body);
+  }
+
+  // The exact forms of `not`: not false (nothing excluded), not true / {} (nothing left),
+  // not {not: X} (X itself, merged like allOf), not {type: T} (T removed from the types; removing
+  // "integer" while "number" stays would leave non-integral numbers only, which is not compiled).
+  // Anything else stays an error naming `not`.
+  std::string CompileNot(const Json& s, const std::string& ptr) {
+    const Json n = s["not"];
+    Json rest = s;
+    rest.erase("not");
+    const std::string at = ptr + "/not";
+    auto only = [&](const char* key) { return n.is_object() && n.size() == 1 && n.contains(key); };
+    if (n.is_boolean() && !n.get<bool>()) return Compile(rest, ptr);
+    if ((n.is_boolean() && n.get<bool>()) || (n.is_object() && n.empty()))
+      Error(ptr, "not", "excludes every instance", true);
+    if (only("not")) {
+      Merge(&rest, n["not"], at + "/not");
+      return Compile(rest, ptr);
+    }
+    if (only("type")) {
+      std::set<std::string> excluded;
+      if (n["type"].is_string()) {
+        excluded.insert(n["type"].get<std::string>());
+      } else if (n["type"].is_array()) {
+        for (const auto& t : n["type"]) {
+          if (!t.is_string()) Error(at, "type", "must be a string or an array of strings");
+          excluded.insert(t.get<std::string>());
+        }
+      } else {
+        Error(at, "type", "must be a string or an array");
+      }
+      if (excluded.count("number")) excluded.insert("integer");
+      std::vector<std::string> types;
+      if (rest.contains("type")) {
+        if (rest["type"].is_string()) {
+          types.push_back(rest["type"].get<std::string>());
+        } else if (rest["type"].is_array()) {
+          for (const auto& t : rest["type"]) {
+            if (!t.is_string()) Error(ptr, "type", "must be a string or an array of strings");
+            types.push_back(t.get<std::string>());
+          }
+        } else {
+          Error(ptr, "type", "must be a string or an array");
+        }
+      } else {
+        types = {"null", "boolean", "object", "array", "string", "number"};
+      }
+      std::vector<std::string> left;
+      for (const auto& t : types) {
+        if (t == "number" && excluded.count("integer") && !excluded.count("number"))
+          Error(ptr, "not", "excluding integers from numbers is not supported");
+        if (!excluded.count(t)) left.push_back(t);
+      }
+      if (left.empty()) Error(ptr, "not", "excludes every type", true);
+      rest["type"] = left;
+      return Compile(rest, ptr);
+    }
+    Error(ptr, "not", "not supported (only not: false / true / {not: ...} / {type: ...})");
   }
 
   // Both are object-only schemas and no object satisfies both: a property `a` requires is forbidden
@@ -665,12 +724,79 @@ class SchemaCompiler {
     } else if (s.contains("exclusiveMaximum") && s["exclusiveMaximum"] == true) {
       b.hi_exclusive = true;
     }
+    if (s.contains("multipleOf")) return CompileMultiple(s, b, ptr);
     auto r = NumberGbnf(integer, b);
     if (!r.ok())
       Error(ptr, r.status().message().substr(0, r.status().message().find(':')),
             r.status().message());
     if (!b.lo && !b.hi) return integer ? "jinteger" : "jnumber";
     return NewRule(*r);
+  }
+
+  // multipleOf k (a positive integer): integers only (a number type spelled "10.0" is refused, a
+  // sound restriction). Bounded on both sides: the multiples themselves as alternatives; otherwise
+  // the remainder automaton over the decimal digits (state r, digit d -> (10 r + d) mod k), with
+  // at most the bound 0 / 1 below or 0 / -1 above. Other combinations are errors.
+  std::string CompileMultiple(const Json& s, const NumberBounds& b, const std::string& ptr) {
+    const Json& m = s["multipleOf"];
+    if (!m.is_number() || m.get<double>() <= 0)
+      Error(ptr, "multipleOf", "must be a positive number");
+    const double kd = m.get<double>();
+    if (kd != std::floor(kd) || kd > 1e15)
+      Error(ptr, "multipleOf", "only integral divisors are supported");
+    const int64_t k = static_cast<int64_t>(kd);
+    // The integer bounds [lo, hi] (nullopt: unbounded).
+    std::optional<int64_t> lo, hi;
+    if (b.lo) {
+      if (std::fabs(*b.lo) > 1e15) Error(ptr, "minimum", "out of range");
+      const double c = std::ceil(*b.lo);
+      lo = static_cast<int64_t>(c) + (b.lo_exclusive && c == *b.lo ? 1 : 0);
+    }
+    if (b.hi) {
+      if (std::fabs(*b.hi) > 1e15) Error(ptr, "maximum", "out of range");
+      const double f = std::floor(*b.hi);
+      hi = static_cast<int64_t>(f) - (b.hi_exclusive && f == *b.hi ? 1 : 0);
+    }
+    if (lo && hi) {
+      if (*lo > *hi) Error(ptr, "minimum", "no integer within the bounds", true);
+      const int64_t first = *lo >= 0 ? (*lo + k - 1) / k * k : -((-*lo) / k * k);
+      if (first > *hi) Error(ptr, "multipleOf", "no multiple within the bounds", true);
+      if ((*hi - first) / k >= 4096)
+        Error(ptr, "multipleOf", "together with bounds holding more than 4096 multiples");
+      std::string body;
+      for (int64_t v = first; v <= *hi; v += k)
+        body += (body.empty() ? "" : " | ") + ("\"" + std::to_string(v) + "\"");
+      return NewRule(body);
+    }
+    if (k == 1 && !lo && !hi) return "jinteger";
+    if (k == 1) {
+      auto r = NumberGbnf(true, b);
+      if (!r.ok()) Error(ptr, "multipleOf", r.status().message());
+      return NewRule(*r);
+    }
+    if (k > 1000) Error(ptr, "multipleOf", "divisors above 1000 need both bounds");
+    // m<r>: the digits read so far leave remainder r; the number may end at r == 0.
+    const std::string base = "m" + std::to_string(n_++) + "-";
+    std::vector<std::string> rem(static_cast<size_t>(k));
+    for (int64_t r = 0; r < k; ++r) rem[r] = base + std::to_string(r);
+    auto digits_to = [&](int64_t r, int d0) {  // alternatives "[digits] m<t>" grouped by target t
+      std::map<int64_t, std::string> by_target;
+      for (int d = d0; d <= 9; ++d)
+        by_target[(10 * r + d) % k].push_back(static_cast<char>('0' + d));
+      std::string alts;
+      for (const auto& [t, ds] : by_target)
+        alts += (alts.empty() ? "" : " | ") + ("[" + ds + "] " + rem[t]);
+      return alts;
+    };
+    for (int64_t r = 0; r < k; ++r)
+      rules_ += rem[r] + " ::= " + (r == 0 ? "\"\" | " : "") + digits_to(r, 0) + "\n";
+    const std::string positive = NewRule(digits_to(0, 1));  // a leading digit 1-9, then any
+    const std::string nonneg = NewRule("\"0\" | " + positive);
+    if (!lo && !hi) return NewRule("\"-\"? " + nonneg);
+    if (lo && !hi && (*lo == 0 || *lo == 1)) return *lo == 0 ? nonneg : positive;
+    if (hi && !lo && (*hi == 0 || *hi == -1))
+      return NewRule(*hi == 0 ? "\"0\" | \"-\" " + positive : "\"-\" " + positive);
+    Error(ptr, "multipleOf", "together with a one-sided bound other than 0 / 1 / -1");
   }
 
   std::string CompileString(const Json& s, const std::string& ptr) {
@@ -953,7 +1079,19 @@ class SchemaCompiler {
   std::string CompileObject(const Json& s, const std::string& ptr) {
     for (const char* k : {"minProperties", "maxProperties"}) {
       if (s.contains(k)) {
-        const int64_t req = s.contains("required") ? static_cast<int64_t>(s["required"].size()) : 0;
+        std::set<Json> distinct;
+        if (s.contains("required") && s["required"].is_array())
+          distinct.insert(s["required"].begin(), s["required"].end());
+        const int64_t req = static_cast<int64_t>(distinct.size());
+        // maxProperties holds by construction when only the declared properties can appear and
+        // there are no more of them than the maximum.
+        if (std::string(k) == "maxProperties" && s[k].is_number() &&
+            s.contains("additionalProperties") && s["additionalProperties"] == false &&
+            !s.contains("patternProperties")) {
+          const size_t declared =
+              s.contains("properties") && s["properties"].is_object() ? s["properties"].size() : 0;
+          if (static_cast<double>(declared) <= s[k].get<double>()) continue;
+        }
         if (std::string(k) == "minProperties" && s[k].is_number() &&
             s[k].get<double>() <= static_cast<double>(req)) {
           continue;

@@ -130,8 +130,24 @@ int32_t Matcher::StepSlow(int32_t set, uint8_t byte) {
   const int32_t id = failed_ ? 0 : InternSet(&m);
   scratch_ = std::move(m);
   if (failed_) return 0;
-  Set& s = sets_[set];
-  s.next[byte] = id;
+  // The target depends only on which members accept the byte: every byte accepted by exactly the
+  // same members leads to the same set (a string body's hundreds of characters: one closure).
+  ByteSet group;
+  group.bits.fill(~uint64_t{0});
+  for (int32_t n : sets_[set].members) {
+    if (n == 0) continue;
+    const ByteSet& b = grammar_->byte_sets()[elems_[nodes_[n].pos].index];
+    const bool takes = b.Has(byte);
+    for (int k = 0; k < 4; ++k) group.bits[k] &= takes ? b.bits[k] : ~b.bits[k];
+  }
+  int32_t* next = sets_[set].next.get();
+  for (int k = 0; k < 4; ++k) {
+    for (uint64_t w = group.bits[k]; w != 0; w &= w - 1) {
+      const int b = k * 64 + __builtin_ctzll(w);
+      if (next[b] < 0) next[b] = id;
+    }
+  }
+  next[byte] = id;
   return id;
 }
 
@@ -366,6 +382,18 @@ void Matcher::FillMask(std::vector<uint32_t>* bits) {
     }
     Compact();  // the budget ran out inside this walk: once more on a fresh automaton
   }
+  if (!grammar_->special_tokens().empty()) {
+    // Marker bytes belong to the special tokens alone (no vocabulary token may spell them).
+    for (int32_t t : trie_->marker_byte_tokens()) (*bits)[t >> 5] &= ~(1u << (t & 31));
+    for (const Grammar::SpecialToken& t : grammar_->special_tokens()) {
+      if (t.token < trie_->n_vocab() && Step(current_, t.byte) != 0)
+        (*bits)[t.token >> 5] |= 1u << (t.token & 31);
+    }
+    if (failed_) {
+      bits->assign(words, 0);
+      return;
+    }
+  }
   const size_t bytes = words * 4;
   if (mask_cache_used_ + bytes <= limits_.mask_cache_bytes) {
     mask_cache_.emplace(current_, *bits);
@@ -423,8 +451,18 @@ bool Matcher::AcceptBytesOnce(std::string_view bytes) {
 }
 
 bool Matcher::Accept(int32_t token) {
+  const auto& special = grammar_->special_tokens();
+  for (const Grammar::SpecialToken& t : special) {
+    if (t.token == token)
+      return AcceptBytes(std::string_view(reinterpret_cast<const char*>(&t.byte), 1));
+  }
   const std::string_view b = trie_->TokenBytes(token);
   if (b.empty()) return false;
+  if (!special.empty() && std::any_of(b.begin(), b.end(), [](char c) {
+        return static_cast<uint8_t>(c) >= Grammar::kMarkerFirst;
+      })) {
+    return false;  // a marker byte stands for its special token only
+  }
   return AcceptBytes(b);
 }
 

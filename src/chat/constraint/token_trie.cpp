@@ -70,7 +70,11 @@ bool TokenTrie::IsPlain(std::string_view b) {
       continue;
     }
     const int len = unicode::ValidSequenceLength(b.data() + i, b.size() - i);
-    if (len <= 0) return false;
+    if (len <= 0) {
+      // A character cut by the end of the token: a state that maps every plain character back to
+      // itself (or along a chain) takes each prefix of one too, so the token stays plain.
+      return len < 0;  // -1: a valid prefix of a sequence, cut by the token's end
+    }
     i += static_cast<size_t>(len);
   }
   return true;
@@ -98,6 +102,10 @@ StatusOr<std::shared_ptr<const TokenTrie>> TokenTrie::FromTokens(std::vector<std
     t->plain_bits_.assign((tokens.size() + 31) / 32, 0);
     t->plain_upto_.assign(kMaxPlainChars + 1, std::vector<uint32_t>(t->plain_bits_.size(), 0));
     for (int32_t id : order) {
+      if (std::any_of(tokens[id].begin(), tokens[id].end(),
+                      [](char c) { return static_cast<uint8_t>(c) >= 0xF8; })) {
+        t->marker_byte_tokens_.push_back(id);
+      }
       if (!IsPlain(tokens[id])) continue;
       t->plain_bits_[id >> 5] |= 1u << (id & 31);
       int chars = 0;

@@ -40,8 +40,8 @@ class TokenTrie {
   // The bytes of token `id` ("" when excluded or out of range).
   std::string_view TokenBytes(int32_t id) const;
 
-  // "Plain" tokens: well-formed UTF-8 with no control character, '"' or '\\' -- the tokens a JSON
-  // string body takes. When the matcher's state maps every plain character back to itself at a
+  // "Plain" tokens: well-formed UTF-8 with no control character, '"' or '\\' (the last character
+  // may be cut by the token's end) -- the tokens a JSON string body takes. When the matcher's state maps every plain character back to itself at a
   // character boundary, every plain token below that node is allowed at once: by id for the whole
   // vocabulary (`plain_bits`, [ceil(V/32)]), or for a subtree as the rank range
   // [node.rank, nodes[node.subtree_end].rank) of `plain_rank_bits` ([ceil(R/64)], R = ranked
@@ -53,6 +53,8 @@ class TokenTrie {
   const std::vector<uint64_t>& plain_rank_bits() const { return plain_rank_bits_; }
   const std::vector<int32_t>& rank_tokens() const { return rank_tokens_; }
   static bool IsPlain(std::string_view bytes);
+  // Tokens holding a byte >= 0xF8 (never in UTF-8; grammars' marker bytes, Grammar::SpecialToken).
+  const std::vector<int32_t>& marker_byte_tokens() const { return marker_byte_tokens_; }
 
  private:
   TokenTrie() = default;
@@ -63,8 +65,9 @@ class TokenTrie {
   std::vector<uint64_t> plain_rank_bits_;
   std::vector<std::vector<uint32_t>> plain_upto_;  // [kMaxPlainChars + 1][ceil(V/32)]
   std::vector<int32_t> rank_tokens_;               // [R] token of each rank
-  std::string blob_;                               // all token bytes
-  std::vector<uint32_t> offsets_;                  // [V + 1] into blob_
+  std::vector<int32_t> marker_byte_tokens_;
+  std::string blob_;               // all token bytes
+  std::vector<uint32_t> offsets_;  // [V + 1] into blob_
 };
 
 }  // namespace qwenrt
