@@ -186,6 +186,10 @@ Status LaunchMatMul(gguf::Type type, const uint8_t* w, size_t row_bytes, int64_t
 Status DequantMatVec(const WeightMatrix& w, const float* x, float* y, int64_t T, KernelTiming* timing) {
   if (T < 0) return CudaInvalidArgument("cuda::DequantMatVec: T = " + std::to_string(T));
   QWENRT_RETURN_IF_ERROR(CheckWeightMatrix(w));
+  if (!HasMatMulKernel(w.type)) {  // refused before touching the device
+    return Status(StatusCode::kUnsupported,
+                  std::string("cuda::DequantMatVec: weight type ") + gguf::TypeName(w.type) + " is not supported");
+  }
   if (T == 0 || w.rows == 0) return OkStatus();
   if (x == nullptr || y == nullptr) return CudaInvalidArgument("cuda::DequantMatVec: null pointer");
   const int64_t kMaxElems = std::numeric_limits<int64_t>::max() / 8;
