@@ -1,6 +1,7 @@
 // C ABI shims for chats and generation: each converts `qwenrt_chat` / sampling / generate params
 // to the core's ChatRequest / GenerateRequest and calls the ChatSession (src/chat/chat_session.h),
-// which plans the turn, feeds it, streams the reply and keeps the report. No chat logic here.
+// which plans the turn, feeds it, streams the reply and keeps the report; the engine shims hand
+// the same request to the batching Engine (src/chat/engine.h). No chat logic here.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -183,6 +184,13 @@ Status WriteReport(const qwenrt_session* s, qwenrt_report* report) {
 Status CheckReport(const qwenrt_report* report) {
   if (report == nullptr) return OkStatus();
   return CheckStructSize(report->struct_size, sizeof *report, "report", "qwenrt_report");
+}
+
+// The session's engine turn ended: its "call" leaves (a free requested meanwhile happens now).
+void ReleaseEngineTurn(const qwenrt_session* s) {
+  bool last = false;
+  WithRegistryLock([&] { last = --s->calls == 0 && s->free_pending; });
+  if (last) delete s;
 }
 
 }  // namespace
@@ -376,6 +384,118 @@ qwenrt_status qwenrt_session_get_reply(const qwenrt_session* session, qwenrt_pie
         return CopyString(st.reply_tool_calls, buf, capacity, needed);
     }
     return InvalidArgument("kind {} is not a qwenrt_piece_kind", EnumValue(kind));
+  });
+}
+
+qwenrt_engine_params qwenrt_engine_default_params(void) {
+  qwenrt_engine_params p{};
+  p.struct_size = sizeof(p);
+  p.n_threads = 0;
+  p.step_tokens = 512;
+  p.max_sessions = 16;
+  return p;
+}
+
+qwenrt_status qwenrt_engine_create(qwenrt_model* model, const qwenrt_engine_params* params,
+                                   qwenrt_engine** out_engine) {
+  return Guard(__func__, [&]() -> Status {
+    if (out_engine == nullptr) return InvalidArgument("out_engine is NULL");
+    *out_engine = nullptr;
+    QWENRT_RETURN_IF_ERROR(CheckHandle(model, HandleKind::kModel, "model"));
+    qwenrt_engine_params p;
+    QWENRT_RETURN_IF_ERROR(ReadParams(params, qwenrt_engine_default_params(), &p,
+                                      {QWENRT_FIELD(qwenrt_engine_params, n_threads),
+                                       QWENRT_FIELD(qwenrt_engine_params, step_tokens),
+                                       QWENRT_FIELD(qwenrt_engine_params, max_sessions)},
+                                      "params", "qwenrt_engine_params"));
+    EngineParams ep;
+    ep.n_threads = p.n_threads;
+    ep.step_tokens = p.step_tokens;
+    ep.max_sessions = p.max_sessions;
+    auto h = std::make_unique<qwenrt_engine>();
+    h->model = model->model;
+    QWENRT_ASSIGN_OR_RETURN(h->engine, Engine::Create(h->model, ep));
+    RegisterHandle(h.get(), HandleKind::kEngine);
+    *out_engine = h.release();
+    return OkStatus();
+  });
+}
+
+void qwenrt_engine_free(qwenrt_engine* engine) {
+  GuardValue(__func__, 0, [&]() {
+    // Outside the registry lock: ending the turns releases their sessions, which takes it.
+    if (engine != nullptr && UnregisterHandle(engine, HandleKind::kEngine)) delete engine;
+    return 0;
+  });
+}
+
+qwenrt_status qwenrt_engine_submit_chat(qwenrt_engine* engine, qwenrt_session* session,
+                                        const qwenrt_chat* chat,
+                                        const qwenrt_sampling_params* sampling,
+                                        const qwenrt_generate_params* params) {
+  return Guard(__func__, [&]() -> Status {
+    QWENRT_RETURN_IF_ERROR(CheckHandle(engine, HandleKind::kEngine, "engine"));
+    GenerateRequest gen;
+    QWENRT_RETURN_IF_ERROR(ReadGenerate(sampling, params, &gen));
+    ChatRequest request;
+    QWENRT_RETURN_IF_ERROR(ReadChat(chat, &request));
+    // Take the session for the engine: one call, owned by no thread, until the turn ends.
+    QWENRT_RETURN_IF_ERROR(
+        WithLiveHandle(session, HandleKind::kSession, "session", [&]() -> Status {
+          if (session->calls > 0) {
+            return InvalidArgument("session is busy: a call or an engine turn is running on it");
+          }
+          if (session->turn != nullptr) {
+            return InvalidArgument(
+                "the session's last engine turn was not collected (qwenrt_session_wait_turn)");
+          }
+          ++session->calls;
+          session->owner = std::thread::id();
+          return OkStatus();
+        }));
+    AddSessionOptions(*session, &gen);
+    StatusOr<std::shared_ptr<EngineTurn>> t = engine->engine->Submit(
+        *session->chat, request, gen, [session] { ReleaseEngineTurn(session); });
+    if (!t.ok()) {
+      ReleaseEngineTurn(session);
+      return t.status();
+    }
+    WithRegistryLock([&] { session->turn = *t; });
+    return OkStatus();
+  });
+}
+
+qwenrt_status qwenrt_session_wait_turn(qwenrt_session* session, qwenrt_report* report) {
+  return Guard(__func__, [&]() -> Status {
+    QWENRT_RETURN_IF_ERROR(CheckReport(report));
+    std::shared_ptr<EngineTurn> t;
+    QWENRT_RETURN_IF_ERROR(
+        WithLiveHandle(session, HandleKind::kSession, "session", [&]() -> Status {
+          t = session->turn;
+          if (t == nullptr) return InvalidArgument("the session has no submitted engine turn");
+          return OkStatus();
+        }));
+    const Status st = t->Wait();
+    QWENRT_RETURN_IF_ERROR(
+        WithLiveHandle(session, HandleKind::kSession, "session", [&]() -> Status {
+          if (session->turn == t) session->turn.reset();
+          return OkStatus();
+        }));
+    const Status w = WriteReport(session, report);
+    return st.ok() ? w : st;
+  });
+}
+
+qwenrt_status qwenrt_session_turn_done(const qwenrt_session* session, bool* done) {
+  return Guard(__func__, [&]() -> Status {
+    if (done == nullptr) return InvalidArgument("done is NULL");
+    return WithLiveHandle(session, HandleKind::kSession, "session", [&]() -> Status {
+      if (session->turn == nullptr) {
+        return InvalidArgument("the session has no submitted engine turn");
+      }
+      *done = session->turn->done();
+      return OkStatus();
+    });
   });
 }
 

@@ -27,6 +27,8 @@ const char* HandleKindName(HandleKind kind) {
       return "qwenrt_session";
     case HandleKind::kConstraint:
       return "qwenrt_constraint";
+    case HandleKind::kEngine:
+      return "qwenrt_engine";
   }
   return "handle";
 }

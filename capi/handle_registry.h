@@ -10,10 +10,10 @@
 
 namespace qwenrt::capi {
 
-enum class HandleKind { kModel, kSession, kConstraint };
+enum class HandleKind { kModel, kSession, kConstraint, kEngine };
 
 const char* HandleKindName(
-    HandleKind kind);  // "qwenrt_model", "qwenrt_session", "qwenrt_constraint"
+    HandleKind kind);  // "qwenrt_model", "qwenrt_session", "qwenrt_constraint", "qwenrt_engine"
 
 // Registers a new handle (may throw std::bad_alloc; callers run inside Guard).
 void RegisterHandle(const void* handle, HandleKind kind);

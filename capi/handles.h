@@ -1,6 +1,7 @@
 // What the opaque C handles are: `qwenrt_model` wraps the shared ChatModel (the immutable Model
 // plus its tokenizer and chat template); `qwenrt_session` wraps a ChatSession, the one chat
-// engine of the core, plus the handle's lifetime bookkeeping. No chat logic lives here.
+// engine of the core, plus the handle's lifetime bookkeeping; `qwenrt_engine` wraps the batching
+// Engine (src/chat/engine.h). No chat logic lives here.
 #pragma once
 
 #include <memory>
@@ -8,6 +9,7 @@
 
 #include "chat/chat_model.h"
 #include "chat/chat_session.h"
+#include "chat/engine.h"
 #include "qwenrt/qwenrt.h"
 
 struct qwenrt_model {
@@ -32,4 +34,13 @@ struct qwenrt_session {
   mutable int calls = 0;
   mutable std::thread::id owner;
   mutable bool free_pending = false;
+  // The turn submitted to an engine and not yet collected (qwenrt_session_wait_turn); guarded by
+  // the registry lock. While it runs it counts as one call owned by no thread (every other
+  // thread's call is refused as busy), released when the engine is done with the session.
+  std::shared_ptr<qwenrt::EngineTurn> turn;
+};
+
+struct qwenrt_engine {
+  std::shared_ptr<const qwenrt::ChatModel> model;
+  std::unique_ptr<qwenrt::Engine> engine;
 };

@@ -4,6 +4,7 @@
 #   asan  the whole ctest suite under AddressSanitizer + UBSan, UBSan halting on the first report
 #         (-fno-sanitize-recover=undefined and halt_on_error=1), LeakSanitizer on. $BUILD_DIR-asan.
 #   tsan  the concurrency tests under ThreadSanitizer: thread_pool_test, session_concurrency_test,
+#         capi_engine_test,
 #         and the multi-threaded cases of the tokenizer, chat template, forward and session tests.
 #         $BUILD_DIR-tsan.
 # SANITIZE_PARTS="asan tsan" (default both) picks the parts; BUILD_DIR defaults to build; JOBS to
@@ -30,6 +31,7 @@ TSAN_CASES=(
   "chat_template_test|one template renders concurrently from several threads"
   "forward_invariants_test|one Model shared by two threads gives the single-thread results"
   "session_test|Cancellation mid-prefill leaves a consistent\\, resumable session"
+  "engine_test|[threads]"
 )
 
 # capi_install is skipped under ASan: it links an uninstrumented consumer against the installed,
@@ -50,13 +52,14 @@ run_tsan() {
   local flags="-fsanitize=thread -fno-omit-frame-pointer"
   cmake -S . -B "$dir" "${COMMON[@]}" -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread > /dev/null
-  local targets=(thread_pool_test session_concurrency_test capi_busy_test)
+  local targets=(thread_pool_test session_concurrency_test capi_busy_test capi_engine_test)
   for c in "${TSAN_CASES[@]}"; do targets+=("${c%%|*}"); done
   cmake --build "$dir" -j"$JOBS" --target $(printf '%s\n' "${targets[@]}" | sort -u)
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
   "$dir/tests/thread_pool_test" --use-colour no
   "$dir/tests/session_concurrency_test" --use-colour no
   "$dir/tests/capi_busy_test" --use-colour no  # a second thread on a session, cancel racing free
+  "$dir/tests/capi_engine_test"  # host threads submitting to one engine worker
   for c in "${TSAN_CASES[@]}"; do
     "$dir/tests/${c%%|*}" --use-colour no "${c#*|}"
   done

@@ -41,7 +41,8 @@
  * Misuse is detected: another call from a second thread while one runs, or a call that would change
  * the session made from inside its own callback, returns QWENRT_INVALID_ARGUMENT ("session is busy")
  * and changes nothing; `qwenrt_session_free` from inside a callback takes effect when the running call
- * returns (docs/c-abi.md, "the busy rule"). The library keeps no global
+ * returns (docs/c-abi.md, "the busy rule"). A `qwenrt_engine` runs turns of many sessions from any
+ * threads; its contract is with its functions below ("Engine"). The library keeps no global
  * mutable configuration (no global logger); the last-error text is per thread. Each function below ends
  * its comment with one tag: "Thread safety: any thread.", "Thread safety: one thread per handle at a
  * time." or "Thread safety: call before any other function.".
@@ -145,6 +146,7 @@ QWENRT_API int qwenrt_abi_version(void);
 typedef struct qwenrt_model qwenrt_model;     /* immutable after load; shareable */
 typedef struct qwenrt_session qwenrt_session; /* one conversation's state; one thread at a time */
 typedef struct qwenrt_constraint qwenrt_constraint; /* a compiled output constraint; immutable, shareable */
+typedef struct qwenrt_engine qwenrt_engine;   /* runs turns of many sessions in batches; any thread */
 
 /* Where the forward pass runs. */
 typedef enum qwenrt_backend {
@@ -637,6 +639,74 @@ QWENRT_API qwenrt_status qwenrt_session_save_memory(const qwenrt_session *sessio
  * Thread safety: one thread per handle at a time. */
 QWENRT_API qwenrt_status qwenrt_session_load_memory(qwenrt_session *session, const void *data,
                                                     size_t size);
+
+/* ---- Engine: many sessions' turns batched on one model ------------------------------------------
+ * An engine runs chat turns of many sessions at once: each step of its worker thread evaluates the
+ * next token of every session that is generating and prefill chunks of sessions that are feeding in
+ * one forward pass (a per-step token budget keeps a long new prompt from stalling the others).
+ * Each session's tokens, text and logits are bit-identical to qwenrt_session_chat alone.
+ *
+ * Thread safety (the engine contract):
+ *  - qwenrt_engine_submit_chat, qwenrt_session_wait_turn and qwenrt_session_turn_done may be called
+ *    from any thread, for different sessions at the same time; for one session, one thread at a
+ *    time (as for every session call). qwenrt_engine_free: one thread, after no other call on the
+ *    engine runs.
+ *  - From submission until its turn ends, the session is in use by the engine: every other call on
+ *    it from any thread returns QWENRT_INVALID_ARGUMENT ("session is busy"), except
+ *    qwenrt_session_cancel (stops that turn only), qwenrt_session_wait_turn, qwenrt_session_turn_done
+ *    and qwenrt_session_get_backend. qwenrt_session_free meanwhile takes effect when the turn ends.
+ *  - Streaming callbacks run on the engine's worker thread, one at a time; a callback must not call
+ *    into its own session (busy) nor wait for a turn of the same engine.
+ *  - Errors are per session: a full context or a bad input gives that session's turn its status and
+ *    never disturbs the others.
+ * Sessions must be on the engine's model, on the CPU backend (QWENRT_BACKEND_CPU; AUTO may pick a
+ * GPU) and split-invariant (the default). */
+
+typedef struct qwenrt_engine_params {
+  uint32_t struct_size;  /* sizeof(qwenrt_engine_params) */
+  int32_t n_threads;     /* CPU threads of the engine; 0 = all hardware threads */
+  int32_t step_tokens;   /* token budget of one step (decode tokens + prefill chunks); default 512 */
+  int32_t max_sessions;  /* most sessions in one step (more wait their turn); default 16 */
+} qwenrt_engine_params;
+
+/* Defaults: all threads, 512 tokens per step, 16 sessions per step. Thread safety: any thread. */
+QWENRT_API qwenrt_engine_params qwenrt_engine_default_params(void);
+
+/* Creates an engine on `model` with its worker thread. params: NULL means defaults.
+ * Returns QWENRT_INVALID_ARGUMENT (NULL/freed model, NULL out_engine, bad struct_size, a value < 1
+ * or negative n_threads), QWENRT_OUT_OF_MEMORY. On error *out_engine is NULL. Thread safety: any
+ * thread. */
+QWENRT_API qwenrt_status qwenrt_engine_create(qwenrt_model *model, const qwenrt_engine_params *params,
+                                              qwenrt_engine **out_engine);
+
+/* Cancels the turns still running, ends them (each wait returns QWENRT_CANCELLED; their sessions stay
+ * consistent and usable), stops the worker and frees the engine. NULL is a no-op. Must not be called
+ * from a streaming callback. Thread safety: one thread per handle at a time. */
+QWENRT_API void qwenrt_engine_free(qwenrt_engine *engine);
+
+/* Submits a turn of `session`: what qwenrt_session_chat does (same arguments and the session's
+ * constraint and reasoning budget), run by the engine; returns at once. The turn's pieces stream to
+ * params->callback on the engine's thread. Collect the turn with qwenrt_session_wait_turn before
+ * submitting the next turn of the session. Returns QWENRT_INVALID_ARGUMENT (NULL/freed handles, a
+ * session busy or with a turn not yet waited for, another model, a non-CPU or non split-invariant
+ * session, bad chat or params), the planner's errors, QWENRT_CONTEXT_FULL (the prompt does not fit),
+ * QWENRT_OUT_OF_MEMORY; on error nothing was submitted and the session is unchanged.
+ * Thread safety: any thread (one per session at a time). */
+QWENRT_API qwenrt_status qwenrt_engine_submit_chat(qwenrt_engine *engine, qwenrt_session *session,
+                                                   const qwenrt_chat *chat,
+                                                   const qwenrt_sampling_params *sampling,
+                                                   const qwenrt_generate_params *params);
+
+/* Blocks until the session's submitted turn ends and returns its status (what qwenrt_session_chat
+ * would have returned); `report` (NULL or an out-struct) receives the turn's report. The turn is then
+ * collected. Returns QWENRT_INVALID_ARGUMENT when the session has no submitted turn.
+ * Thread safety: any thread (one per session at a time). */
+QWENRT_API qwenrt_status qwenrt_session_wait_turn(qwenrt_session *session, qwenrt_report *report);
+
+/* *done = whether the session's submitted turn has ended (then qwenrt_session_wait_turn returns at
+ * once). Returns QWENRT_INVALID_ARGUMENT (NULL/freed session, NULL done, no submitted turn).
+ * Thread safety: any thread. */
+QWENRT_API qwenrt_status qwenrt_session_turn_done(const qwenrt_session *session, bool *done);
 
 #ifdef __cplusplus
 }

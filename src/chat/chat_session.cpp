@@ -125,23 +125,64 @@ void ChatSession::RefreshMemory() {
   report_.state_bytes = session_->kv_bytes() + session_->state_bytes();
 }
 
-// Feeds `tokens` asking for checkpoints at the pending positions plus `boundaries`; fills the
-// report.
-Status ChatSession::FeedPlanned(std::span<const int32_t> tokens,
-                                std::span<const int64_t> boundaries) {
+// The generation of a turn: what the per-token steps share.
+struct ChatTurn::Generation {
+  int64_t requested = 0;  // max_tokens as asked (-1 = until the context is full)
+  bool chat = false;      // the transcript ends with a chat prompt the bookkeeping knows
+  std::optional<ReplyStream> stream;
+  std::optional<Sampler> sampler;
+  Status sampler_error;
+  // Tokens fed without sampling: the close of the reasoning when the thinking budget runs out.
+  std::vector<int32_t> forced;
+  size_t next_forced = 0;
+  bool last_forced = false;  // the token being handled is markup the engine fed, not output
+  int64_t reasoning_tokens = 0;
+  int64_t forced_tokens = 0;  // the only token the constraint's mask allowed: not sampled
+  bool budget_hit = false;
+  // The constraint's matcher: it sees every content token, none of the reasoning. A grammar with
+  // special tokens (tool calls) also takes a <tool_call> that ends the reasoning. tool_choice
+  // auto: the matcher starts at the <tool_call> the model samples.
+  std::optional<Matcher> matcher;
+  bool matching = false;
+  bool takes_tool_call = false;
+  int32_t tool_call_id = -1;
+  std::vector<uint32_t> mask;
+  std::chrono::steady_clock::time_point t0, t_first;
+  bool first = true;
+  GenerateOptions go;
+  std::vector<int32_t> out;
+  GenerateReport report;
+  GenerateJob job;
+};
+
+ChatTurn::ChatTurn() = default;
+ChatTurn::~ChatTurn() = default;
+
+// Starts feeding turn.plan_ with checkpoints at the pending positions plus the plan's.
+Status ChatSession::StartFeed(ChatTurn& turn) {
   QWENRT_RETURN_IF_ERROR(TakeCancel("before the feed started"));
-  std::vector<int64_t> positions(pending_checkpoints_.begin(), pending_checkpoints_.end());
-  positions.insert(positions.end(), boundaries.begin(), boundaries.end());
+  std::vector<int64_t>& positions = turn.positions_;
+  positions.assign(pending_checkpoints_.begin(), pending_checkpoints_.end());
+  positions.insert(positions.end(), turn.plan_.checkpoints.begin(), turn.plan_.checkpoints.end());
   std::sort(positions.begin(), positions.end());
   positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
   FeedOptions options;
   options.checkpoint_positions = positions;
   options.cancel = &cancel_;
-  const auto t0 = std::chrono::steady_clock::now();
-  FeedReport fr;
-  Status st = session_->Feed(tokens, options, &fr);
+  turn.chat_ = this;
+  turn.feed_t0_ = std::chrono::steady_clock::now();
+  QWENRT_RETURN_IF_ERROR(
+      session_->BeginFeed(turn.plan_.tokens, options, &turn.feed_report_, &turn.feed_));
+  turn.phase_ = ChatTurn::Phase::kFeed;
+  return OkStatus();
+}
+
+// Ends the feed: the report, the chat bookkeeping.
+Status ChatSession::FinishFeed(ChatTurn& turn) {
+  turn.phase_ = ChatTurn::Phase::kDone;
+  Status st = session_->EndFeed(turn.feed_);
   if (st.code() == StatusCode::kCancelled) cancel_.store(false);  // the request was honoured
-  const double ms = MsSince(t0);
+  const double ms = MsSince(turn.feed_t0_);
   // These errors are refused before the state is touched (Session::Feed): everything stays.
   const StatusCode code = st.code();
   if (code == StatusCode::kInvalidArgument || code == StatusCode::kContextFull ||
@@ -158,6 +199,7 @@ Status ChatSession::FeedPlanned(std::span<const int32_t> tokens,
   std::erase_if(pending_checkpoints_,
                 [&](int64_t p) { return std::binary_search(held.begin(), held.end(), p); });
 
+  const FeedReport& fr = turn.feed_report_;
   report_ = TurnReport();
   report_.feed = fr;
   report_.prefill_ms = ms;
@@ -165,11 +207,25 @@ Status ChatSession::FeedPlanned(std::span<const int32_t> tokens,
   RefreshMemory();
   report_line_ = FormatFeedLine(fr);
   if (params_.log) params_.log(report_line_);
+
+  state_.ClearReply();
+  if (turn.assistants_fed_ >= 0) {  // a chat prompt (FeedTokens leaves the history cleared)
+    state_.assistants_fed = turn.assistants_fed_;
+    state_.tools = turn.tools_;
+  }
   return OkStatus();
 }
 
 StatusOr<TurnPlan> ChatSession::PlanChat(const ChatRequest& request) const {
   return PlanTurn(*model_, request, params_.history, state_, session_->transcript());
+}
+
+void ChatSession::RunAlone(ChatTurn& turn) {
+  SessionPiece piece;
+  while (NextPiece(turn, INT64_MAX, &piece)) {
+    session_->RunPiece(piece);
+    PieceDone(turn, piece);
+  }
 }
 
 Status ChatSession::FeedChat(const ChatRequest& request) {
@@ -178,20 +234,23 @@ Status ChatSession::FeedChat(const ChatRequest& request) {
 }
 
 Status ChatSession::FeedChatLocked(const ChatRequest& request) {
-  QWENRT_ASSIGN_OR_RETURN(TurnPlan plan, PlanChat(request));
-  QWENRT_RETURN_IF_ERROR(FeedPlanned(plan.tokens, plan.checkpoints));
-  state_.ClearReply();
-  state_.assistants_fed = CountAssistants(request.messages);
-  state_.tools = request.tools;
-  return OkStatus();
+  ChatTurn turn;
+  QWENRT_ASSIGN_OR_RETURN(turn.plan_, PlanChat(request));
+  turn.assistants_fed_ = CountAssistants(request.messages);
+  turn.tools_ = request.tools;
+  QWENRT_RETURN_IF_ERROR(StartFeed(turn));
+  RunAlone(turn);
+  return EndChat(turn);
 }
 
 Status ChatSession::FeedTokens(std::span<const int32_t> tokens) {
   QWENRT_CHAT_BUSY("FeedTokens");
   if (tokens.empty()) return InvalidArgument("the token sequence is empty");
-  QWENRT_RETURN_IF_ERROR(FeedPlanned(tokens, {}));
-  state_.ClearReply();
-  return OkStatus();
+  ChatTurn turn;
+  turn.plan_.tokens.assign(tokens.begin(), tokens.end());
+  QWENRT_RETURN_IF_ERROR(StartFeed(turn));
+  RunAlone(turn);
+  return EndChat(turn);
 }
 
 Status ChatSession::Generate(const GenerateRequest& request) {
@@ -199,14 +258,51 @@ Status ChatSession::Generate(const GenerateRequest& request) {
   return GenerateLocked(request);
 }
 
+Status ChatSession::GenerateLocked(const GenerateRequest& request) {
+  ChatTurn turn;
+  turn.chat_ = this;
+  turn.gen_ = request;
+  QWENRT_RETURN_IF_ERROR(StartGenerate(turn));
+  RunAlone(turn);
+  return EndChat(turn);
+}
+
 Status ChatSession::Chat(const ChatRequest& request, const GenerateRequest& gen) {
-  QWENRT_CHAT_BUSY("Chat");
-  // Fail before feeding when the generation could not start anyway.
+  ChatTurn turn;
+  QWENRT_RETURN_IF_ERROR(BeginChat(request, gen, &turn));
+  // An exception on the way (bad_alloc in a callback or the stream; the C ABI's guard turns it
+  // into OUT_OF_MEMORY) must not leave the session busy: the state is consistent after any piece.
+  struct Release {
+    ChatSession& chat;
+    ChatTurn& turn;
+    ~Release() { chat.ReleaseBusy(turn); }
+  } release{*this, turn};
+  RunAlone(turn);
+  return EndChat(turn);
+}
+
+void ChatSession::ReleaseBusy(ChatTurn& turn) {
+  if (turn.owns_busy_) {
+    turn.owns_busy_ = false;
+    busy_.store(false);
+  }
+}
+
+Status ChatSession::BeginChat(const ChatRequest& request, const GenerateRequest& gen,
+                              ChatTurn* turn) {
+  if (turn->running()) return InvalidArgument("BeginChat: the turn is already running");
+  if (busy_.load()) return BeginTurn(gen, turn);  // refused there, before planning
+  // Fail before planning when the generation could not start anyway.
   QWENRT_RETURN_IF_ERROR(Sampler::Create(gen.sampling, model_->tokenizer().n_vocab()).status());
   QWENRT_RETURN_IF_ERROR(CheckLengths(gen));
   QWENRT_ASSIGN_OR_RETURN(std::shared_ptr<const Grammar> grammar, ReplyGrammar(gen, request.tools));
-  QWENRT_RETURN_IF_ERROR(FeedChatLocked(request));
-  return GenerateLocked(gen, &grammar);
+  StatusOr<TurnPlan> plan = PlanChat(request);
+  if (!plan.ok()) return plan.status();
+  turn->plan_ = std::move(plan).value();
+  turn->assistants_fed_ = CountAssistants(request.messages);
+  turn->tools_ = request.tools;
+  turn->grammar_ = std::move(grammar);
+  return BeginTurn(gen, turn);
 }
 
 StatusOr<std::shared_ptr<const Grammar>> ChatSession::ReplyGrammar(
@@ -221,8 +317,92 @@ StatusOr<std::shared_ptr<const Grammar>> ChatSession::ReplyGrammar(
   return ToolCallGrammar(tools, request.tool_choice, ids.tool_call, ids.tool_call_end);
 }
 
-Status ChatSession::GenerateLocked(const GenerateRequest& request,
-                                   const std::shared_ptr<const Grammar>* tool_grammar) {
+Status ChatSession::BeginTokens(std::span<const int32_t> tokens, const GenerateRequest& gen,
+                                ChatTurn* turn) {
+  if (turn->running()) return InvalidArgument("BeginTokens: the turn is already running");
+  if (tokens.empty()) return InvalidArgument("the token sequence is empty");
+  turn->plan_ = TurnPlan();
+  turn->plan_.tokens.assign(tokens.begin(), tokens.end());
+  turn->assistants_fed_ = -1;
+  turn->tools_ = nullptr;
+  turn->grammar_.reset();
+  return BeginTurn(gen, turn);
+}
+
+Status ChatSession::BeginTurn(const GenerateRequest& gen, ChatTurn* turn) {
+  if (busy_.exchange(true)) {
+    return InvalidArgument(
+        "Chat: the session is busy (a call on it is running: from another thread, or this is a "
+        "call from inside its own callback)");
+  }
+  turn->owns_busy_ = true;
+  turn->chat_ = this;
+  const auto fail = [&](Status st) {
+    turn->owns_busy_ = false;
+    turn->phase_ = ChatTurn::Phase::kIdle;
+    busy_.store(false);
+    return st;
+  };
+  try {  // an exception (bad_alloc) gives the flag back too: nothing has run yet
+    // Fail before feeding when the generation could not start anyway.
+    Status st = Sampler::Create(gen.sampling, model_->tokenizer().n_vocab()).status();
+    if (st.ok()) st = CheckLengths(gen);
+    if (!st.ok()) return fail(st);
+    turn->then_generate_ = true;
+    turn->gen_ = gen;
+    st = StartFeed(*turn);
+    if (!st.ok()) return fail(st);
+  } catch (...) {
+    (void)fail(OkStatus());
+    throw;
+  }
+  return OkStatus();
+}
+
+bool ChatSession::NextPiece(ChatTurn& turn, int64_t max_tokens, SessionPiece* piece) {
+  for (;;) {
+    switch (turn.phase_) {
+      case ChatTurn::Phase::kFeed: {
+        if (session_->NextFeedPiece(turn.feed_, max_tokens, piece)) return true;
+        turn.status_ = FinishFeed(turn);
+        if (!turn.status_.ok() || !turn.then_generate_) return false;
+        turn.status_ = StartGenerate(turn);
+        if (!turn.status_.ok()) return false;
+        break;  // kGenerate, or kDone when there is nothing to generate
+      }
+      case ChatTurn::Phase::kGenerate:
+        return session_->NextGeneratePiece(turn.g_->job, piece);
+      default:
+        return false;
+    }
+  }
+}
+
+void ChatSession::PieceDone(ChatTurn& turn, const SessionPiece& piece) {
+  if (turn.phase_ == ChatTurn::Phase::kFeed) {
+    session_->FeedPieceDone(turn.feed_, piece);
+  } else if (turn.phase_ == ChatTurn::Phase::kGenerate) {
+    session_->GeneratePieceDone(turn.g_->job, piece);
+  }
+}
+
+Status ChatSession::EndChat(ChatTurn& turn) {
+  if (turn.phase_ == ChatTurn::Phase::kFeed) {  // ended early (an engine shutting down)
+    turn.status_ = FinishFeed(turn);
+  } else if (turn.phase_ == ChatTurn::Phase::kGenerate) {
+    turn.status_ = FinishGenerate(turn);
+  }
+  turn.phase_ = ChatTurn::Phase::kIdle;
+  turn.g_.reset();
+  ReleaseBusy(turn);
+  return turn.status_;
+}
+
+// Sets up the reply of turn.gen_ after what was fed: stream, sampler, constraint, and the
+// per-token callbacks Session::Generate calls.
+Status ChatSession::StartGenerate(ChatTurn& turn) {
+  turn.phase_ = ChatTurn::Phase::kDone;
+  const GenerateRequest& request = turn.gen_;
   Session& session = *session_;
   if (session.size() == 0)
     return InvalidArgument("the session holds no tokens: feed a prompt first");
@@ -233,8 +413,8 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request,
   const Tokenizer& tok = model_->tokenizer();
   const bool chat = state_.assistants_fed >= 0;
   std::shared_ptr<const Grammar> grammar;
-  if (tool_grammar != nullptr) {
-    grammar = *tool_grammar;
+  if (turn.grammar_.has_value()) {
+    grammar = *turn.grammar_;
   } else {
     QWENRT_ASSIGN_OR_RETURN(grammar,
                             ReplyGrammar(request, chat ? state_.tools : nlohmann::ordered_json()));
@@ -253,144 +433,147 @@ Status ChatSession::GenerateLocked(const GenerateRequest& request,
     return OkStatus();
   }
 
-  ReplyStream stream(tok, ReplyStream::EndsInsideThink(tok, session.transcript()),
-                     request.stop_strings, chat ? state_.tools : nlohmann::ordered_json(),
-                     [&](PieceKind kind, std::string_view text) {
-                       return request.on_piece == nullptr || request.on_piece(kind, text);
-                     });
+  auto g = std::make_unique<ChatTurn::Generation>();
+  ChatTurn::Generation* gp = g.get();
+  g->requested = requested;
+  g->chat = chat;
+  g->stream.emplace(tok, ReplyStream::EndsInsideThink(tok, session.transcript()),
+                    request.stop_strings, g->chat ? state_.tools : nlohmann::ordered_json(),
+                    [&request](PieceKind kind, std::string_view text) {
+                      return request.on_piece == nullptr || request.on_piece(kind, text);
+                    });
   QWENRT_ASSIGN_OR_RETURN(Sampler sampler,
                           MakeReplySampler(request.sampling, tok, session.transcript()));
-  const int32_t tool_call_id = tok.special_ids().tool_call;
-  if (request.tool_choice.mode == ToolChoiceMode::kNone && tool_call_id >= 0) {
+  g->tool_call_id = tok.special_ids().tool_call;
+  if (request.tool_choice.mode == ToolChoiceMode::kNone && g->tool_call_id >= 0) {
     std::vector<int32_t> banned(tok.unused_ids().begin(), tok.unused_ids().end());
-    banned.push_back(tool_call_id);
+    banned.push_back(g->tool_call_id);
     QWENRT_RETURN_IF_ERROR(sampler.SetBanned(banned));
   }
-  Status sampler_error;
-  // Tokens fed without sampling: the close of the reasoning when the thinking budget runs out.
-  std::vector<int32_t> forced;
-  size_t next_forced = 0;
-  bool last_forced = false;  // the token being handled is markup the engine fed, not output
-  int64_t reasoning_tokens = 0;
-  int64_t forced_tokens = 0;
-  bool budget_hit = false;
-  const int64_t budget = request.max_reasoning_tokens;
-  // The constraint's matcher: it sees every content token, none of the reasoning. A grammar with
-  // special tokens (tool calls) also takes a <tool_call> that ends the reasoning. tool_choice
-  // auto: the matcher starts at the <tool_call> the model samples.
-  std::optional<Matcher> matcher;
-  std::vector<uint32_t> mask;
+  g->sampler.emplace(std::move(sampler));
   if (grammar != nullptr) {
     QWENRT_ASSIGN_OR_RETURN(std::shared_ptr<const TokenTrie> trie, model_->token_trie());
-    matcher.emplace(grammar, std::move(trie));
+    g->matcher.emplace(grammar, std::move(trie));
   }
-  bool matching = matcher.has_value() && request.tool_choice.mode != ToolChoiceMode::kAuto;
-  const bool takes_tool_call = grammar != nullptr && !grammar->special_tokens().empty();
-  const auto constrained = [&] { return matching && !stream.in_reasoning(); };
+  g->matching = g->matcher.has_value() && request.tool_choice.mode != ToolChoiceMode::kAuto;
+  g->takes_tool_call = grammar != nullptr && !grammar->special_tokens().empty();
+  const int64_t budget = request.max_reasoning_tokens;
+  const auto constrained = [gp] { return gp->matching && !gp->stream->in_reasoning(); };
 
-  const auto t0 = std::chrono::steady_clock::now();
-  auto t_first = t0;
-  bool first = true;
-  GenerateOptions go;
+  g->t0 = std::chrono::steady_clock::now();
+  g->t_first = g->t0;
+  GenerateOptions& go = g->go;
   go.max_tokens = limit;
-  go.sampler = [&](const float* logits, int64_t n) -> int32_t {
-    if (next_forced == forced.size() && budget > 0 && !budget_hit && stream.in_reasoning() &&
-        reasoning_tokens >= budget) {
-      budget_hit = true;
-      tok.Encode("\n</think>\n\n", SpecialTokens::kAll, &forced);  // as the template closes it
+  go.sampler = [gp, &tok, budget, constrained](const float* logits, int64_t n) -> int32_t {
+    ChatTurn::Generation& s = *gp;
+    if (s.next_forced == s.forced.size() && budget > 0 && !s.budget_hit &&
+        s.stream->in_reasoning() && s.reasoning_tokens >= budget) {
+      s.budget_hit = true;
+      tok.Encode("\n</think>\n\n", SpecialTokens::kAll, &s.forced);  // as the template closes it
     }
     int32_t id;
-    last_forced = next_forced < forced.size();
-    if (last_forced) {
-      id = forced[next_forced++];
+    s.last_forced = s.next_forced < s.forced.size();
+    if (s.last_forced) {
+      id = s.forced[s.next_forced++];
     } else {
       const uint32_t* allowed = nullptr;
       if (constrained()) {
-        matcher->FillMask(&mask);
-        mask.resize(static_cast<size_t>((n + 31) / 32), 0u);
-        if (matcher->CanEnd()) {
-          for (int32_t e : tok.eog_ids()) mask[static_cast<size_t>(e) >> 5] |= 1u << (e & 31);
+        s.matcher->FillMask(&s.mask);
+        s.mask.resize(static_cast<size_t>((n + 31) / 32), 0u);
+        if (s.matcher->CanEnd()) {
+          for (int32_t e : tok.eog_ids()) s.mask[static_cast<size_t>(e) >> 5] |= 1u << (e & 31);
         }
-        if (std::all_of(mask.begin(), mask.end(), [](uint32_t w) { return w == 0; })) {
-          sampler_error =
+        if (std::all_of(s.mask.begin(), s.mask.end(), [](uint32_t w) { return w == 0; })) {
+          s.sampler_error =
               InternalError("constraint: no token can continue the output{}",
-                            matcher->failed() ? " (the matcher exceeded its memory limits)" : "");
+                            s.matcher->failed() ? " (the matcher exceeded its memory limits)" : "");
           return -1;
         }
-        allowed = mask.data();
+        allowed = s.mask.data();
       }
-      const int32_t only = allowed != nullptr ? OnlyToken(mask) : -1;
+      const int32_t only = allowed != nullptr ? OnlyToken(s.mask) : -1;
       if (only >= 0) {
         id = only;  // forced by the constraint: every sampler would draw it (greedy: the argmax)
-        ++forced_tokens;
+        ++s.forced_tokens;
       } else {
         StatusOr<int32_t> sampled =
-            sampler.Sample(std::span<const float>(logits, static_cast<size_t>(n)), allowed);
+            s.sampler->Sample(std::span<const float>(logits, static_cast<size_t>(n)), allowed);
         if (!sampled.ok()) {
-          sampler_error = sampled.status();
+          s.sampler_error = sampled.status();
           return -1;  // stops Session::Generate; reported below
         }
         id = *sampled;
       }
     }
-    sampler.Accept(id);
+    s.sampler->Accept(id);
     return id;
   };
   go.stop_tokens = tok.eog_ids();
   go.cancel = &cancel_;
-  go.on_token = [&](int32_t token) {
-    if (first) {
-      first = false;
-      t_first = std::chrono::steady_clock::now();
+  go.on_token = [gp, &tok, constrained](int32_t token) {
+    ChatTurn::Generation& s = *gp;
+    if (s.first) {
+      s.first = false;
+      s.t_first = std::chrono::steady_clock::now();
     }
     if (tok.IsEog(token)) return false;
-    const bool opens_call = takes_tool_call && token == tool_call_id;
-    if (opens_call && !last_forced) matching = true;  // auto: the call is constrained from here
-    if (!last_forced && (constrained() || (matching && opens_call)) &&
-        !matcher->Accept(token)) {  // the mask allowed it
-      sampler_error = InternalError("constraint: token {} is not allowed here", token);
+    const bool opens_call = s.takes_tool_call && token == s.tool_call_id;
+    if (opens_call && !s.last_forced) s.matching = true;  // auto: the call is constrained from here
+    if (!s.last_forced && (constrained() || (s.matching && opens_call)) &&
+        !s.matcher->Accept(token)) {  // the mask allowed it
+      s.sampler_error = InternalError("constraint: token {} is not allowed here", token);
       return false;
     }
-    const bool reasoning = stream.in_reasoning() || token == tok.special_ids().think;
-    const bool go_on = stream.Push(token);
-    if (reasoning) ++reasoning_tokens;  // the closing </think> counts, the opening <think> too
+    const bool reasoning = s.stream->in_reasoning() || token == tok.special_ids().think;
+    const bool go_on = s.stream->Push(token);
+    if (reasoning) ++s.reasoning_tokens;  // the closing </think> counts, the opening <think> too
     return go_on;
   };
-  std::vector<int32_t> out;
-  GenerateReport gr;
-  Status st = session.Generate(go, &out, &gr);
-  if (st.code() == StatusCode::kCancelled) cancel_.store(false);
-  if (!sampler_error.ok()) st = sampler_error;
-  if (st.code() == StatusCode::kContextFull) st = OkStatus();  // a full context ends the reply
-  if (st.ok() || st.code() == StatusCode::kCancelled) stream.Finish();
+  QWENRT_RETURN_IF_ERROR(session.BeginGenerate(go, &g->out, &g->report, &g->job));
+  turn.g_ = std::move(g);
+  turn.phase_ = ChatTurn::Phase::kGenerate;
+  return OkStatus();
+}
 
-  if (chat) {  // the transcript now holds this reply exactly
+// Ends the reply: the stop reason, the chat state, the report.
+Status ChatSession::FinishGenerate(ChatTurn& turn) {
+  turn.phase_ = ChatTurn::Phase::kDone;
+  ChatTurn::Generation& g = *turn.g_;
+  Session& session = *session_;
+  const GenerateReport& gr = g.report;
+  Status st = session.EndGenerate(g.job);
+  if (st.code() == StatusCode::kCancelled) cancel_.store(false);
+  if (!g.sampler_error.ok()) st = g.sampler_error;
+  if (st.code() == StatusCode::kContextFull) st = OkStatus();  // a full context ends the reply
+  if (st.ok() || st.code() == StatusCode::kCancelled) g.stream->Finish();
+
+  if (g.chat) {  // the transcript now holds this reply exactly
     state_.transcript_assistants = state_.assistants_fed + 1;
     state_.transcript_reply_end = session.size();
   }
-  state_.reply_content = stream.content();
-  state_.reply_reasoning = stream.reasoning();
-  state_.reply_tool_calls = stream.tool_calls_json();
+  state_.reply_content = g.stream->content();
+  state_.reply_reasoning = g.stream->reasoning();
+  state_.reply_tool_calls = g.stream->tool_calls_json();
   TurnReport& r = report_;
   r.generated_tokens =
       gr.n_sampled - (gr.hit_stop ? 1 : 0);  // the end token is not part of the reply
-  r.reasoning_tokens = reasoning_tokens;
-  r.reasoning_budget_hit = budget_hit;
-  r.forced_tokens = forced_tokens;
+  r.reasoning_tokens = g.reasoning_tokens;
+  r.reasoning_budget_hit = g.budget_hit;
+  r.forced_tokens = g.forced_tokens;
   if (gr.hit_stop) {
     r.stop_reason = StopReason::kEndOfGeneration;
-  } else if (stream.stopped_by_string()) {
+  } else if (g.stream->stopped_by_string()) {
     r.stop_reason = StopReason::kStopString;
-  } else if (stream.stopped_by_sink()) {
+  } else if (g.stream->stopped_by_sink()) {
     r.stop_reason = StopReason::kCallback;
-  } else if (requested >= 0 && gr.n_sampled >= requested) {
+  } else if (g.requested >= 0 && gr.n_sampled >= g.requested) {
     r.stop_reason = StopReason::kMaxTokens;
   } else {
     r.stop_reason = StopReason::kContextFull;
   }
-  const double total_ms = MsSince(t0);
+  const double total_ms = MsSince(g.t0);
   const double first_ms =
-      first ? total_ms : std::chrono::duration<double, std::milli>(t_first - t0).count();
+      g.first ? total_ms : std::chrono::duration<double, std::milli>(g.t_first - g.t0).count();
   r.ttft_ms = r.prefill_ms + first_ms;
   r.decode_ms = total_ms - first_ms;
   r.decode_tokens_per_s =

@@ -21,9 +21,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -100,6 +102,50 @@ struct TurnReport {
   int64_t forced_tokens = 0;
 };
 
+class ChatSession;
+class Matcher;
+
+// One turn of a ChatSession in progress: the step machine behind Chat, FeedChat, FeedTokens and
+// Generate (plan -> prefill pieces -> per token: sample, evaluate, stream, stop). ChatSession runs
+// it alone, one piece at a time; the Engine (engine.h) runs the pieces of many turns in one
+// forward batch. Made by ChatSession::BeginChat; not movable (the generation's callbacks point
+// into it).
+class ChatTurn {
+ public:
+  ChatTurn();
+  ~ChatTurn();
+  ChatTurn(const ChatTurn&) = delete;
+  ChatTurn& operator=(const ChatTurn&) = delete;
+
+  bool running() const { return phase_ != Phase::kIdle; }
+  ChatSession* session() const { return chat_; }
+
+ private:
+  friend class ChatSession;
+  enum class Phase { kIdle, kFeed, kGenerate, kDone };
+  struct Generation;  // the reply's stream, sampler, constraint and counters (chat_session.cpp)
+
+  Phase phase_ = Phase::kIdle;
+  ChatSession* chat_ = nullptr;
+  bool owns_busy_ = false;      // BeginChat took the session's busy flag; EndChat gives it back
+  bool then_generate_ = false;  // a Chat turn: the reply follows the feed
+  Status status_;               // the first error; ends the turn
+  // Feed.
+  TurnPlan plan_;  // the tokens fed (FeedJob holds them by reference)
+  std::vector<int64_t> positions_;
+  FeedJob feed_;
+  FeedReport feed_report_;
+  std::chrono::steady_clock::time_point feed_t0_;
+  int assistants_fed_ = -1;  // what FeedChat records after the feed (-1: FeedTokens)
+  nlohmann::ordered_json tools_;
+  // Generate.
+  GenerateRequest gen_;
+  // The reply's grammar when BeginChat made it (before feeding, so a bad tool_choice fails first);
+  // otherwise StartGenerate makes it from the session's tools.
+  std::optional<std::shared_ptr<const Grammar>> grammar_;
+  std::unique_ptr<Generation> g_;
+};
+
 class ChatSession {
  public:
   // Errors: InvalidArgument (null model), those of Session::Create.
@@ -118,6 +164,22 @@ class ChatSession {
   Status Generate(const GenerateRequest& request);
   // FeedChat + Generate; the sampling parameters are checked before anything is fed.
   Status Chat(const ChatRequest& request, const GenerateRequest& gen);
+
+  // --- stepping (ChatTurn); Chat = BeginChat; while (NextPiece) { run the piece; PieceDone }
+  // EndChat BeginChat takes the busy flag (held until EndChat) and returns Chat's up-front errors
+  // (the turn is then not running); EndChat returns Chat's result. `max_tokens` caps a prefill
+  // piece.
+  Status BeginChat(const ChatRequest& request, const GenerateRequest& gen, ChatTurn* turn);
+  // The same turn on raw tokens (FeedTokens + Generate as one call).
+  Status BeginTokens(std::span<const int32_t> tokens, const GenerateRequest& gen, ChatTurn* turn);
+  bool NextPiece(ChatTurn& turn, int64_t max_tokens, SessionPiece* piece);
+  void PieceDone(ChatTurn& turn, const SessionPiece& piece);
+  Status EndChat(ChatTurn& turn);
+  // Gives back the busy flag BeginChat took, if the turn still holds it (EndChat does; also for a
+  // turn abandoned by an exception: the session is consistent after every piece).
+  void ReleaseBusy(ChatTurn& turn);
+  // The piece is a prefill (true) or the decode of one sampled token.
+  static bool InFeed(const ChatTurn& turn) { return turn.phase_ == ChatTurn::Phase::kFeed; }
 
   // The plan FeedChat would feed now (for hosts and tests; changes nothing).
   StatusOr<TurnPlan> PlanChat(const ChatRequest& request) const;
@@ -152,10 +214,15 @@ class ChatSession {
   class BusyScope;
   Status TakeCancel(const char* when);
   Status FeedChatLocked(const ChatRequest& request);
-  Status FeedPlanned(std::span<const int32_t> tokens, std::span<const int64_t> boundaries);
-  // `tool_grammar`: ReplyGrammar's result when the caller has it already (Chat), else null.
-  Status GenerateLocked(const GenerateRequest& request,
-                        const std::shared_ptr<const Grammar>* tool_grammar = nullptr);
+  Status GenerateLocked(const GenerateRequest& request);
+  // The phases of a turn: the feed of turn.plan_.tokens, then (optionally) the generation.
+  Status StartFeed(ChatTurn& turn);
+  Status FinishFeed(ChatTurn& turn);
+  Status StartGenerate(ChatTurn& turn);
+  Status FinishGenerate(ChatTurn& turn);
+  void RunAlone(ChatTurn& turn);
+  // BeginChat / BeginTokens after the plan: takes the busy flag, checks `gen`, starts the feed.
+  Status BeginTurn(const GenerateRequest& gen, ChatTurn* turn);
   // The grammar of the reply: request.constraint, or the tool-call grammar of its tool_choice.
   StatusOr<std::shared_ptr<const Grammar>> ReplyGrammar(const GenerateRequest& request,
                                                         const nlohmann::ordered_json& tools) const;

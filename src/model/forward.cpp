@@ -1,4 +1,7 @@
-// The Qwen3.5 forward pass (docs/spec/qwen35-architecture.md §1, §7–§9, §11), one ubatch at a time. Read this file first: each
+// The Qwen3.5 forward pass (docs/spec/qwen35-architecture.md §1, §7–§9, §11), one ubatch at a time.
+// A ubatch holds the rows of one or more sequences (segments): row-wise ops run once over all rows,
+// the ops that read a sequence's position or state (conv, delta rule, rope, KV, attention) once per
+// segment. Read this file first: each
 // layer kind is a short list of named backend ops (backend.h; docs/engine.md, "Op names"), the same
 // names in the same order as the CUDA pass (forward_cuda.cpp); the ops live in src/ops/.
 //
@@ -20,38 +23,43 @@ struct Step {
   const ModelConfig& c;
   Backend& be;
   Activations& a;
-  int64_t T;       // tokens in this ubatch
-  int64_t n_past;  // position of the first one
+  int64_t T;                             // rows in this ubatch (all sequences)
+  std::span<const UbatchSegment> seqs;   // each sequence's rows, in row order
 };
 
 // Gated delta net (qwen35-architecture.md §7): xn -> mix, advancing this layer's conv window and delta-rule state.
-void GatedDeltaLayer(Step& s, const GatedDeltaWeights& w, float* conv_state /*[C, Kc-1]*/,
-                     float* ssm_state /*[Hv, Dv, Dk]*/) {
+// `slot` indexes the GDN layers of each sequence's recurrent state.
+void GatedDeltaLayer(Step& s, const GatedDeltaWeights& w, int64_t slot) {
   const ModelConfig& c = s.c;
   Activations& a = s.a;
-  const int64_t T = s.T, Hk = c.ssm_hk, Hv = c.ssm_hv, Dk = c.ssm_dk, Dv = c.ssm_dv;
+  const int64_t T = s.T, Hk = c.ssm_hk, Hv = c.ssm_hv, Dk = c.ssm_dk, Dv = c.ssm_dv, C = c.conv_channels();
   const WeightMatrix proj[] = {w.qkv, w.gate, w.beta, w.alpha};
   float* const proj_out[] = {a.qkv.data(),     // m: [T, C]
                              a.z.data(),       // z: [T, Hv*Dv]
                              a.beta.data(),    // b: [T, Hv]
                              a.alpha.data()};  // a: [T, Hv]
   s.be.MatMulMulti(proj, 4, a.xn.data(), proj_out, T);
-  s.be.CausalConvSilu(CausalConvShape{T, c.conv_channels(), c.conv_kernel}, a.qkv.data(), w.conv1d, conv_state,
-                      a.conv.data());  // y = SiLU(conv(m)), window advanced
+  for (const UbatchSegment& q : s.seqs) {  // y = SiLU(conv(m)), each sequence's window [C, Kc-1] advanced
+    s.be.CausalConvSilu(CausalConvShape{q.T, C, c.conv_kernel}, a.qkv.data() + q.row * C, w.conv1d,
+                        q.step->rec->conv(slot), a.conv.data() + q.row * C);
+  }
   // q, k [T, Hk, Dk] L2-normed (q scaled by 1/sqrt(Dk)), v [T, Hv, Dv]; g, beta from a, b.
-  const GatedDeltaShape gd{T, Hk, Hv, Dk, Dv};
-  s.be.GdnSplit(gd, a.conv.data(), c.eps, 1.0f / std::sqrt(static_cast<float>(Dk)), a.gq.data(), a.gk.data(),
-                a.gv.data(), a.alpha.data(), a.beta.data(), w.ssm_a, w.dt_bias);
-  // Value head h reads key head h % Hk (tiled order, qwen35-architecture.md §5.1).
-  s.be.GatedDelta(gd, a.gq.data(), a.gk.data(), a.gv.data(), a.alpha.data(), a.beta.data(), ssm_state,
-                  a.go.data());
+  s.be.GdnSplit(GatedDeltaShape{T, Hk, Hv, Dk, Dv}, a.conv.data(), c.eps, 1.0f / std::sqrt(static_cast<float>(Dk)),
+                a.gq.data(), a.gk.data(), a.gv.data(), a.alpha.data(), a.beta.data(), w.ssm_a, w.dt_bias);
+  // Value head h reads key head h % Hk (tiled order, qwen35-architecture.md §5.1). Each sequence
+  // advances its own state [Hv, Dv, Dk].
+  for (const UbatchSegment& q : s.seqs) {
+    const int64_t qk = q.row * Hk * Dk, vo = q.row * Hv * Dv, h = q.row * Hv;
+    s.be.GatedDelta(GatedDeltaShape{q.T, Hk, Hv, Dk, Dv}, a.gq.data() + qk, a.gk.data() + qk, a.gv.data() + vo,
+                    a.alpha.data() + h, a.beta.data() + h, q.step->rec->ssm(slot), a.go.data() + vo);
+  }
   s.be.GatedRmsNorm(a.go.data(), w.norm, a.z.data(), a.go.data(), T * Hv, Dv, c.eps);  // norm(o) * silu(z)
   s.be.MatMul(w.out, a.go.data(), a.mix.data(), T);
 }
 
-// Gated full attention (qwen35-architecture.md §8): xn -> mix; writes this ubatch's K/V rows into the cache.
-void FullAttentionLayer(Step& s, const AttentionWeights& w, const RopeParams& rope,
-                        float* k_cache /*[cap, Hkv, Dh]*/, float* v_cache /*[cap, Hkv, Dh]*/) {
+// Gated full attention (qwen35-architecture.md §8): xn -> mix; writes each sequence's K/V rows into
+// its cache (attention layer `slot`).
+void FullAttentionLayer(Step& s, const AttentionWeights& w, const RopeParams& rope, int64_t slot) {
   const ModelConfig& c = s.c;
   Activations& a = s.a;
   const int64_t T = s.T, H = c.n_head, Hkv = c.n_head_kv, Dh = c.head_dim;
@@ -62,14 +70,21 @@ void FullAttentionLayer(Step& s, const AttentionWeights& w, const RopeParams& ro
   s.be.MatMulMulti(proj, 3, a.xn.data(), proj_out, T);
   s.be.RmsNormRows(a.qg.data(), 2 * Dh, w.q_norm, a.q.data(), T * H, Dh, c.eps);  // query rows, read in place
   s.be.RmsNorm(a.k.data(), w.k_norm, a.k.data(), T * Hkv, Dh, c.eps);
-  s.be.Rope(a.q.data(), T, H, Dh, s.n_past, rope);
-  s.be.Rope(a.k.data(), T, Hkv, Dh, s.n_past, rope);
+  const int64_t row = Hkv * Dh;
+  for (const UbatchSegment& q : s.seqs) {  // each sequence's rows at its own positions
+    s.be.Rope(a.q.data() + q.row * H * Dh, q.T, H, Dh, q.n_past, rope);
+    s.be.Rope(a.k.data() + q.row * row, q.T, Hkv, Dh, q.n_past, rope);
+  }
 
   s.be.RoundAttentionInputs(a.q.data(), T * H * Dh, a.k.data(), a.v.data(), T * Hkv * Dh);
-  const int64_t row = Hkv * Dh;  // this ubatch's K/V rows into the cache at n_past
-  std::copy_n(a.k.data(), T * row, k_cache + s.n_past * row);
-  std::copy_n(a.v.data(), T * row, v_cache + s.n_past * row);
-  s.be.Attention(AttentionShape{T, s.n_past, H, Hkv, Dh}, a.q.data(), k_cache, v_cache, a.att.data());
+  for (const UbatchSegment& q : s.seqs) {  // K/V rows into the sequence's cache [cap, Hkv, Dh] at n_past
+    float* k_cache = q.step->kv->k(slot);
+    float* v_cache = q.step->kv->v(slot);
+    std::copy_n(a.k.data() + q.row * row, q.T * row, k_cache + q.n_past * row);
+    std::copy_n(a.v.data() + q.row * row, q.T * row, v_cache + q.n_past * row);
+    s.be.Attention(AttentionShape{q.T, q.n_past, H, Hkv, Dh}, a.q.data() + q.row * H * Dh, k_cache, v_cache,
+                   a.att.data() + q.row * H * Dh);
+  }
   s.be.MulSigmoid(a.att.data(), a.qg.data() + Dh, T * H, Dh, 2 * Dh);  // output gate, read in place from qg
   s.be.MatMul(w.o, a.att.data(), a.mix.data(), T);
 }
@@ -119,26 +134,29 @@ void Logits(Step& s, const Weights& w, int64_t first, int64_t rows, float* logit
   s.be.MatMul(w.output, s.a.xn.data(), logits, rows);
 }
 
-// One ubatch of T <= max_ubatch tokens at positions kv.size() ...; capacity already reserved.
-void RunUbatch(ForwardContext& ctx, Backend& be, Activations& act, KvCache& kv, RecurrentState& rec,
-               const int32_t* tokens, int64_t T, bool all_logits, float* logits) {
-  const Model& model = ctx.model();
-  const ModelConfig& c = model.config();
-  const Weights& w = model.weights();
-  Step s{c, be, act, T, kv.size()};
+// One ubatch of s.T <= max_ubatch rows (the segments' tokens, concatenated in row order); each
+// sequence's capacity already reserved. `logits_scratch`: [segments, V] for the last-token logits
+// of several sequences.
+void RunUbatch(ForwardContext& ctx, Step& s, float* logits_scratch) {
+  const ModelConfig& c = s.c;
+  const Weights& w = ctx.model().weights();
+  Backend& be = s.be;
+  Activations& act = s.a;
   const RopeParams rope{c.rope_dims, c.rope_base, c.rope_freq_scale, &c.rope_pair_uses_pos};
-  const int64_t E = c.n_embd;
+  const int64_t T = s.T, E = c.n_embd, V = c.n_vocab;
 
-  be.Embed(w.token_embd, tokens, T, act.x.data());
+  for (const UbatchSegment& q : s.seqs) {
+    be.Embed(w.token_embd, q.step->tokens.data() + q.first, q.T, act.x.data() + q.row * E);
+  }
   // Each residual add is fused with the norm that follows it (x += mix; xn = RMSNorm(x)).
   be.RmsNorm(act.x.data(), w.layers[0].attn_norm, act.xn.data(), T, E, c.eps);
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const LayerWeights& lw = w.layers[l];
     const int64_t slot = c.kind_index[l];
     if (c.recurrent[l]) {
-      GatedDeltaLayer(s, lw.gdn, rec.conv(slot), rec.ssm(slot));
+      GatedDeltaLayer(s, lw.gdn, slot);
     } else {
-      FullAttentionLayer(s, lw.attn, rope, kv.k(slot), kv.v(slot));
+      FullAttentionLayer(s, lw.attn, rope, slot);
     }
     be.AddRmsNorm(act.x.data(), act.mix.data(), lw.post_attention_norm, act.xn.data(), T, E, c.eps);
     if (c.moe) {
@@ -152,12 +170,64 @@ void RunUbatch(ForwardContext& ctx, Backend& be, Activations& act, KvCache& kv, 
       be.Add(act.x.data(), act.mix.data(), T * E);
     }
   }
-  kv.Commit(s.n_past + T);
-  if (all_logits) {
-    Logits(s, w, 0, T, logits);
-  } else if (logits != nullptr) {
-    Logits(s, w, T - 1, 1, logits);
+  for (const UbatchSegment& q : s.seqs) q.step->kv->Commit(q.n_past + q.T);
+
+  // Logits: all rows of the sequences that want them, straight into their buffers; the last rows of
+  // the others gathered into one LM-head matmul (the largest weight), then copied out.
+  int64_t n_last = 0;
+  const UbatchSegment* only = nullptr;
+  for (const UbatchSegment& q : s.seqs) {
+    SequenceStep& st = *q.step;
+    if (st.all_logits) {
+      Logits(s, w, q.row, q.T, st.logits + q.first * V);
+    } else if (q.first + q.T == static_cast<int64_t>(st.tokens.size())) {
+      ++n_last;
+      only = &q;
+    }
   }
+  if (n_last == 1) {
+    Logits(s, w, only->row + only->T - 1, 1, only->step->logits);
+  } else if (n_last > 1) {
+    int64_t j = 0;
+    for (const UbatchSegment& q : s.seqs) {
+      if (q.step->all_logits || q.first + q.T != static_cast<int64_t>(q.step->tokens.size())) continue;
+      be.RmsNorm(act.x.data() + (q.row + q.T - 1) * E, w.output_norm, act.xn.data() + j * E, 1, E, c.eps);
+      ++j;
+    }
+    be.MatMul(w.output, act.xn.data(), logits_scratch, n_last);  // [n_last, V]
+    j = 0;
+    for (const UbatchSegment& q : s.seqs) {
+      if (q.step->all_logits || q.first + q.T != static_cast<int64_t>(q.step->tokens.size())) continue;
+      std::copy_n(logits_scratch + j * V, V, q.step->logits);
+      ++j;
+    }
+  }
+}
+
+// Forward's checks for one step; nothing is changed unless it returns OK (then the cache holds room
+// for the step's tokens and the recurrent state is on the host).
+Status CheckStep(const ModelConfig& c, SequenceStep& st) {
+  const int64_t T = static_cast<int64_t>(st.tokens.size());
+  if (st.kv == nullptr || st.rec == nullptr) return InvalidArgument("Forward: null KV cache or recurrent state");
+  if (T == 0) return InvalidArgument("Forward: no tokens");
+  if (st.logits == nullptr) return InvalidArgument("Forward: logits buffer is null");
+  for (int64_t i = 0; i < T; ++i) {
+    if (st.tokens[i] < 0 || st.tokens[i] >= c.n_vocab) {
+      return InvalidArgument("token id {} at index {} is outside the vocabulary [0, {})", st.tokens[i], i,
+                             c.n_vocab);
+    }
+  }
+  const KvCache& kv = *st.kv;
+  const RecurrentState& rec = *st.rec;
+  if (kv.n_layers() != c.n_attn_layers() || kv.row_floats() != c.n_head_kv * c.head_dim) {
+    return InvalidArgument("Forward: the KV cache was not created for this model");
+  }
+  if (rec.n_layers() != c.n_gdn_layers() ||
+      rec.conv_floats() != c.conv_channels() * (c.conv_kernel - 1) ||
+      rec.ssm_floats() != c.ssm_hv * c.ssm_dv * c.ssm_dk) {
+    return InvalidArgument("Forward: the recurrent state was not created for this model");
+  }
+  return st.kv->Reserve(kv.size() + T);
 }
 
 }  // namespace
@@ -166,8 +236,17 @@ StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& mo
                                                                  ThreadPool* pool,
                                                                  const Options& options) {
   if (options.max_ubatch < 1) return InvalidArgument("max_ubatch must be >= 1, got {}", options.max_ubatch);
+  if (options.max_sequences < 1) {
+    return InvalidArgument("max_sequences must be >= 1, got {}", options.max_sequences);
+  }
   std::unique_ptr<ForwardContext> ctx(new ForwardContext(model, kind));
   ctx->max_ubatch_ = options.max_ubatch;
+  ctx->max_sequences_ = options.max_sequences;
+  try {
+    ctx->segments_.resize(static_cast<size_t>(options.max_sequences));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("out of memory allocating forward bookkeeping for {} sequences", options.max_sequences);
+  }
   if (kind == BackendKind::kCuda) {  // device-resident: no host backend or scratch
     CudaForward::Options cuda;
     cuda.max_ubatch = options.max_ubatch;
@@ -177,7 +256,7 @@ StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& mo
   }
   QWENRT_ASSIGN_OR_RETURN(ctx->backend_, MakeBackend(kind, pool, options.backend));
   const ModelConfig& c = model.config();
-  const size_t Tm = static_cast<size_t>(options.max_ubatch);
+  const size_t Tm = static_cast<size_t>(options.max_ubatch), Sm = static_cast<size_t>(options.max_sequences);
   const size_t E = c.n_embd, C = c.conv_channels(), Cq = c.ssm_hk * c.ssm_dk, Cv = c.ssm_hv * c.ssm_dv,
                Hv = c.ssm_hv, HD = c.n_head * c.head_dim, KvD = c.n_head_kv * c.head_dim,
                X = c.n_expert, K = c.n_expert_used;
@@ -219,6 +298,8 @@ StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& mo
       a.yslot.resize(Tm * K * E);
       a.shgate.resize(Tm);
     }
+    // Several sequences' last-token logits (a single one is written straight to its buffer).
+    if (options.max_sequences > 1) a.logits.resize(std::min(Tm, Sm) * static_cast<size_t>(c.n_vocab));
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory allocating forward scratch for ubatches of {} tokens", Tm);
   }
@@ -231,7 +312,7 @@ size_t ForwardContext::bytes() const {
   for (const std::vector<float>* v :
        {&a.x, &a.xn, &a.mix, &a.qkv, &a.conv, &a.z, &a.alpha, &a.beta, &a.gq, &a.gk, &a.gv, &a.go, &a.qg,
         &a.q, &a.k, &a.v, &a.att, &a.ff_gate, &a.ff_up, &a.router, &a.weights, &a.xe, &a.ye,
-        &a.yslot, &a.shgate}) {
+        &a.yslot, &a.shgate, &a.logits}) {
     n += v->capacity() * sizeof(float);
   }
   return n + (a.ids.capacity() + a.slots.capacity() + a.expert_begin.capacity()) * sizeof(int32_t);
@@ -239,34 +320,82 @@ size_t ForwardContext::bytes() const {
 
 Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec, std::span<const int32_t> tokens,
                bool all_logits, float* logits) {
+  SequenceStep step{&kv, &rec, tokens, all_logits, logits, OkStatus()};
+  return ForwardBatch(ctx, std::span<SequenceStep>(&step, 1));
+}
+
+Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps) {
   const ModelConfig& c = ctx.model().config();
-  const int64_t T = static_cast<int64_t>(tokens.size());
-  if (T == 0) return InvalidArgument("Forward: no tokens");
-  if (logits == nullptr) return InvalidArgument("Forward: logits buffer is null");
-  for (int64_t i = 0; i < T; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= c.n_vocab) {
-      return InvalidArgument("token id {} at index {} is outside the vocabulary [0, {})", tokens[i], i,
-                             c.n_vocab);
+  const auto fail_all = [&](const Status& st) {
+    for (SequenceStep& step : steps) step.status = st;
+    return st;
+  };
+  if (static_cast<int64_t>(steps.size()) > ctx.max_sequences_) {
+    return fail_all(InvalidArgument("ForwardBatch: {} sequences, the context was made for at most {}",
+                                    steps.size(), ctx.max_sequences_));
+  }
+  if (ctx.cuda_ != nullptr && steps.size() > 1) {
+    return fail_all(Unsupported("ForwardBatch: the CUDA pass runs one sequence per call, got {}", steps.size()));
+  }
+  int64_t n_kv = 0;  // the longest cache attention will read
+  for (size_t i = 0; i < steps.size(); ++i) {
+    SequenceStep& st = steps[i];
+    st.status = OkStatus();
+    for (size_t j = 0; j < i && st.status.ok(); ++j) {
+      if (st.kv == steps[j].kv || st.rec == steps[j].rec) {
+        st.status = InvalidArgument("ForwardBatch: steps {} and {} share a KV cache or a recurrent state", j, i);
+      }
+    }
+    if (st.status.ok()) st.status = CheckStep(c, st);
+    if (st.status.ok() && ctx.cuda_ != nullptr) {
+      st.status = ctx.cuda_->Run(*st.kv, *st.rec, st.tokens, st.all_logits, st.logits);
+      return st.status;
+    }
+    if (st.status.ok()) st.status = st.rec->Fetch();  // a state a CUDA context still holds is brought back first
+    if (st.status.ok()) n_kv = std::max(n_kv, st.kv->capacity());
+  }
+  if (n_kv > 0) {
+    const Status reserved = ctx.backend_->Reserve(n_kv);  // grows with the caches only
+    if (!reserved.ok()) {
+      for (SequenceStep& st : steps) {
+        if (st.status.ok()) st.status = reserved;
+      }
     }
   }
-  if (kv.n_layers() != c.n_attn_layers() || kv.row_floats() != c.n_head_kv * c.head_dim) {
-    return InvalidArgument("Forward: the KV cache was not created for this model");
+  // Nothing below can fail: the states are only touched from here on. Ubatches of up to Tm rows are
+  // filled with the steps' tokens in order; a step may continue in the next ubatch.
+  const int64_t Tm = ctx.max_ubatch_;
+  size_t i = 0;
+  int64_t done = 0;  // tokens of steps[i] already run
+  const auto skip_failed = [&] {
+    while (i < steps.size() && !steps[i].status.ok()) ++i;
+  };
+  skip_failed();
+  while (i < steps.size()) {
+    int64_t rows = 0, n = 0;
+    for (size_t k = i; k < steps.size() && rows < Tm; ++k) {
+      SequenceStep& st = steps[k];
+      if (!st.status.ok()) continue;
+      const int64_t first = k == i ? done : 0;
+      const int64_t take = std::min(Tm - rows, static_cast<int64_t>(st.tokens.size()) - first);
+      ctx.segments_[n++] = UbatchSegment{rows, take, st.kv->size(), first, &st};
+      rows += take;
+    }
+    Step s{c, *ctx.backend_, ctx.act_, rows, std::span<const UbatchSegment>(ctx.segments_.data(), n)};
+    RunUbatch(ctx, s, ctx.act_.logits.data());
+    // Advance past the steps this ubatch finished.
+    const UbatchSegment& last = ctx.segments_[n - 1];
+    if (last.first + last.T == static_cast<int64_t>(last.step->tokens.size())) {
+      i = static_cast<size_t>(last.step - steps.data()) + 1;
+      done = 0;
+    } else {
+      i = static_cast<size_t>(last.step - steps.data());
+      done = last.first + last.T;
+    }
+    skip_failed();
   }
-  if (rec.n_layers() != c.n_gdn_layers() ||
-      rec.conv_floats() != c.conv_channels() * (c.conv_kernel - 1) ||
-      rec.ssm_floats() != c.ssm_hv * c.ssm_dv * c.ssm_dk) {
-    return InvalidArgument("Forward: the recurrent state was not created for this model");
-  }
-  QWENRT_RETURN_IF_ERROR(kv.Reserve(kv.size() + T));
-  if (ctx.cuda_ != nullptr) return ctx.cuda_->Run(kv, rec, tokens, all_logits, logits);
-  QWENRT_RETURN_IF_ERROR(rec.Fetch());  // a state a CUDA context still holds is brought back first
-  QWENRT_RETURN_IF_ERROR(ctx.backend_->Reserve(kv.capacity()));  // grows with the cache only
-  // Nothing below can fail: the state is only touched from here on.
-  for (int64_t b = 0; b < T; b += ctx.max_ubatch_) {
-    const int64_t n = std::min(ctx.max_ubatch_, T - b);
-    const bool last = b + n == T;
-    float* out = all_logits ? logits + b * c.n_vocab : (last ? logits : nullptr);
-    RunUbatch(ctx, *ctx.backend_, ctx.act_, kv, rec, tokens.data() + b, n, all_logits, out);
+  for (const SequenceStep& st : steps) {
+    if (!st.status.ok()) return st.status;
   }
   return OkStatus();
 }

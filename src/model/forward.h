@@ -1,6 +1,7 @@
-// The forward pass: runs a batch of tokens of one sequence through the model, advancing its KV cache
-// and recurrent state, and produces logits. ForwardContext holds the per-session scratch (sized for
-// the largest ubatch, so no allocation per token) and the backend.
+// The forward pass: runs the tokens of one or several sequences through the model, advancing each
+// one's KV cache and recurrent state, and produces logits. ForwardContext holds the scratch (sized
+// for the largest ubatch and the most sequences per step, so no allocation per step) and the
+// backend. Forward (one sequence) is ForwardBatch with one step: one code path.
 #pragma once
 
 #include <cstdint>
@@ -52,12 +53,34 @@ struct Activations {
   std::vector<float> ye;       // [Tm, E] that expert's outputs
   std::vector<float> yslot;    // [Tm, k, E] routed outputs per (token, slot), summed in slot order
   std::vector<float> shgate;   // [Tm] shared-expert gate logit
+  // Batching.
+  std::vector<float> logits;   // [Sm, V] last-token logits of several sequences, before the copy out
+};
+
+// One sequence's part of a ForwardBatch step: `tokens` run at positions kv->size() .. +T-1.
+struct SequenceStep {
+  KvCache* kv = nullptr;
+  RecurrentState* rec = nullptr;
+  std::span<const int32_t> tokens;
+  bool all_logits = false;  // logits: [T, V] when true, else [V] for the last token
+  float* logits = nullptr;
+  Status status;            // out: this sequence's result (kv and rec unchanged unless OK)
+};
+
+// One sequence's rows of a ubatch (ForwardBatch's bookkeeping, held in the context's scratch).
+struct UbatchSegment {
+  int64_t row = 0;     // first row of the ubatch
+  int64_t T = 0;       // rows (tokens of this sequence in the ubatch)
+  int64_t n_past = 0;  // position of the first
+  int64_t first = 0;   // index of the first in the step's tokens
+  SequenceStep* step = nullptr;
 };
 
 class ForwardContext {
  public:
   struct Options {
-    int64_t max_ubatch = 512;  // Tm: larger inputs are run in pieces of this many tokens
+    int64_t max_ubatch = 512;  // Tm: larger inputs are run in pieces of this many tokens (all sequences)
+    int64_t max_sequences = 1;  // Sm: most sequences in one ForwardBatch
     BackendOptions backend;
     bool cuda_graphs = false;  // kCuda: replay decode steps as one CUDA graph (CudaForward::Options)
   };
@@ -74,15 +97,18 @@ class ForwardContext {
   const Model& model() const { return model_; }
   BackendKind kind() const { return kind_; }
   int64_t max_ubatch() const { return max_ubatch_; }
+  int64_t max_sequences() const { return max_sequences_; }
   size_t bytes() const;  // scratch bytes held
 
  private:
   ForwardContext(const Model& model, BackendKind kind) : model_(model), kind_(kind) {}
-  friend Status Forward(ForwardContext&, KvCache&, RecurrentState&, std::span<const int32_t>, bool, float*);
+  friend Status ForwardBatch(ForwardContext&, std::span<SequenceStep>);
 
   const Model& model_;
   BackendKind kind_;
   int64_t max_ubatch_ = 0;
+  int64_t max_sequences_ = 1;
+  std::vector<UbatchSegment> segments_;  // [Sm] of the ubatch being run
   std::unique_ptr<Backend> backend_;  // kRef, kCpu
   Activations act_;                   // kRef, kCpu
   std::unique_ptr<CudaForward> cuda_;  // kCuda
@@ -93,7 +119,21 @@ class ForwardContext {
 // Errors (kv and rec unchanged): InvalidArgument (empty input, token id outside [0, V), null logits,
 // state not made for this model), ContextFull / OutOfMemory (KV cache cannot grow).
 // One thread per (ctx, kv, rec) at a time; the Model may be shared.
+// The same as ForwardBatch with this one step.
 Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec, std::span<const int32_t> tokens,
                bool all_logits, float* logits);
+
+// Runs several sequences in one pass: the matmuls, norms, FFN/MoE and the LM head run once over the
+// rows of all sequences (each weight is read once per ubatch, not once per sequence), the causal
+// conv, delta rule, rope, KV writes and attention per sequence with its own position and state.
+// Every op is row-independent, so each sequence's logits are bit-identical to running it alone
+// (Forward), whatever the other sequences and its position in `steps`. Inputs larger than
+// max_ubatch rows in total are run in ubatches of at most that many rows, filled in step order.
+// Each step is validated on its own (Forward's errors, and InvalidArgument when two steps share a
+// KV cache or a recurrent state): a step that fails gets its status and is left out, the others
+// run. Whole-batch errors: InvalidArgument (more than max_sequences steps), OutOfMemory (backend
+// scratch), Unsupported (kCuda with more than one step: the CUDA pass runs one sequence), set on
+// every step. Returns OK when every step succeeded, else the first failed step's status.
+Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps);
 
 }  // namespace qwenrt

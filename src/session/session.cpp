@@ -76,13 +76,25 @@ Session::Session(std::shared_ptr<const Model> model, const SessionParams& params
 Session::~Session() = default;
 
 Status Session::Init() {
+  try {
+    last_logits_.assign(static_cast<size_t>(n_vocab()), 0.0f);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("Session: cannot allocate its logits");
+  }
+  // A CUDA session needs its device context (and Create reports when it cannot have one); a CPU
+  // session makes its context on first use, so one only batched by an engine never holds one.
+  if (params_.backend == BackendKind::kCuda) return MakeContext();
+  return OkStatus();
+}
+
+Status Session::MakeContext() try {
   // The CUDA backend does its host-side work (embedding rows, MoE routing) on the calling thread.
-  int n = params_.backend == BackendKind::kCuda ? 1
-          : params_.n_threads > 0               ? params_.n_threads
-                                                : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int n = params_.backend == BackendKind::kCuda ? 1
+                : params_.n_threads > 0
+                    ? params_.n_threads
+                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   try {
     pool_ = std::make_unique<ThreadPool>(n);
-    last_logits_.assign(static_cast<size_t>(n_vocab()), 0.0f);
   } catch (const std::exception& e) {
     return OutOfMemory("Session: cannot start its thread pool: {}", e.what());
   }
@@ -92,6 +104,46 @@ Status Session::Init() {
   fo.cuda_graphs = params_.cuda_graphs;
   QWENRT_ASSIGN_OR_RETURN(ctx_, ForwardContext::Create(*model_, params_.backend, pool_.get(), fo));
   return OkStatus();
+} catch (const std::bad_alloc&) {
+  return OutOfMemory("Session: cannot allocate its forward context");
+}
+
+void Session::RunPiece(SessionPiece& piece) {
+  if (ctx_ == nullptr) {
+    piece.status = MakeContext();
+    if (!piece.status.ok()) return;
+  }
+  SequenceStep step;
+  RunBatch(*ctx_, std::span<SessionPiece>(&piece, 1), std::span<SequenceStep>(&step, 1));
+}
+
+Status Session::MakeRoom(size_t n) {
+  // Room for the tokens in the transcript first: once the forward pass has advanced the state,
+  // appending them must not fail (a bad_alloc there would leave a state ahead of its transcript).
+  const size_t need = transcript_.size() + n;
+  if (transcript_.capacity() < need) {
+    try {
+      transcript_.reserve(std::max(need, 2 * transcript_.capacity()));
+    } catch (const std::bad_alloc&) {
+      return OutOfMemory("cannot grow the transcript to {} tokens", need);
+    }
+  }
+  return OkStatus();
+}
+
+void Session::RunBatch(ForwardContext& ctx, std::span<SessionPiece> pieces, std::span<SequenceStep> steps) {
+  size_t n = 0;  // the pieces that run: steps[0, n)
+  for (SessionPiece& p : pieces) {
+    Session& s = *p.session;
+    p.status = s.MakeRoom(p.tokens.size());
+    if (p.status.ok()) steps[n++] = SequenceStep{&s.kv_, &s.rec_, p.tokens, p.all_logits, p.logits, OkStatus()};
+  }
+  (void)ForwardBatch(ctx, steps.first(n));  // each step carries its own status
+  size_t j = 0;
+  for (SessionPiece& p : pieces) {
+    if (p.status.ok()) p.status = steps[j++].status;
+    p.session->AfterRun(p);
+  }
 }
 
 void Session::Trace(const std::string& line) const {
@@ -118,18 +170,8 @@ int64_t Session::RestoreTo(int64_t pos, const RecurrentState* snapshot) {
   return pos;
 }
 
-Status Session::Run(std::span<const int32_t> tokens, float* logits, bool all_logits) {
-  // Room for the tokens in the transcript first: once Forward has advanced the state, appending
-  // them must not fail (a bad_alloc there would leave a state ahead of its transcript).
-  const size_t need = transcript_.size() + tokens.size();
-  if (transcript_.capacity() < need) {
-    try {
-      transcript_.reserve(std::max(need, 2 * transcript_.capacity()));
-    } catch (const std::bad_alloc&) {
-      return OutOfMemory("cannot grow the transcript to {} tokens", need);
-    }
-  }
-  Status s = Forward(*ctx_, kv_, rec_, tokens, all_logits, logits);
+void Session::AfterRun(SessionPiece& piece) {
+  const Status& s = piece.status;
   if (!s.ok()) {
     // Forward's own validation leaves kv/rec unchanged; anything else may have touched the state
     // half way, so fall back to a state we know: the newest checkpoint (or empty).
@@ -137,10 +179,9 @@ Status Session::Run(std::span<const int32_t> tokens, float* logits, bool all_log
       const auto* e = checkpoints_.FindAtOrBefore(size());
       RestoreTo(e ? e->pos : 0, e ? &e->snapshot : nullptr);
     }
-    return s;
+    return;
   }
-  transcript_.insert(transcript_.end(), tokens.begin(), tokens.end());
-  return OkStatus();
+  transcript_.insert(transcript_.end(), piece.tokens.begin(), piece.tokens.end());
 }
 
 void Session::TakeCheckpoint(uint64_t turn, int64_t* created) {
@@ -156,8 +197,21 @@ void Session::TakeCheckpoint(uint64_t turn, int64_t* created) {
 }
 
 Status Session::Feed(std::span<const int32_t> tokens, const FeedOptions& options, FeedReport* report) {
-  FeedReport local;
-  FeedReport& r = report ? *report : local;
+  FeedJob job;
+  QWENRT_RETURN_IF_ERROR(BeginFeed(tokens, options, report, &job));
+  SessionPiece piece;
+  while (NextFeedPiece(job, INT64_MAX, &piece)) {
+    RunPiece(piece);
+    FeedPieceDone(job, piece);
+  }
+  return EndFeed(job);
+}
+
+Status Session::BeginFeed(std::span<const int32_t> tokens, const FeedOptions& options, FeedReport* report,
+                          FeedJob* job) {
+  *job = FeedJob();
+  job->report_ = report ? report : &job->local_;
+  FeedReport& r = *job->report_;
   r = FeedReport();
   const int64_t N = static_cast<int64_t>(tokens.size());
   const int64_t M = size();
@@ -232,91 +286,179 @@ Status Session::Feed(std::span<const int32_t> tokens, const FeedOptions& options
   }
 
   logits_rows_ = 0;
-  Status status;
-  const auto t1 = std::chrono::steady_clock::now();
+  job->tokens_ = tokens;
+  job->options_ = options;
+  job->start_ = start;
+  job->t1_ = std::chrono::steady_clock::now();
   if (start < N) {
     std::vector<int64_t> cps = PlanCheckpointPositions(start, N, options.checkpoint_positions,
                                                        params_.checkpoint_tail, params_.checkpoint_every);
-    bool stop = false;  // progress() asked to stop
-    for (const PrefillBatch& b : PlanPrefill(start, N, params_.ubatch, cps)) {
-      if (stop || IsCancelled(options.cancel)) {
-        status = Cancelled("Feed cancelled after {} of {} tokens (session holds {} tokens)",
-                           r.prefilled_tokens, N - start, size());
-        break;
-      }
-      const auto piece = tokens.subspan(static_cast<size_t>(b.begin), static_cast<size_t>(b.end - b.begin));
-      float* out = options.all_logits ? logits_.data() + (b.begin - start) * V : last_logits_.data();
-      status = Run(piece, out, options.all_logits);
-      if (!status.ok()) break;
-      if (options.all_logits)
-        std::memcpy(last_logits_.data(), out + (b.end - b.begin - 1) * V, static_cast<size_t>(V) * sizeof(float));
-      has_logits_ = true;
-      r.prefilled_tokens += b.end - b.begin;
-      if (b.checkpoint) TakeCheckpoint(turn_, &r.checkpoints_created);
-      if (options.progress && !options.progress(r.prefilled_tokens, N - start)) stop = true;
-    }
+    job->plan_ = PlanPrefill(start, N, params_.ubatch, cps);
   }
-  if (options.all_logits) logits_rows_ = r.prefilled_tokens;
-  r.prefill_ms = MsSince(t1);
+  job->running_ = true;
+  return OkStatus();
+}
+
+bool Session::NextFeedPiece(FeedJob& job, int64_t max_tokens, SessionPiece* piece) {
+  if (!job.running_ || !job.status_.ok() || job.next_ == job.plan_.size()) return false;
+  const int64_t N = static_cast<int64_t>(job.tokens_.size());
+  if (job.stop_ || IsCancelled(job.options_.cancel)) {
+    job.status_ = Cancelled("Feed cancelled after {} of {} tokens (session holds {} tokens)",
+                            job.report_->prefilled_tokens, N - job.start_, size());
+    return false;
+  }
+  const PrefillBatch& b = job.plan_[job.next_];
+  const int64_t begin = b.begin + job.offset_, end = begin + std::min(b.end - begin, std::max<int64_t>(max_tokens, 1));
+  piece->session = this;
+  piece->tokens = job.tokens_.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin));
+  piece->all_logits = job.options_.all_logits;
+  piece->logits = piece->all_logits ? logits_.data() + (begin - job.start_) * n_vocab() : last_logits_.data();
+  piece->status = OkStatus();
+  return true;
+}
+
+void Session::FeedPieceDone(FeedJob& job, const SessionPiece& piece) {
+  if (!piece.status.ok()) {
+    job.status_ = piece.status;
+    return;
+  }
+  const int64_t n = static_cast<int64_t>(piece.tokens.size()), V = n_vocab();
+  if (piece.all_logits)
+    std::memcpy(last_logits_.data(), piece.logits + (n - 1) * V, static_cast<size_t>(V) * sizeof(float));
+  has_logits_ = true;
+  FeedReport& r = *job.report_;
+  r.prefilled_tokens += n;
+  job.offset_ += n;
+  const PrefillBatch& b = job.plan_[job.next_];
+  if (b.begin + job.offset_ == b.end) {
+    if (b.checkpoint) TakeCheckpoint(turn_, &r.checkpoints_created);
+    ++job.next_;
+    job.offset_ = 0;
+  }
+  const int64_t total = static_cast<int64_t>(job.tokens_.size()) - job.start_;
+  if (job.options_.progress && !job.options_.progress(r.prefilled_tokens, total)) job.stop_ = true;
+}
+
+Status Session::EndFeed(FeedJob& job) {
+  if (!job.running_) return InvalidArgument("EndFeed: no feed is running");
+  job.running_ = false;
+  FeedReport& r = *job.report_;
+  if (job.options_.all_logits) logits_rows_ = r.prefilled_tokens;
+  r.prefill_ms = MsSince(job.t1_);
   r.n_checkpoints = static_cast<int64_t>(checkpoints_.size());
   r.checkpoint_bytes = checkpoints_.bytes();
-  Trace(FormatFeedLine(r) + (status.ok() ? "" : "; " + status.ToString()));
-  return status;
+  Trace(FormatFeedLine(r) + (job.status_.ok() ? "" : "; " + job.status_.ToString()));
+  return job.status_;
 }
 
 Status Session::DecodeStep(int32_t token) {
-  std::span<const int32_t> one(&token, 1);
-  QWENRT_RETURN_IF_ERROR(CheckTokens(one));
+  SessionPiece piece;
+  QWENRT_RETURN_IF_ERROR(BeginDecode(token, &piece));
+  RunPiece(piece);
+  return EndDecode(piece);
+}
+
+Status Session::BeginDecode(int32_t token, SessionPiece* piece) {
+  QWENRT_RETURN_IF_ERROR(CheckTokens(std::span<const int32_t>(&token, 1)));
   if (size() + 1 > max_context_) return ContextFull("DecodeStep: context of {} tokens is full", max_context_);
   QWENRT_RETURN_IF_ERROR(kv_.Reserve(size() + 1));
   logits_rows_ = 0;
-  QWENRT_RETURN_IF_ERROR(Run(one, last_logits_.data(), false));
+  decode_token_ = token;
+  piece->session = this;
+  piece->tokens = std::span<const int32_t>(&decode_token_, 1);
+  piece->logits = last_logits_.data();
+  piece->all_logits = false;
+  piece->status = OkStatus();
+  return OkStatus();
+}
+
+Status Session::EndDecode(const SessionPiece& piece) {
+  QWENRT_RETURN_IF_ERROR(piece.status);
   has_logits_ = true;
   if (params_.checkpoint_every > 0 && size() % params_.checkpoint_every == 0) TakeCheckpoint(turn_, nullptr);
   return OkStatus();
 }
 
 Status Session::Generate(const GenerateOptions& options, std::vector<int32_t>* out, GenerateReport* report) {
-  GenerateReport local;
-  GenerateReport& r = report ? *report : local;
-  r = GenerateReport();
+  GenerateJob job;
+  QWENRT_RETURN_IF_ERROR(BeginGenerate(options, out, report, &job));
+  SessionPiece piece;
+  while (NextGeneratePiece(job, &piece)) {
+    RunPiece(piece);
+    GeneratePieceDone(job, piece);
+  }
+  return EndGenerate(job);
+}
+
+Status Session::BeginGenerate(const GenerateOptions& options, std::vector<int32_t>* out, GenerateReport* report,
+                              GenerateJob* job) {
+  *job = GenerateJob();
+  job->report_ = report ? report : &job->local_;
+  *job->report_ = GenerateReport();
   if (!options.sampler) return InvalidArgument("Generate: no sampler");
   if (out == nullptr) return InvalidArgument("Generate: null output vector");
   if (!has_logits_) return InvalidArgument("Generate: no logits to sample from (Feed first)");
-  const auto t0 = std::chrono::steady_clock::now();
+  job->options_ = &options;
+  job->out_ = out;
+  job->t0_ = std::chrono::steady_clock::now();
+  job->running_ = true;
+  return OkStatus();
+}
+
+bool Session::NextGeneratePiece(GenerateJob& job, SessionPiece* piece) {
+  if (!job.running_ || job.finished_) return false;
+  const GenerateOptions& options = *job.options_;
+  GenerateReport& r = *job.report_;
   const int64_t V = n_vocab();
-  Status status;
-  for (int64_t i = 0; i < options.max_tokens; ++i) {
-    if (IsCancelled(options.cancel)) {
-      status = Cancelled("Generate cancelled after {} tokens", r.n_sampled);
-      break;
-    }
-    int32_t tok = options.sampler(last_logits_.data(), V);
-    if (tok < 0 || tok >= V) {
-      status = InvalidArgument("Generate: sampler returned token {} outside [0, {})", tok, V);
-      break;
-    }
-    bool is_stop = std::find(options.stop_tokens.begin(), options.stop_tokens.end(), tok) !=
-                   options.stop_tokens.end();
-    if (!is_stop && size() + 1 > max_context_) {
-      status = ContextFull("Generate: context of {} tokens is full", max_context_);
-      break;
-    }
-    out->push_back(tok);
-    ++r.n_sampled;
-    if (is_stop) {
-      r.hit_stop = true;
-      break;
-    }
-    status = DecodeStep(tok);
-    if (!status.ok()) break;
-    ++r.n_decoded;
-    if (options.on_token && !options.on_token(tok)) break;
+  job.finished_ = true;  // unless a token is to be decoded below
+  if (job.i_ >= options.max_tokens) return false;
+  if (IsCancelled(options.cancel)) {
+    job.status_ = Cancelled("Generate cancelled after {} tokens", r.n_sampled);
+    return false;
   }
-  r.decode_ms = MsSince(t0);
+  int32_t tok = options.sampler(last_logits_.data(), V);
+  if (tok < 0 || tok >= V) {
+    job.status_ = InvalidArgument("Generate: sampler returned token {} outside [0, {})", tok, V);
+    return false;
+  }
+  bool is_stop =
+      std::find(options.stop_tokens.begin(), options.stop_tokens.end(), tok) != options.stop_tokens.end();
+  if (!is_stop && size() + 1 > max_context_) {
+    job.status_ = ContextFull("Generate: context of {} tokens is full", max_context_);
+    return false;
+  }
+  job.out_->push_back(tok);
+  ++r.n_sampled;
+  ++job.i_;
+  if (is_stop) {
+    r.hit_stop = true;
+    return false;
+  }
+  job.status_ = BeginDecode(tok, piece);
+  if (!job.status_.ok()) return false;
+  job.finished_ = false;
+  return true;
+}
+
+void Session::GeneratePieceDone(GenerateJob& job, const SessionPiece& piece) {
+  job.status_ = EndDecode(piece);
+  if (!job.status_.ok()) {
+    job.finished_ = true;
+    return;
+  }
+  ++job.report_->n_decoded;
+  const int32_t tok = piece.tokens[0];
+  if (job.options_->on_token && !job.options_->on_token(tok)) job.finished_ = true;
+}
+
+Status Session::EndGenerate(GenerateJob& job) {
+  if (!job.running_) return InvalidArgument("EndGenerate: no generation is running");
+  job.running_ = false;
+  GenerateReport& r = *job.report_;
+  r.decode_ms = MsSince(job.t0_);
   Trace(fmt::format("decode {} tokens to position {} ({:.1f} ms{}){}", r.n_decoded, size(), r.decode_ms,
-                    r.hit_stop ? ", stop token" : "", status.ok() ? "" : "; " + status.ToString()));
-  return status;
+                    r.hit_stop ? ", stop token" : "", job.status_.ok() ? "" : "; " + job.status_.ToString()));
+  return job.status_;
 }
 
 void Session::set_checkpoint_budget(int64_t bytes) {

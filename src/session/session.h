@@ -5,6 +5,13 @@
 // `DecodeStep` / `Generate` extend it one token at a time; `Fork` and `Save*` / `Load*` copy it.
 // Sampling policy and text live elsewhere (sampler.h, chat.h); this file is tokens in, logits out.
 //
+// Batched stepping: Feed, DecodeStep and Generate are each a Begin / Next piece / piece done / End
+// sequence (FeedJob, GenerateJob below), and a piece is one forward call of this session. Alone,
+// a session runs its pieces one at a time on its own ForwardContext (made on first use); a batching
+// engine (chat/engine.h) collects one piece of each of many sessions and runs them together with
+// Session::RunBatch on the engine's context. The bookkeeping (transcript, checkpoints, logits,
+// reports) is the same code either way.
+//
 // Thread safety: a Model may be shared by any number of Sessions on any threads. A Session is
 // externally synchronised: one thread at a time per Session ("one thread per handle at a time").
 // The only cross-thread interaction allowed is the caller-owned cancel flag passed in FeedOptions /
@@ -19,6 +26,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -126,6 +134,59 @@ struct GenerateReport {
 // "; miss: <detail>" when less than the common prefix was reused.
 std::string FormatFeedLine(const FeedReport& report);
 
+class Session;
+
+// One forward call of a session: `tokens` at the end of its transcript, logits into `logits`
+// ([T, V] when all_logits, else [V]). Made by NextFeedPiece / NextGeneratePiece / BeginDecode;
+// `status` is set by RunBatch.
+struct SessionPiece {
+  Session* session = nullptr;
+  std::span<const int32_t> tokens;
+  float* logits = nullptr;
+  bool all_logits = false;
+  Status status;
+};
+
+// A Feed in progress (Session::BeginFeed). Holds `tokens` by reference: they must outlive it.
+class FeedJob {
+ public:
+  bool running() const { return running_; }
+  const FeedReport& report() const { return *report_; }
+
+ private:
+  friend class Session;
+  std::span<const int32_t> tokens_;
+  FeedOptions options_;
+  FeedReport local_;
+  FeedReport* report_ = &local_;
+  std::vector<PrefillBatch> plan_;
+  size_t next_ = 0;        // plan_ entry being run
+  int64_t offset_ = 0;     // its tokens already run
+  int64_t start_ = 0;      // first position prefilled
+  bool stop_ = false;      // progress() asked to stop
+  bool running_ = false;   // between BeginFeed and EndFeed
+  Status status_;
+  std::chrono::steady_clock::time_point t1_;
+};
+
+// A Generate in progress (Session::BeginGenerate). Holds `options` and `out` by reference.
+class GenerateJob {
+ public:
+  bool running() const { return running_; }
+
+ private:
+  friend class Session;
+  const GenerateOptions* options_ = nullptr;
+  std::vector<int32_t>* out_ = nullptr;
+  GenerateReport local_;
+  GenerateReport* report_ = &local_;
+  int64_t i_ = 0;  // tokens sampled so far
+  bool running_ = false;
+  bool finished_ = false;  // no more pieces (stop token, max_tokens, on_token false, an error)
+  Status status_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
 class Session {
  public:
   // Errors: InvalidArgument (null model, bad params), Unsupported (backend), OutOfMemory.
@@ -161,6 +222,32 @@ class Session {
   // vocabulary — that token is not appended), ContextFull (stops before overflowing; the tokens
   // generated so far stay). After any error the transcript is exactly what was evaluated.
   Status Generate(const GenerateOptions& options, std::vector<int32_t>* out, GenerateReport* report);
+
+  // --- stepping (see the file comment); one thread per session at a time, as for Feed ---
+  // Feed = BeginFeed; while (NextFeedPiece) { run the piece; FeedPieceDone } EndFeed. BeginFeed
+  // returns Feed's up-front errors (nothing changed, job not running); EndFeed returns Feed's result.
+  // `max_tokens` caps the piece (a step's token budget); results do not depend on it when the
+  // session is split_invariant.
+  Status BeginFeed(std::span<const int32_t> tokens, const FeedOptions& options, FeedReport* report, FeedJob* job);
+  bool NextFeedPiece(FeedJob& job, int64_t max_tokens, SessionPiece* piece);
+  void FeedPieceDone(FeedJob& job, const SessionPiece& piece);
+  Status EndFeed(FeedJob& job);
+  // DecodeStep = BeginDecode; run the piece; EndDecode.
+  Status BeginDecode(int32_t token, SessionPiece* piece);
+  Status EndDecode(const SessionPiece& piece);
+  // Generate = BeginGenerate; while (NextGeneratePiece) { run the piece; GeneratePieceDone }
+  // EndGenerate (which returns Generate's result).
+  Status BeginGenerate(const GenerateOptions& options, std::vector<int32_t>* out, GenerateReport* report,
+                       GenerateJob* job);
+  bool NextGeneratePiece(GenerateJob& job, SessionPiece* piece);
+  void GeneratePieceDone(GenerateJob& job, const SessionPiece& piece);
+  Status EndGenerate(GenerateJob& job);
+  // Runs the pieces (at most one per session) in one ForwardBatch on `ctx` (made for this model,
+  // with max_sequences >= pieces.size()) and does each session's bookkeeping; each piece gets its
+  // status. `steps`: scratch of at least pieces.size() entries.
+  static void RunBatch(ForwardContext& ctx, std::span<SessionPiece> pieces, std::span<SequenceStep> steps);
+  // Runs one piece alone on the session's own context (made on first use); sets piece.status.
+  void RunPiece(SessionPiece& piece);
 
   // Snapshots the live state as a checkpoint at the current position (no-op when empty).
   Status Checkpoint();
@@ -225,8 +312,10 @@ class Session {
   Status Init();
   // Checks ids and capacity for appending `n` tokens (nothing mutated).
   Status CheckTokens(std::span<const int32_t> tokens) const;
-  // Runs tokens through the model at the end of the transcript; on a forward error, rolls back.
-  Status Run(std::span<const int32_t> tokens, float* logits, bool all_logits);
+  Status MakeContext();  // the session's own ForwardContext and ThreadPool
+  Status MakeRoom(size_t n);  // transcript capacity for n more tokens
+  // After a piece ran: appends its tokens to the transcript; on a forward error, rolls back.
+  void AfterRun(SessionPiece& piece);
   // Cuts the transcript/KV to `pos` and loads the recurrent state of the checkpoint at `pos`
   // (or zeros for pos == 0); drops checkpoints after pos. Returns the position restored to: 0 when
   // the snapshot could not be copied (a device error).
@@ -240,7 +329,8 @@ class Session {
   SessionParams params_;
   int64_t max_context_;
   std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<ForwardContext> ctx_;
+  std::unique_ptr<ForwardContext> ctx_;  // for running alone; made on first use
+  int32_t decode_token_ = 0;            // the token of the piece BeginDecode made
   KvCache kv_;                      // attention K/V, size() == transcript_.size()
   RecurrentState rec_;              // GDN state after transcript_
   std::vector<int32_t> transcript_;  // [size()]
