@@ -49,9 +49,10 @@ void GatedDeltaLayer(Step& s, const GatedDeltaWeights& w, float* conv_state /*[C
   s.be.MatMul(w.out, a.go.data(), a.mix.data(), T);
 }
 
-// Gated full attention (qwen35-architecture.md §8): xn -> mix; writes this ubatch's K/V rows into the cache.
-void FullAttentionLayer(Step& s, const AttentionWeights& w, const RopeParams& rope,
-                        float* k_cache /*[cap, Hkv, Dh]*/, float* v_cache /*[cap, Hkv, Dh]*/) {
+// Gated full attention (qwen35-architecture.md §8): xn -> mix; writes this ubatch's K/V rows into
+// attention layer `slot` of the cache (pages made writable by Reserve) and reads them back through
+// its page view.
+void FullAttentionLayer(Step& s, const AttentionWeights& w, const RopeParams& rope, KvCache& kv, int64_t slot) {
   const ModelConfig& c = s.c;
   Activations& a = s.a;
   const int64_t T = s.T, H = c.n_head, Hkv = c.n_head_kv, Dh = c.head_dim;
@@ -66,10 +67,9 @@ void FullAttentionLayer(Step& s, const AttentionWeights& w, const RopeParams& ro
   s.be.Rope(a.k.data(), T, Hkv, Dh, s.n_past, rope);
 
   s.be.RoundAttentionInputs(a.q.data(), T * H * Dh, a.k.data(), a.v.data(), T * Hkv * Dh);
-  const int64_t row = Hkv * Dh;  // this ubatch's K/V rows into the cache at n_past
-  std::copy_n(a.k.data(), T * row, k_cache + s.n_past * row);
-  std::copy_n(a.v.data(), T * row, v_cache + s.n_past * row);
-  s.be.Attention(AttentionShape{T, s.n_past, H, Hkv, Dh}, a.q.data(), k_cache, v_cache, a.att.data());
+  kv.WriteRows(slot, s.n_past, T, a.k.data(), a.v.data());  // in the cache's storage type
+  s.be.Attention(AttentionShape{T, s.n_past, H, Hkv, Dh}, a.q.data(), kv.KeyView(slot), kv.ValueView(slot),
+                 a.att.data());
   s.be.MulSigmoid(a.att.data(), a.qg.data() + Dh, T * H, Dh, 2 * Dh);  // output gate, read in place from qg
   s.be.MatMul(w.o, a.att.data(), a.mix.data(), T);
 }
@@ -138,7 +138,7 @@ void RunUbatch(ForwardContext& ctx, Backend& be, Activations& act, KvCache& kv, 
     if (c.recurrent[l]) {
       GatedDeltaLayer(s, lw.gdn, rec.conv(slot), rec.ssm(slot));
     } else {
-      FullAttentionLayer(s, lw.attn, rope, kv.k(slot), kv.v(slot));
+      FullAttentionLayer(s, lw.attn, rope, kv, slot);
     }
     be.AddRmsNorm(act.x.data(), act.mix.data(), lw.post_attention_norm, act.xn.data(), T, E, c.eps);
     if (c.moe) {
@@ -257,10 +257,13 @@ Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec, std::span<
       rec.ssm_floats() != c.ssm_hv * c.ssm_dv * c.ssm_dk) {
     return InvalidArgument("Forward: the recurrent state was not created for this model");
   }
+  if (ctx.cuda_ != nullptr && kv.type() != KvType::kF32) {  // its device cache is f32, unrounded
+    return Unsupported("the CUDA backend keeps its KV cache in f32, not {}", KvTypeName(kv.type()));
+  }
   QWENRT_RETURN_IF_ERROR(kv.Reserve(kv.size() + T));
   if (ctx.cuda_ != nullptr) return ctx.cuda_->Run(kv, rec, tokens, all_logits, logits);
   QWENRT_RETURN_IF_ERROR(rec.Fetch());  // a state a CUDA context still holds is brought back first
-  QWENRT_RETURN_IF_ERROR(ctx.backend_->Reserve(kv.capacity()));  // grows with the cache only
+  QWENRT_RETURN_IF_ERROR(ctx.backend_->Reserve(kv.capacity(), c.head_dim));  // grows with the cache only
   // Nothing below can fail: the state is only touched from here on.
   for (int64_t b = 0; b < T; b += ctx.max_ubatch_) {
     const int64_t n = std::min(ctx.max_ubatch_, T - b);
