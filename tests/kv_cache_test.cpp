@@ -547,6 +547,31 @@ TEST_CASE("Session files record the KV storage type; old f32 files load; unknown
   }
 }
 
+TEST_CASE("SetKvType converts what a session holds: f16 -> f32 exactly, f16 -> q8_0 within bounds", "[cpu]") {
+  const auto prompt = RandomTokens(300, 11), all = Concat(prompt, RandomTokens(10, 12));
+  const int64_t V = Tiny()->config().n_vocab;
+  auto s = NewSession(Tiny(), CpuParams());
+  REQUIRE(s->Feed(prompt, {}, nullptr).ok());
+  auto fork = s->Fork().value();
+  REQUIRE(s->SetKvType(KvType::kF32).ok());
+  CHECK(s->kv_type() == KvType::kF32);
+  CHECK(s->kv_shared_bytes() == 0);  // the converted cache is its own
+  CHECK(fork->kv_unique_bytes() == fork->kv_bytes());
+  const Run want = Fresh(CpuParams(), all, 3);
+  const Run got = Continue(*s, all, 3);
+  CHECK(Same(got.logits, Rows(want.logits, 300, V)));
+  CHECK(got.generated == want.generated);
+
+  // To q8_0: lossy, a bounded distance from the f16 continuation (a q8_0 session from scratch
+  // differs too: its prefix was computed over q8_0 keys).
+  REQUIRE(fork->SetKvType(KvType::kQ8_0).ok());
+  const std::vector<float> q8 = Continue(*fork, all, 3).logits, f16 = Rows(want.logits, 300, V);
+  CHECK(!Same(q8, f16));
+  CHECK(Compare(q8, f16, V).mean_over_std <= 0.04);
+  CHECK(fork->SetKvType(static_cast<KvType>(5)).code() == StatusCode::kInvalidArgument);
+  CHECK(fork->kv_type() == KvType::kQ8_0);
+}
+
 TEST_CASE("KV storage types the backend or model cannot honour are refused at creation", "[ref]") {
   auto micro = LoadFixture("micro-s1-f32");  // head_dim 32: q8_0 fits
   SessionParams p = TestParams(BackendKind::kRef);
