@@ -72,7 +72,7 @@ TEST_CASE("paged attention: cpu == ref for every storage type, odd sizes and pag
             const int64_t n = n_past + T, row = s.Hkv * Dh;
             const auto q = Gauss(T * s.H * Dh, 1), k = Gauss(n * row, 2), v = Gauss(n * row, 3);
             const Paged paged(type, k, v, n, row, P);
-            std::vector<float> o_ref(q.size()), o_cpu(q.size()), sc(n), sc_cpu(pool.size() * n),
+            std::vector<float> o_ref(q.size()), o_cpu(q.size()), sc(n), sc_cpu(pool.size() * cpu::AttentionScoreFloats(n, s.H / s.Hkv)),
                 rows(pool.size() * 2 * Dh);
             ref::Attention(s, q.data(), paged.K(), paged.V(), o_ref.data(), sc.data());
             cpu::Attention(s, q.data(), paged.K(), paged.V(), o_cpu.data(), sc_cpu.data(), rows.data(), pool);

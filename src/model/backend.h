@@ -34,9 +34,10 @@ const char* BackendName(BackendKind kind);
 class Backend {
  public:
   virtual ~Backend() = default;
-  // Sizes the backend's own scratch for attention over up to `n_kv` cached positions of heads
-  // `head_dim` wide, before a forward pass touches any state. Error: OutOfMemory.
-  virtual Status Reserve(int64_t n_kv, int64_t head_dim) = 0;
+  // Sizes the backend's own scratch for attention over up to `n_kv` cached positions, `group`
+  // query heads per KV head, heads `head_dim` wide, before a forward pass touches any state.
+  // Error: OutOfMemory.
+  virtual Status Reserve(int64_t n_kv, int64_t group, int64_t head_dim) = 0;
 
   // --- embedding, norms, projections ---
   // x[t] = dequantized table row tokens[t].  tokens: [T] in [0, table.rows); x: [T, table.cols]

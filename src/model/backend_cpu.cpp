@@ -16,8 +16,8 @@ class CpuBackend final : public Backend {
  public:
   CpuBackend(ThreadPool& pool, const BackendOptions& options) : pool_(pool), options_(options) {}
 
-  Status Reserve(int64_t n_kv, int64_t head_dim) override {
-    const size_t need = static_cast<size_t>(pool_.size()) * static_cast<size_t>(n_kv);
+  Status Reserve(int64_t n_kv, int64_t group, int64_t head_dim) override {
+    const size_t need = static_cast<size_t>(pool_.size()) * static_cast<size_t>(cpu::AttentionScoreFloats(n_kv, group));
     const size_t rows = static_cast<size_t>(pool_.size()) * 2 * static_cast<size_t>(head_dim);
     try {
       if (scores_.size() < need) scores_.resize(need);
@@ -112,7 +112,7 @@ class CpuBackend final : public Backend {
  private:
   ThreadPool& pool_;
   BackendOptions options_;
-  std::vector<float> scores_;  // [threads, n_past + T]
+  std::vector<float> scores_;  // [threads, AttentionScoreFloats(n_past + T, H / Hkv)]
   std::vector<float> rows_;    // [threads, 2 * Dh]: K and V rows widened from f16 / q8_0
 };
 

@@ -10,7 +10,7 @@ namespace {
 
 class RefBackend final : public Backend {
  public:
-  Status Reserve(int64_t n_kv, int64_t /*head_dim*/) override {
+  Status Reserve(int64_t n_kv, int64_t /*group*/, int64_t /*head_dim*/) override {
     try {
       if (scores_.size() < static_cast<size_t>(n_kv)) scores_.resize(static_cast<size_t>(n_kv));
     } catch (const std::bad_alloc&) {

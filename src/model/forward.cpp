@@ -263,7 +263,8 @@ Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec, std::span<
   QWENRT_RETURN_IF_ERROR(kv.Reserve(kv.size() + T));
   if (ctx.cuda_ != nullptr) return ctx.cuda_->Run(kv, rec, tokens, all_logits, logits);
   QWENRT_RETURN_IF_ERROR(rec.Fetch());  // a state a CUDA context still holds is brought back first
-  QWENRT_RETURN_IF_ERROR(ctx.backend_->Reserve(kv.capacity(), c.head_dim));  // grows with the cache only
+  QWENRT_RETURN_IF_ERROR(  // grows with the cache only
+      ctx.backend_->Reserve(kv.capacity(), c.n_head_kv > 0 ? c.n_head / c.n_head_kv : 1, c.head_dim));
   // Nothing below can fail: the state is only touched from here on.
   for (int64_t b = 0; b < T; b += ctx.max_ubatch_) {
     const int64_t n = std::min(ctx.max_ubatch_, T - b);

@@ -38,13 +38,18 @@ void Attention(const AttentionShape& s, const float* q, const float* k, const fl
 }  // namespace ref
 
 namespace cpu {
-// As ref::Attention, (token, head) pairs split over the pool. scores: [pool.size(), n_past+T].
-// rows: [pool.size(), 2 * Dh] scratch for widening f16 / q8_0 rows (may be null when both views
-// are f32, which are read in place). Vectorised dot products: equal to ref up to the summation
+// Scores scratch per worker for `n_keys` cached positions and `group` = H / Hkv query heads per KV
+// head: the scores of every head of a group, and their max and sum.
+inline int64_t AttentionScoreFloats(int64_t n_keys, int64_t group) { return group * (n_keys + 2); }
+// As ref::Attention, (token, head) pairs split over the pool; with f16 / q8_0 rows and enough
+// tokens, (token, KV head) pairs instead, so that a widened row serves every head of its group
+// (the arithmetic of each (token, head) is the same either way). scores: [pool.size(),
+// AttentionScoreFloats(n_past+T, H/Hkv)]. rows: [pool.size(), 2 * Dh] scratch for widening f16 /
+// q8_0 rows (may be null when both views are f32, which are read in place). Vectorised dot products: equal to ref up to the summation
 // order; a row widened from f16 gives exactly the result of the same values stored as f32.
 void Attention(const AttentionShape& s, const float* q, const KvView& k, const KvView& v, float* out,
                float* scores, float* rows, ThreadPool& pool);
-// The same over contiguous f32 rows k, v: [n_past+T, Hkv, Dh].
+// The same over contiguous f32 rows k, v: [n_past+T, Hkv, Dh]; scores: [pool.size(), n_past+T].
 void Attention(const AttentionShape& s, const float* q, const float* k, const float* v, float* out,
                float* scores, ThreadPool& pool);
 

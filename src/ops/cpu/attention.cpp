@@ -57,6 +57,50 @@ void Attention(const AttentionShape& s, const float* q, const KvView& k, const K
          1.0f / std::sqrt(static_cast<float>(s.Dh))};
   // Long rows are expensive: hand out pairs one by one when the context is long.
   const int64_t grain = args.n_max > 256 ? 1 : 4;
+  // Rows that must be widened are widened once per group of query heads when there are enough
+  // (token, KV head) pairs to keep the pool busy (a prefill); a decode step splits by query head.
+  const bool widen = k.type != KvType::kF32 || v.type != KvType::kF32;
+  if (widen && args.group > 1 && s.T * s.Hkv >= 2 * pool.size()) {
+    pool.ParallelForDynamic(s.T * s.Hkv, grain, [a = &args](int64_t b, int64_t e, int thread) {
+      const AttentionShape& sh = a->s;
+      const int64_t G = a->group;
+      float* sc = a->scores + thread * AttentionScoreFloats(a->n_max, G);  // [G, n_max]
+      float* mx = sc + G * a->n_max;                                      // [G]
+      float* inv = mx + G;                                                // [G]
+      float* krow = a->rows + thread * 2 * sh.Dh;
+      float* vrow = krow + sh.Dh;
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t t = i / sh.Hkv, g = i % sh.Hkv, h0 = g * G;
+        const int64_t n_keys = sh.n_past + t + 1;
+        const float* q0 = a->q + (t * sh.H + h0) * sh.Dh;
+        float* o0 = a->out + (t * sh.H + h0) * sh.Dh;
+        std::fill(mx, mx + G, -std::numeric_limits<float>::infinity());
+        for (int64_t j = 0; j < n_keys; ++j) {
+          const float* kj = HeadRow(a->k, j, g, sh.Dh, krow);
+          for (int64_t r = 0; r < G; ++r) {
+            float& x = sc[r * a->n_max + j];
+            x = Dot(q0 + r * sh.Dh, kj, sh.Dh) * a->scale;
+            mx[r] = std::max(mx[r], x);
+          }
+        }
+        for (int64_t r = 0; r < G; ++r) {
+          float* sr = sc + r * a->n_max;
+          float sum = 0.0f;
+          for (int64_t j = 0; j < n_keys; ++j) {
+            sr[j] = std::exp(sr[j] - mx[r]);
+            sum += sr[j];
+          }
+          inv[r] = 1.0f / sum;
+        }
+        std::fill(o0, o0 + G * sh.Dh, 0.0f);
+        for (int64_t j = 0; j < n_keys; ++j) {
+          const float* vj = HeadRow(a->v, j, g, sh.Dh, vrow);
+          for (int64_t r = 0; r < G; ++r) Axpy(sc[r * a->n_max + j] * inv[r], vj, o0 + r * sh.Dh, sh.Dh);
+        }
+      }
+    });
+    return;
+  }
   pool.ParallelForDynamic(s.T * s.H, grain, [a = &args](int64_t b, int64_t e, int thread) {
     const AttentionShape& sh = a->s;
     float* sc = a->scores + thread * a->n_max;
