@@ -426,14 +426,18 @@ TEST_CASE("16 sessions sharing a 2,000-token prompt hold less than 2x one sessio
     CHECK(r.reused_tokens == 2000);
     CHECK(r.prefilled_tokens == own);
   }
-  size_t held = 0, adds = 0;
+  size_t held = 0, adds = 0, kv_held = 0, kv_adds = 0;
   for (const auto& x : s) {
     held += x->kv_prorated_bytes() + x->state_bytes() + x->checkpoint_prorated_bytes();
     adds += x->kv_unique_bytes() + x->state_bytes() + x->checkpoint_unique_bytes();
+    kv_held += x->kv_prorated_bytes();
+    kv_adds += x->kv_unique_bytes();
   }
-  WARN("16 sessions sharing a 2000-token prompt hold " << held << " bytes; one session alone " << one_bytes
-                                                       << "; what the 16 add " << adds << "; 16 unshared "
-                                                       << kSessions * one_bytes);
+  WARN("16 sessions sharing a 2000-token prompt hold " << held << " bytes (KV " << kv_held << "); one session alone "
+                                                       << one_bytes << " (KV " << one->kv_bytes()
+                                                       << "); what the 16 add " << adds << " (KV " << kv_adds
+                                                       << "); 16 unshared " << kSessions * one_bytes);
+  CHECK(kv_held <= one->kv_bytes() + kv_adds);
   CHECK(held < 2 * one_bytes + adds);
   CHECK(held <= one_bytes + adds);  // stronger: the shared prompt is held once
 }
