@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -30,7 +31,8 @@ const char kSpeedUsage[] =
     "  speed: both (defaults -p 512 -n 128). -t default: all cores; -r default 3.\n"
     "  --peer DIR  also run DIR/bin/llama-bench (llama.cpp) on the same file with the same tests\n"
     "  --chunked   CPU: chunked delta rule (not split-invariant)\n"
-    "  --cuda-graphs  CUDA: replay decode steps as captured graphs (SessionParams::cuda_graphs)\n";
+    "  --cuda-graphs  CUDA: replay decode steps as captured graphs (SessionParams::cuda_graphs)\n"
+    "  --kv-type f32|f16|q8_0  KV cache storage (SessionParams::kv_type; default: the backend's)\n";
 
 struct SpeedArgs {
   std::string model, peer;
@@ -38,6 +40,7 @@ struct SpeedArgs {
   int threads = 0, reps = 3;
   BackendKind backend = BackendKind::kCpu;
   bool json = false, split_invariant = true, cuda_graphs = false;
+  std::optional<KvType> kv_type;
 };
 
 bool ParseList(const char* s, std::vector<int64_t>* out) {
@@ -98,6 +101,19 @@ bool ParseSpeedArgs(int argc, char** argv, SpeedArgs* a, std::string* err) {
         return false;
       }
       (k == "-t" ? a->threads : a->reps) = static_cast<int>(v2);
+    } else if (k == "--kv-type") {
+      if (!value()) return false;
+      const std::string t = v;
+      if (t == "f32")
+        a->kv_type = KvType::kF32;
+      else if (t == "f16")
+        a->kv_type = KvType::kF16;
+      else if (t == "q8_0")
+        a->kv_type = KvType::kQ8_0;
+      else {
+        *err = "unknown KV type '" + t + "' (f32, f16 or q8_0)";
+        return false;
+      }
     } else if (k == "--backend") {
       if (!value()) return false;
       const std::string b = v;
@@ -223,6 +239,7 @@ int RunSpeed(int argc, char** argv) {
   p.n_threads = a.threads;
   p.split_invariant = a.split_invariant;
   p.cuda_graphs = a.cuda_graphs;
+  p.kv_type = a.kv_type;
   p.checkpoint_tail = 0;  // llama-bench takes no snapshots either
   int64_t longest = 1;
   for (int64_t n : a.pp) longest = std::max(longest, n);

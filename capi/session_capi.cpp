@@ -341,6 +341,29 @@ qwenrt_status qwenrt_session_set_checkpoint_budget(qwenrt_session* session, uint
   });
 }
 
+static_assert(QWENRT_KV_F32 == static_cast<int>(KvType::kF32) &&
+                  QWENRT_KV_F16 == static_cast<int>(KvType::kF16) &&
+                  QWENRT_KV_Q8_0 == static_cast<int>(KvType::kQ8_0),
+              "qwenrt_kv_type mirrors KvType");
+
+qwenrt_status qwenrt_session_set_kv_type(qwenrt_session* session, qwenrt_kv_type type) {
+  return Guard(__func__, [&]() -> Status {
+    QWENRT_CAPI_ENTER(session);
+    if (int t = EnumValue(type); t < QWENRT_KV_F32 || t > QWENRT_KV_Q8_0)
+      return InvalidArgument("type {} is not a qwenrt_kv_type", t);
+    return session->chat->session().SetKvType(static_cast<KvType>(type));
+  });
+}
+
+qwenrt_status qwenrt_session_get_kv_type(const qwenrt_session* session, qwenrt_kv_type* type) {
+  return Guard(__func__, [&]() -> Status {
+    QWENRT_CAPI_ENTER(session);
+    if (type == nullptr) return InvalidArgument("type is NULL");
+    *type = static_cast<qwenrt_kv_type>(session->chat->session().kv_type());
+    return OkStatus();
+  });
+}
+
 qwenrt_status qwenrt_session_get_checkpoints(const qwenrt_session* session, int64_t* positions,
                                              size_t capacity, size_t* n) {
   return Guard(__func__, [&]() -> Status {

@@ -31,6 +31,7 @@ TSAN_CASES=(
   "chat_template_test|one template renders concurrently from several threads"
   "forward_invariants_test|one Model shared by two threads gives the single-thread results"
   "session_test|Cancellation mid-prefill leaves a consistent\\, resumable session"
+  "kv_cache_test|Forks on threads: shared-prefix sessions equal unshared ones; truncation into a shared page"
   "engine_test|[threads]"
 )
 

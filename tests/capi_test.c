@@ -435,6 +435,19 @@ static void TestTwoTurnChat(qwenrt_model *model) {
   held_after_turn1 = qwenrt_session_n_tokens(s);
   ASSERT_OK(qwenrt_session_fork(s, &forked));
   EXPECT(qwenrt_session_n_tokens(forked) == held_after_turn1);
+  {
+    /* KV storage: F16 by default on the CPU; converting to F32 there is exact (the fork goes on). */
+    qwenrt_kv_type kt = QWENRT_KV_Q8_0;
+    qwenrt_backend be = QWENRT_BACKEND_AUTO;
+    ASSERT_OK(qwenrt_session_get_backend(forked, &be));
+    ASSERT_OK(qwenrt_session_get_kv_type(forked, &kt));
+    EXPECT(kt == (be == QWENRT_BACKEND_CPU ? QWENRT_KV_F16 : QWENRT_KV_F32));
+    EXPECT_STATUS(qwenrt_session_set_kv_type(forked, (qwenrt_kv_type)7), QWENRT_INVALID_ARGUMENT, "qwenrt_kv_type");
+    EXPECT_STATUS(qwenrt_session_get_kv_type(forked, NULL), QWENRT_INVALID_ARGUMENT, "NULL");
+    ASSERT_OK(qwenrt_session_set_kv_type(forked, QWENRT_KV_F32));
+    ASSERT_OK(qwenrt_session_get_kv_type(forked, &kt));
+    EXPECT(kt == QWENRT_KV_F32 && qwenrt_session_n_tokens(forked) == held_after_turn1);
+  }
   ASSERT_OK(qwenrt_session_save_file(s, path));
   EXPECT_STATUS(qwenrt_session_save_memory(s, NULL, 0, &blob_size), QWENRT_BUFFER_TOO_SMALL, "");
   EXPECT(blob_size > 0);

@@ -218,7 +218,9 @@ TEST_CASE("CUDA: decode by graph replay equals eager decode, across KV growth (r
     CudaForward::Options options;
     options.graphs = graphs;
     auto cuda = CudaForward::Create(*model, options).value();
-    KvCache kv = KvCache::Create(model->config(), 0, /*initial_capacity=*/8).value();  // grows 8 -> 16 -> 32 -> 64
+    KvCacheOptions pages;
+    pages.page_rows = 8;  // the host cache grows 8 positions at a time, the device mirror 8 -> 16 -> 32 -> 64
+    KvCache kv = KvCache::Create(model->config(), 0, /*initial_capacity=*/8, pages).value();
     RecurrentState rec = RecurrentState::Create(model->config()).value();
     std::vector<float> all(tokens.size() * static_cast<size_t>(V));
     for (size_t i = 0; i < tokens.size(); ++i) {

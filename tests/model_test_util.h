@@ -50,9 +50,11 @@ struct Runner {
   std::unique_ptr<KvCache> kv;
   std::unique_ptr<RecurrentState> rec;
 
+  KvCacheOptions kv_options;  // storage type and page size of the caches Reset makes
+
   Runner(std::shared_ptr<const Model> m, BackendKind k, int64_t max_ubatch = 512,
-         BackendOptions backend = {})
-      : model(std::move(m)), kind(k) {
+         BackendOptions backend = {}, KvCacheOptions kv_opts = {})
+      : model(std::move(m)), kind(k), kv_options(kv_opts) {
     ForwardContext::Options o;
     o.max_ubatch = max_ubatch;
     o.backend = backend;
@@ -60,7 +62,7 @@ struct Runner {
     Reset();
   }
   void Reset() {
-    kv = std::make_unique<KvCache>(std::move(KvCache::Create(model->config()).value()));
+    kv = std::make_unique<KvCache>(std::move(KvCache::Create(model->config(), 0, 0, kv_options).value()));
     rec = std::make_unique<RecurrentState>(std::move(RecurrentState::Create(model->config()).value()));
   }
   std::vector<float> Run(const std::vector<int32_t>& tokens, std::vector<int64_t> pieces = {}) {

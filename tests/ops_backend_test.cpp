@@ -297,10 +297,13 @@ const std::vector<Op>& Ops() {
                    const int64_t n_kv = kNPast + T;
                    const auto q = Rand(T * kH * kDh, 64), k = Rand(n_kv * kHkv * kDh, 65), vv = Rand(n_kv * kHkv * kDh, 66);
                    std::vector<float> out(T * kH * kDh);
-                   REQUIRE(be.Reserve(n_kv).ok());
+                   REQUIRE(be.Reserve(n_kv, kH / kHkv, kDh).ok());
+                   const uint8_t* kb = reinterpret_cast<const uint8_t*>(k.data());
+                   const uint8_t* vb = reinterpret_cast<const uint8_t*>(vv.data());
                    Tokens(T, split, [&](int64_t t0, int64_t n) {
-                     be.Attention(AttentionShape{n, kNPast + t0, kH, kHkv, kDh}, q.data() + t0 * kH * kDh, k.data(),
-                                  vv.data(), out.data() + t0 * kH * kDh);
+                     be.Attention(AttentionShape{n, kNPast + t0, kH, kHkv, kDh}, q.data() + t0 * kH * kDh,
+                                  ContiguousF32Rows(&kb, kHkv * kDh), ContiguousF32Rows(&vb, kHkv * kDh),
+                                  out.data() + t0 * kH * kDh);
                    });
                    return Arrays{out};
                  }});

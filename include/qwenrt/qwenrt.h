@@ -601,6 +601,23 @@ QWENRT_API qwenrt_status qwenrt_session_checkpoint_at(qwenrt_session *session, i
  * Returns QWENRT_INVALID_ARGUMENT. Thread safety: one thread per handle at a time. */
 QWENRT_API qwenrt_status qwenrt_session_set_checkpoint_budget(qwenrt_session *session, uint64_t bytes);
 
+/* Storage type of the attention KV cache (docs/kv-cache.md). */
+typedef enum qwenrt_kv_type {
+  QWENRT_KV_F32 = 0,  /* exact; the default of the REF and CUDA backends */
+  QWENRT_KV_F16 = 1,  /* the CPU default: bit-identical to F32 there (the CPU path rounds K and V to f16) */
+  QWENRT_KV_Q8_0 = 2  /* 8-bit blocks: about half the memory of F16, lossy */
+} qwenrt_kv_type;
+
+/* Changes the KV storage type, converting what the session holds (a fork made later shares the
+ * converted pages). Returns QWENRT_INVALID_ARGUMENT (NULL/freed session, not a qwenrt_kv_type),
+ * QWENRT_UNSUPPORTED (the CUDA backend keeps F32 only; Q8_0 needs a head size that is a multiple of 32),
+ * QWENRT_OUT_OF_MEMORY; on error the session is unchanged. Thread safety: one thread per handle at a
+ * time. */
+QWENRT_API qwenrt_status qwenrt_session_set_kv_type(qwenrt_session *session, qwenrt_kv_type type);
+/* The KV storage type. Returns QWENRT_INVALID_ARGUMENT (NULL/freed session, NULL type). Thread
+ * safety: one thread per handle at a time. */
+QWENRT_API qwenrt_status qwenrt_session_get_kv_type(const qwenrt_session *session, qwenrt_kv_type *type);
+
 /* Copies the positions of the checkpoints held, ascending, into `positions`; *n = their number.
  * Returns QWENRT_INVALID_ARGUMENT, QWENRT_BUFFER_TOO_SMALL. Thread safety: one thread per handle at a
  * time. */

@@ -34,9 +34,10 @@ const char* BackendName(BackendKind kind);
 class Backend {
  public:
   virtual ~Backend() = default;
-  // Sizes the backend's own scratch for attention over up to `n_kv` cached positions, before a
-  // forward pass touches any state. Error: OutOfMemory.
-  virtual Status Reserve(int64_t n_kv) = 0;
+  // Sizes the backend's own scratch for attention over up to `n_kv` cached positions, `group`
+  // query heads per KV head, heads `head_dim` wide, before a forward pass touches any state.
+  // Error: OutOfMemory.
+  virtual Status Reserve(int64_t n_kv, int64_t group, int64_t head_dim) = 0;
 
   // --- embedding, norms, projections ---
   // x[t] = dequantized table row tokens[t].  tokens: [T] in [0, table.rows); x: [T, table.cols]
@@ -75,10 +76,11 @@ class Backend {
   virtual void Rope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, const RopeParams& p) = 0;
   // Precision of the attention inputs before K/V enter the cache: kRef keeps f32; kCpu rounds q, k
   // and v to f16 values, as llama.cpp's CPU path does (F16 KV cache, Q converted to F16 for Q·K;
-  // docs/spec/qwen35-architecture.md §14 item 2). Storage stays f32 for now. q: [nq]; k, v: [nkv].
+  // docs/spec/qwen35-architecture.md §14 item 2), so an f16 KV cache (kv_cache.h) stores them
+  // exactly. q: [nq]; k, v: [nkv].
   virtual void RoundAttentionInputs(float* q, int64_t nq, float* k, float* v, int64_t nkv) = 0;
-  // q: [T, H, Dh]; k, v: [n_past+T, Hkv, Dh]; out: [T, H, Dh]
-  virtual void Attention(const AttentionShape& s, const float* q, const float* k, const float* v,
+  // q: [T, H, Dh]; k, v: views of the cache rows [n_past+T, Hkv, Dh] (kv_view.h); out: [T, H, Dh]
+  virtual void Attention(const AttentionShape& s, const float* q, const KvView& k, const KvView& v,
                          float* out) = 0;
   // x[r][c] *= sigmoid(gate[r * gate_stride + c]).  x: [rows, n]
   virtual void MulSigmoid(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride) = 0;

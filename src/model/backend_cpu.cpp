@@ -16,10 +16,12 @@ class CpuBackend final : public Backend {
  public:
   CpuBackend(ThreadPool& pool, const BackendOptions& options) : pool_(pool), options_(options) {}
 
-  Status Reserve(int64_t n_kv) override {
-    const size_t need = static_cast<size_t>(pool_.size()) * static_cast<size_t>(n_kv);
+  Status Reserve(int64_t n_kv, int64_t group, int64_t head_dim) override {
+    const size_t need = static_cast<size_t>(pool_.size()) * static_cast<size_t>(cpu::AttentionScoreFloats(n_kv, group));
+    const size_t rows = static_cast<size_t>(pool_.size()) * 2 * static_cast<size_t>(head_dim);
     try {
       if (scores_.size() < need) scores_.resize(need);
+      if (rows_.size() < rows) rows_.resize(rows);
     } catch (const std::bad_alloc&) {
       return OutOfMemory("out of memory for attention scores over {} positions", n_kv);
     }
@@ -75,9 +77,9 @@ class CpuBackend final : public Backend {
     cpu::RoundToF16(k, nkv);
     cpu::RoundToF16(v, nkv);
   }
-  void Attention(const AttentionShape& s, const float* q, const float* k, const float* v,
+  void Attention(const AttentionShape& s, const float* q, const KvView& k, const KvView& v,
                  float* out) override {
-    cpu::Attention(s, q, k, v, out, scores_.data(), pool_);
+    cpu::Attention(s, q, k, v, out, scores_.data(), rows_.data(), pool_);
   }
   void MulSigmoid(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride) override {
     cpu::MulSigmoid(x, gate, rows, n, gate_stride, pool_);
@@ -110,7 +112,8 @@ class CpuBackend final : public Backend {
  private:
   ThreadPool& pool_;
   BackendOptions options_;
-  std::vector<float> scores_;  // [threads, n_past + T]
+  std::vector<float> scores_;  // [threads, AttentionScoreFloats(n_past + T, H / Hkv)]
+  std::vector<float> rows_;    // [threads, 2 * Dh]: K and V rows widened from f16 / q8_0
 };
 
 }  // namespace

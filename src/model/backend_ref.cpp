@@ -10,7 +10,7 @@ namespace {
 
 class RefBackend final : public Backend {
  public:
-  Status Reserve(int64_t n_kv) override {
+  Status Reserve(int64_t n_kv, int64_t /*group*/, int64_t /*head_dim*/) override {
     try {
       if (scores_.size() < static_cast<size_t>(n_kv)) scores_.resize(static_cast<size_t>(n_kv));
     } catch (const std::bad_alloc&) {
@@ -61,7 +61,7 @@ class RefBackend final : public Backend {
     ref::Rope(x, T, heads, Dh, pos0, p);
   }
   void RoundAttentionInputs(float*, int64_t, float*, float*, int64_t) override {}
-  void Attention(const AttentionShape& s, const float* q, const float* k, const float* v,
+  void Attention(const AttentionShape& s, const float* q, const KvView& k, const KvView& v,
                  float* out) override {
     ref::Attention(s, q, k, v, out, scores_.data());
   }

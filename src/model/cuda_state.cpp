@@ -67,7 +67,6 @@ Status CudaStateMirror::Adopt(RecurrentState& rec) {
 }
 
 Status CudaStateMirror::Upload(KvCache& kv, const RecurrentState& rec) {
-  const KvCache& ckv = kv;
   if (rec.pending() != this && rec.lineage() != rec_lineage_) {  // (Adopt fetched it if pending elsewhere)
     rec_lineage_ = 0;
     // Through the pinned staging: one copy per state array instead of two per layer.
@@ -89,7 +88,9 @@ Status CudaStateMirror::Upload(KvCache& kv, const RecurrentState& rec) {
   kv_rows_ = std::min(kv_rows_, kv.size());  // a truncated cache keeps its prefix
   kv_lineage_ = 0;                           // until the rows below are in place
   if (kv.capacity() > kv_capacity_ && kv.n_layers() > 0) {
-    const size_t bytes = static_cast<size_t>(kv.capacity() * row) * sizeof(float);
+    // The host cache grows a page at a time; the device buffers double (each growth copies them).
+    const int64_t new_cap = std::min(kv.max_tokens(), std::max(kv.capacity(), 2 * kv_capacity_));
+    const size_t bytes = static_cast<size_t>(new_cap * row) * sizeof(float);
     for (size_t a = 0; a < k_.size(); ++a) {  // grow, keeping the mirrored rows
       DeviceArray nk, nv;
       QWENRT_RETURN_IF_ERROR(nk.Allocate(bytes));
@@ -104,17 +105,23 @@ Status CudaStateMirror::Upload(KvCache& kv, const RecurrentState& rec) {
       k_[a] = std::move(nk);
       v_[a] = std::move(nv);
     }
-    kv_capacity_ = kv.capacity();
+    kv_capacity_ = new_cap;
   }
-  if (kv_rows_ < kv.size()) {
-    const size_t off = static_cast<size_t>(kv_rows_ * row);
-    const size_t bytes = static_cast<size_t>((kv.size() - kv_rows_) * row) * sizeof(float);
+  // The rows the mirror lacks, from the host pages through the pinned staging, a ubatch at a time.
+  float* stage = kv_stage_.as<float>();
+  for (int64_t p0 = kv_rows_; p0 < kv.size(); p0 += max_ubatch_) {
+    const int64_t m = std::min(max_ubatch_, kv.size() - p0);
+    const size_t off = static_cast<size_t>(p0 * row), len = static_cast<size_t>(m * row);
+    QWENRT_RETURN_IF_ERROR(cuda::StreamSynchronize(stream_));  // the staging may still be in use
     for (int64_t a = 0; a < kv.n_layers(); ++a) {
-      QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(k_[a].f() + off, ckv.k(a) + off, bytes, stream_));
-      QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(v_[a].f() + off, ckv.v(a) + off, bytes, stream_));
+      float* ks = stage + 2 * a * len;
+      float* vs = ks + len;
+      kv.ReadRows(a, p0, m, ks, vs);
+      QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(k_[a].f() + off, ks, len * sizeof(float), stream_));
+      QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(v_[a].f() + off, vs, len * sizeof(float), stream_));
     }
-    kv_rows_ = kv.size();
   }
+  kv_rows_ = kv.size();
   kv_lineage_ = kv.lineage();
   return OkStatus();
 }
@@ -132,10 +139,7 @@ Status CudaStateMirror::FetchKvRows(KvCache& kv, int64_t from, int64_t n) {
       QWENRT_RETURN_IF_ERROR(cuda::CopyToHostAsync(stage + (2 * a + 1) * len, v_[a].f() + off, len * sizeof(float), stream_));
     }
     QWENRT_RETURN_IF_ERROR(cuda::StreamSynchronize(stream_));
-    for (int64_t a = 0; a < A; ++a) {
-      std::copy_n(stage + 2 * a * len, len, kv.k(a) + off);
-      std::copy_n(stage + (2 * a + 1) * len, len, kv.v(a) + off);
-    }
+    for (int64_t a = 0; a < A; ++a) kv.WriteRows(a, p0, m, stage + 2 * a * len, stage + (2 * a + 1) * len);
   }
   return OkStatus();
 }

@@ -58,7 +58,8 @@ void GatedDeltaLayer(Step& s, const GatedDeltaWeights& w, int64_t slot) {
 }
 
 // Gated full attention (qwen35-architecture.md §8): xn -> mix; writes each sequence's K/V rows into
-// its cache (attention layer `slot`).
+// attention layer `slot` of its cache (pages made writable by Reserve) and reads them back through
+// the cache's page view.
 void FullAttentionLayer(Step& s, const AttentionWeights& w, const RopeParams& rope, int64_t slot) {
   const ModelConfig& c = s.c;
   Activations& a = s.a;
@@ -77,13 +78,11 @@ void FullAttentionLayer(Step& s, const AttentionWeights& w, const RopeParams& ro
   }
 
   s.be.RoundAttentionInputs(a.q.data(), T * H * Dh, a.k.data(), a.v.data(), T * Hkv * Dh);
-  for (const UbatchSegment& q : s.seqs) {  // K/V rows into the sequence's cache [cap, Hkv, Dh] at n_past
-    float* k_cache = q.step->kv->k(slot);
-    float* v_cache = q.step->kv->v(slot);
-    std::copy_n(a.k.data() + q.row * row, q.T * row, k_cache + q.n_past * row);
-    std::copy_n(a.v.data() + q.row * row, q.T * row, v_cache + q.n_past * row);
-    s.be.Attention(AttentionShape{q.T, q.n_past, H, Hkv, Dh}, a.q.data() + q.row * H * Dh, k_cache, v_cache,
-                   a.att.data() + q.row * H * Dh);
+  for (const UbatchSegment& q : s.seqs) {  // K/V rows into the sequence's cache at n_past
+    KvCache& kv = *q.step->kv;
+    kv.WriteRows(slot, q.n_past, q.T, a.k.data() + q.row * row, a.v.data() + q.row * row);  // its storage type
+    s.be.Attention(AttentionShape{q.T, q.n_past, H, Hkv, Dh}, a.q.data() + q.row * H * Dh, kv.KeyView(slot),
+                   kv.ValueView(slot), a.att.data() + q.row * H * Dh);
   }
   s.be.MulSigmoid(a.att.data(), a.qg.data() + Dh, T * H, Dh, 2 * Dh);  // output gate, read in place from qg
   s.be.MatMul(w.o, a.att.data(), a.mix.data(), T);
@@ -347,6 +346,9 @@ Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps) {
       }
     }
     if (st.status.ok()) st.status = CheckStep(c, st);
+    if (st.status.ok() && ctx.cuda_ != nullptr && st.kv->type() != KvType::kF32) {  // its device cache is f32
+      st.status = Unsupported("the CUDA backend keeps its KV cache in f32, not {}", KvTypeName(st.kv->type()));
+    }
     if (st.status.ok() && ctx.cuda_ != nullptr) {
       st.status = ctx.cuda_->Run(*st.kv, *st.rec, st.tokens, st.all_logits, st.logits);
       return st.status;
@@ -355,7 +357,8 @@ Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps) {
     if (st.status.ok()) n_kv = std::max(n_kv, st.kv->capacity());
   }
   if (n_kv > 0) {
-    const Status reserved = ctx.backend_->Reserve(n_kv);  // grows with the caches only
+    const Status reserved =  // grows with the caches only
+        ctx.backend_->Reserve(n_kv, c.n_head_kv > 0 ? c.n_head / c.n_head_kv : 1, c.head_dim);
     if (!reserved.ok()) {
       for (SequenceStep& st : steps) {
         if (st.status.ok()) st.status = reserved;

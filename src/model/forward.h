@@ -117,7 +117,8 @@ class ForwardContext {
 // Runs `tokens` at positions kv.size() .. kv.size()+T-1, advancing kv and rec.
 // logits: [T, V] when all_logits, else [V] for the last token.
 // Errors (kv and rec unchanged): InvalidArgument (empty input, token id outside [0, V), null logits,
-// state not made for this model), ContextFull / OutOfMemory (KV cache cannot grow).
+// state not made for this model), ContextFull / OutOfMemory (KV cache cannot grow or copy a shared
+// page), Unsupported (kCuda with a KV cache not stored in f32).
 // One thread per (ctx, kv, rec) at a time; the Model may be shared.
 // The same as ForwardBatch with this one step.
 Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec, std::span<const int32_t> tokens,

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "base/thread_pool.h"
+#include "ops/kv_view.h"
 
 namespace qwenrt {
 
@@ -19,17 +20,36 @@ struct AttentionShape {
   int64_t T, n_past, H, Hkv, Dh;
 };
 
+// A view of contiguous f32 rows [n, Hkv, Dh] as one page; `*base` (the rows' address, as bytes)
+// must outlive the view.
+inline KvView ContiguousF32Rows(const uint8_t* const* base, int64_t row) {
+  return KvView{base, 0, INT64_MAX / 8 / (row > 0 ? row : 1), row * 4, KvType::kF32};
+}
+
 namespace ref {
-// Two-pass softmax in f32, dots in dimension order.
-// q: [T, H, Dh]; k, v: [n_past+T, Hkv, Dh] (cache rows); out: [T, H, Dh];
+// Two-pass softmax in f32, dots in dimension order; every K/V element read through KvElement.
+// q: [T, H, Dh]; k, v: views of the cache rows [n_past+T, Hkv, Dh]; out: [T, H, Dh];
 // scores: scratch of at least n_past+T floats.
+void Attention(const AttentionShape& s, const float* q, const KvView& k, const KvView& v, float* out,
+               float* scores);
+// The same over contiguous f32 rows k, v: [n_past+T, Hkv, Dh].
 void Attention(const AttentionShape& s, const float* q, const float* k, const float* v, float* out,
                float* scores);
 }  // namespace ref
 
 namespace cpu {
-// As ref::Attention, (token, head) pairs split over the pool. scores: [pool.size(), n_past+T].
-// Vectorised dot products: equal to ref up to the summation order.
+// Scores scratch per worker for `n_keys` cached positions and `group` = H / Hkv query heads per KV
+// head: the scores of every head of a group, and their max and sum.
+inline int64_t AttentionScoreFloats(int64_t n_keys, int64_t group) { return group * (n_keys + 2); }
+// As ref::Attention, (token, head) pairs split over the pool; with f16 / q8_0 rows and enough
+// tokens, (token, KV head) pairs instead, so that a widened row serves every head of its group
+// (the arithmetic of each (token, head) is the same either way). scores: [pool.size(),
+// AttentionScoreFloats(n_past+T, H/Hkv)]. rows: [pool.size(), 2 * Dh] scratch for widening f16 /
+// q8_0 rows (may be null when both views are f32, which are read in place). Vectorised dot products: equal to ref up to the summation
+// order; a row widened from f16 gives exactly the result of the same values stored as f32.
+void Attention(const AttentionShape& s, const float* q, const KvView& k, const KvView& v, float* out,
+               float* scores, float* rows, ThreadPool& pool);
+// The same over contiguous f32 rows k, v: [n_past+T, Hkv, Dh]; scores: [pool.size(), n_past+T].
 void Attention(const AttentionShape& s, const float* q, const float* k, const float* v, float* out,
                float* scores, ThreadPool& pool);
 

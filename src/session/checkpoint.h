@@ -69,7 +69,8 @@ class CheckpointStore {
   CheckpointStore(CheckpointStore&&) noexcept = default;
   CheckpointStore& operator=(CheckpointStore&&) noexcept = default;
 
-  // Deep copy (cost: the bytes held); used by Session::Fork. Errors: those of Snapshot::Copy.
+  // A copy made with Snapshot::Copy (the Session's SharedSnapshot shares instead of copying); used
+  // by Session::Fork. Errors: those of Snapshot::Copy.
   StatusOr<CheckpointStore> Copy() const {
     CheckpointStore c(budget_);
     c.tick_ = tick_;

@@ -53,7 +53,12 @@ StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> 
   int64_t max_context = params.max_context > 0 ? params.max_context : cfg.n_ctx_train;
   if (max_context <= 0) return InvalidArgument("Session: the model has no trained context length");
   int64_t initial = std::min(max_context, params.initial_capacity > 0 ? params.initial_capacity : 1024);
-  QWENRT_ASSIGN_OR_RETURN(KvCache kv, KvCache::Create(cfg, max_context, initial));
+  KvCacheOptions kvo;
+  kvo.type = params.kv_type.value_or(params.backend == BackendKind::kCpu ? KvType::kF16 : KvType::kF32);
+  kvo.page_rows = params.kv_page_rows;
+  if (params.backend == BackendKind::kCuda && kvo.type != KvType::kF32)
+    return Unsupported("Session: the CUDA backend keeps its KV cache in f32, not {}", KvTypeName(kvo.type));
+  QWENRT_ASSIGN_OR_RETURN(KvCache kv, KvCache::Create(cfg, max_context, initial, kvo));
   QWENRT_ASSIGN_OR_RETURN(RecurrentState rec, RecurrentState::Create(cfg));
   size_t budget = params.checkpoint_budget_bytes < 0 ? 8 * std::max<size_t>(rec.bytes(), 1)
                                                      : static_cast<size_t>(params.checkpoint_budget_bytes);
@@ -177,7 +182,7 @@ void Session::AfterRun(SessionPiece& piece) {
     // half way, so fall back to a state we know: the newest checkpoint (or empty).
     if (kv_.size() != size() || s.code() == StatusCode::kInternal || s.code() == StatusCode::kDevice) {
       const auto* e = checkpoints_.FindAtOrBefore(size());
-      RestoreTo(e ? e->pos : 0, e ? &e->snapshot : nullptr);
+      RestoreTo(e ? e->pos : 0, e ? &e->snapshot.state() : nullptr);
     }
     return;
   }
@@ -185,13 +190,16 @@ void Session::AfterRun(SessionPiece& piece) {
 }
 
 void Session::TakeCheckpoint(uint64_t turn, int64_t* created) {
-  if (std::optional<RecurrentState> spare = checkpoints_.TakeSpare()) {
-    if (!spare->CopyFrom(rec_).ok()) return;  // reuse an evicted snapshot's memory; device error: skip
+  std::optional<SharedSnapshot> spare = checkpoints_.TakeSpare();
+  if (spare && spare->reusable() != nullptr) {  // reuse an evicted snapshot's memory (never a shared one)
+    if (!spare->reusable()->CopyFrom(rec_).ok()) return;  // device error: skip
     checkpoints_.Put(size(), turn, std::move(*spare));
   } else {
     auto snap = rec_.Copy();
     if (!snap.ok()) return;  // out of memory: run on without this checkpoint
-    checkpoints_.Put(size(), turn, std::move(snap).value());
+    auto shared = SharedSnapshot::Make(std::move(snap).value());
+    if (!shared.ok()) return;
+    checkpoints_.Put(size(), turn, std::move(shared).value());
   }
   if (created) ++*created;
 }
@@ -232,7 +240,7 @@ Status Session::BeginFeed(std::span<const int32_t> tokens, const FeedOptions& op
   // produce the last position's logits, unless the live state already has them).
   const int64_t limit = std::min(P, N - 1);
   int64_t start = 0;
-  const CheckpointStore<RecurrentState>::Entry* restore = nullptr;
+  const CheckpointStore<SharedSnapshot>::Entry* restore = nullptr;
   bool live = false;
   if (P == N && M == N && has_logits_) {
     start = N;
@@ -244,7 +252,9 @@ Status Session::BeginFeed(std::span<const int32_t> tokens, const FeedOptions& op
     restore = checkpoints_.FindAtOrBefore(limit);
     start = restore ? restore->pos : 0;
   }
-  QWENRT_RETURN_IF_ERROR(kv_.Reserve(N));  // may grow (contents kept); on error nothing changed
+  // Pages for [start, N), private (a page shared with a fork is copied): the prefill below cannot
+  // run out of KV memory. On error nothing changed.
+  QWENRT_RETURN_IF_ERROR(kv_.Reserve(N, start));
 
   if (options.all_logits && start < N) {
     try {
@@ -257,7 +267,7 @@ Status Session::BeginFeed(std::span<const int32_t> tokens, const FeedOptions& op
   ++turn_;
   const auto t0 = std::chrono::steady_clock::now();
   if (!live) {
-    const int64_t at = RestoreTo(start, restore ? &restore->snapshot : nullptr);
+    const int64_t at = RestoreTo(start, restore ? &restore->snapshot.state() : nullptr);
     if (at != start) {  // the snapshot could not be copied (a device error): from the start
       start = at;
       restore = nullptr;
@@ -466,6 +476,35 @@ void Session::set_checkpoint_budget(int64_t bytes) {
   checkpoints_.set_budget(bytes < 0 ? 8 * std::max<size_t>(rec_.bytes(), 1) : static_cast<size_t>(bytes));
 }
 
+Status Session::SetKvType(KvType type) {
+  if (type == kv_.type()) return OkStatus();
+  if (params_.backend == BackendKind::kCuda && type != KvType::kF32)
+    return Unsupported("Session: the CUDA backend keeps its KV cache in f32, not {}", KvTypeName(type));
+  KvCacheOptions o;
+  o.type = type;
+  o.page_rows = kv_.page_rows();
+  QWENRT_ASSIGN_OR_RETURN(KvCache kv, KvCache::Create(model_->config(), max_context_, kv_.size(), o));
+  const int64_t n = kv_.size(), P = kv_.page_rows(), R = kv_.row_floats();
+  std::vector<float> k, v;
+  try {
+    k.resize(static_cast<size_t>(std::min(n, P) * R));
+    v.resize(k.size());
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("SetKvType: cannot allocate a conversion buffer");
+  }
+  for (int64_t a = 0; a < kv_.n_layers(); ++a) {
+    for (int64_t p0 = 0; p0 < n; p0 += P) {
+      const int64_t m = std::min(P, n - p0);
+      kv_.ReadRows(a, p0, m, k.data(), v.data());
+      kv.WriteRows(a, p0, m, k.data(), v.data());
+    }
+  }
+  kv.Commit(n);
+  kv_ = std::move(kv);
+  params_.kv_type = type;
+  return OkStatus();
+}
+
 Status Session::Checkpoint() {
   if (size() == 0) return OkStatus();
   int64_t created = 0;
@@ -480,6 +519,18 @@ void Session::Reset() {
   logits_rows_ = 0;
 }
 
+size_t Session::checkpoint_prorated_bytes() const {
+  double n = 0;
+  for (const auto& e : checkpoints_.entries()) n += e.snapshot.prorated_bytes();
+  return static_cast<size_t>(n + 0.5);
+}
+
+size_t Session::checkpoint_unique_bytes() const {
+  size_t n = 0;
+  for (const auto& e : checkpoints_.entries()) n += e.snapshot.holders() == 1 ? e.snapshot.bytes() : 0;
+  return n;
+}
+
 std::span<const float> Session::last_logits() const {
   if (!has_logits_) return {};
   return last_logits_;
@@ -490,14 +541,15 @@ std::span<const float> Session::logits() const {
   return last_logits();
 }
 
-StatusOr<std::unique_ptr<Session>> Session::Fork() const {
-  QWENRT_ASSIGN_OR_RETURN(KvCache kv, kv_.Copy());
+StatusOr<std::unique_ptr<Session>> Session::Fork() {
+  QWENRT_ASSIGN_OR_RETURN(KvCache kv, kv_.Copy());  // shares the pages
   QWENRT_ASSIGN_OR_RETURN(RecurrentState rec, rec_.Copy());
+  // Snapshots become shared, so they must live on the host first: device-resident ones belong to
+  // this session's CUDA context and the two sessions may run on different threads. (Fetching
+  // changes where the contents live, not what they are.)
+  QWENRT_RETURN_IF_ERROR(checkpoints_.ForEachSnapshot([](SharedSnapshot& s) { return s.Fetch(); }));
   QWENRT_ASSIGN_OR_RETURN(auto cps, checkpoints_.Copy());
-  // Copies of device-resident state are made on this session's CUDA context: fetch them, so that the
-  // fork shares nothing with this session (the two may run on different threads).
-  QWENRT_RETURN_IF_ERROR(rec.Fetch());
-  QWENRT_RETURN_IF_ERROR(cps.ForEachSnapshot([](RecurrentState& r) { return r.Fetch(); }));
+  QWENRT_RETURN_IF_ERROR(rec.Fetch());  // a copy made on this session's CUDA context
   std::unique_ptr<Session> s(
       new (std::nothrow) Session(model_, params_, max_context_, std::move(kv), std::move(rec), checkpoints_.budget()));
   if (!s) return OutOfMemory("Fork: allocation failed");

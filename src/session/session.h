@@ -30,12 +30,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "model/backend.h"
 #include "session/checkpoint.h"
+#include "session/shared_snapshot.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
@@ -52,7 +54,13 @@ struct SessionParams {
   int n_threads = 0;             // workers of the session's ThreadPool; 0 = hardware concurrency
   int64_t ubatch = 512;          // most tokens per forward call during a prefill
   int64_t max_context = 0;       // most positions; 0 = the model's trained context
-  int64_t initial_capacity = 0;  // KV positions allocated up front (doubles on demand); 0 = 1024
+  int64_t initial_capacity = 0;  // KV positions allocated up front (grows a page at a time); 0 = 1024
+  // Storage of the attention KV cache (docs/kv-cache.md). nullopt = the backend's default: f16 on
+  // kCpu (bit-identical to f32: the CPU path rounds K and V to f16 values before they enter the
+  // cache), f32 on kRef and kCuda. q8_0 is lossy (and needs head_dim % 32 == 0). kCuda keeps its
+  // device cache in f32 and refuses any other type with Unsupported.
+  std::optional<KvType> kv_type;
+  int64_t kv_page_rows = 256;    // KV positions per page: the unit of sharing between forks
   // Memory for checkpoints. -1 = room for 8 snapshots. The newest snapshot of the latest turn is
   // kept even when it alone exceeds the budget (see checkpoint.h for the eviction order).
   int64_t checkpoint_budget_bytes = -1;
@@ -255,15 +263,24 @@ class Session {
   // Forgets everything (empty transcript, no checkpoints, zero state). Capacity is kept.
   void Reset();
 
+  // Changes the storage type of the KV cache (SessionParams::kv_type), converting the rows it holds
+  // (through f32: exact between f32 and f16 on the CPU path; to q8_0 lossy). The converted cache
+  // shares no pages. Errors (session unchanged): Unsupported (kCuda with a type other than f32, or
+  // q8_0 on a head size that is not a multiple of 32), InvalidArgument (unknown type), OutOfMemory.
+  Status SetKvType(KvType type);
+
   // Changes the checkpoint memory budget (bytes; -1 = room for 8 snapshots, as in SessionParams)
   // and evicts down to it at once. Used by the C ABI's qwenrt_session_set_checkpoint_budget.
   void set_checkpoint_budget(int64_t bytes);
 
-  // A new independent Session with a deep copy of the KV (valid prefix only), the recurrent state,
-  // the transcript, the checkpoints and the last logits, plus its own ThreadPool/ForwardContext.
-  // Cost: O(KV bytes for size() positions + checkpoint bytes) memory and copy time. The fork gets
-  // the same params (trace callback included). Errors: OutOfMemory, Device (copying device state).
-  StatusOr<std::unique_ptr<Session>> Fork() const;
+  // A new independent Session with the same KV (its pages shared, not copied: copy-on-write when
+  // either side writes into a shared page, so only the partial last page is ever copied), the same
+  // checkpoints (shared snapshots: immutable from then on), a copy of the live recurrent state, the
+  // transcript and the last logits, plus its own ThreadPool/ForwardContext. Cost: O(KV pages +
+  // checkpoints) for those, plus one recurrent state's bytes. The two sessions may then run on different threads. The fork gets the same
+  // params (trace callback included). Errors: OutOfMemory, Device (copying device state).
+  // Not const: device-resident checkpoints are fetched to the host before they are shared.
+  StatusOr<std::unique_ptr<Session>> Fork();
 
   // Save: transcript, KV (valid prefix), recurrent state, checkpoints, last logits and the chat
   // layer's opaque `chat_state` (the CHAT section), with format version, model fingerprint and CRC-32
@@ -299,10 +316,22 @@ class Session {
   int64_t n_vocab() const { return model_->config().n_vocab; }
   std::vector<CheckpointInfo> checkpoints() const { return checkpoints_.List(); }
   size_t checkpoint_bytes() const { return checkpoints_.bytes(); }
+  // Checkpoint memory when each snapshot's bytes are divided among the sessions holding it (forks
+  // share their parent's snapshots); summed over sessions that share only among themselves: what
+  // they hold together.
+  size_t checkpoint_prorated_bytes() const;
+  size_t checkpoint_unique_bytes() const;  // snapshots no other session holds
   // One evicted snapshot kept for reuse by the next checkpoint (0 or state_bytes()); not in the budget.
   size_t spare_checkpoint_bytes() const { return checkpoints_.spare_bytes(); }
   size_t state_bytes() const { return rec_.bytes(); }   // one checkpoint costs this much
+  // KV cache memory (kv_cache.h): every page held; the pages no other session holds; the pages
+  // shared with others (forks); this session's share when each page is divided among its holders
+  // (summed over sessions that share only among themselves: what they hold together).
   size_t kv_bytes() const { return kv_.bytes(); }
+  size_t kv_unique_bytes() const { return kv_.unique_bytes(); }
+  size_t kv_shared_bytes() const { return kv_.shared_bytes(); }
+  size_t kv_prorated_bytes() const { return kv_.prorated_bytes(); }
+  KvType kv_type() const { return kv_.type(); }
   const SessionParams& params() const { return params_; }
   const std::shared_ptr<const Model>& model() const { return model_; }
 
@@ -334,7 +363,7 @@ class Session {
   KvCache kv_;                      // attention K/V, size() == transcript_.size()
   RecurrentState rec_;              // GDN state after transcript_
   std::vector<int32_t> transcript_;  // [size()]
-  CheckpointStore<RecurrentState> checkpoints_;  // every entry pos <= size(), valid for transcript_
+  CheckpointStore<SharedSnapshot> checkpoints_;  // every entry pos <= size(), valid for transcript_
   std::vector<float> last_logits_;  // [V] when has_logits_
   bool has_logits_ = false;
   std::vector<float> logits_;       // [rows, V]: what the last Feed returned with all_logits

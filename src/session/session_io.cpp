@@ -13,6 +13,7 @@ namespace {
 constexpr uint32_t kTagSess = SectionTag("SESS");  // shapes and counts
 constexpr uint32_t kTagToks = SectionTag("TOKS");  // transcript
 constexpr uint32_t kTagLogt = SectionTag("LOGT");  // last logits
+constexpr uint32_t kTagKvty = SectionTag("KVTY");  // storage type of the KVCA rows (absent: f32)
 constexpr uint32_t kTagKvca = SectionTag("KVCA");  // attention K/V, valid prefix
 constexpr uint32_t kTagRecs = SectionTag("RECS");  // live recurrent state
 constexpr uint32_t kTagCkpt = SectionTag("CKPT");  // one checkpoint
@@ -36,6 +37,41 @@ void PutState(SessionWriter& w, const RecurrentState& rec) {
     w.PutFloats({rec.conv(g), static_cast<size_t>(rec.conv_floats())});
     w.PutFloats({rec.ssm(g), static_cast<size_t>(rec.ssm_floats())});
   }
+}
+
+// The KVCA payload (stored as `type`: layer by layer, K rows [n] then V rows [n]) into `kv`, whose
+// pages for [0, n) exist. Rows of another type are widened to f32 and stored as kv's type.
+Status ReadKvRows(ByteCursor& c, KvType type, int64_t n, KvCache& kv) {
+  const size_t row_bytes = static_cast<size_t>(KvRowBytes(type, kv.row_floats()));
+  const int64_t chunk = kv.page_rows(), R = kv.row_floats();
+  std::vector<float> kf, vf;
+  if (type != kv.type()) {
+    kf.resize(static_cast<size_t>(chunk * R));
+    vf.resize(kf.size());
+  }
+  for (int64_t a = 0; a < kv.n_layers(); ++a) {
+    // A layer's K rows come first, then its V rows: a second cursor reads the V rows alongside.
+    ByteCursor vc = c;
+    std::span<const uint8_t> k, v;
+    QWENRT_RETURN_IF_ERROR(vc.View(static_cast<size_t>(n) * row_bytes, &k));
+    for (int64_t p0 = 0; p0 < n; p0 += chunk) {
+      const int64_t m = std::min(chunk, n - p0);
+      QWENRT_RETURN_IF_ERROR(c.View(static_cast<size_t>(m) * row_bytes, &k));
+      QWENRT_RETURN_IF_ERROR(vc.View(static_cast<size_t>(m) * row_bytes, &v));
+      if (type == kv.type()) {
+        kv.WriteStoredRows(a, p0, m, k.data(), v.data());
+      } else {
+        for (int64_t j = 0; j < m; ++j) {
+          KvDecode(type, k.data() + j * row_bytes, 0, R, kf.data() + j * R);
+          KvDecode(type, v.data() + j * row_bytes, 0, R, vf.data() + j * R);
+        }
+        kv.WriteRows(a, p0, m, kf.data(), vf.data());
+      }
+    }
+    c = vc;  // past this layer's V rows
+  }
+  kv.Commit(n);
+  return c.ExpectEnd();
 }
 
 Status GetState(ByteCursor& c, RecurrentState& rec) {
@@ -66,11 +102,20 @@ Status Session::WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) con
   w.PutFloats(logits);
   w.EndSection();
 
-  const size_t row = static_cast<size_t>(kv_.row_floats());
-  w.BeginSection(kTagKvca, static_cast<uint64_t>(kv_.n_layers()) * 2 * static_cast<uint64_t>(n) * row * 4);
+  w.BeginSection(kTagKvty, 4);
+  w.PutU32(static_cast<uint32_t>(kv_.type()));
+  w.EndSection();
+
+  // The rows as stored, page by page (pages shared with other sessions are written like any other).
+  const uint64_t row_bytes = static_cast<uint64_t>(kv_.row_bytes()), P = static_cast<uint64_t>(kv_.page_rows());
+  w.BeginSection(kTagKvca, static_cast<uint64_t>(kv_.n_layers()) * 2 * static_cast<uint64_t>(n) * row_bytes);
   for (int64_t a = 0; a < kv_.n_layers(); ++a) {
-    w.PutFloats({kv_.k(a), static_cast<size_t>(n) * row});
-    w.PutFloats({kv_.v(a), static_cast<size_t>(n) * row});
+    for (bool value : {false, true}) {
+      for (int64_t p0 = 0; p0 < n; p0 += static_cast<int64_t>(P)) {
+        const std::span<const uint8_t> rows = kv_.StoredRows(a, value, p0, std::min<int64_t>(static_cast<int64_t>(P), n - p0));
+        w.PutBytes(rows.data(), rows.size());
+      }
+    }
   }
   w.EndSection();
 
@@ -80,14 +125,14 @@ Status Session::WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) con
 
   // Checkpoints from least to most recently used, so that loading them in file order rebuilds the
   // same LRU order.
-  std::vector<const CheckpointStore<RecurrentState>::Entry*> cps;
+  std::vector<const CheckpointStore<SharedSnapshot>::Entry*> cps;
   for (const auto& e : checkpoints_.entries()) cps.push_back(&e);
   std::sort(cps.begin(), cps.end(), [](auto* a, auto* b) { return a->last_used < b->last_used; });
   for (const auto* e : cps) {
     w.BeginSection(kTagCkpt, 16 + StateBytes(h));
     w.PutI64(e->pos);
     w.PutU64(e->turn);
-    PutState(w, e->snapshot);
+    PutState(w, e->snapshot.state());
     w.EndSection();
   }
 
@@ -101,7 +146,7 @@ Status Session::WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) con
 // bring them into the host buffers a save reads.
 Status Session::FetchStates() {
   QWENRT_RETURN_IF_ERROR(rec_.Fetch());
-  return checkpoints_.ForEachSnapshot([](RecurrentState& s) { return s.Fetch(); });
+  return checkpoints_.ForEachSnapshot([](SharedSnapshot& s) { return s.Fetch(); });
 }
 
 Status Session::SaveToFile(const std::string& path, std::span<const uint8_t> chat_state) {
@@ -147,10 +192,29 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
                        max_context_);
   const size_t n = static_cast<size_t>(h.n_tokens);
   const uint64_t state_bytes = StateBytes(h);
-  const size_t row = static_cast<size_t>(h.kv_row_floats);
+
+  // The storage type of the saved rows: KVTY, if present, must come before KVCA; files written
+  // before it existed hold f32 rows.
+  KvType file_type = KvType::kF32;
+  for (size_t i = 1; i < file.sections.size(); ++i) {
+    const SessionSection& s = file.sections[i];
+    if (s.tag == kTagKvca) break;
+    if (s.tag != kTagKvty) continue;
+    uint32_t t = 0;
+    ByteCursor c(s.payload, "KVTY section");
+    QWENRT_RETURN_IF_ERROR(c.U32(&t));
+    QWENRT_RETURN_IF_ERROR(c.ExpectEnd());
+    if (t >= kKvTypeCount)
+      return Unsupported("session file: KV storage type {} is unknown to this version of qwenrt", t);
+    file_type = static_cast<KvType>(t);
+    if (!KvTypeFits(file_type, cfg.head_dim))
+      return BadFormat("session file: KV storage type {} cannot hold this model's rows", KvTypeName(file_type));
+    break;
+  }
+  const uint64_t file_row_bytes = static_cast<uint64_t>(KvRowBytes(file_type, h.kv_row_floats));
 
   // Pass 1: the section table against the SESS shapes, before anything big is allocated.
-  int seen_toks = 0, seen_logt = 0, seen_kvca = 0, seen_recs = 0, seen_samp = 0;
+  int seen_toks = 0, seen_logt = 0, seen_kvty = 0, seen_kvca = 0, seen_recs = 0, seen_samp = 0;
   int64_t seen_ckpt = 0;
   for (size_t i = 1; i < file.sections.size(); ++i) {
     const SessionSection& s = file.sections[i];
@@ -158,7 +222,8 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
     bool ok = false;
     if (s.tag == kTagToks) ok = !seen_toks++ && len == n * 4;
     else if (s.tag == kTagLogt) ok = !seen_logt++ && (len == 0 || (n > 0 && len == static_cast<uint64_t>(h.n_vocab) * 4));
-    else if (s.tag == kTagKvca) ok = !seen_kvca++ && len == static_cast<uint64_t>(h.n_attn_layers) * 2 * n * row * 4;
+    else if (s.tag == kTagKvty) ok = !seen_kvty++ && !seen_kvca && len == 4;
+    else if (s.tag == kTagKvca) ok = !seen_kvca++ && len == static_cast<uint64_t>(h.n_attn_layers) * 2 * n * file_row_bytes;
     else if (s.tag == kTagRecs) ok = !seen_recs++ && len == state_bytes;
     else if (s.tag == kTagCkpt) ok = ++seen_ckpt <= h.n_checkpoints && len == 16 + state_bytes;
     else if (s.tag == kTagChat || s.tag == kTagSamp) ok = !seen_samp++;
@@ -175,9 +240,14 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
   bool has_logits = false;
   std::vector<uint8_t> blob;
   try {
-    QWENRT_ASSIGN_OR_RETURN(KvCache kv, KvCache::Create(cfg, max_context_, std::max<int64_t>(h.n_tokens, 1)));
+    // Loaded into this session's storage type and page size (converted when the file's differs);
+    // the loaded cache shares nothing.
+    KvCacheOptions kvo;
+    kvo.type = kv_.type();
+    kvo.page_rows = kv_.page_rows();
+    QWENRT_ASSIGN_OR_RETURN(KvCache kv, KvCache::Create(cfg, max_context_, h.n_tokens, kvo));
     QWENRT_ASSIGN_OR_RETURN(RecurrentState rec, RecurrentState::Create(cfg));
-    CheckpointStore<RecurrentState> cps(checkpoints_.budget());
+    CheckpointStore<SharedSnapshot> cps(checkpoints_.budget());
     for (size_t i = 1; i < file.sections.size(); ++i) {
       const SessionSection& s = file.sections[i];
       ByteCursor c(s.payload, SectionTagName(s.tag) + " section");
@@ -191,11 +261,7 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
         logits.assign(static_cast<size_t>(h.n_vocab), 0.0f);
         if (has_logits) QWENRT_RETURN_IF_ERROR(c.Floats(logits.data(), logits.size()));
       } else if (s.tag == kTagKvca) {
-        for (int64_t a = 0; a < kv.n_layers(); ++a) {
-          QWENRT_RETURN_IF_ERROR(c.Floats(kv.k(a), n * row));
-          QWENRT_RETURN_IF_ERROR(c.Floats(kv.v(a), n * row));
-        }
-        kv.Commit(h.n_tokens);
+        QWENRT_RETURN_IF_ERROR(ReadKvRows(c, file_type, h.n_tokens, kv));
       } else if (s.tag == kTagRecs) {
         QWENRT_RETURN_IF_ERROR(GetState(c, rec));
       } else if (s.tag == kTagCkpt) {
@@ -208,7 +274,8 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
           if (e.pos == pos) return BadFormat("session file: two checkpoints at {}", pos);
         QWENRT_ASSIGN_OR_RETURN(RecurrentState snap, RecurrentState::Create(cfg));
         QWENRT_RETURN_IF_ERROR(GetState(c, snap));
-        cps.Put(pos, turn, std::move(snap));
+        QWENRT_ASSIGN_OR_RETURN(SharedSnapshot shared, SharedSnapshot::Make(std::move(snap)));
+        cps.Put(pos, turn, std::move(shared));
       } else if (s.tag == kTagChat || s.tag == kTagSamp) {
         blob.assign(s.payload.begin(), s.payload.end());
       }
