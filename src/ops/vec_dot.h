@@ -27,11 +27,18 @@ float VecDotBF16_F32(const uint16_t* w, const float* a, int64_t n);
 
 }  // namespace qwenrt
 
-// The SIMD kernels (cpu/vec_dot_x86.cpp) need AVX2 + FMA + F16C; otherwise cpu/vec_dot_scalar.cpp.
+// Which file defines the cpu:: kernels below for the ISA level being compiled (ops/cpu_dispatch.h):
+// cpu/vec_dot_x86.cpp needs AVX2 + FMA + F16C, cpu/vec_dot_arm.cpp aarch64 NEON; otherwise
+// cpu/vec_dot_scalar.cpp. A new SIMD kernel file follows the same pattern.
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define QWENRT_X86_DOT 1
 #else
 #define QWENRT_X86_DOT 0
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define QWENRT_ARM_DOT 1
+#else
+#define QWENRT_ARM_DOT 0
 #endif
 
 namespace qwenrt::cpu {
@@ -67,7 +74,11 @@ void DotBF16_F32(const void* w, const void* a, size_t a_stride, int ntok, int64_
 // SIMD version of QuantizeRowQ8K (quant.h), bit-identical to it.
 void QuantizeRowQ8K(const float* x, void* dst_blocks, int64_t n);
 
-// Which instruction set the kernels above were compiled for ("avx512vnni", "avx2", "scalar").
+// kMaxDotTokens of the ISA level in use (ops/cpu_dispatch.h): the largest ntok the kernels take.
+int MaxDotTokens();
+
+// Which instruction set the kernels above were compiled for ("avx512vnni", "avx2", "neon-dotprod",
+// "neon", "scalar"), for the ISA level in use.
 const char* DotKernelIsa();
 
 }  // namespace qwenrt::cpu
