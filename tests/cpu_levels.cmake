@@ -14,3 +14,18 @@ foreach(level ${lower_levels})
     endif()
   endforeach()
 endforeach()
+
+# No level's instructions can reach another level through the linker's choice among weak symbols
+# (scripts/check_cpu_levels.py says why).
+find_package(Python3 COMPONENTS Interpreter QUIET)
+list(LENGTH QWENRT_CPU_LEVELS n_levels)
+if(Python3_Interpreter_FOUND AND CMAKE_NM AND CMAKE_OBJDUMP AND n_levels GREATER 1)
+  set(level_dirs "")
+  foreach(level ${QWENRT_CPU_LEVELS})
+    if(NOT level STREQUAL "baseline")
+      list(APPEND level_dirs ${level}=${PROJECT_BINARY_DIR}/CMakeFiles/qwenrt_cpu_${level}.dir)
+    endif()
+  endforeach()
+  add_test(NAME cpu_levels_weak_symbols COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/check_cpu_levels.py
+    ${CMAKE_NM} ${CMAKE_OBJDUMP} ${PROJECT_BINARY_DIR}/CMakeFiles/qwenrt_cpu_baseline.dir ${level_dirs})
+endif()
