@@ -19,5 +19,5 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 for level in avx2 baseline; do
-  echo "QWENRT_CPU_ISA=$level pp: $(QWENRT_CPU_ISA=$level row "$D/bench/qwenrt-bench" pp -m "$MODEL" -t "$THREADS" -r 1 -p 128)"
+  echo "QWENRT_CPU_ISA=$level pp: $(QWENRT_CPU_ISA=$level row "$D/bench/qwenrt-bench" pp -m "$MODEL" -t "$THREADS" -r 1 -p 32)"
 done

@@ -46,7 +46,7 @@ namespace qwenrt::cpu {
 // Multi-token dot kernel: for t < ntok (1 <= ntok <= kMaxDotTokens),
 //   out[t * out_stride] = dot(weight row `w`, activation row `a + t * a_stride` bytes)
 // over n elements. Unpacking a weight block once for several tokens is what makes prefill fast.
-// With AVX-512VL there are 32 vector registers: 8 tokens' accumulators fit without spilling.
+// With AVX-512VL: 32 vector registers, 8 tokens' accumulators fit (per ISA level: use MaxDotTokens() outside cpu/).
 #if QWENRT_X86_DOT && defined(__AVX512VL__)
 inline constexpr int kMaxDotTokens = 8;
 #else
