@@ -74,3 +74,10 @@ foreach(level ${QWENRT_CPU_LEVELS})
     COMPILE_DEFINITIONS QWENRT_ISA_${LEVEL}=1)
   list(APPEND QWENRT_CPU_LEVEL_OBJECTS $<TARGET_OBJECTS:${t}>)
 endforeach()
+
+# cpu::Rope repeats ref::Rope's scalar arithmetic and is tested bit-identical to it (ops_backend_test).
+# Where FMA exists (x86-64-v3 and up, every aarch64) the compiler would contract x0 * c - x1 * s into
+# fused multiply-adds in some copies and not others; no contraction in either file keeps them equal on
+# every level.
+set_source_files_properties(${PROJECT_SOURCE_DIR}/src/ops/cpu/rope.cpp ${PROJECT_SOURCE_DIR}/src/ops/ref/rope.cpp
+  PROPERTIES COMPILE_OPTIONS -ffp-contract=off)
