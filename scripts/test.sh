@@ -2,7 +2,8 @@
 # Configure (CUDA on when nvcc is found), build everything, run ctest. BUILD_DIR defaults to build/.
 # Then the sanitizer builds (the whole suite under ASan+UBSan, the concurrency tests under TSan) and
 # a smoke run of each fuzz target, so "never a crash" is checked on every run. QWENRT_SKIP_ASAN=1
-# skips those.
+# skips those. Between the two, the aarch64 cross build and its test run under qemu
+# (scripts/test-aarch64.sh; QWENRT_SKIP_AARCH64=1 skips it).
 #
 # Tests, benchmarks and examples are switched on explicitly: the build directory may hold a CMake
 # cache from scripts/quickstart.sh (tests off), and a cached OFF would otherwise leave ctest with
@@ -26,6 +27,14 @@ cmake --build "$BUILD_DIR" -j"$(nproc)"
 tt=$(date +%s)
 ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error -j"$(nproc)"
 echo "== test.sh: build $(( tt - tb )) s, ctest $(( $(date +%s) - tt )) s"
+
+# The aarch64 port: cross build + the test suite under qemu-user (scripts/test-aarch64.sh).
+# QWENRT_SKIP_AARCH64=1 skips it.
+if [ "${QWENRT_SKIP_AARCH64:-0}" != 1 ]; then
+  ta=$(date +%s)
+  BUILD_DIR="$BUILD_DIR-aarch64" bash scripts/test-aarch64.sh
+  echo "== test.sh: aarch64 (cross build + qemu ctest) $(( $(date +%s) - ta )) s"
+fi
 
 # The sanitizer passes (scripts/sanitize.sh: the whole suite under ASan+UBSan halting on error, the
 # concurrency tests under TSan) and a smoke run of every fuzz target (scripts/fuzz-smoke.sh, 45 s

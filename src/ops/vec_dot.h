@@ -41,11 +41,18 @@ float VecDotBF16_F32(const uint16_t* w, const float* a, int64_t n);
 
 }  // namespace qwenrt
 
-// The SIMD kernels (cpu/vec_dot_x86.cpp) need AVX2 + FMA + F16C; otherwise cpu/vec_dot_scalar.cpp.
+// Which file defines the cpu:: kernels below for the ISA level being compiled (ops/cpu_dispatch.h):
+// cpu/vec_dot_x86.cpp needs AVX2 + FMA + F16C, cpu/vec_dot_arm.cpp aarch64 NEON; otherwise
+// cpu/vec_dot_scalar.cpp. A new SIMD kernel file follows the same pattern.
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define QWENRT_X86_DOT 1
 #else
 #define QWENRT_X86_DOT 0
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define QWENRT_ARM_DOT 1
+#else
+#define QWENRT_ARM_DOT 0
 #endif
 
 namespace qwenrt::cpu {
@@ -53,7 +60,7 @@ namespace qwenrt::cpu {
 // Multi-token dot kernel: for t < ntok (1 <= ntok <= kMaxDotTokens),
 //   out[t * out_stride] = dot(weight row `w`, activation row `a + t * a_stride` bytes)
 // over n elements. Unpacking a weight block once for several tokens is what makes prefill fast.
-// With AVX-512VL there are 32 vector registers: 8 tokens' accumulators fit without spilling.
+// With AVX-512VL: 32 vector registers, 8 tokens' accumulators fit (per ISA level: use MaxDotTokens() outside cpu/).
 #if QWENRT_X86_DOT && defined(__AVX512VL__)
 inline constexpr int kMaxDotTokens = 8;
 #else
@@ -102,7 +109,11 @@ void DotBF16_F32(const void* w, const void* a, size_t a_stride, int ntok, int64_
 // SIMD version of QuantizeRowQ8K (quant.h), bit-identical to it.
 void QuantizeRowQ8K(const float* x, void* dst_blocks, int64_t n);
 
-// Which instruction set the kernels above were compiled for ("avx512vnni", "avx2", "scalar").
+// kMaxDotTokens of the ISA level in use (ops/cpu_dispatch.h): the largest ntok the kernels take.
+int MaxDotTokens();
+
+// Which instruction set the kernels above were compiled for ("avx512vnni", "avx2", "neon-dotprod",
+// "neon", "scalar"), for the ISA level in use.
 const char* DotKernelIsa();
 
 }  // namespace qwenrt::cpu

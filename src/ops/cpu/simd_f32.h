@@ -1,6 +1,6 @@
 // A minimal f32 SIMD vocabulary for the CPU kernels (gated delta rule, causal conv): one vector
-// type `VecF` of `kLanes` floats with load/store/fma/reduce/exp, backed by AVX-512 or AVX2+FMA
-// when the compiler targets them, and by a portable one-lane scalar fallback otherwise.
+// type `VecF` of `kLanes` floats with load/store/fma/reduce/exp, backed by AVX-512, AVX2+FMA or
+// aarch64 NEON when the compiler targets them, and by a portable one-lane scalar fallback otherwise.
 // Internal to src/cpu/.
 #pragma once
 
@@ -9,6 +9,8 @@
 
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
 #endif
 
 namespace qwenrt::cpu::simd {
@@ -70,6 +72,26 @@ inline float ReduceAdd(VecF a) {
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+inline constexpr int kLanes = 4;
+struct VecF { float32x4_t v; };
+inline VecF Zero() { return {vdupq_n_f32(0)}; }
+inline VecF Set1(float x) { return {vdupq_n_f32(x)}; }
+inline VecF Load(const float* p) { return {vld1q_f32(p)}; }
+inline void Store(float* p, VecF a) { vst1q_f32(p, a.v); }
+inline VecF Add(VecF a, VecF b) { return {vaddq_f32(a.v, b.v)}; }
+inline VecF Mul(VecF a, VecF b) { return {vmulq_f32(a.v, b.v)}; }
+inline VecF Fma(VecF a, VecF b, VecF c) { return {vfmaq_f32(c.v, a.v, b.v)}; }  // a*b + c
+inline VecF Sub(VecF a, VecF b) { return {vsubq_f32(a.v, b.v)}; }
+inline VecF Div(VecF a, VecF b) { return {vdivq_f32(a.v, b.v)}; }
+inline VecF Min(VecF a, VecF b) { return {vminq_f32(a.v, b.v)}; }
+inline VecF Max(VecF a, VecF b) { return {vmaxq_f32(a.v, b.v)}; }
+inline VecF RoundNearest(VecF a) { return {vrndnq_f32(a.v)}; }
+inline VecF Ldexp(VecF a, VecF n) {  // a * 2^n for integral n in [-126, 127]: build 2^n's bits
+  const int32x4_t bits = vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n.v), vdupq_n_s32(127)), 23);
+  return {vmulq_f32(a.v, vreinterpretq_f32_s32(bits))};
+}
+inline float ReduceAdd(VecF a) { return vaddvq_f32(a.v); }
 #else
 inline constexpr int kLanes = 1;
 struct VecF { float v; };
@@ -117,6 +139,8 @@ inline VecF Silu(VecF x) { return Div(x, Add(Set1(1.0f), Exp(Sub(Zero(), x)))); 
 inline void KeepInRegister(VecF& a) {
 #if defined(__GNUC__) && (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)))
   asm("" : "+v"(a.v));
+#elif defined(__GNUC__) && defined(__aarch64__) && defined(__ARM_NEON)
+  asm("" : "+w"(a.v));
 #else
   (void)a;
 #endif

@@ -1,7 +1,8 @@
 // Portable multi-token dot kernels: the scalar definitions of vec_dot.h applied token by token. Used
-// when the build has no AVX2 (see vec_dot_x86.cpp for the SIMD versions).
+// when the ISA level has neither AVX2 nor NEON (see vec_dot_x86.cpp, vec_dot_arm.cpp for the SIMD
+// versions).
 #include "ops/vec_dot.h"
-#if !QWENRT_X86_DOT
+#if !QWENRT_X86_DOT && !QWENRT_ARM_DOT
 
 namespace qwenrt::cpu {
 namespace {
@@ -49,4 +50,4 @@ QWENRT_SCALAR_KERNEL(DotBF16_F32, BF16)
 const char* DotKernelIsa() { return "scalar"; }
 
 }  // namespace qwenrt::cpu
-#endif  // !QWENRT_X86_DOT
+#endif  // !QWENRT_X86_DOT && !QWENRT_ARM_DOT
