@@ -24,6 +24,7 @@ const char kUsage[] =
     "usage: qwenrt-bench pp|tg|speed -m FILE [-p N] [-n N] [-t T] [-r R] [--peer DIR] [--json]  (see pp --help)\n"
     "       qwenrt-bench grammar --vocab V.gguf DIR|FILE...  (MaskBench masks; see grammar --help)\n"
     "       qwenrt-bench constrained -m FILE [-n N] [-t T] [-r R] [--schema S.json | --tools]  (see --help)\n"
+    "       qwenrt-bench roof [-t T]  (read GB/s and int8 GOP/s of this machine)\n"
     "       qwenrt-bench multiturn --model M.gguf [--history N] [--new K] [--turns T] [--reply R]\n"
     "                              [--reasoning-stripped] [--backend cpu|ref|cuda] [--threads N] [--ubatch U]\n"
     "                              [--chunked] [--seed S] [--json]\n"
@@ -272,6 +273,7 @@ namespace qwenrt::bench {
 int RunSpeed(int argc, char** argv);  // tool_speed.cpp: pp / tg / speed
 int RunGrammar(int argc, char** argv);  // tool_grammar.cpp: constrained-decoding masks on MaskBench files
 int RunConstrained(int argc, char** argv);  // tool_constrained.cpp: constrained vs free decode rate
+int RunRoof(int argc, char** argv);     // tool_roof.cpp: read bandwidth and int8 dot throughput
 }  // namespace qwenrt::bench
 
 int main(int argc, char** argv) {
@@ -284,6 +286,7 @@ int main(int argc, char** argv) {
   }
   if (std::strcmp(argv[1], "grammar") == 0) return qwenrt::bench::RunGrammar(argc, argv);
   if (std::strcmp(argv[1], "constrained") == 0) return qwenrt::bench::RunConstrained(argc, argv);
+  if (std::strcmp(argv[1], "roof") == 0) return qwenrt::bench::RunRoof(argc, argv);
   if (std::strcmp(argv[1], "multiturn") != 0) {
     std::fprintf(stderr, "qwenrt-bench: unknown workload '%s'\n%s", argv[1], qwenrt::kUsage);
     return 2;
