@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "model/model.h"
 #include "ops/matmul.h"
 #include "ops/packed.h"
 #include "ops/quant.h"
@@ -59,13 +60,11 @@ float RefDot(gguf::Type type, const uint8_t* w, const uint8_t* a, int64_t n) {
 
 const gguf::Type kTypes[] = {gguf::Type::Q4_K, gguf::Type::Q6_K};
 
-void CheckPacked(gguf::Type type, int64_t rows, int64_t cols, int64_t T, ThreadPool& pool) {
-  CAPTURE(gguf::TypeName(type), rows, cols, T, pool.size());
-  const auto data = RandomRows(type, rows, cols, static_cast<uint32_t>(rows * 131 + cols + T));
-  WeightMatrix w = MakeWeightMatrix(type, cols, rows, data.data());
-  REQUIRE(CheckWeightMatrix(w).ok());
-  const auto packed = Pack(w);
-  w.packed = packed.data();
+// cpu::MatMul of `w` (whose packed copy is set) against the reference dots of its file rows, and
+// every token alone against the whole batch, bit for bit.
+void CheckPackedMatrix(const WeightMatrix& w, int64_t T, ThreadPool& pool) {
+  const gguf::Type type = w.type;
+  const int64_t rows = w.rows, cols = w.cols;
   const auto x = RandomActivations(T * cols, static_cast<uint32_t>(T * 3 + rows));
   // y with a guard after it: a padded group's rows must never be stored.
   std::vector<float> y(static_cast<size_t>(T * rows + 64), -7.f);
@@ -89,6 +88,16 @@ void CheckPacked(gguf::Type type, int64_t rows, int64_t cols, int64_t T, ThreadP
       REQUIRE(std::fabs(double(y[t * rows + r]) - want) <= 2e-5 * mag + 1e-30);
     }
   }
+}
+
+void CheckPacked(gguf::Type type, int64_t rows, int64_t cols, int64_t T, ThreadPool& pool) {
+  CAPTURE(gguf::TypeName(type), rows, cols, T, pool.size());
+  const auto data = RandomRows(type, rows, cols, static_cast<uint32_t>(rows * 131 + cols + T));
+  WeightMatrix w = MakeWeightMatrix(type, cols, rows, data.data());
+  REQUIRE(CheckWeightMatrix(w).ok());
+  const auto packed = Pack(w);
+  w.packed = packed.data();
+  CheckPackedMatrix(w, T, pool);
 }
 
 TEST_CASE("packed cpu::MatMul matches the reference dots on odd shapes", "[cpu][packed]") {
@@ -147,6 +156,36 @@ TEST_CASE("packed cpu::MatMul is independent of the thread count", "[cpu][packed
     cpu::MatMul(w, x.data(), y1.data(), T, p1);
     cpu::MatMul(w, x.data(), y4.data(), T, p4);
     CHECK(std::memcmp(y1.data(), y4.data(), y1.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("a loaded model's packed matrices compute what their file rows do", "[cpu][packed][golden]") {
+  if (!cpu::PackedKernelsFast()) {
+    WARN("the loader packs only where the packed kernels are SIMD: nothing to check on this build");
+    return;
+  }
+  ThreadPool pool(2);
+  for (const char* name : {"tiny-s1-q4km", "tinymoe-s1-q4km"}) {
+    auto model = Model::Load(std::string(QWENRT_TEST_DATA) + "/" + name + ".gguf");
+    REQUIRE(model.ok());
+    CHECK((*model)->packed_bytes() > 0);
+    const Weights& w = (*model)->weights();
+    std::vector<const WeightMatrix*> mats = {&w.output};
+    for (const LayerWeights& l : w.layers) {
+      for (const WeightMatrix* m : {&l.gdn.qkv, &l.gdn.gate, &l.gdn.alpha, &l.gdn.beta, &l.gdn.out, &l.attn.q,
+                                    &l.attn.k, &l.attn.v, &l.attn.o, &l.ffn.gate, &l.ffn.up, &l.ffn.down,
+                                    &l.moe.shexp_gate, &l.moe.shexp_up, &l.moe.shexp_down}) {
+        mats.push_back(m);
+      }
+    }
+    int packed = 0;
+    for (const WeightMatrix* m : mats) {
+      if (m->packed == nullptr) continue;
+      CAPTURE(name, m->rows, m->cols);
+      ++packed;
+      CheckPackedMatrix(*m, 9, pool);
+    }
+    CHECK(packed > 0);
   }
 }
 

@@ -28,8 +28,8 @@ void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
           s1 += x[b].scales[s][r] * dot;
           s2 += x[b].mins[s][r] * (y[b].bsums[2 * s] + y[b].bsums[2 * s + 1]);
         }
-        acc += static_cast<float>(s1) * (Fp16ToFp32(x[b].d[r]) * y[b].d);
-        acc -= static_cast<float>(s2) * (Fp16ToFp32(x[b].dmin[r]) * y[b].d);
+        acc += static_cast<float>(s1) * (Fp16ToFp32(x[b].d[r]) * y[b].d) -
+               static_cast<float>(s2) * (Fp16ToFp32(x[b].dmin[r]) * y[b].d);
       }
       out[t * out_stride + r] = acc;
     }

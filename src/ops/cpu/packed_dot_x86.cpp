@@ -81,8 +81,9 @@ void Q4K(const PackedQ4K* x, const BlockQ8K* const* y, int64_t nb, float* out, i
         s2b = _mm512_dpwssd_epi32(s2b, mp[s + 1], Bcast(bs + 2 * s + 2));
       }
       const __m512 dy = _mm512_set1_ps(y[t][b].d);
-      accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[t]), _mm512_mul_ps(d, dy), accf[t]);
-      accf[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s2a, s2b)), _mm512_mul_ps(dmin, dy), accf[t]);
+      // The super-block's value d*S1 - dmin*S2 first (one rounding of the difference), then the sum.
+      const __m512 m = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s2a, s2b)), _mm512_mul_ps(dmin, dy));
+      accf[t] = _mm512_add_ps(accf[t], _mm512_fmsub_ps(_mm512_cvtepi32_ps(s1[t]), _mm512_mul_ps(d, dy), m));
     }
   }
   for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(out + t * out_stride, RowMask(nrows), accf[t]);
