@@ -30,12 +30,13 @@ void PackQ4K(const BlockQ4K* const* rows, int nrows, int64_t b, PackedQ4K* out) 
     const BlockQ4K& x = rows[r][b];
     out->d[r] = x.d;
     out->dmin[r] = x.dmin;
-    for (int s = 0; s < 8; ++s) UnpackScaleMinK(x.scales, s, &out->scales[s][r], &out->mins[s][r]);
+    uint8_t q[kQK_K];  // the row's 256 values, decoded once
+    for (int e = 0; e < kQK_K; ++e) q[e] = static_cast<uint8_t>(Q4(x, e));
     for (int s = 0; s < 8; ++s) {
+      UnpackScaleMinK(x.scales, s, &out->scales[s][r], &out->mins[s][r]);
       for (int j = 0; j < 4; ++j) {
         for (int i = 0; i < 4; ++i) {
-          out->qs[s][j][4 * r + i] =
-              static_cast<uint8_t>(Q4(x, 32 * s + 4 * j + i) | (Q4(x, 32 * s + 16 + 4 * j + i) << 4));
+          out->qs[s][j][4 * r + i] = static_cast<uint8_t>(q[32 * s + 4 * j + i] | (q[32 * s + 16 + 4 * j + i] << 4));
         }
       }
     }
@@ -51,11 +52,13 @@ void PackQ6K(const BlockQ6K* const* rows, int nrows, int64_t b, PackedQ6K* out) 
       out->scales[p][r][0] = x.scales[2 * p];
       out->scales[p][r][1] = x.scales[2 * p + 1];
     }
+    uint8_t u[kQK_K];  // the row's 256 values, decoded once
+    for (int e = 0; e < kQK_K; ++e) u[e] = static_cast<uint8_t>(U6(x, e));
     for (int g = 0; g < 16; ++g) {
       PackedQ6K::Group& G = out->groups[g];
+      const uint8_t* v = u + 16 * g;
       for (int i = 0; i < 4; ++i) {
-        const int u0 = U6(x, 16 * g + i), u1 = U6(x, 16 * g + 4 + i), u2 = U6(x, 16 * g + 8 + i),
-                  u3 = U6(x, 16 * g + 12 + i);
+        const int u0 = v[i], u1 = v[4 + i], u2 = v[8 + i], u3 = v[12 + i];
         G.ql[0][4 * r + i] = static_cast<uint8_t>((u0 & 15) | ((u2 & 15) << 4));
         G.ql[1][4 * r + i] = static_cast<uint8_t>((u1 & 15) | ((u3 & 15) << 4));
         G.qh[4 * r + i] = static_cast<uint8_t>((u0 >> 4) | ((u1 >> 4) << 2) | ((u2 >> 4) << 4) | ((u3 >> 4) << 6));
