@@ -224,9 +224,11 @@ int RunSpeed(int argc, char** argv) {
     return 1;
   }
   std::shared_ptr<const Model> model = *loaded;
-  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
-  std::fprintf(stderr, "qwenrt-bench: loaded in %.2f s; packed weights: %.1f MiB in %.2f s\n", load_s,
-               static_cast<double>(model->packed_bytes()) / (1 << 20), model->pack_seconds());
+  const double load_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+  std::fprintf(stderr, "qwenrt-bench: loaded in %.2f s; packed weights: %.1f MiB in %.2f s\n",
+               load_s, static_cast<double>(model->packed_bytes()) / (1 << 20),
+               model->pack_seconds());
   SessionParams p;
   p.backend = a.backend;
   p.n_threads = a.threads;
