@@ -166,7 +166,9 @@ TEST_CASE("a loaded model's packed matrices compute what their file rows do", "[
   }
   ThreadPool pool(2);
   for (const char* name : {"tiny-s1-q4km", "tinymoe-s1-q4km"}) {
-    auto model = Model::Load(std::string(QWENRT_TEST_DATA) + "/" + name + ".gguf");
+    ModelLoadOptions options;
+    options.pack_weights = true;
+    auto model = Model::Load(std::string(QWENRT_TEST_DATA) + "/" + name + ".gguf", options);
     REQUIRE(model.ok());
     CHECK((*model)->packed_bytes() > 0);
     const Weights& w = (*model)->weights();

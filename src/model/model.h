@@ -34,7 +34,9 @@ struct ModelLoadOptions {
   // (ops/packed.h; prefill ~2x faster). Costs about the matrices' size in memory (the mapped file's
   // pages then stay cold and can be evicted) and a pass over them at load. Only taken where the
   // packed kernels are SIMD (cpu::PackedKernelsFast(): AVX-512 VNNI builds); the CUDA pass never reads it.
-  bool pack_weights = true;
+  // Off by default for now: capi_tool_choice_test (seeded sampling on a fixture) stops seeing tool
+  // calls with it on, not yet understood (see docs/performance.md).
+  bool pack_weights = false;
 };
 
 class Model {
