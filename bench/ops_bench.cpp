@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops/matmul.h"
+#include "ops/packed.h"
 #include "ops/quant.h"
 #include "bench_threads.h"
 #include "base/thread_pool.h"
@@ -40,17 +41,24 @@ std::vector<uint8_t> RandomWeights(gguf::Type type, int64_t rows, int64_t cols) 
   return w;
 }
 
-// Args: {rows, cols, T, type, use_cpu}.
+// Args: {rows, cols, T, type, kernel}: kernel 0 = ref::MatMul, 1 = cpu::MatMul on the file's rows,
+// 2 = cpu::MatMul on the packed copy (ops/packed.h, as a model loaded with pack_weights uses).
 void BM_MatMul(benchmark::State& state) {
   const int64_t rows = state.range(0), cols = state.range(1), T = state.range(2);
   const auto type = static_cast<gguf::Type>(state.range(3));
-  const bool cpu = state.range(4) != 0;
+  const bool cpu = state.range(4) != 0, packed = state.range(4) == 2;
   const auto w = RandomWeights(type, rows, cols);
   std::vector<float> x(static_cast<size_t>(T * cols)), y(static_cast<size_t>(T * rows));
   std::mt19937 rng(1);
   std::normal_distribution<float> nd;
   for (float& v : x) v = nd(rng);
-  const WeightMatrix wm = MakeWeightMatrix(type, cols, rows, w.data());
+  WeightMatrix wm = MakeWeightMatrix(type, cols, rows, w.data());
+  std::vector<uint8_t> p;
+  if (packed) {
+    p.resize(PackedBytes(type, cols, rows));
+    PackGroups(type, wm.data, wm.row_bytes, cols, rows, 0, (rows + kPackRows - 1) / kPackRows, p.data());
+    wm.packed = p.data();
+  }
   for (auto _ : state) {
     if (cpu) cpu::MatMul(wm, x.data(), y.data(), T, Pool());
     else ref::MatMul(wm, x.data(), y.data(), T);
@@ -60,7 +68,7 @@ void BM_MatMul(benchmark::State& state) {
   state.counters["weight_GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(T), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GMAC/s"] = benchmark::Counter(1e-9 * rows * cols * T, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string(cpu ? "cpu" : "ref") + " threads=" + std::to_string(cpu ? Pool().size() : 1));
+  state.SetLabel(std::string(packed ? "cpu packed" : cpu ? "cpu" : "ref") + " threads=" + std::to_string(cpu ? Pool().size() : 1));
 }
 
 constexpr int64_t kQ4 = static_cast<int64_t>(gguf::Type::Q4_K), kQ6 = static_cast<int64_t>(gguf::Type::Q6_K);
@@ -70,13 +78,19 @@ BENCHMARK(BM_MatMul)
     ->ArgNames({"rows", "cols", "T", "type", "cpu"})
     ->Args({3584, 1024, 1, kQ4, 0})
     ->Args({3584, 1024, 1, kQ4, 1})
+    ->Args({3584, 1024, 1, kQ4, 2})
     ->Args({3584, 1024, 64, kQ4, 0})
     ->Args({3584, 1024, 64, kQ4, 1})
+    ->Args({3584, 1024, 64, kQ4, 2})
     ->Args({1024, 3584, 1, kQ4, 1})
+    ->Args({1024, 3584, 1, kQ4, 2})
     ->Args({1024, 3584, 64, kQ4, 1})
+    ->Args({1024, 3584, 64, kQ4, 2})
     ->Args({1024, 3584, 1, kQ6, 0})
     ->Args({1024, 3584, 1, kQ6, 1})
+    ->Args({1024, 3584, 1, kQ6, 2})
     ->Args({1024, 3584, 64, kQ6, 1})
+    ->Args({1024, 3584, 64, kQ6, 2})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -26,6 +26,7 @@ const char kUsage[] =
     "       qwenrt-bench constrained -m FILE [-n N] [-t T] [-r R] [--schema S.json | --tools]  (see --help)\n"
     "       qwenrt-bench parallel -m FILE [--sessions N,...] [--prompt P] [--shared-prefix S] [--gen G]\n"
     "                             [-t T] [--peer DIR] [--json]  (see parallel --help)\n"
+    "       qwenrt-bench roof [-t T]  (read GB/s and int8 GOP/s of this machine)\n"
     "       qwenrt-bench multiturn --model M.gguf [--history N] [--new K] [--turns T] [--reply R]\n"
     "                              [--reasoning-stripped] [--backend cpu|ref|cuda] [--threads N] [--ubatch U]\n"
     "                              [--chunked] [--seed S] [--json]\n"
@@ -275,6 +276,7 @@ int RunSpeed(int argc, char** argv);  // tool_speed.cpp: pp / tg / speed
 int RunGrammar(int argc, char** argv);  // tool_grammar.cpp: constrained-decoding masks on MaskBench files
 int RunConstrained(int argc, char** argv);  // tool_constrained.cpp: constrained vs free decode rate
 int RunParallel(int argc, char** argv);  // tool_parallel.cpp: many sessions through one Engine
+int RunRoof(int argc, char** argv);     // tool_roof.cpp: read bandwidth and int8 dot throughput
 }  // namespace qwenrt::bench
 
 int main(int argc, char** argv) {
@@ -288,6 +290,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(argv[1], "grammar") == 0) return qwenrt::bench::RunGrammar(argc, argv);
   if (std::strcmp(argv[1], "constrained") == 0) return qwenrt::bench::RunConstrained(argc, argv);
   if (std::strcmp(argv[1], "parallel") == 0) return qwenrt::bench::RunParallel(argc, argv);
+  if (std::strcmp(argv[1], "roof") == 0) return qwenrt::bench::RunRoof(argc, argv);
   if (std::strcmp(argv[1], "multiturn") != 0) {
     std::fprintf(stderr, "qwenrt-bench: unknown workload '%s'\n%s", argv[1], qwenrt::kUsage);
     return 2;

@@ -31,6 +31,7 @@ const char kSpeedUsage[] =
     "  speed: both (defaults -p 512 -n 128). -t default: all cores; -r default 3.\n"
     "  --peer DIR  also run DIR/bin/llama-bench (llama.cpp) on the same file with the same tests\n"
     "  --chunked   CPU: chunked delta rule (not split-invariant)\n"
+    "  --no-pack   load without the packed weight copies (ModelLoadOptions::pack_weights = false)\n"
     "  --cuda-graphs  CUDA: replay decode steps as captured graphs (SessionParams::cuda_graphs)\n"
     "  --kv-type f32|f16|q8_0  KV cache storage (SessionParams::kv_type; default: the backend's)\n";
 
@@ -39,7 +40,7 @@ struct SpeedArgs {
   std::vector<int64_t> pp, tg;
   int threads = 0, reps = 3;
   BackendKind backend = BackendKind::kCpu;
-  bool json = false, split_invariant = true, cuda_graphs = false;
+  bool json = false, split_invariant = true, cuda_graphs = false, pack = true;
   std::optional<KvType> kv_type;
 };
 
@@ -80,6 +81,8 @@ bool ParseSpeedArgs(int argc, char** argv, SpeedArgs* a, std::string* err) {
       a->split_invariant = false;
     } else if (k == "--cuda-graphs") {
       a->cuda_graphs = true;
+    } else if (k == "--no-pack") {
+      a->pack = false;
     } else if (k == "-m" || k == "--model") {
       if (!value()) return false;
       a->model = v;
@@ -228,12 +231,20 @@ int RunSpeed(int argc, char** argv) {
     std::fprintf(stderr, "qwenrt-bench: %s\n%s", err.c_str(), kSpeedUsage);
     return 2;
   }
-  auto loaded = Model::Load(a.model);
+  ModelLoadOptions load;
+  load.pack_weights = a.pack;
+  const auto t_load = std::chrono::steady_clock::now();
+  auto loaded = Model::Load(a.model, load);
   if (!loaded.ok()) {
     std::fprintf(stderr, "qwenrt-bench: %s\n", loaded.status().ToString().c_str());
     return 1;
   }
   std::shared_ptr<const Model> model = *loaded;
+  const double load_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+  std::fprintf(stderr, "qwenrt-bench: loaded in %.2f s; packed weights: %.1f MiB in %.2f s\n",
+               load_s, static_cast<double>(model->packed_bytes()) / (1 << 20),
+               model->pack_seconds());
   SessionParams p;
   p.backend = a.backend;
   p.n_threads = a.threads;

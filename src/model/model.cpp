@@ -3,10 +3,12 @@
 #include "model/model.h"
 
 #include <new>
+#include <thread>
 
 #include "model/cuda_weights.h"
 #include "model/gguf_meta.h"
 #include "model/gguf_status.h"
+#include "ops/packed.h"
 
 namespace qwenrt {
 namespace {
@@ -71,6 +73,10 @@ StatusOr<std::shared_ptr<const Model>> Model::Build(gguf::File file, const LoadO
     QWENRT_ASSIGN_OR_RETURN(m->config_, ConfigFromGguf(m->file_));
     QWENRT_ASSIGN_OR_RETURN(m->weights_, WeightsFromGguf(m->file_, m->config_));
     QWENRT_RETURN_IF_ERROR(progress(0.3f));
+    if (options.pack_weights && cpu::PackedKernelsFast()) {
+      QWENRT_RETURN_IF_ERROR(PackWeights(&m->weights_, static_cast<int>(std::thread::hardware_concurrency()),
+                                         &m->packed_));
+    }
     if (options.check_tensors) {
       const auto& tensors = m->file_.tensors();
       for (size_t i = 0; i < tensors.size(); ++i) {

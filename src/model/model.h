@@ -13,6 +13,7 @@
 #include "model/config.h"
 #include "qwenrt/gguf.hpp"
 #include "base/status.h"
+#include "model/packed_weights.h"
 #include "model/weights.h"
 
 namespace qwenrt {
@@ -29,6 +30,13 @@ struct ModelLoadOptions {
   // truncates kills this process with SIGBUS on the next touch of a lost page; a read one cannot
   // be reached (docs/gguf.md). Costs the file's size in memory and a full read at load.
   bool read_file = false;
+  // Keep a row-interleaved copy of every Q4_K / Q6_K matrix for the CPU matmul's VNNI tiles
+  // (ops/packed.h; prefill ~2x faster). Costs about the matrices' size in memory (the mapped file's
+  // pages then stay cold and can be evicted) and a pass over them at load. Only taken where the
+  // packed kernels are SIMD (cpu::PackedKernelsFast(): AVX-512 VNNI builds); the CUDA pass never reads it.
+  // Off by default for now: capi_tool_choice_test (seeded sampling on a fixture) stops seeing tool
+  // calls with it on, not yet understood (see docs/performance.md).
+  bool pack_weights = false;
 };
 
 class Model {
@@ -52,6 +60,9 @@ class Model {
   // 16 hex digits: 64-bit FNV-1a over the architecture, every tensor's name/shape/type, the
   // tokenizer tokens and merges and the chat template. Identifies "the same model" for saved state.
   const std::string& fingerprint() const { return fingerprint_; }
+  // What ModelLoadOptions::pack_weights cost (bytes 0 when nothing was packed).
+  size_t packed_bytes() const { return packed_.bytes; }
+  double pack_seconds() const { return packed_.seconds; }
   // The weights on the GPU (cuda_weights.h): uploaded by the first call, which every CUDA context
   // makes when it is created; later calls share that copy. A failed upload is not kept (the next
   // call tries again). Errors: UNSUPPORTED (built without CUDA), DEVICE, INTERNAL. Any thread.
@@ -67,6 +78,7 @@ class Model {
   gguf::File file_;
   ModelConfig config_;
   Weights weights_;
+  PackedWeights packed_;  // the buffers weights_' packed pointers point into
   std::string fingerprint_;
   mutable std::mutex cuda_mu_;                               // guards cuda_weights_
   mutable std::shared_ptr<const CudaWeights> cuda_weights_;  // set by the first cuda_weights()

@@ -50,8 +50,14 @@ inline int64_t AttentionScoreFloats(int64_t n_keys, int64_t group) { return grou
 void Attention(const AttentionShape& s, const float* q, const KvView& k, const KvView& v, float* out,
                float* scores, float* rows, ThreadPool& pool);
 // The same over contiguous f32 rows k, v: [n_past+T, Hkv, Dh]; scores: [pool.size(), n_past+T].
-void Attention(const AttentionShape& s, const float* q, const float* k, const float* v, float* out,
-               float* scores, ThreadPool& pool);
+// Inline (not a kernel of its own): the CPU dispatch table (cpu_dispatch.h) holds one Attention.
+inline void Attention(const AttentionShape& s, const float* q, const float* k, const float* v, float* out,
+                      float* scores, ThreadPool& pool) {
+  const uint8_t* kb = reinterpret_cast<const uint8_t*>(k);
+  const uint8_t* vb = reinterpret_cast<const uint8_t*>(v);
+  Attention(s, q, ContiguousF32Rows(&kb, s.Hkv * s.Dh), ContiguousF32Rows(&vb, s.Hkv * s.Dh), out, scores,
+            nullptr, pool);
+}
 
 // x[i] = nearest f16 value of x[i] (round to nearest even), in place. n elements. The CPU backend
 // applies it to q, k and v before attention, as llama.cpp's CPU path does (F16 KV cache, Q

@@ -25,6 +25,7 @@
 #include "ops/matmul.h"
 #include "ops/moe.h"
 #include "ops/norm.h"
+#include "ops/packed.h"
 #include "ops/rope.h"
 #include "ops/vec_dot.h"
 
@@ -34,8 +35,8 @@
   X(void, SwiGlu, (const float* gate, float* up, int64_t n, ThreadPool& pool), (gate, up, n, pool))         \
   X(void, MulSigmoid, (float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride,           \
                        ThreadPool& pool), (x, gate, rows, n, gate_stride, pool))                            \
-  X(void, Attention, (const AttentionShape& s, const float* q, const float* k, const float* v, float* out,  \
-                      float* scores, ThreadPool& pool), (s, q, k, v, out, scores, pool))                    \
+  X(void, Attention, (const AttentionShape& s, const float* q, const KvView& k, const KvView& v, float* out, \
+                      float* scores, float* rows, ThreadPool& pool), (s, q, k, v, out, scores, rows, pool)) \
   X(void, RoundToF16, (float* x, int64_t n), (x, n))                                                        \
   X(void, CausalConvSilu, (const CausalConvShape& shape, const float* x, const float* w, float* state,      \
                            float* y, ThreadPool& pool), (shape, x, w, state, y, pool))                      \
@@ -84,6 +85,10 @@
   X(void, DotF16_F32, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                   \
   X(void, DotBF16_F32, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                  \
   X(void, QuantizeRowQ8K, (const float* x, void* dst_blocks, int64_t n), (x, dst_blocks, n))                \
+  X(void, DotPackedQ4K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \
+  X(void, DotPackedQ6K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \
+  X(bool, PackedKernelsFast, (), ())                                                                        \
+  X(const char*, PackedKernelIsa, (), ())                                                                   \
   X(int, MaxDotTokens, (), ())                                                                              \
   X(const char*, DotKernelIsa, (), ())
 
@@ -91,6 +96,11 @@
 #define QWENRT_DOT_PARAMS \
   (const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out, int64_t out_stride)
 #define QWENRT_DOT_ARGS (w, a, a_stride, ntok, n, out, out_stride)
+// The packed kernels' signature (cpu::PackedKernel, packed.h).
+#define QWENRT_PACKED_DOT_PARAMS                                                                        \
+  (const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out, int64_t out_stride, \
+   int nrows)
+#define QWENRT_PACKED_DOT_ARGS (w, a, a_stride, ntok, n, out, out_stride, nrows)
 
 namespace qwenrt::cpu_dispatch {
 

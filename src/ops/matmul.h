@@ -20,6 +20,10 @@ struct WeightMatrix {
   int64_t cols = 0, rows = 0;
   const uint8_t* data = nullptr;
   size_t row_bytes = 0;
+  // Optional row-interleaved copy of the same matrix (ops/packed.h), made at model load: when set,
+  // cpu::MatMul reads only it (prefill and decode alike, so both give the same bits); ref::MatMul
+  // and the CUDA upload always read `data`.
+  const uint8_t* packed = nullptr;
 };
 
 // Builds a WeightMatrix over `data` with row_bytes = RowBytes(type, cols) (0 if the shape is invalid;

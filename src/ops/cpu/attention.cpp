@@ -128,12 +128,4 @@ void Attention(const AttentionShape& s, const float* q, const KvView& k, const K
   });
 }
 
-void Attention(const AttentionShape& s, const float* q, const float* k, const float* v, float* out,
-               float* scores, ThreadPool& pool) {
-  const uint8_t* kb = reinterpret_cast<const uint8_t*>(k);
-  const uint8_t* vb = reinterpret_cast<const uint8_t*>(v);
-  Attention(s, q, ContiguousF32Rows(&kb, s.Hkv * s.Dh), ContiguousF32Rows(&vb, s.Hkv * s.Dh), out, scores,
-            nullptr, pool);
-}
-
 }  // namespace qwenrt::cpu

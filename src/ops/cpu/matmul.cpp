@@ -9,18 +9,22 @@
 #include <vector>
 
 #include "ops/matmul.h"
+#include "ops/packed.h"
 #include "ops/vec_dot.h"
 
 namespace qwenrt::cpu {
 namespace {
 
 constexpr int64_t kRowTile = 16;  // weight rows per tile: 16 x 3584 Q4_K = 32 KiB at most in practice
+static_assert(kRowTile == kPackRows, "a tile of a packed matrix is one group of interleaved rows");
 
 enum ActFormat { kActF32 = 0, kActQ8K = 1, kActQ8_0 = 2, kActFormats = 3 };
 
 struct Job {
   const WeightMatrix* w;
   DotKernel kernel;
+  PackedKernel packed;  // non-null when w->packed is used instead of w->data
+  size_t group_bytes;   // bytes of one packed group (16 rows)
   const uint8_t* act;  // [T] activation rows of act_stride bytes
   size_t act_stride;
   float* y;            // [T, rows]
@@ -70,6 +74,15 @@ void RunTile(const Batch& batch, int64_t global_tile) {
   const Job& job = batch.jobs[j];
   const WeightMatrix& w = *job.w;
   const int64_t r0 = (global_tile - job.tile_begin) * kRowTile, r1 = std::min(w.rows, r0 + kRowTile);
+  if (job.packed != nullptr) {
+    const uint8_t* group = w.packed + (global_tile - job.tile_begin) * job.group_bytes;
+    for (int64_t t0 = 0; t0 < batch.T; t0 += kMaxDotTokens) {
+      const int ntok = static_cast<int>(std::min<int64_t>(kMaxDotTokens, batch.T - t0));
+      job.packed(group, job.act + t0 * job.act_stride, job.act_stride, ntok, w.cols, job.y + t0 * w.rows + r0,
+                 w.rows, static_cast<int>(r1 - r0));
+    }
+    return;
+  }
   for (int64_t t0 = 0; t0 < batch.T; t0 += kMaxDotTokens) {
     const int ntok = static_cast<int>(std::min<int64_t>(kMaxDotTokens, batch.T - t0));
     const uint8_t* a = job.act + t0 * job.act_stride;
@@ -122,7 +135,11 @@ void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys
       ConvertActivations(format, x, T, w.cols, dst, stride[format], pool);
       act[format] = dst;
     }
-    batch.jobs[batch.n++] = Job{&w, kernel, act[format], stride[format], ys[i], tiles};
+    PackedKernel packed = nullptr;
+    if (w.packed != nullptr && w.type == gguf::Type::Q4_K) packed = DotPackedQ4K_Q8K;
+    if (w.packed != nullptr && w.type == gguf::Type::Q6_K) packed = DotPackedQ6K_Q8K;
+    const size_t group_bytes = packed != nullptr ? PackedBytes(w.type, w.cols, kPackRows) : 0;
+    batch.jobs[batch.n++] = Job{&w, kernel, packed, group_bytes, act[format], stride[format], ys[i], tiles};
     tiles += (w.rows + kRowTile - 1) / kRowTile;
   }
   const Batch* bp = &batch;

@@ -1,0 +1,201 @@
+// qwenrt-bench roof: this machine's limits for the CPU matrix kernels, 1 and N threads.
+//   read GB/s      sum of a buffer far larger than the caches (64-byte vector loads, 4 streams)
+//   int8 GOP/s     independent vpdpbusd chains (512-bit with AVX-512 VNNI, else 256-bit, else
+//                  maddubs+madd), counted as 2 ops (multiply + add) per u8 x s8 product
+// Prefill of a quantized model is bounded by the int8 figure (plus the nibble unpacking around it),
+// decode by the read bandwidth. Numbers depend on the (shared) machine: run it beside the benchmark.
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+// GCC 12's AVX-512 reductions read an "undefined" register it then reports as uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace qwenrt::bench {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Sums `bytes` of `p` with vector loads; returns a value that depends on every byte so nothing is elided.
+uint64_t ReadSum(const uint8_t* p, size_t bytes) {
+#if defined(__AVX512F__)
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 256 <= bytes; i += 256) {
+    a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
+    a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 64));
+    a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 128));
+    a3 = _mm512_add_epi64(a3, _mm512_load_si512(p + i + 192));
+  }
+  return static_cast<uint64_t>(
+      _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
+#else
+  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
+  for (size_t i = 0; i + 4 <= bytes / 8; i += 4) {
+    s0 += q[i];
+    s1 += q[i + 1];
+    s2 += q[i + 2];
+    s3 += q[i + 3];
+  }
+  return s0 + s1 + s2 + s3;
+#endif
+}
+
+// `iters` rounds of independent u8 x s8 dot-accumulate instructions (24 chains with AVX-512: 16 were
+// still latency-bound on Zen 5; 12 otherwise); returns the products counted.
+uint64_t Int8Dots(int64_t iters, int seed, int32_t* sink) {
+#if defined(__AVX512VNNI__)
+  const __m512i u = _mm512_set1_epi8(static_cast<char>(seed + 1)), s = _mm512_set1_epi8(static_cast<char>(seed + 3));
+  __m512i a[24];
+  for (auto& x : a) x = _mm512_setzero_si512();
+  for (int64_t i = 0; i < iters; ++i) {
+    for (auto& x : a) x = _mm512_dpbusd_epi32(x, u, s);
+  }
+  __m512i t = a[0];
+  for (int k = 1; k < 24; ++k) t = _mm512_add_epi32(t, a[k]);
+  *sink = _mm512_reduce_add_epi32(t);
+  return static_cast<uint64_t>(iters) * 24 * 64;
+#elif defined(__AVX2__)
+  const __m256i u = _mm256_set1_epi8(static_cast<char>(seed + 1)), s = _mm256_set1_epi8(static_cast<char>(seed + 3));
+  __m256i a[12];
+  for (auto& x : a) x = _mm256_setzero_si256();
+  for (int64_t i = 0; i < iters; ++i) {
+    for (auto& x : a) {
+#if defined(__AVXVNNI__)
+      x = _mm256_dpbusd_avx_epi32(x, u, s);
+#else
+      x = _mm256_add_epi32(x, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+    }
+    __asm__ volatile("" : "+x"(a[0]), "+x"(a[1]), "+x"(a[2]), "+x"(a[3]));
+  }
+  __m256i t = a[0];
+  for (int k = 1; k < 12; ++k) t = _mm256_add_epi32(t, a[k]);
+  alignas(32) int32_t v[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(v), t);
+  *sink = v[0] + v[7];
+  return static_cast<uint64_t>(iters) * 12 * 32;
+#else
+  int32_t acc = 0;
+  for (int64_t i = 0; i < iters * 64; ++i) acc += static_cast<int32_t>(static_cast<uint8_t>(seed + i)) * (seed - 3);
+  *sink = acc;
+  return static_cast<uint64_t>(iters) * 64;
+#endif
+}
+
+const char* Int8Isa() {
+#if defined(__AVX512VNNI__)
+  return "vpdpbusd zmm";
+#elif defined(__AVXVNNI__)
+  return "vpdpbusd ymm (avx_vnni)";
+#elif defined(__AVX2__)
+  return "vpmaddubsw+vpmaddwd ymm";
+#else
+  return "scalar";
+#endif
+}
+
+double ThreadCpu() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Runs fn(thread index) on `threads` threads at once; returns the wall time of the slowest and, in
+// *cpu, the largest CPU time one thread was actually scheduled for (on a shared machine the rate per
+// CPU-second is the machine's own limit, the wall-clock rate what this run got).
+template <typename F>
+double Parallel(int threads, F fn, double* cpu) {
+  std::vector<std::thread> pool;
+  std::vector<double> cpus(threads);
+  auto timed = [&](int i) {
+    const double c0 = ThreadCpu();
+    fn(i);
+    cpus[i] = ThreadCpu() - c0;
+  };
+  const double t0 = Now();
+  for (int i = 1; i < threads; ++i) pool.emplace_back(timed, i);
+  timed(0);
+  for (auto& t : pool) t.join();
+  *cpu = *std::max_element(cpus.begin(), cpus.end());
+  return Now() - t0;
+}
+
+}  // namespace
+
+int RunRoof(int argc, char** argv) {
+  int max_threads = 2;
+  size_t mib = 1024;
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-t") == 0 && i + 1 < argc) {
+      max_threads = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--mib") == 0 && i + 1 < argc) {
+      mib = static_cast<size_t>(std::max(64, std::atoi(argv[++i])));
+    } else {
+      std::fprintf(stderr,
+                   "usage: qwenrt-bench roof [-t THREADS] [--mib BUFFER_MIB]\n"
+                   "  read bandwidth and int8 dot throughput with 1 and THREADS threads (default 2, 1024 MiB)\n");
+      return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
+    }
+  }
+  const size_t bytes = mib << 20;
+  uint8_t* buf = static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
+  if (buf == nullptr) {
+    std::fprintf(stderr, "qwenrt-bench roof: cannot allocate %zu MiB\n", mib);
+    return 1;
+  }
+  for (size_t i = 0; i < bytes; ++i) buf[i] = static_cast<uint8_t>(i * 131);
+  std::printf("%-8s %12s %14s %12s %14s\n", "threads", "read GB/s", "(per CPU-s)", "int8 GOP/s", "(per CPU-s)");
+  std::vector<int> counts = {1};
+  if (max_threads > 1) counts.push_back(max_threads);
+  volatile uint64_t keep = 0;
+  for (int threads : counts) {
+    // Bandwidth: each thread reads its slice; best of 5 passes.
+    double best_bw = 0, best_bw_cpu = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+      std::vector<uint64_t> sums(threads);
+      const size_t slice = (bytes / threads) & ~size_t{255};
+      double cpu = 0;
+      const double s = Parallel(threads, [&](int t) { sums[t] = ReadSum(buf + t * slice, slice); }, &cpu);
+      for (uint64_t v : sums) keep = keep + v;  // keeps the sums alive
+      best_bw = std::max(best_bw, static_cast<double>(slice) * threads / s / 1e9);
+      best_bw_cpu = std::max(best_bw_cpu, static_cast<double>(slice) * threads / cpu / 1e9);
+    }
+    // int8: each thread runs its own chains; best of 3.
+    double best_ops = 0, best_ops_cpu = 0;
+    const int64_t iters = 20'000'000;
+    for (int rep = 0; rep < 3; ++rep) {
+      std::vector<uint64_t> products(threads);
+      std::vector<int32_t> sinks(threads);
+      double cpu = 0;
+      const double s =
+          Parallel(threads, [&](int t) { products[t] = Int8Dots(iters, t + rep, &sinks[t]); }, &cpu);
+      uint64_t total = 0;
+      for (int t = 0; t < threads; ++t) {
+        total += products[t];
+        keep = keep + static_cast<uint64_t>(sinks[t]);
+      }
+      best_ops = std::max(best_ops, 2.0 * static_cast<double>(total) / s / 1e9);
+      best_ops_cpu = std::max(best_ops_cpu, 2.0 * static_cast<double>(total) / cpu / 1e9);
+    }
+    std::printf("%-8d %12.1f %14.1f %12.0f %14.0f\n", threads, best_bw, best_bw_cpu, best_ops, best_ops_cpu);
+  }
+  std::printf("int8 instruction: %s (2 ops per u8 x s8 product)\n", Int8Isa());
+  std::free(buf);
+  return keep == 42 ? 3 : 0;
+}
+
+}  // namespace qwenrt::bench

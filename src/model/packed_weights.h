@@ -1,0 +1,29 @@
+// The packed (row-interleaved) copies of a model's K-quant matrices (ops/packed.h), made once at load
+// so that cpu::MatMul runs its 16-row x 8-token VNNI tiles. Owned by the Model beside the views.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "model/weights.h"
+
+namespace qwenrt {
+
+struct PackedWeights {
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::vector<std::unique_ptr<uint8_t, Free>> buffers;  // one per packed matrix, 64-byte aligned
+  size_t bytes = 0;                                     // sum of the buffers' sizes
+  double seconds = 0;                                   // wall time the packing took
+};
+
+// Packs every Q4_K / Q6_K matrix the dense forward multiplies (not the embedding table's lookups,
+// not MoE experts) and points its WeightMatrix::packed at the copy. Uses up to `threads` threads.
+// Errors: OutOfMemory.
+Status PackWeights(Weights* weights, int threads, PackedWeights* out);
+
+}  // namespace qwenrt

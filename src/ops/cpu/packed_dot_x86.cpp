@@ -1,0 +1,181 @@
+// AVX-512 VNNI packed kernels (packed.h): a 16-row x NT-token register tile per call.
+//
+// Per super-block and 32-element sub-block s (Q4_K) / 16-element group g (Q6_K):
+//   w_j  = 64 bytes = 4 consecutive elements of the 16 rows (u8, nibbles unpacked once for NT tokens)
+//   acc  = sum_j vpdpbusd(w_j, broadcast(4 activation bytes of token t))   -> 16 rows' int32 sums
+//   S   += acc * scale(row)                                                -> exact, as ref::VecDot*
+// then once per super-block and token: the mins (Q4_K) / the -32 offset (Q6_K) from the Q8_K bsums
+// with vpdpwssd, and accf = fma(float(S), d(row) * d_act, accf) in a fixed order. The 16 int32 / f32
+// lanes are the 16 rows, so the results are stored with no horizontal sum. Nothing a token computes
+// depends on the other tokens of the tile: ntok = 1 (decode) and ntok = 8 (prefill) give the same bits.
+#include "ops/packed.h"
+#if QWENRT_PACKED_X86
+#include <immintrin.h>
+
+#include <cstring>
+
+// GCC 12's AVX-512 headers start some intrinsics from an "undefined" register it then reports as
+// maybe uninitialized (a false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace qwenrt::cpu {
+namespace {
+
+// 4 bytes at p broadcast to the 16 dword lanes (folds into vpdpbusd's {1to16} memory operand).
+inline __m512i Bcast(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm512_set1_epi32(v);
+}
+inline __m512i Load(const void* p) { return _mm512_loadu_si512(p); }
+inline __m512 Halves(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+inline __mmask16 RowMask(int nrows) { return static_cast<__mmask16>((1u << nrows) - 1u); }
+
+template <int NT>
+void Q4K(const PackedQ4K* x, const BlockQ8K* const* y, int64_t nb, float* out, int64_t out_stride, int nrows) {
+  __m512 accf[NT];
+  for (int t = 0; t < NT; ++t) accf[t] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  for (int64_t b = 0; b < nb; ++b) {
+    const PackedQ4K& X = x[b];
+    __m512i s1[NT];
+    for (int t = 0; t < NT; ++t) s1[t] = _mm512_setzero_si512();
+    for (int s = 0; s < 8; ++s) {
+      __m512i q[8];
+      for (int j = 0; j < 4; ++j) {
+        const __m512i v = Load(X.qs[s][j]);
+        q[j] = _mm512_and_si512(v, m4);                          // elements 32s + 4j + i
+        q[4 + j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);  // elements 32s + 16 + 4j + i
+      }
+      const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X.scales[s])));
+      for (int t = 0; t < NT; ++t) {
+        const int8_t* a = y[t][b].qs + 32 * s;
+        // Two chains (elements 0-15 / 16-31) halve the dpbusd latency a lone token waits on.
+        __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], Bcast(a));
+        __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[4], Bcast(a + 16));
+        lo = _mm512_dpbusd_epi32(lo, q[1], Bcast(a + 4));
+        hi = _mm512_dpbusd_epi32(hi, q[5], Bcast(a + 20));
+        lo = _mm512_dpbusd_epi32(lo, q[2], Bcast(a + 8));
+        hi = _mm512_dpbusd_epi32(hi, q[6], Bcast(a + 24));
+        lo = _mm512_dpbusd_epi32(lo, q[3], Bcast(a + 12));
+        hi = _mm512_dpbusd_epi32(hi, q[7], Bcast(a + 28));
+        s1[t] = _mm512_add_epi32(s1[t], _mm512_mullo_epi32(_mm512_add_epi32(lo, hi), sc));
+      }
+    }
+    // sum_s m_s * (bsums[2s] + bsums[2s+1]): lanes hold (m_s, m_s) as an int16 pair.
+    __m512i mp[8];
+    for (int s = 0; s < 8; ++s) {
+      const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X.mins[s])));
+      mp[s] = _mm512_or_si512(v, _mm512_slli_epi32(v, 16));
+    }
+    const __m512 d = Halves(X.d), dmin = Halves(X.dmin);
+    for (int t = 0; t < NT; ++t) {
+      const int16_t* bs = y[t][b].bsums;
+      __m512i s2a = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mp[0], Bcast(bs));
+      __m512i s2b = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mp[1], Bcast(bs + 2));
+      for (int s = 2; s < 8; s += 2) {
+        s2a = _mm512_dpwssd_epi32(s2a, mp[s], Bcast(bs + 2 * s));
+        s2b = _mm512_dpwssd_epi32(s2b, mp[s + 1], Bcast(bs + 2 * s + 2));
+      }
+      const __m512 dy = _mm512_set1_ps(y[t][b].d);
+      // The super-block's value d*S1 - dmin*S2 first (one rounding of the difference), then the sum.
+      const __m512 m = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s2a, s2b)), _mm512_mul_ps(dmin, dy));
+      accf[t] = _mm512_add_ps(accf[t], _mm512_fmsub_ps(_mm512_cvtepi32_ps(s1[t]), _mm512_mul_ps(d, dy), m));
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(out + t * out_stride, RowMask(nrows), accf[t]);
+}
+
+template <int NT>
+void Q6K(const PackedQ6K* x, const BlockQ8K* const* y, int64_t nb, float* out, int64_t out_stride, int nrows) {
+  __m512 accf[NT];
+  for (int t = 0; t < NT; ++t) accf[t] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30), minus32 = _mm512_set1_epi16(-32);
+  for (int64_t b = 0; b < nb; ++b) {
+    const PackedQ6K& X = x[b];
+    __m512i sum[NT];
+    for (int t = 0; t < NT; ++t) sum[t] = _mm512_setzero_si512();
+    for (int p = 0; p < 8; ++p) {
+      // Lanes r: (scale 2p, scale 2p+1) of row r as int16; as int32 for the groups; times -32 for the offset.
+      const __m512i pv = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(X.scales[p])));
+      const __m512i sc[2] = {_mm512_srai_epi32(_mm512_slli_epi32(pv, 16), 16), _mm512_srai_epi32(pv, 16)};
+      for (int gi = 0; gi < 2; ++gi) {
+        const int g = 2 * p + gi;
+        const PackedQ6K::Group& G = X.groups[g];
+        const __m512i l0 = Load(G.ql[0]), l1 = Load(G.ql[1]), h = Load(G.qh);
+        const __m512i u0 = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
+        const __m512i u1 = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
+        const __m512i u2 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(h, m30));
+        const __m512i u3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+                                           _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+        for (int t = 0; t < NT; ++t) {
+          const int8_t* a = y[t][b].qs + 16 * g;
+          __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u0, Bcast(a));
+          __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u2, Bcast(a + 8));
+          lo = _mm512_dpbusd_epi32(lo, u1, Bcast(a + 4));
+          hi = _mm512_dpbusd_epi32(hi, u3, Bcast(a + 12));
+          sum[t] = _mm512_add_epi32(sum[t], _mm512_mullo_epi32(_mm512_add_epi32(lo, hi), sc[gi]));
+        }
+      }
+      const __m512i pm = _mm512_mullo_epi16(pv, minus32);  // u - 32 = q6: -32 * scale * bsum
+      for (int t = 0; t < NT; ++t) sum[t] = _mm512_dpwssd_epi32(sum[t], pm, Bcast(y[t][b].bsums + 2 * p));
+    }
+    const __m512 d = Halves(X.d);
+    for (int t = 0; t < NT; ++t) {
+      accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)), accf[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(out + t * out_stride, RowMask(nrows), accf[t]);
+}
+
+template <typename Packed, template <int> class K>
+void Run(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out, int64_t out_stride,
+         int nrows) {
+  const BlockQ8K* y[kMaxDotTokens];
+  for (int t = 0; t < ntok && t < kMaxDotTokens; ++t) y[t] = reinterpret_cast<const BlockQ8K*>(a + t * a_stride);
+  const auto* x = reinterpret_cast<const Packed*>(w);
+  const int64_t nb = n / kQK_K;
+  switch (ntok) {
+    case 1: K<1>::Run(x, y, nb, out, out_stride, nrows); break;
+    case 2: K<2>::Run(x, y, nb, out, out_stride, nrows); break;
+    case 3: K<3>::Run(x, y, nb, out, out_stride, nrows); break;
+    case 4: K<4>::Run(x, y, nb, out, out_stride, nrows); break;
+    case 5: K<5>::Run(x, y, nb, out, out_stride, nrows); break;
+    case 6: K<6>::Run(x, y, nb, out, out_stride, nrows); break;
+    case 7: K<7>::Run(x, y, nb, out, out_stride, nrows); break;
+    case 8: K<8>::Run(x, y, nb, out, out_stride, nrows); break;
+    default: break;
+  }
+}
+static_assert(kMaxDotTokens == 8, "the packed kernels are instantiated for 1..8 tokens");
+
+template <int NT> struct Q4KK {
+  static void Run(const PackedQ4K* x, const BlockQ8K* const* y, int64_t nb, float* o, int64_t os, int nr) {
+    Q4K<NT>(x, y, nb, o, os, nr);
+  }
+};
+template <int NT> struct Q6KK {
+  static void Run(const PackedQ6K* x, const BlockQ8K* const* y, int64_t nb, float* o, int64_t os, int nr) {
+    Q6K<NT>(x, y, nb, o, os, nr);
+  }
+};
+
+}  // namespace
+
+void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                      int64_t out_stride, int nrows) {
+  Run<PackedQ4K, Q4KK>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+}
+void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                      int64_t out_stride, int nrows) {
+  Run<PackedQ6K, Q6KK>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+}
+
+bool PackedKernelsFast() { return true; }
+const char* PackedKernelIsa() { return "avx512vnni"; }
+
+}  // namespace qwenrt::cpu
+#endif  // QWENRT_PACKED_X86

@@ -1,0 +1,100 @@
+// File blocks -> the row-interleaved records of packed.h. Plain C++: the layout is the same for every
+// kernel variant. Each element's integer value is taken exactly as ref::VecDot* reads it.
+#include "ops/packed.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace qwenrt {
+namespace {
+
+// Q4_K: q(e) in [0, 15] of element e of block x (gguf-and-quants.md §3.5).
+inline int Q4(const BlockQ4K& x, int e) {
+  const int g = e / 64, h = (e % 64) / 32, l = e % 32;
+  return (x.qs[32 * g + l] >> (4 * h)) & 0x0F;
+}
+
+// Q6_K: u(e) = q6 + 32 in [0, 63] (as ref::VecDotQ6K_Q8K decodes it).
+inline int U6(const BlockQ6K& x, int e) {
+  const int half = e / 128, k = (e % 128) / 32, l = e % 32;
+  const uint8_t* ql = x.ql + 64 * half;
+  const uint8_t* qh = x.qh + 32 * half;
+  const int lo = (k % 2 == 0 ? ql[l] : ql[l + 32]) >> (4 * (k / 2)) & 0x0F;
+  const int hi = (qh[l] >> (2 * k)) & 3;
+  return lo | (hi << 4);
+}
+
+void PackQ4K(const BlockQ4K* const* rows, int nrows, int64_t b, PackedQ4K* out) {
+  std::memset(out, 0, sizeof(*out));
+  for (int r = 0; r < nrows; ++r) {
+    const BlockQ4K& x = rows[r][b];
+    out->d[r] = x.d;
+    out->dmin[r] = x.dmin;
+    uint8_t q[kQK_K];  // the row's 256 values, decoded once
+    for (int e = 0; e < kQK_K; ++e) q[e] = static_cast<uint8_t>(Q4(x, e));
+    for (int s = 0; s < 8; ++s) {
+      UnpackScaleMinK(x.scales, s, &out->scales[s][r], &out->mins[s][r]);
+      for (int j = 0; j < 4; ++j) {
+        for (int i = 0; i < 4; ++i) {
+          out->qs[s][j][4 * r + i] = static_cast<uint8_t>(q[32 * s + 4 * j + i] | (q[32 * s + 16 + 4 * j + i] << 4));
+        }
+      }
+    }
+  }
+}
+
+void PackQ6K(const BlockQ6K* const* rows, int nrows, int64_t b, PackedQ6K* out) {
+  std::memset(out, 0, sizeof(*out));
+  for (int r = 0; r < nrows; ++r) {
+    const BlockQ6K& x = rows[r][b];
+    out->d[r] = x.d;
+    for (int p = 0; p < 8; ++p) {
+      out->scales[p][r][0] = x.scales[2 * p];
+      out->scales[p][r][1] = x.scales[2 * p + 1];
+    }
+    uint8_t u[kQK_K];  // the row's 256 values, decoded once
+    for (int e = 0; e < kQK_K; ++e) u[e] = static_cast<uint8_t>(U6(x, e));
+    for (int g = 0; g < 16; ++g) {
+      PackedQ6K::Group& G = out->groups[g];
+      const uint8_t* v = u + 16 * g;
+      for (int i = 0; i < 4; ++i) {
+        const int u0 = v[i], u1 = v[4 + i], u2 = v[8 + i], u3 = v[12 + i];
+        G.ql[0][4 * r + i] = static_cast<uint8_t>((u0 & 15) | ((u2 & 15) << 4));
+        G.ql[1][4 * r + i] = static_cast<uint8_t>((u1 & 15) | ((u3 & 15) << 4));
+        G.qh[4 * r + i] = static_cast<uint8_t>((u0 >> 4) | ((u1 >> 4) << 2) | ((u2 >> 4) << 4) | ((u3 >> 4) << 6));
+      }
+    }
+  }
+}
+
+template <typename Block, typename Packed, void (*Pack)(const Block* const*, int, int64_t, Packed*)>
+void PackAll(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, int64_t g0, int64_t g1,
+             uint8_t* dst) {
+  const int64_t nb = cols / kQK_K;
+  Packed* out = reinterpret_cast<Packed*>(dst);
+  for (int64_t g = g0; g < g1; ++g) {
+    const Block* r[kPackRows];
+    const int nrows = static_cast<int>(std::min<int64_t>(kPackRows, rows - g * kPackRows));
+    for (int i = 0; i < nrows; ++i) r[i] = reinterpret_cast<const Block*>(src + (g * kPackRows + i) * row_bytes);
+    for (int64_t b = 0; b < nb; ++b) Pack(r, nrows, b, out + g * nb + b);
+  }
+}
+
+}  // namespace
+
+bool HasPackedLayout(gguf::Type type) { return type == gguf::Type::Q4_K || type == gguf::Type::Q6_K; }
+
+size_t PackedBytes(gguf::Type type, int64_t cols, int64_t rows) {
+  if (!HasPackedLayout(type) || cols <= 0 || rows <= 0 || cols % kQK_K != 0) return 0;
+  const size_t groups = static_cast<size_t>((rows + kPackRows - 1) / kPackRows);
+  const size_t record = type == gguf::Type::Q4_K ? sizeof(PackedQ4K) : sizeof(PackedQ6K);
+  return groups * static_cast<size_t>(cols / kQK_K) * record;
+}
+
+void PackGroups(gguf::Type type, const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, int64_t g0,
+                int64_t g1, uint8_t* dst) {
+  if (type == gguf::Type::Q4_K) PackAll<BlockQ4K, PackedQ4K, PackQ4K>(src, row_bytes, cols, rows, g0, g1, dst);
+  if (type == gguf::Type::Q6_K) PackAll<BlockQ6K, PackedQ6K, PackQ6K>(src, row_bytes, cols, rows, g0, g1, dst);
+}
+
+}  // namespace qwenrt

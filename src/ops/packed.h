@@ -1,0 +1,89 @@
+// Row-interleaved ("packed") copies of K-quant weight matrices for the CPU matmul, made once at model
+// load (Model::Build, ModelLoadOptions::repack_weights). A packed matrix is groups of kPackRows rows;
+// group g holds, per super-block b, one PackedQ4K / PackedQ6K record with the kPackRows rows' data side
+// by side, so that one 64-byte load carries 4 consecutive elements of all 16 rows: exactly the operand
+// of one 512-bit vpdpbusd, whose 16 int32 lanes are then the 16 rows. The activation operand is 4
+// bytes of one Q8_K token broadcast to every lane, so a tile of 16 rows x several tokens keeps the
+// weights in registers across tokens and the tokens in cache across rows, and ends in 16 outputs per
+// token with no horizontal sums. Rows past `rows` in the last group are zero (d = 0: they add 0).
+//
+// Per (row, token), every kernel variant computes per super-block the same exact integer sums as
+// ref::VecDot* and combines them in one fixed float order that does not depend on how many tokens a
+// call takes: so a token's outputs are bit-identical whether it is decoded alone or prefilled among
+// others (the split-invariance contract), and within float rounding of ref::VecDot*.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ops/quant.h"
+#include "ops/vec_dot.h"
+
+// The SIMD packed kernels (cpu/packed_dot_x86.cpp) need AVX-512 F/BW/VL + VNNI; otherwise
+// cpu/packed_dot_scalar.cpp.
+#if QWENRT_X86_DOT && defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define QWENRT_PACKED_X86 1
+#else
+#define QWENRT_PACKED_X86 0
+#endif
+
+namespace qwenrt {
+
+inline constexpr int kPackRows = 16;
+
+// Q4_K, 16 rows of one super-block (2368 bytes for 16 x 144 of the file).
+struct PackedQ4K {
+  uint16_t d[kPackRows];           // fp16 per row
+  uint16_t dmin[kPackRows];        // fp16 per row
+  uint8_t scales[8][kPackRows];    // sub-block scale s of row r
+  uint8_t mins[8][kPackRows];      // sub-block min s of row r
+  // qs[s][j][4r + i]: low nibble = q(r, 32s + 4j + i), high nibble = q(r, 32s + 16 + 4j + i).
+  uint8_t qs[8][4][4 * kPackRows];
+};
+static_assert(sizeof(PackedQ4K) == 2368, "PackedQ4K layout");
+
+// Q6_K, 16 rows of one super-block (3360 bytes, as 16 x 210 of the file). u = q6 + 32 in [0, 63].
+struct PackedQ6K {
+  uint16_t d[kPackRows];                   // fp16 per row
+  int8_t scales[8][kPackRows][2];          // [p][r] = (scale 2p, scale 2p + 1) of row r
+  // For group g (16 elements): ql[g][0][4r + i] = low nibbles of u(16g + i) | u(16g + 8 + i) << 4,
+  // ql[g][1] likewise for 16g + 4 + i and 16g + 12 + i; qh[g][4r + i] = the high 2 bits of
+  // u(16g + i), u(16g + 4 + i), u(16g + 8 + i), u(16g + 12 + i) at bits 0-1, 2-3, 4-5, 6-7.
+  struct Group {
+    uint8_t ql[2][4 * kPackRows];
+    uint8_t qh[4 * kPackRows];
+  } groups[16];
+};
+static_assert(sizeof(PackedQ6K) == 3360, "PackedQ6K layout");
+
+// True for the types that have a packed layout (Q4_K, Q6_K).
+bool HasPackedLayout(gguf::Type type);
+
+// Bytes of the packed copy of a rows x cols matrix of `type` (0 if HasPackedLayout(type) is false or
+// cols is not a multiple of 256).
+size_t PackedBytes(gguf::Type type, int64_t cols, int64_t rows);
+
+// Writes groups [g0, g1) of the packed copy of a matrix of `rows` rows (row r at src + r * row_bytes,
+// cols elements) to their place in dst (PackedBytes(type, cols, rows) bytes in all): split the groups
+// to pack in parallel. Precondition: HasPackedLayout(type), cols % 256 == 0.
+void PackGroups(gguf::Type type, const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, int64_t g0,
+                int64_t g1, uint8_t* dst);
+
+namespace cpu {
+// Packed kernel: for t < ntok (1 <= ntok <= kMaxDotTokens of vec_dot.h) and r < nrows (<= 16):
+//   out[t * out_stride + r] = dot(row r of the 16-row group at `w`, Q8_K activation row a + t * a_stride)
+// over n elements (n / 256 super-block records at w).
+using PackedKernel = void (*)(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                              int64_t out_stride, int nrows);
+void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                      int64_t out_stride, int nrows);
+void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                      int64_t out_stride, int nrows);
+// True when the packed kernels above are the SIMD ones (AVX-512 VNNI); with only the portable
+// versions, packing would make the matmul slower, and the loader's default leaves the weights as they are.
+bool PackedKernelsFast();
+// "avx512vnni" or "scalar".
+const char* PackedKernelIsa();
+}  // namespace cpu
+
+}  // namespace qwenrt
