@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "base/thread_pool.h"
@@ -20,6 +21,7 @@
 #include "ops/quant_iq.h"
 #include "ops/vec_dot_iq.h"
 #include "qwenrt/gguf.hpp"
+#include "qwenrt/gguf_writer.hpp"
 #include "test_util.h"
 
 namespace qwenrt {
@@ -93,6 +95,26 @@ TEST_CASE("i-quant block sizes match the GGUF type table", "[ref]") {
     CHECK_FALSE(ref::DequantizeRow(t, blk.data(), dst, 128));
   }
   CHECK_FALSE(IsGridIQuant(gguf::Type::Q4_K));
+}
+
+TEST_CASE("a GGUF i-quant tensor whose row is not a whole number of blocks is refused", "[ref]") {
+  for (gguf::Type t : kIqTypes) {
+    CAPTURE(gguf::TypeName(t));
+    auto parse = [&](int64_t ne0, size_t bytes) {
+      gguf::Writer w;
+      w.AddTensorRaw("blk.0.ffn_up.weight", static_cast<uint32_t>(t), {ne0, 2}, std::vector<uint8_t>(bytes));
+      const std::vector<uint8_t> file = w.Build();
+      gguf::Error err;
+      auto f = gguf::File::FromMemory(file.data(), file.size(), true, &err);
+      return std::make_pair(f.has_value(), err);
+    };
+    const auto [ok, err0] = parse(512, static_cast<size_t>(4 * BlockBytes(t)));
+    CHECK(ok);
+    const auto [bad, err] = parse(384, static_cast<size_t>(3 * BlockBytes(t)));
+    CHECK_FALSE(bad);
+    CHECK(err.code == gguf::ErrorCode::kBadBlockMultiple);
+    CHECK(err.message.find(gguf::TypeName(t)) != std::string::npos);
+  }
 }
 
 TEST_CASE("i-quant dequantization is bit-identical to gguf-py's", "[ref]") {
