@@ -134,6 +134,8 @@ inline bool IsSupported(Type t) {
     case Type::IQ4_NL: case Type::MXFP4:
     case Type::Q2_K: case Type::Q3_K: case Type::Q4_K: case Type::Q5_K: case Type::Q6_K:
     case Type::IQ4_XS:
+    case Type::IQ1_S: case Type::IQ1_M: case Type::IQ2_XXS: case Type::IQ2_XS:  // grid i-quants
+    case Type::IQ2_S: case Type::IQ3_XXS: case Type::IQ3_S:                     // (src/ops/quant_iq.h)
       return true;
     default:
       return false;

@@ -1,6 +1,7 @@
 // fp16 / bf16 conversions, type sizes and the activation quantizers (Q8_K, Q8_0) of quant.h.
 // Everything here is scalar and bit-exact with llama.cpp's reference versions (docs/spec/gguf-and-quants.md §3.2–§3.8).
 #include "ops/quant.h"
+#include "ops/quant_iq.h"
 
 #include <cmath>
 #include <cstring>
@@ -81,6 +82,9 @@ int64_t BlockElems(gguf::Type type) {
     case gguf::Type::Q5_K:
     case gguf::Type::Q6_K:
     case gguf::Type::Q8_K: return kQK_K;
+    // Grid i-quants (quant_iq.h): 256-element super-blocks.
+    case gguf::Type::IQ2_XXS: case gguf::Type::IQ2_XS: case gguf::Type::IQ2_S: case gguf::Type::IQ3_XXS:
+    case gguf::Type::IQ3_S: case gguf::Type::IQ1_S: case gguf::Type::IQ1_M: return kQK_K;
     default: return 0;
   }
 }
@@ -104,6 +108,13 @@ int64_t BlockBytes(gguf::Type type) {
     case gguf::Type::Q5_K: return sizeof(BlockQ5K);
     case gguf::Type::Q6_K: return sizeof(BlockQ6K);
     case gguf::Type::Q8_K: return sizeof(BlockQ8K);
+    case gguf::Type::IQ2_XXS: return sizeof(BlockIQ2XXS);
+    case gguf::Type::IQ2_XS: return sizeof(BlockIQ2XS);
+    case gguf::Type::IQ2_S: return sizeof(BlockIQ2S);
+    case gguf::Type::IQ3_XXS: return sizeof(BlockIQ3XXS);
+    case gguf::Type::IQ3_S: return sizeof(BlockIQ3S);
+    case gguf::Type::IQ1_S: return sizeof(BlockIQ1S);
+    case gguf::Type::IQ1_M: return sizeof(BlockIQ1M);
     default: return 0;
   }
 }

@@ -11,6 +11,7 @@
 #include "ops/matmul.h"
 #include "ops/packed.h"
 #include "ops/vec_dot.h"
+#include "ops/vec_dot_iq.h"
 
 namespace qwenrt::cpu {
 namespace {
@@ -64,7 +65,10 @@ bool KernelFor(gguf::Type type, DotKernel* kernel, ActFormat* format) {
     case gguf::Type::F32: *kernel = DotF32_F32; *format = kActF32; return true;
     case gguf::Type::F16: *kernel = DotF16_F32; *format = kActF32; return true;
     case gguf::Type::BF16: *kernel = DotBF16_F32; *format = kActF32; return true;
-    default: return false;
+    default:  // the grid i-quants (vec_dot_iq.h) take Q8_K activations
+      *kernel = IQuantDotKernel(type);
+      *format = kActQ8K;
+      return *kernel != nullptr;
   }
 }
 

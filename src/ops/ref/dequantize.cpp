@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "ops/quant.h"
+#include "ops/quant_iq.h"
 
 namespace qwenrt::ref {
 namespace {
@@ -203,6 +204,13 @@ bool DequantizeRow(gguf::Type type, const void* src, float* dst, int64_t n) {
     case gguf::Type::Q3_K: DequantizeQ3K(static_cast<const BlockQ3K*>(src), dst, nb); return true;
     case gguf::Type::IQ4_XS: DequantizeIQ4XS(static_cast<const BlockIQ4XS*>(src), dst, nb); return true;
     case gguf::Type::Q8_K: DequantizeQ8K(static_cast<const BlockQ8K*>(src), dst, nb); return true;
+    case gguf::Type::IQ2_XXS: DequantizeIQ2XXS(src, dst, nb); return true;
+    case gguf::Type::IQ2_XS: DequantizeIQ2XS(src, dst, nb); return true;
+    case gguf::Type::IQ2_S: DequantizeIQ2S(src, dst, nb); return true;
+    case gguf::Type::IQ3_XXS: DequantizeIQ3XXS(src, dst, nb); return true;
+    case gguf::Type::IQ3_S: DequantizeIQ3S(src, dst, nb); return true;
+    case gguf::Type::IQ1_S: DequantizeIQ1S(src, dst, nb); return true;
+    case gguf::Type::IQ1_M: DequantizeIQ1M(src, dst, nb); return true;
     default: return false;
   }
 }
