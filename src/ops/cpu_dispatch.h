@@ -28,6 +28,7 @@
 #include "ops/packed.h"
 #include "ops/rope.h"
 #include "ops/vec_dot.h"
+#include "ops/vec_dot_iq.h"
 
 // X(return type, name, (parameters), (arguments)): every cpu:: entry point of ops/*.h.
 #define QWENRT_CPU_KERNELS(X)                                                                               \
@@ -88,6 +89,7 @@
   X(void, DotPackedQ4K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \
   X(void, DotPackedQ6K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \
   X(bool, PackedKernelsFast, (), ())                                                                        \
+  X(::qwenrt::cpu_dispatch::DotFn, IQuantDotKernel, (gguf::Type type), (type))                             \
   X(const char*, PackedKernelIsa, (), ())                                                                   \
   X(int, MaxDotTokens, (), ())                                                                              \
   X(const char*, DotKernelIsa, (), ())
@@ -103,6 +105,9 @@
 #define QWENRT_PACKED_DOT_ARGS (w, a, a_stride, ntok, n, out, out_stride, nrows)
 
 namespace qwenrt::cpu_dispatch {
+
+// A multi-token dot kernel (cpu::DotKernel), as a table entry's return type.
+using DotFn = void(*) QWENRT_DOT_PARAMS;
 
 // One level's entry points. Defined outside the level namespaces, so every level and the dispatcher
 // see the same type.
