@@ -41,11 +41,11 @@ class TokenTrie {
   std::string_view TokenBytes(int32_t id) const;
 
   // "Plain" tokens: well-formed UTF-8 with no control character, '"' or '\\' (the last character
-  // may be cut by the token's end) -- the tokens a JSON string body takes. When the matcher's state maps every plain character back to itself at a
-  // character boundary, every plain token below that node is allowed at once: by id for the whole
-  // vocabulary (`plain_bits`, [ceil(V/32)]), or for a subtree as the rank range
-  // [node.rank, nodes[node.subtree_end].rank) of `plain_rank_bits` ([ceil(R/64)], R = ranked
-  // tokens), mapped back to ids through `rank_tokens`.
+  // may be cut by the token's end) -- the tokens a JSON string body takes. When the matcher's state
+  // maps every plain character back to itself at a character boundary, every plain token below that
+  // node is allowed at once: by id for the whole vocabulary (`plain_bits`, [ceil(V/32)]), or for a
+  // subtree as the rank range [node.rank, nodes[node.subtree_end].rank) of `plain_rank_bits`
+  // ([ceil(R/64)], R = ranked tokens), mapped back to ids through `rank_tokens`.
   const std::vector<uint32_t>& plain_bits() const { return plain_bits_; }
   // plain_upto(c): [ceil(V/32)] plain tokens of at most c characters, c <= kMaxPlainChars.
   static constexpr int kMaxPlainChars = 96;

@@ -25,9 +25,9 @@ constexpr const char* kVerbatimText = "root ::= ([^<] | \"<\"+ [^</])* \"<\"*\n"
 
 // Keywords of a "string" parameter that its verbatim value cannot be held to.
 const std::set<std::string>& StringUnsupported() {
-  static const std::set<std::string> k = {
-      "minLength", "maxLength", "pattern", "format", "not",   "allOf", "anyOf",
-      "oneOf",     "$ref",      "if",      "then",   "else", "contentSchema"};
+  static const std::set<std::string> k = {"minLength", "maxLength", "pattern",      "format", "not",
+                                          "allOf",     "anyOf",     "oneOf",        "$ref",   "if",
+                                          "then",      "else",      "contentSchema"};
   return k;
 }
 
@@ -35,8 +35,9 @@ const std::set<std::string>& StringUnsupported() {
 // any other one is an error.
 const std::set<std::string>& ParametersKnown() {
   static const std::set<std::string> k = {
-      "type",  "properties", "required", "additionalProperties", "$defs",   "definitions",
-      "title", "description", "$schema", "$id",                  "$comment", "strict",
+      "type",    "properties",  "required", "additionalProperties",
+      "$defs",   "definitions", "title",    "description",
+      "$schema", "$id",         "$comment", "strict",
       "default", "examples"};
   return k;
 }
@@ -148,7 +149,8 @@ std::string Listing(const Grammar::RuleSet& set) {
         }
         out += "[";
         for (auto [lo, hi] : ranges) {
-          out += lo == hi ? fmt::format("\\x{:02X}", lo) : fmt::format("\\x{:02X}-\\x{:02X}", lo, hi);
+          out +=
+              lo == hi ? fmt::format("\\x{:02X}", lo) : fmt::format("\\x{:02X}-\\x{:02X}", lo, hi);
         }
         out += "] ";
       }
@@ -167,7 +169,8 @@ class ToolGrammarBuilder {
     if (open < 0 || close < 0)
       return InvalidArgument("tool_choice: the tokenizer has no <tool_call> / </tool_call> token");
     if (!tools.is_array() || tools.empty())
-      return InvalidArgument("tool_choice {}: the chat has no tools", ToolChoiceModeName(choice.mode));
+      return InvalidArgument("tool_choice {}: the chat has no tools",
+                             ToolChoiceModeName(choice.mode));
     const int32_t root = b_.NewRule("root");
     const int32_t calls = b_.NewRule("calls");
     const int32_t call = b_.NewRule("call");
@@ -185,8 +188,8 @@ class ToolGrammarBuilder {
         return InvalidArgument("{}.name: missing or not a non-empty string", fwhere);
       const std::string n = name->get<std::string>();
       if (n.find_first_of("<>\n") != std::string::npos)
-        return InvalidArgument("{}.name: '{}' holds '<', '>' or a newline (the markup's delimiters)",
-                               fwhere, n);
+        return InvalidArgument(
+            "{}.name: '{}' holds '<', '>' or a newline (the markup's delimiters)", fwhere, n);
       if (!names.insert(n).second) return InvalidArgument("{}.name: '{}' defined twice", fwhere, n);
       if (choice.mode == ToolChoiceMode::kFunction && n != choice.function) continue;
       Elems alt;
@@ -222,7 +225,8 @@ class ToolGrammarBuilder {
     const std::string name = fn["name"].get<std::string>();
     alt->push_back(b_.Byte(kOpenByte));
     b_.Literal("\n<function=" + name + ">\n", alt);
-    std::vector<std::pair<int32_t, bool>> params;  // (rule of "<parameter=K>\nV\n</parameter>\n", required)
+    std::vector<std::pair<int32_t, bool>>
+        params;  // (rule of "<parameter=K>\nV\n</parameter>\n", required)
     const auto ps = fn.find("parameters");
     if (ps != fn.end() && !ps->is_null()) {
       const std::string pwhere = where + ".parameters";
