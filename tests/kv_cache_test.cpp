@@ -293,16 +293,25 @@ Run Fresh(const SessionParams& p, const std::vector<int32_t>& tokens, int64_t ge
   return r;
 }
 
-// Feeds `tokens` (all logits) and generates; the rows for positions [from, N) of a fresh run.
-Run Continue(Session& s, const std::vector<int32_t>& tokens, int64_t gen, FeedReport* report = nullptr) {
+// Feeds `tokens` (all logits) and generates into *r; no Catch2 assertion (Catch2 is not
+// thread-safe, so worker threads call this and the main thread checks the status).
+Status TryContinue(Session& s, const std::vector<int32_t>& tokens, int64_t gen, FeedReport* report, Run* r) {
   FeedOptions o;
   o.all_logits = true;
-  REQUIRE(s.Feed(tokens, o, report).ok());
-  Run r{Copy(s.logits()), {}};
+  QWENRT_RETURN_IF_ERROR(s.Feed(tokens, o, report));
+  r->logits = Copy(s.logits());
   GenerateOptions g;
   g.max_tokens = gen;
   g.sampler = [](const float* x, int64_t n) { return Argmax(x, n); };
-  REQUIRE(s.Generate(g, &r.generated, nullptr).ok());
+  return s.Generate(g, &r->generated, nullptr);
+}
+
+// Feeds `tokens` (all logits) and generates; the rows for positions [from, N) of a fresh run.
+Run Continue(Session& s, const std::vector<int32_t>& tokens, int64_t gen, FeedReport* report = nullptr) {
+  Run r;
+  const Status st = TryContinue(s, tokens, gen, report, &r);
+  INFO(st.ToString());
+  REQUIRE(st.ok());
   return r;
 }
 
@@ -359,12 +368,14 @@ TEST_CASE("Forks on threads: shared-prefix sessions equal unshared ones; truncat
   }
   std::vector<Run> got(kForks);
   std::vector<FeedReport> reports(kForks);
+  std::vector<Status> statuses(kForks);
   {
     std::vector<std::thread> threads;
     for (int i = 0; i < kForks; ++i)
-      threads.emplace_back([&, i] { got[i] = Continue(*forks[i], inputs[i], 6, &reports[i]); });
+      threads.emplace_back([&, i] { statuses[i] = TryContinue(*forks[i], inputs[i], 6, &reports[i], &got[i]); });
     for (auto& t : threads) t.join();
   }
+  for (const Status& st : statuses) REQUIRE(st.ok());
   CHECK(reports[2].checkpoint_pos == 600);
   CHECK(reports[3].checkpoint_pos == 500);
   for (int i = 0; i < kForks; ++i) {
