@@ -3,10 +3,14 @@
 # once at run time by src/ops/cpu_dispatch.cpp; docs/engine.md "CPU kernels and ISA levels").
 #
 # Each level is an object library qwenrt_cpu_<level> compiled with that level's -m flags and with
-# src/ops/cpu/isa_level.h force-included: that header opens the inline namespace qwenrt::isa_<level>
-# around qwenrt::cpu before anything else, so every cpu:: function of that copy is
-# qwenrt::isa_<level>::cpu::X and the copies do not collide. The kernel sources are written in the plain
-# compile-time style (#if defined(__AVX2__) ...); adding a file to src/ops/cpu/ adds it to every level.
+# QWENRT_CPU_LEVEL=isa_<level>, which makes src/ops/cpu_namespace.h's QWENRT_CPU_NAMESPACE the inline
+# namespace qwenrt::isa_<level>::cpu: every cpu:: function of that copy is qwenrt::isa_<level>::cpu::X
+# and the copies do not collide. The levels above the baseline compile through
+# cmake/qwenrt_level_compile.sh, which gives the weak functions from outside that namespace (the
+# standard library's inline functions and templates) level-private names, so that no level's
+# instructions can reach another level through the linker's choice among weak copies. The kernel
+# sources are written in the plain compile-time style (#if defined(__AVX2__) ...); adding a file to
+# src/ops/cpu/ adds it to every level.
 #
 #   x86-64:  baseline (x86-64, SSE2), avx2 (x86-64-v3: AVX2 FMA F16C BMI2), avx512 (x86-64-v4 + VNNI:
 #            AVX-512 F BW CD DQ VL VNNI)
@@ -15,8 +19,7 @@
 #   QWENRT_NATIVE=ON: one level, native (-march=native, which the whole library gets then).
 #
 # Sets QWENRT_CPU_LEVELS (lowest first) and QWENRT_CPU_LEVEL_OBJECTS (generator expressions of their
-# objects, in that order: the libraries list the baseline copy first, see docs/engine.md on why the
-# order matters for the standard library's inline functions), and defines QWENRT_ISA_<LEVEL>=1 on
+# objects, in that order), and defines QWENRT_ISA_<LEVEL>=1 on
 # src/ops/cpu_dispatch.cpp.
 include(CheckCXXSourceCompiles)
 
@@ -65,8 +68,14 @@ foreach(level ${QWENRT_CPU_LEVELS})
   # qwenrt_obj's usage requirements: include dirs, definitions, -march=native / sanitizer flags.
   target_link_libraries(${t} PRIVATE qwenrt_obj)
   target_compile_definitions(${t} PRIVATE QWENRT_CPU_LEVEL=isa_${level})
-  target_compile_options(${t} PRIVATE ${QWENRT_CPU_FLAGS_${level}}
-    -include ${PROJECT_SOURCE_DIR}/src/ops/cpu/isa_level.h)
+  target_compile_options(${t} PRIVATE ${QWENRT_CPU_FLAGS_${level}})
+  if(NOT level STREQUAL "baseline" AND NOT level STREQUAL "native")
+    if(NOT CMAKE_NM OR NOT CMAKE_READELF OR NOT CMAKE_OBJCOPY)
+      message(FATAL_ERROR "qwenrt: the CPU ISA levels need nm, readelf and objcopy (binutils); or configure with -DQWENRT_NATIVE=ON")
+    endif()
+    set_target_properties(${t} PROPERTIES CXX_COMPILER_LAUNCHER
+      "sh;${PROJECT_SOURCE_DIR}/cmake/qwenrt_level_compile.sh;${level};${CMAKE_NM};${CMAKE_READELF};${CMAKE_OBJCOPY};${CMAKE_CXX_COMPILER_LAUNCHER}")
+  endif()
   set_target_properties(${t} PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
   qwenrt_set_warnings(${t})
   string(TOUPPER ${level} LEVEL)

@@ -5,11 +5,19 @@ Each level's copy of src/ops/cpu/*.cpp (cmake/QwenrtCpuLevels.cmake) defines its
 qwenrt::isa_<level>::, but a header's inline function or a template from outside that namespace (the
 standard library's, fmt's, qwenrt::'s own) is emitted as a weak symbol in every object that does not
 inline it, and the linker keeps one copy of each for the whole program: if the AVX-512 copy won, the
-baseline code would execute AVX-512 instructions. So every such weak function defined by a level
-above the baseline must also be defined by the baseline copy of the same source file with the same
-instructions (then whichever copy the linker keeps is right for every level).
+baseline code would execute AVX-512 instructions. cmake/qwenrt_level_compile.sh renames each such
+function of a level above the baseline to NAME.isa_<level>. This checks, on the built objects, that
+every level object has
+  - no weak function outside its level namespace under a name another level could also define, and
+  - no COMDAT group of code under a name from outside its level namespace (the linker would merge it
+    with another level's group of that name and keep one of them), and
+  - no weak vtable outside its level namespace (the program would keep one, whose entries might be
+    this level's renamed copies).
+It also checks that the renaming happened at all: a build where it silently did nothing would pass
+the first rule only if no kernel emitted a standard-library function out of line, so at least one
+renamed function must exist across the levels (the kernels use std::vector and std::function).
 
-usage: check_cpu_levels.py NM OBJDUMP BASELINE_OBJ_DIR LEVEL=OBJ_DIR...
+usage: check_cpu_levels.py NM READELF LEVEL=OBJ_DIR...
 """
 import pathlib
 import re
@@ -17,57 +25,46 @@ import subprocess
 import sys
 
 
-def functions(objdump, obj):
-    """{mangled name: instruction text without addresses} of the functions defined in obj."""
-    out = subprocess.run([objdump, "-d", "--no-show-raw-insn", "-r", str(obj)], check=True,
-                         capture_output=True, text=True).stdout
-    funcs, name, body = {}, None, []
-    for line in out.splitlines():
-        m = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
-        if m:
-            if name:
-                funcs[name] = "\n".join(body)
-            name, body = m.group(1), []
-        elif name and "\t" in line:
-            # "  12:\tmov ...": drop the address; jump targets inside the function are relative.
-            insn = line.split("\t", 1)[1]
-            body.append(re.sub(r"\b[0-9a-f]+ <", "<", insn))
-    if name:
-        funcs[name] = "\n".join(body)
-    return funcs
-
-
-def weak_functions(nm, obj):
-    """Mangled names of the weak symbols of obj."""
+def defined_symbols(nm, obj):
+    """[(nm type letter, mangled name)] of the symbols obj defines."""
     out = subprocess.run([nm, "--defined-only", str(obj)], check=True, capture_output=True, text=True).stdout
-    return [l.split()[-1] for l in out.splitlines() if len(l.split()) == 3 and l.split()[1] in ("W", "V")
-            and not l.split()[-1].startswith("DW.ref.")]
+    return [(f[1], f[2]) for f in (line.split() for line in out.splitlines()) if len(f) == 3]
+
+
+def group_signatures(readelf, obj):
+    """The signature names of obj's COMDAT groups."""
+    out = subprocess.run([readelf, "-gW", str(obj)], check=True, capture_output=True, text=True).stdout
+    return re.findall(r"^COMDAT group section .* \[([^\] ]+)\] contains", out, re.M)
 
 
 def main():
-    nm, objdump, base_dir, levels = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3]), sys.argv[4:]
-    problems, checked = [], 0
+    nm, readelf, levels = sys.argv[1], sys.argv[2], sys.argv[3:]
+    problems, renamed, objects = [], 0, 0
     for spec in levels:
         level, obj_dir = spec.split("=", 1)
-        ns = f"N6qwenrt{len('isa_' + level)}isa_{level}"
+        ns = f"isa_{level}"
         for obj in sorted(pathlib.Path(obj_dir).rglob("*.o")):
-            weak = [s for s in weak_functions(nm, obj) if ns not in s]
-            if not weak:
-                continue
-            mine = functions(objdump, obj)
-            base_obj = base_dir / obj.relative_to(obj_dir)
-            base = functions(objdump, base_obj) if base_obj.exists() else {}
-            for sym in weak:
-                checked += 1
-                if sym not in mine:
-                    continue  # a weak data symbol (a guard variable, a static of an inline function)
-                if sym not in base:
-                    problems.append(f"{level}: {obj.name}: {sym} has no baseline copy")
-                elif base[sym] != mine[sym]:
-                    problems.append(f"{level}: {obj.name}: {sym} differs from its baseline copy")
+            objects += 1
+            symbols = defined_symbols(nm, obj)
+            data = {sym for kind, sym in symbols if kind in ("V", "u")}
+            for sig in group_signatures(readelf, obj):
+                if ns not in sig and sig not in data and not sig.startswith("DW.ref."):
+                    problems.append(f"{level}: {obj.name}: COMDAT group {sig} merges with the other levels' groups")
+            for kind, sym in symbols:
+                if ns in sym:
+                    renamed += sym.endswith("." + ns)
+                    continue
+                if kind == "W":
+                    problems.append(f"{level}: {obj.name}: weak function {sym} keeps a name every level shares")
+                elif kind in ("V", "u") and sym.startswith("_ZTV"):
+                    problems.append(f"{level}: {obj.name}: weak vtable {sym} outside the level namespace")
+    if objects == 0:
+        problems.append("no level objects found (is the build directory right?)")
+    elif renamed == 0:
+        problems.append("no weak function was renamed to a level-private name: is cmake/qwenrt_level_compile.sh the launcher?")
     for p in problems:
         print(p)
-    print(f"check_cpu_levels: {checked} weak symbols outside the level namespaces, {len(problems)} problems")
+    print(f"check_cpu_levels: {objects} level objects, {renamed} level-private weak functions, {len(problems)} problems")
     return 1 if problems else 0
 
 

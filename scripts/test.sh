@@ -43,14 +43,6 @@ if [ "${QWENRT_SKIP_ASAN:-0}" != 1 ]; then
   t0=$(date +%s)
   BUILD_DIR="$BUILD_DIR" bash scripts/sanitize.sh
   t1=$(date +%s)
-  # The fuzz smoke run is off until its clang build links again: with this round's per-ISA-level
-  # kernel copies (cmake/QwenrtCpuLevels.cmake) clang 14 emitted the levels' LevelKernels as plain
-  # qwenrt::cpu::LevelKernels (the force-included inline namespace of src/ops/cpu/isa_level.h did
-  # not take), so every fuzz target failed to link. QWENRT_FUZZ_SMOKE=1 runs it anyway.
-  if [ "${QWENRT_FUZZ_SMOKE:-0}" = 1 ]; then
-    BUILD_DIR="$BUILD_DIR-fuzz" FUZZ_SECONDS=${FUZZ_SECONDS:-30} bash scripts/fuzz-smoke.sh
-  else
-    echo "== test.sh: fuzz smoke skipped: its clang build does not link yet (see the comment above)"
-  fi
+  BUILD_DIR="$BUILD_DIR-fuzz" FUZZ_SECONDS=${FUZZ_SECONDS:-30} bash scripts/fuzz-smoke.sh
   echo "== test.sh: sanitizers $(( t1 - t0 )) s, fuzz smoke $(( $(date +%s) - t1 )) s"
 fi

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "base/thread_pool.h"
+#include "ops/cpu_namespace.h"
 
 namespace qwenrt {
 
@@ -31,12 +32,12 @@ void SwiGlu(const float* gate, float* up, int64_t n);
 void MulSigmoid(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride);
 }  // namespace ref
 
-namespace cpu {
+}  // namespace qwenrt
+
+namespace QWENRT_CPU_NAMESPACE {
 // The same contracts, split over `pool` in contiguous pieces, each computed by the ref loop
 // (vectorised by the compiler where it can be): bit-identical to ref.
 void Add(float* x, const float* y, int64_t n, ThreadPool& pool);
 void SwiGlu(const float* gate, float* up, int64_t n, ThreadPool& pool);
 void MulSigmoid(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride, ThreadPool& pool);
-}  // namespace cpu
-
-}  // namespace qwenrt
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "base/thread_pool.h"
+#include "ops/cpu_namespace.h"
 #include "ops/kv_view.h"
 
 namespace qwenrt {
@@ -37,7 +38,9 @@ void Attention(const AttentionShape& s, const float* q, const float* k, const fl
                float* scores);
 }  // namespace ref
 
-namespace cpu {
+}  // namespace qwenrt
+
+namespace QWENRT_CPU_NAMESPACE {
 // Scores scratch per worker for `n_keys` cached positions and `group` = H / Hkv query heads per KV
 // head: the scores of every head of a group, and their max and sum.
 inline int64_t AttentionScoreFloats(int64_t n_keys, int64_t group) { return group * (n_keys + 2); }
@@ -63,6 +66,4 @@ inline void Attention(const AttentionShape& s, const float* q, const float* k, c
 // applies it to q, k and v before attention, as llama.cpp's CPU path does (F16 KV cache, Q
 // converted to F16 for Q·K; qwen35-architecture.md §14 item 2); ref keeps f32.
 void RoundToF16(float* x, int64_t n);
-}  // namespace cpu
-
-}  // namespace qwenrt
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "base/thread_pool.h"
+#include "ops/cpu_namespace.h"
 
 namespace qwenrt {
 
@@ -40,11 +41,11 @@ void CausalConvSilu(const CausalConvShape& shape, const float* x, const float* w
                     float* y);
 }  // namespace ref
 
-namespace cpu {
+}  // namespace qwenrt
+
+namespace QWENRT_CPU_NAMESPACE {
 // Multithreaded over channel blocks, SIMD across channels (vectorised exp). Same results as ref
 // up to the last bits of exp (relative error < 1e-6).
 void CausalConvSilu(const CausalConvShape& shape, const float* x, const float* w, float* state,
                     float* y, ThreadPool& pool);
-}  // namespace cpu
-
-}  // namespace qwenrt
+}  // namespace QWENRT_CPU_NAMESPACE

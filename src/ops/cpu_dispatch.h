@@ -1,7 +1,7 @@
 // The CPU kernels chosen at run time. src/ops/cpu/*.cpp is compiled once per ISA level
 // (cmake/QwenrtCpuLevels.cmake: baseline, avx2, avx512 on x86-64; baseline, dotprod on aarch64; or the
 // one native level of a QWENRT_NATIVE build), each copy in its own namespace qwenrt::isa_<level>::cpu
-// (cpu/isa_level.h). Each copy fills one KernelTable with its entry points (cpu/kernel_table.cpp);
+// (QWENRT_CPU_NAMESPACE, cpu_namespace.h). Each copy fills one KernelTable with its entry points (cpu/kernel_table.cpp);
 // cpu_dispatch.cpp defines the plain qwenrt::cpu:: functions that the rest of the library calls, each a
 // call through the table of the level chosen on first use: the best one this CPU runs
 // (cpu_features.h), capped by the environment variable QWENRT_CPU_ISA=<level name> if set.
@@ -19,6 +19,7 @@
 #include "ops/activations.h"
 #include "ops/attention.h"
 #include "ops/conv.h"
+#include "ops/cpu_namespace.h"
 #include "ops/embed.h"
 #include "ops/gated_delta.h"
 #include "ops/gdn_split.h"
@@ -142,6 +143,6 @@ bool UseLevel(std::string_view name);
 }  // namespace qwenrt::cpu_dispatch
 
 // What cpu/kernel_table.cpp defines in every level namespace.
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 const cpu_dispatch::KernelTable& LevelKernels();
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

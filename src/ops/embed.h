@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "base/thread_pool.h"
+#include "ops/cpu_namespace.h"
 #include "ops/matmul.h"
 
 namespace qwenrt {
@@ -14,9 +15,9 @@ namespace ref {
 void Embed(const WeightMatrix& table, const int32_t* tokens, int64_t T, float* x);
 }  // namespace ref
 
-namespace cpu {
+}  // namespace qwenrt
+
+namespace QWENRT_CPU_NAMESPACE {
 // As ref::Embed, tokens split over `pool` (the rows decode independently): bit-identical.
 void Embed(const WeightMatrix& table, const int32_t* tokens, int64_t T, float* x, ThreadPool& pool);
-}  // namespace cpu
-
-}  // namespace qwenrt
+}  // namespace QWENRT_CPU_NAMESPACE

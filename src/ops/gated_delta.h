@@ -32,6 +32,7 @@
 #include <cstdint>
 
 #include "base/thread_pool.h"
+#include "ops/cpu_namespace.h"
 
 namespace qwenrt {
 
@@ -49,7 +50,9 @@ void GatedDelta(const GatedDeltaShape& shape, const float* q, const float* k, co
                 const float* g, const float* beta, float* state, float* out);
 }  // namespace ref
 
-namespace cpu {
+}  // namespace qwenrt
+
+namespace QWENRT_CPU_NAMESPACE {
 // Token-serial, multithreaded over (value head, column block), SIMD along Dk. Best for decode
 // (small T); exact same operation order per column as ref up to the summation order of dot products.
 void GatedDeltaRecurrent(const GatedDeltaShape& shape, const float* q, const float* k,
@@ -74,6 +77,4 @@ inline constexpr int64_t kGatedDeltaChunkMinTokens = 16;
 // else GatedDeltaChunk. Same arguments and results (up to rounding) as both.
 void GatedDelta(const GatedDeltaShape& shape, const float* q, const float* k, const float* v,
                 const float* g, const float* beta, float* state, float* out, ThreadPool& pool);
-}  // namespace cpu
-
-}  // namespace qwenrt
+}  // namespace QWENRT_CPU_NAMESPACE

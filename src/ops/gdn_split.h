@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "base/thread_pool.h"
+#include "ops/cpu_namespace.h"
 #include "ops/gated_delta.h"
 
 namespace qwenrt {
@@ -28,10 +29,10 @@ void GdnSplit(const GatedDeltaShape& s, const float* conv, float eps, float q_sc
               float* v, float* alpha, float* beta, const float* ssm_a, const float* dt_bias);
 }  // namespace ref
 
-namespace cpu {
+}  // namespace qwenrt
+
+namespace QWENRT_CPU_NAMESPACE {
 // As ref::GdnSplit, tokens split over `pool`, each token computed by the ref loop: bit-identical.
 void GdnSplit(const GatedDeltaShape& s, const float* conv, float eps, float q_scale, float* q, float* k,
               float* v, float* alpha, float* beta, const float* ssm_a, const float* dt_bias, ThreadPool& pool);
-}  // namespace cpu
-
-}  // namespace qwenrt
+}  // namespace QWENRT_CPU_NAMESPACE

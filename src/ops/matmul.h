@@ -7,9 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ops/quant.h"
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "ops/cpu_namespace.h"
+#include "ops/quant.h"
 
 namespace qwenrt {
 
@@ -48,7 +49,9 @@ void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys
 // Most matrices one MatMulMulti call takes (the GDN layer's four projections need 4).
 inline constexpr int kMaxMatMulMulti = 8;
 
-namespace cpu {
+}  // namespace qwenrt
+
+namespace QWENRT_CPU_NAMESPACE {
 // Same contract as ref::MatMul, fast. Activations are converted once per call to the weight's dot
 // type: Q8_K for Q4_K/Q5_K/Q6_K, Q8_0 for Q8_0; F32/F16/BF16 weights are used with f32 activations.
 // Work is split over output rows with `pool`; for T > 1 each tile of weight rows is read once for
@@ -62,6 +65,4 @@ void MatMul(const WeightMatrix& w, const float* x, float* y, int64_t T, ThreadPo
 // GDN layer's attn_qkv / attn_gate / ssm_alpha / ssm_beta or the FFN's gate / up. 1 <= n <=
 // kMaxMatMulMulti. Same preconditions as MatMul for every matrix.
 void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys, int64_t T, ThreadPool& pool);
-}  // namespace cpu
-
-}  // namespace qwenrt
+}  // namespace QWENRT_CPU_NAMESPACE

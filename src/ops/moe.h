@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "base/thread_pool.h"
+#include "ops/cpu_namespace.h"
 
 namespace qwenrt {
 
@@ -38,7 +39,9 @@ void MoeCombine(const float* yslot, const float* weights, int64_t T, int64_t K, 
 void AddSigmoidGated(float* mix, const float* y, const float* gate, int64_t T, int64_t E);
 }  // namespace ref
 
-namespace cpu {
+}  // namespace qwenrt
+
+namespace QWENRT_CPU_NAMESPACE {
 // The same contracts, tokens (or pairs) split over `pool`, each computed by the ref loop:
 // bit-identical to ref. Routing and grouping are cheap and stay ref.
 void MoeGather(const float* src, const int32_t* slots, int64_t n, int64_t K, int64_t E, float* dst,
@@ -47,6 +50,4 @@ void MoeScatter(const float* src, const int32_t* slots, int64_t n, int64_t E, fl
 void MoeCombine(const float* yslot, const float* weights, int64_t T, int64_t K, int64_t E, float* mix,
                 ThreadPool& pool);
 void AddSigmoidGated(float* mix, const float* y, const float* gate, int64_t T, int64_t E, ThreadPool& pool);
-}  // namespace cpu
-
-}  // namespace qwenrt
+}  // namespace QWENRT_CPU_NAMESPACE

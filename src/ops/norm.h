@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "base/thread_pool.h"
+#include "ops/cpu_namespace.h"
 
 namespace qwenrt {
 
@@ -36,7 +37,9 @@ void GatedRmsNorm(const float* x, const float* w, const float* z, float* y, int6
 void L2Norm(float* x, int64_t rows, int64_t n, float eps);
 }  // namespace ref
 
-namespace cpu {
+}  // namespace qwenrt
+
+namespace QWENRT_CPU_NAMESPACE {
 // The same contracts, rows split over `pool` (small calls run inline), each row computed exactly
 // as ref computes it: bit-identical to ref.
 void RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps, ThreadPool& pool);
@@ -46,6 +49,4 @@ void AddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t ro
                 ThreadPool& pool);
 void GatedRmsNorm(const float* x, const float* w, const float* z, float* y, int64_t rows, int64_t n,
                   float eps, ThreadPool& pool);
-}  // namespace cpu
-
-}  // namespace qwenrt
+}  // namespace QWENRT_CPU_NAMESPACE

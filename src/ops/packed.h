@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ops/cpu_namespace.h"
 #include "ops/quant.h"
 #include "ops/vec_dot.h"
 
@@ -69,7 +70,9 @@ size_t PackedBytes(gguf::Type type, int64_t cols, int64_t rows);
 void PackGroups(gguf::Type type, const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, int64_t g0,
                 int64_t g1, uint8_t* dst);
 
-namespace cpu {
+}  // namespace qwenrt
+
+namespace QWENRT_CPU_NAMESPACE {
 // Packed kernel: for t < ntok (1 <= ntok <= kMaxDotTokens of vec_dot.h) and r < nrows (<= 16):
 //   out[t * out_stride + r] = dot(row r of the 16-row group at `w`, Q8_K activation row a + t * a_stride)
 // over n elements (n / 256 super-block records at w).
@@ -84,6 +87,4 @@ void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
 bool PackedKernelsFast();
 // "avx512vnni" or "scalar".
 const char* PackedKernelIsa();
-}  // namespace cpu
-
-}  // namespace qwenrt
+}  // namespace QWENRT_CPU_NAMESPACE

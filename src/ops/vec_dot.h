@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "ops/cpu_namespace.h"
 #include "ops/quant.h"
 
 namespace qwenrt {
@@ -55,7 +56,7 @@ float VecDotBF16_F32(const uint16_t* w, const float* a, int64_t n);
 #define QWENRT_ARM_DOT 0
 #endif
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 
 // Multi-token dot kernel: for t < ntok (1 <= ntok <= kMaxDotTokens),
 //   out[t * out_stride] = dot(weight row `w`, activation row `a + t * a_stride` bytes)
@@ -116,4 +117,4 @@ int MaxDotTokens();
 // "neon", "scalar"), for the ISA level in use.
 const char* DotKernelIsa();
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -6,10 +6,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ops/cpu_namespace.h"
 #include "ops/quant_iq.h"
 #include "ops/vec_dot.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 
 void DotIQ2XXS_Q8K(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
                    int64_t out_stride);
@@ -29,4 +30,4 @@ void DotIQ1M_Q8K(const void* w, const void* a, size_t a_stride, int ntok, int64_
 // The kernel for a grid i-quant weight type (Q8_K activations), or nullptr for any other type.
 DotKernel IQuantDotKernel(gguf::Type type);
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -4,10 +4,11 @@
 // moved tinymoe-s1-q4km seqA's top-1 agreement to 0.917, below llama.cpp's 0.92 bar in
 // model_golden_test, so these keep std::exp and stay bit-identical to ref.
 #include "ops/activations.h"
+#include "ops/cpu_namespace.h"
 
 #include "ops/cpu/parallel.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 
 void Add(float* x, const float* y, int64_t n, ThreadPool& pool) {
   ParallelRanges(pool, n, 1, [&](int64_t b, int64_t e) { ref::Add(x + b, y + b, e - b); });
@@ -23,4 +24,4 @@ void MulSigmoid(float* x, const float* gate, int64_t rows, int64_t n, int64_t ga
   });
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -10,8 +10,9 @@
 #include <limits>
 
 #include "ops/attention.h"
+#include "ops/cpu_namespace.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
 constexpr int64_t kLanes = 16;
@@ -128,4 +129,4 @@ void Attention(const AttentionShape& s, const float* q, const KvView& k, const K
   });
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -8,8 +8,9 @@
 
 #include "ops/conv.h"
 #include "ops/cpu/simd_f32.h"
+#include "ops/cpu_namespace.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
 using namespace simd;
@@ -102,4 +103,4 @@ void CausalConvSilu(const CausalConvShape& shape, const float* x, const float* w
   });
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -1,9 +1,10 @@
 // CPU token embedding (embed.h): tokens in parallel, each row decoded by ref::DequantizeRow.
 #include "ops/embed.h"
+#include "ops/cpu_namespace.h"
 
 #include "ops/cpu/parallel.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 
 void Embed(const WeightMatrix& table, const int32_t* tokens, int64_t T, float* x, ThreadPool& pool) {
   ParallelRanges(pool, T, table.cols, [&](int64_t b, int64_t e) {
@@ -11,4 +12,4 @@ void Embed(const WeightMatrix& table, const int32_t* tokens, int64_t T, float* x
   });
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

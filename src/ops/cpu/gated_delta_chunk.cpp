@@ -29,9 +29,10 @@
 #include <vector>
 
 #include "ops/cpu/simd_f32.h"
+#include "ops/cpu_namespace.h"
 #include "ops/gated_delta.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
 using namespace simd;
@@ -358,4 +359,4 @@ void GatedDelta(const GatedDeltaShape& shape, const float* q, const float* k, co
   }
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -12,9 +12,10 @@
 #include <cmath>
 
 #include "ops/cpu/simd_f32.h"
+#include "ops/cpu_namespace.h"
 #include "ops/gated_delta.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
 using namespace simd;
@@ -160,4 +161,4 @@ void GatedDeltaRecurrent(const GatedDeltaShape& shape, const float* q, const flo
   });
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -1,9 +1,10 @@
 // CPU GDN split + gates (gdn_split.h): tokens in parallel, each token by the ref loop.
 #include "ops/gdn_split.h"
+#include "ops/cpu_namespace.h"
 
 #include "ops/cpu/parallel.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 
 void GdnSplit(const GatedDeltaShape& s, const float* conv, float eps, float q_scale, float* q, float* k,
               float* v, float* alpha, float* beta, const float* ssm_a, const float* dt_bias, ThreadPool& pool) {
@@ -16,4 +17,4 @@ void GdnSplit(const GatedDeltaShape& s, const float* conv, float eps, float q_sc
   });
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -1,8 +1,9 @@
 // This level's entry points, for the dispatcher (ops/cpu_dispatch.h). Compiled once per ISA level like
 // every file here, so `cpu::X` below names this level's qwenrt::isa_<level>::cpu::X.
 #include "ops/cpu_dispatch.h"
+#include "ops/cpu_namespace.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 
 int MaxDotTokens() { return kMaxDotTokens; }
 
@@ -13,4 +14,4 @@ const cpu_dispatch::KernelTable& LevelKernels() {
   return kTable;
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -9,11 +9,12 @@
 #include <vector>
 
 #include "ops/matmul.h"
+#include "ops/cpu_namespace.h"
 #include "ops/packed.h"
 #include "ops/vec_dot.h"
 #include "ops/vec_dot_iq.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
 constexpr int64_t kRowTile = 16;  // weight rows per tile: 16 x 3584 Q4_K = 32 KiB at most in practice
@@ -156,4 +157,4 @@ void MatMul(const WeightMatrix& w, const float* x, float* y, int64_t T, ThreadPo
   MatMulMulti(&w, 1, x, &y, T, pool);
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -1,9 +1,10 @@
 // CPU MoE row moves and weighted sums (moe.h): pairs or tokens in parallel, each the ref loop.
 #include "ops/moe.h"
+#include "ops/cpu_namespace.h"
 
 #include "ops/cpu/parallel.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 
 void MoeGather(const float* src, const int32_t* slots, int64_t n, int64_t K, int64_t E, float* dst,
                ThreadPool& pool) {
@@ -27,4 +28,4 @@ void AddSigmoidGated(float* mix, const float* y, const float* gate, int64_t T, i
   });
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -1,9 +1,10 @@
 // CPU row norms (norm.h): rows in parallel, each row exactly as the reference computes it.
 #include "ops/norm.h"
+#include "ops/cpu_namespace.h"
 
 #include "ops/cpu/parallel.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 
 void RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps, ThreadPool& pool) {
   ParallelRanges(pool, rows, n, [&](int64_t b, int64_t e) { ref::RmsNorm(x + b * n, w, y + b * n, e - b, n, eps); });
@@ -30,4 +31,4 @@ void GatedRmsNorm(const float* x, const float* w, const float* z, float* y, int6
   });
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

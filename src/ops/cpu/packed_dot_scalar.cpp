@@ -2,10 +2,11 @@
 // integer sums as the SIMD version, read from the interleaved layout. Slower than the file-layout
 // kernels of vec_dot.h, which is why the loader packs only when PackedKernelsFast(); they exist so
 // that a packed matrix is usable (and testable) on every build.
+#include "ops/cpu_namespace.h"
 #include "ops/packed.h"
 #if !QWENRT_PACKED_X86
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 
 void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows) {
@@ -69,5 +70,5 @@ void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
 bool PackedKernelsFast() { return false; }
 const char* PackedKernelIsa() { return "scalar"; }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE
 #endif  // !QWENRT_PACKED_X86

@@ -8,6 +8,7 @@
 // with vpdpwssd, and accf = fma(float(S), d(row) * d_act, accf) in a fixed order. The 16 int32 / f32
 // lanes are the 16 rows, so the results are stored with no horizontal sum. Nothing a token computes
 // depends on the other tokens of the tile: ntok = 1 (decode) and ntok = 8 (prefill) give the same bits.
+#include "ops/cpu_namespace.h"
 #include "ops/packed.h"
 #if QWENRT_PACKED_X86
 #include <immintrin.h>
@@ -19,7 +20,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
 // 4 bytes at p broadcast to the 16 dword lanes (folds into vpdpbusd's {1to16} memory operand).
@@ -177,5 +178,5 @@ void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
 bool PackedKernelsFast() { return true; }
 const char* PackedKernelIsa() { return "avx512vnni"; }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE
 #endif  // QWENRT_PACKED_X86

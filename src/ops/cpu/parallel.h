@@ -6,8 +6,9 @@
 #include <cstdint>
 
 #include "base/thread_pool.h"
+#include "ops/cpu_namespace.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 
 // Below this much work (about one float operation per unit) a call runs inline: waking the
 // workers costs a few µs, which only pays off past ~16k simple float operations.
@@ -27,4 +28,4 @@ void ParallelRanges(ThreadPool& pool, int64_t n, int64_t work_per_item, const Fn
 // Relative costs per element for work_per_item: a std::exp is worth ~8 simple operations.
 inline constexpr int64_t kExpCost = 8;
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -1,6 +1,7 @@
 // SIMD activation quantizer for the K-quant dot products: bit-identical to QuantizeRowQ8K (quant.cpp,
 // llama.cpp's quantize_row_q8_K_ref) but 8 floats at a time. It runs before every K-quant matmul, so
 // at decode (T = 1) its scalar cost would be a visible share of a token's time.
+#include "ops/cpu_namespace.h"
 #include "ops/quant.h"
 #include "ops/vec_dot.h"
 
@@ -8,7 +9,7 @@
 #include <immintrin.h>
 #endif
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 
 void QuantizeRowQ8K(const float* x, void* dst_blocks, int64_t n) {
 #if QWENRT_X86_DOT
@@ -71,4 +72,4 @@ void QuantizeRowQ8K(const float* x, void* dst_blocks, int64_t n) {
 #endif
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -3,12 +3,13 @@
 // operations, and rotates all its heads with them: bit-identical to ref at 1/heads of the trig
 // calls. Tokens are independent, so any split gives the same bits.
 #include "ops/rope.h"
+#include "ops/cpu_namespace.h"
 
 #include <cmath>
 
 #include "ops/cpu/parallel.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
 constexpr int64_t kMaxPairs = 256;  // R/2 up to here uses the stack tables (Qwen3.5: 32); else ref
@@ -49,4 +50,4 @@ void Rope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, const Ro
   });
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -5,9 +5,10 @@
 #endif
 
 #include "ops/attention.h"
+#include "ops/cpu_namespace.h"
 #include "ops/quant.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 
 void RoundToF16(float* x, int64_t n) {
   int64_t i = 0;
@@ -20,4 +21,4 @@ void RoundToF16(float* x, int64_t n) {
   for (; i < n; ++i) x[i] = Fp16ToFp32(Fp32ToFp16(x[i]));
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -13,7 +13,9 @@
 #include <arm_neon.h>
 #endif
 
-namespace qwenrt::cpu::simd {
+#include "ops/cpu_namespace.h"
+
+namespace QWENRT_CPU_NAMESPACE::simd {
 
 #if defined(__AVX512F__)
 inline constexpr int kLanes = 16;
@@ -176,4 +178,4 @@ inline void Scale(float* y, float a, int64_t n) {
   for (; i < n; ++i) y[i] *= a;
 }
 
-}  // namespace qwenrt::cpu::simd
+}  // namespace QWENRT_CPU_NAMESPACE::simd

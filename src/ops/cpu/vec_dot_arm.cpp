@@ -9,12 +9,13 @@
 // kMaxDotTokens tokens (prefill).
 //
 // Q4_0 and IQ4_XS (issue 12 part 1) belong here too, next to DotQ8_0 below, once their ref:: dots exist.
+#include "ops/cpu_namespace.h"
 #include "ops/vec_dot.h"
 
 #if QWENRT_ARM_DOT
 #include <arm_neon.h>
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
 #if defined(__ARM_FEATURE_DOTPROD)
@@ -266,5 +267,5 @@ void DotBF16_F32(const void* w, const void* a, size_t s, int ntok, int64_t n, fl
 
 const char* DotKernelIsa() { return kIsa; }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE
 #endif  // QWENRT_ARM_DOT

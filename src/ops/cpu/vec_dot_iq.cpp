@@ -1,7 +1,8 @@
 // Type -> kernel table of the grid i-quant dots (vec_dot_iq.h), for the matmul driver.
 #include "ops/vec_dot_iq.h"
+#include "ops/cpu_namespace.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 
 DotKernel IQuantDotKernel(gguf::Type type) {
   switch (type) {
@@ -16,4 +17,4 @@ DotKernel IQuantDotKernel(gguf::Type type) {
   }
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE

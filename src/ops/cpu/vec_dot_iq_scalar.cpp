@@ -1,9 +1,10 @@
 // Portable multi-token i-quant dot kernels: ref::VecDotIQ*_Q8K token by token. Used when the build
 // has no AVX2 (vec_dot_iq_x86.cpp holds the SIMD versions).
+#include "ops/cpu_namespace.h"
 #include "ops/vec_dot_iq.h"
 #if !QWENRT_X86_DOT
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 
 #define QWENRT_IQ_SCALAR_KERNEL(Name, Dot)                                                        \
   void Name(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,       \
@@ -19,5 +20,5 @@ QWENRT_IQ_SCALAR_KERNEL(DotIQ1S_Q8K, ref::VecDotIQ1S_Q8K)
 QWENRT_IQ_SCALAR_KERNEL(DotIQ1M_Q8K, ref::VecDotIQ1M_Q8K)
 #undef QWENRT_IQ_SCALAR_KERNEL
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE
 #endif  // !QWENRT_X86_DOT

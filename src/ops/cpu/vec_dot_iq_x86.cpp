@@ -12,12 +12,13 @@
 //
 // The small helpers (MaddAcc, Half, HsumPs, Dispatch) repeat those of vec_dot_x86.cpp on purpose: the
 // two files are separate translation units with their own ISA guards.
+#include "ops/cpu_namespace.h"
 #include "ops/vec_dot_iq.h"
 
 #if QWENRT_X86_DOT
 #include <immintrin.h>
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
 using iq::LoadU16;
@@ -259,5 +260,5 @@ void DotIQ1M_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, fl
   Dispatch<IQ1M>(w, a, s, ntok, n, o, os);
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE
 #endif  // QWENRT_X86_DOT

@@ -6,12 +6,13 @@
 // Q2_K's mins and Q3_K's offset of -4 come from the activation's bsums (one madd per super-block);
 // IQ4_XS's table values are signed, so u = |w| and the activations take w's sign. Integer sums equal
 // ref::VecDot*_Q8K's; results differ only by float summation order.
+#include "ops/cpu_namespace.h"
 #include "ops/vec_dot.h"
 
 #if QWENRT_X86_DOT
 #include "ops/cpu/x86_int_dot.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
 using namespace x86;
@@ -150,5 +151,5 @@ void DotIQ4XS_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, f
   Dispatch<IQ4XSK>(ntok, w, a, s, n, o, os);
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE
 #endif  // QWENRT_X86_DOT

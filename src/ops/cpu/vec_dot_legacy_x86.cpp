@@ -6,12 +6,13 @@
 // and accf += float(s) * scale_w * fp16(d_a) (+ float(sum a) * fp16(m) * fp16(d_a)), one horizontal sum
 // per row at the end. Integer sums equal ref::VecDot*_Q8_0's, so results differ only by float
 // summation order. Without AVX2 the kernels are the scalar loops of vec_dot_scalar.cpp.
+#include "ops/cpu_namespace.h"
 #include "ops/vec_dot.h"
 
 #if QWENRT_X86_DOT
 #include "ops/cpu/x86_int_dot.h"
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
 using namespace x86;
@@ -129,5 +130,5 @@ void DotMXFP4_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, 
   Dispatch<Kernel<MXFP4>::K>(ntok, w, a, s, n, o, os);
 }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE
 #endif  // QWENRT_X86_DOT

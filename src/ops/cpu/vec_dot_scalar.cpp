@@ -1,10 +1,11 @@
 // Portable multi-token dot kernels: the scalar definitions of vec_dot.h applied token by token. Used
 // when the ISA level has neither AVX2 nor NEON (see vec_dot_x86.cpp, vec_dot_arm.cpp for the SIMD
 // versions), and on NEON for the types vec_dot_arm.cpp has no kernel for yet (Q4_0 ... IQ4_XS).
+#include "ops/cpu_namespace.h"
 #include "ops/vec_dot.h"
 #if !QWENRT_X86_DOT
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
 template <float (*Dot)(const void*, const void*, int64_t)>
@@ -53,5 +54,5 @@ const char* DotKernelIsa() { return "scalar"; }
 #endif  // !QWENRT_ARM_DOT
 #undef QWENRT_SCALAR_KERNEL
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE
 #endif  // !QWENRT_X86_DOT

@@ -7,12 +7,13 @@
 // computed from the activation's bsums, and one horizontal sum per row at the end. The weight bytes are
 // unpacked once and used for up to kMaxDotTokens tokens (prefill); integer sums are exact, so results
 // differ from ref:: only by float summation order.
+#include "ops/cpu_namespace.h"
 #include "ops/vec_dot.h"
 
 #if QWENRT_X86_DOT
 #include <immintrin.h>
 
-namespace qwenrt::cpu {
+namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
@@ -289,5 +290,5 @@ void DotBF16_F32(const void* w, const void* a, size_t s, int ntok, int64_t n, fl
 
 const char* DotKernelIsa() { return kIsa; }
 
-}  // namespace qwenrt::cpu
+}  // namespace QWENRT_CPU_NAMESPACE
 #endif  // QWENRT_X86_DOT

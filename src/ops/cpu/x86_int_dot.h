@@ -6,9 +6,10 @@
 
 #include <cstdint>
 
+#include "ops/cpu_namespace.h"
 #include "ops/vec_dot.h"
 
-namespace qwenrt::cpu::x86 {
+namespace QWENRT_CPU_NAMESPACE::x86 {
 
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
 // acc + sum of adjacent i16 pair products (vpdpwssd).
@@ -77,4 +78,4 @@ void Dispatch(int ntok, Args... args) {
   }
 }
 
-}  // namespace qwenrt::cpu::x86
+}  // namespace QWENRT_CPU_NAMESPACE::x86
