@@ -113,7 +113,9 @@ int RunConstrained(int argc, char** argv) {
     return 1;
   }
   ChatRequest req;
-  req.messages = {{Role::kUser, tools ? "Find the weather in Paris." : "Describe a person as JSON."}};
+  ChatMessage ask;
+  ask.content = tools ? "Find the weather in Paris." : "Describe a person as JSON.";
+  req.messages = {ask};
   req.enable_thinking = false;
   if (tools) req.tools = nlohmann::ordered_json::parse(kTools);
   GenerateRequest free_gen;

@@ -259,7 +259,7 @@ TEST_CASE("regex constraints", "[constraint]") {
   auto nd = Grammar::FromRegex("\\D[^\\d]");
   REQUIRE(nd.ok());
   CHECK(Matches(*nd, "ab"));
-  CHECK_FALSE(Matches(*nd, "\xD9\xA3b"));  // ARABIC-INDIC DIGIT THREE
+  CHECK_FALSE(Matches(*nd, "\xD9\xA3" "b"));  // ARABIC-INDIC DIGIT THREE
   CHECK_FALSE(Matches(*nd, "a\xD9\xA3"));
   CHECK(Grammar::FromRegex("a{,5}").status().message().find("{,n}") != std::string::npos);
   CHECK(Grammar::FromRegex("(a)\\1").status().message().find("backreference") != std::string::npos);
@@ -353,7 +353,7 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
   // A huge enum compiles and is exact.
   Json big = Json::object();
   big["enum"] = Json::array();
-  for (int i = 0; i < 3000; ++i) big["enum"].push_back("v" + std::to_string(i * 7));
+  for (int i = 0; i < 3000; ++i) big["enum"].push_back(std::string("v").append(std::to_string(i * 7)));
   auto h = Schema(big.dump());
   CHECK(Matches(h, "\"v0\""));
   CHECK(Matches(h, "\"v20993\""));
