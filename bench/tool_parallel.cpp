@@ -6,9 +6,13 @@
 //   submitted at once. Reported: aggregate decode tokens/s (N * (G-1) tokens over the window from
 //   the last session's first token to the last session's end: the steps where all N decode),
 //   per-session decode tokens/s (mean of each session's own), time to first token p50/p99 (from
-//   submission, queueing and the batched prefill included), prefill tokens/s of the whole batch
-//   and the memory held (KV caches, recurrent states, checkpoints of the N sessions + the engine's
-//   scratch).
+//   submission, queueing and the batched prefill included), prefill tokens/s of the whole batch,
+//   the tokens prefilled in all, and the memory held (KV caches, recurrent states, checkpoints of the
+//   N sessions + the engine's scratch; a page or snapshot shared by several sessions counted once).
+//   With --shared-prefix S > 0 the S shared tokens are prefilled once, into a root session that the
+//   N sessions are forked from (ChatSession::Fork: KV pages shared copy-on-write, the recurrent state
+//   copied): each session then prefills only its own P - S tokens. That prefill of the prefix is
+//   reported on its own line; it is not in the TTFTs (a host prefills its system prompt once).
 //   Then the time to first token of one session joining an engine busy with max(N)-1 decoding
 //   sessions, against the same session on an idle engine.
 // Not a timed test: compare ratios measured in one run on the same (shared) machine.
@@ -20,6 +24,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -115,7 +120,9 @@ bool ParseArgs(int argc, char** argv, ParallelArgs* a, std::string* err) {
 struct Row {
   int64_t n = 0;
   double aggregate_tg = 0, per_session_tg = 0, prefill = 0, ttft_p50 = 0, ttft_p99 = 0;
-  double memory_mib = 0;
+  double memory_mib = 0, one_session_mib = 0;  // one_session: the first session's own state
+  int64_t prefilled = 0;    // tokens run through the model, the shared prefix included
+  double prefix_ms = 0;     // prefilling the shared prefix once (0: no shared prefix)
   double peer_tg = 0, peer_pp = 0;  // 0: not measured
 };
 
@@ -160,10 +167,26 @@ StatusOr<Row> RunN(const ParallelArgs& a, const std::shared_ptr<const ChatModel>
   const int64_t V = cm->tokenizer().n_vocab();
   std::vector<std::unique_ptr<ChatSession>> chats;
   std::vector<std::vector<int32_t>> prompts;
+  for (int64_t i = 0; i < n; ++i) prompts.push_back(Prompt(a, V, static_cast<uint32_t>(i)));
+  Row r;
+  r.n = n;
+  // The shared prefix, prefilled once into the root every session is forked from.
+  std::unique_ptr<ChatSession> root;
+  if (a.shared > 0) {
+    QWENRT_ASSIGN_OR_RETURN(root, ChatSession::Create(cm, SessionParamsFor(a)));
+    const auto t0 = std::chrono::steady_clock::now();
+    QWENRT_RETURN_IF_ERROR(root->FeedTokens(std::span(prompts[0]).first(static_cast<size_t>(a.shared))));
+    r.prefix_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    r.prefilled += root->report().feed.prefilled_tokens;
+  }
   for (int64_t i = 0; i < n; ++i) {
-    QWENRT_ASSIGN_OR_RETURN(auto c, ChatSession::Create(cm, SessionParamsFor(a)));
+    std::unique_ptr<ChatSession> c;
+    if (root) {
+      QWENRT_ASSIGN_OR_RETURN(c, root->Fork());
+    } else {
+      QWENRT_ASSIGN_OR_RETURN(c, ChatSession::Create(cm, SessionParamsFor(a)));
+    }
     chats.push_back(std::move(c));
-    prompts.push_back(Prompt(a, V, static_cast<uint32_t>(i)));
   }
   const GenerateRequest gen = Greedy(*cm, a.gen);
   std::vector<std::shared_ptr<EngineTurn>> turns;
@@ -173,16 +196,24 @@ StatusOr<Row> RunN(const ParallelArgs& a, const std::shared_ptr<const ChatModel>
     turns.push_back(std::move(t));
   }
   for (const auto& t : turns) QWENRT_RETURN_IF_ERROR(t->Wait());
-  Row r;
-  r.n = n;
   std::vector<double> ttft, firsts;
-  size_t held = engine->bytes();
+  // What the sessions (and the root) hold together: each shared page and snapshot counted once.
+  auto held_by = [](const ChatSession& c) {
+    const Session& s = c.session();
+    return s.kv_prorated_bytes() + s.checkpoint_prorated_bytes() + s.state_bytes();
+  };
+  size_t held = engine->bytes() + (root ? held_by(*root) : 0);
   for (const auto& c : chats) {
     const TurnReport& rep = c->report();
     ttft.push_back(rep.ttft_ms);
     firsts.push_back(rep.ttft_ms / 1000.0);
     r.per_session_tg += rep.decode_tokens_per_s / static_cast<double>(n);
-    held += rep.state_bytes + rep.checkpoint_bytes;
+    r.prefilled += rep.feed.prefilled_tokens;
+    held += held_by(*c);
+  }
+  {
+    const Session& s = chats[0]->session();
+    r.one_session_mib = static_cast<double>(s.kv_bytes() + s.checkpoint_bytes() + s.state_bytes()) / (1024.0 * 1024.0);
   }
   // Each turn's end, from its own report (its feed started at submission, t0).
   double last_end = 0;
@@ -192,7 +223,7 @@ StatusOr<Row> RunN(const ParallelArgs& a, const std::shared_ptr<const ChatModel>
   }
   const double last_first = *std::max_element(firsts.begin(), firsts.end());
   r.aggregate_tg = last_end > last_first ? static_cast<double>(n * (a.gen - 1)) / (last_end - last_first) : 0;
-  r.prefill = last_first > 0 ? static_cast<double>(n * a.prompt) / last_first : 0;
+  r.prefill = last_first > 0 ? static_cast<double>(n * (a.prompt - a.shared)) / last_first : 0;
   r.ttft_p50 = Percentile(ttft, 0.5);
   r.ttft_p99 = Percentile(ttft, 0.99);
   r.memory_mib = static_cast<double>(held) / (1024.0 * 1024.0);
@@ -346,7 +377,10 @@ int RunParallel(int argc, char** argv) {
                                   {"prefill", r.prefill},
                                   {"ttft_p50_ms", r.ttft_p50},
                                   {"ttft_p99_ms", r.ttft_p99},
-                                  {"memory_mib", r.memory_mib}};
+                                  {"memory_mib", r.memory_mib},
+                                  {"one_session_mib", r.one_session_mib},
+                                  {"prefilled_tokens", r.prefilled},
+                                  {"shared_prefix_prefill_ms", r.prefix_ms}};
       if (r.peer_tg > 0) {
         e["peer_aggregate_tg"] = r.peer_tg;
         e["peer_prefill"] = r.peer_pp;
@@ -360,13 +394,14 @@ int RunParallel(int argc, char** argv) {
   std::printf("model %s, %d threads, prompt %lld (shared %lld), gen %lld, step budget %lld\n", a.model.c_str(),
               threads, static_cast<long long>(a.prompt), static_cast<long long>(a.shared),
               static_cast<long long>(a.gen), static_cast<long long>(a.step_tokens));
-  std::printf("| N | aggregate tg t/s | vs N=1 | per-session tg t/s | prefill t/s | TTFT p50 ms | TTFT p99 ms | memory MiB |%s\n",
+  std::printf("| N | aggregate tg t/s | vs N=1 | per-session tg t/s | prefill t/s | TTFT p50 ms | TTFT p99 ms | "
+              "prefilled | memory MiB | one session MiB |%s\n",
               a.peer.empty() ? "" : " peer tg t/s | ratio | peer pp t/s |");
-  std::printf("|---|---|---|---|---|---|---|---|%s\n", a.peer.empty() ? "" : "---|---|---|");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|%s\n", a.peer.empty() ? "" : "---|---|---|");
   for (const Row& r : rows) {
-    std::printf("| %lld | %.2f | %.2fx | %.2f | %.1f | %.0f | %.0f | %.1f |", static_cast<long long>(r.n),
+    std::printf("| %lld | %.2f | %.2fx | %.2f | %.1f | %.0f | %.0f | %lld | %.1f | %.1f |", static_cast<long long>(r.n),
                 r.aggregate_tg, single > 0 ? r.aggregate_tg / single : 0.0, r.per_session_tg, r.prefill, r.ttft_p50,
-                r.ttft_p99, r.memory_mib);
+                r.ttft_p99, static_cast<long long>(r.prefilled), r.memory_mib, r.one_session_mib);
     if (!a.peer.empty()) {
       if (r.peer_tg > 0) {
         std::printf(" %.2f | %.2fx | %.1f |", r.peer_tg, r.aggregate_tg / r.peer_tg, r.peer_pp);
@@ -375,6 +410,12 @@ int RunParallel(int argc, char** argv) {
       }
     }
     std::printf("\n");
+  }
+  if (a.shared > 0) {
+    for (const Row& r : rows) {
+      std::printf("N=%lld: the shared prefix of %lld tokens prefilled once in %.0f ms\n", static_cast<long long>(r.n),
+                  static_cast<long long>(a.shared), r.prefix_ms);
+    }
   }
   std::printf("TTFT of a session joining an engine with %lld decoding sessions: %.0f ms (idle engine: %.0f ms, %.2fx)\n",
               static_cast<long long>(std::max<int64_t>(most - 1, 1)), join->second, join->first,

@@ -73,8 +73,10 @@ foreach(level ${QWENRT_CPU_LEVELS})
     if(NOT CMAKE_NM OR NOT CMAKE_READELF OR NOT CMAKE_OBJCOPY)
       message(FATAL_ERROR "qwenrt: the CPU ISA levels need nm, readelf and objcopy (binutils); or configure with -DQWENRT_NATIVE=ON")
     endif()
-    set_target_properties(${t} PROPERTIES CXX_COMPILER_LAUNCHER
-      "sh;${PROJECT_SOURCE_DIR}/cmake/qwenrt_level_compile.sh;${level};${CMAKE_NM};${CMAKE_READELF};${CMAKE_OBJCOPY};${CMAKE_CXX_COMPILER_LAUNCHER}")
+    # The build's own launcher (ccache), if any, runs the compiler under this one.
+    set(launcher sh ${PROJECT_SOURCE_DIR}/cmake/qwenrt_level_compile.sh ${level} ${CMAKE_NM} ${CMAKE_READELF}
+      ${CMAKE_OBJCOPY} ${CMAKE_CXX_COMPILER_LAUNCHER})
+    set_target_properties(${t} PROPERTIES CXX_COMPILER_LAUNCHER "${launcher}")
   endif()
   set_target_properties(${t} PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
   qwenrt_set_warnings(${t})

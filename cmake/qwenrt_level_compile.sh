@@ -18,6 +18,8 @@
 set -eu
 level=$1 nm=$2 readelf=$3 objcopy=$4
 shift 4
+# An empty argument where a launcher could have been is skipped.
+while [ $# -gt 0 ] && [ -z "$1" ]; do shift; done
 "$@"
 obj="" prev=""
 for arg in "$@"; do
