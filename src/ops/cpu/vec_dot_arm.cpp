@@ -9,6 +9,7 @@
 // kMaxDotTokens tokens (prefill).
 //
 // Q4_0 and IQ4_XS (issue 12 part 1) belong here too, next to DotQ8_0 below, once their ref:: dots exist.
+#include "ops/cpu/dot_dispatch.h"
 #include "ops/cpu_namespace.h"
 #include "ops/vec_dot.h"
 
@@ -192,77 +193,28 @@ void DotFloat(const void* w, const uint8_t* a, size_t a_stride, int64_t n, float
   }
 }
 
-// Runtime ntok -> compile-time NT.
-template <template <int> class K, typename... Args>
-void Dispatch(int ntok, Args... args) {
-  static_assert(kMaxDotTokens == 4);
-  switch (ntok) {
-    case 1: K<1>::Run(args...); break;
-    case 2: K<2>::Run(args...); break;
-    case 3: K<3>::Run(args...); break;
-    case 4: K<4>::Run(args...); break;
-    default: break;
-  }
-}
-
-template <int NT> struct Q4KK {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotK45<BlockQ4K, false, NT>(static_cast<const BlockQ4K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os);
-  }
-};
-template <int NT> struct Q5KK {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotK45<BlockQ5K, true, NT>(static_cast<const BlockQ5K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os);
-  }
-};
-template <int NT> struct Q6KK {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotQ6K<NT>(static_cast<const BlockQ6K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os);
-  }
-};
-template <int NT> struct Q8_0K {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotQ8_0<NT>(static_cast<const BlockQ8_0*>(w), static_cast<const uint8_t*>(a), s, n / kQK8_0, o, os);
-  }
-};
-template <int NT> struct F32K {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotFloat<Load4F32, OneF32, NT>(w, static_cast<const uint8_t*>(a), s, n, o, os);
-  }
-};
-template <int NT> struct F16K {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotFloat<Load4F16, OneF16, NT>(w, static_cast<const uint8_t*>(a), s, n, o, os);
-  }
-};
-template <int NT> struct BF16K {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotFloat<Load4BF16, OneBF16, NT>(w, static_cast<const uint8_t*>(a), s, n, o, os);
-  }
-};
-
 }  // namespace
 
 void DotQ4K_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Q4KK>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotK45<BlockQ4K, false, NT>(static_cast<const BlockQ4K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os); });
 }
 void DotQ5K_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Q5KK>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotK45<BlockQ5K, true, NT>(static_cast<const BlockQ5K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os); });
 }
 void DotQ6K_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Q6KK>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotQ6K<NT>(static_cast<const BlockQ6K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os); });
 }
 void DotQ8_0_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Q8_0K>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotQ8_0<NT>(static_cast<const BlockQ8_0*>(w), static_cast<const uint8_t*>(a), s, n / kQK8_0, o, os); });
 }
 void DotF32_F32(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<F32K>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotFloat<Load4F32, OneF32, NT>(w, static_cast<const uint8_t*>(a), s, n, o, os); });
 }
 void DotF16_F32(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<F16K>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotFloat<Load4F16, OneF16, NT>(w, static_cast<const uint8_t*>(a), s, n, o, os); });
 }
 void DotBF16_F32(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<BF16K>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotFloat<Load4BF16, OneBF16, NT>(w, static_cast<const uint8_t*>(a), s, n, o, os); });
 }
 
 const char* DotKernelIsa() { return kIsa; }

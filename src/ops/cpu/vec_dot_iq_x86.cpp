@@ -9,14 +9,14 @@
 // acc * d * d_act * factor, where factor is the type's power of two (ref/vec_dot_iq.cpp): results differ
 // from ref:: only by float summation order. The weights are unpacked once per chunk for up to
 // kMaxDotTokens tokens.
-//
-// The small helpers (MaddAcc, Half, HsumPs, Dispatch) repeat those of vec_dot_x86.cpp on purpose: the
-// two files are separate translation units with their own ISA guards.
 #include "ops/cpu_namespace.h"
 #include "ops/vec_dot_iq.h"
 
 #if QWENRT_X86_DOT
 #include <immintrin.h>
+
+#include "ops/cpu/dot_dispatch.h"
+#include "ops/cpu/x86_int_dot.h"
 
 namespace QWENRT_CPU_NAMESPACE {
 namespace {
@@ -24,26 +24,7 @@ namespace {
 using iq::LoadU16;
 using iq::LoadU32;
 
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-inline __m256i MaddAcc(__m256i acc, __m256i a, __m256i b) { return _mm256_dpwssd_epi32(acc, a, b); }
-#elif defined(__AVXVNNI__)
-inline __m256i MaddAcc(__m256i acc, __m256i a, __m256i b) { return _mm256_dpwssd_avx_epi32(acc, a, b); }
-#else
-inline __m256i MaddAcc(__m256i acc, __m256i a, __m256i b) {
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
-}
-#endif
-
-inline float Half(uint16_t h) { return _cvtsh_ss(h); }
-
-inline float HsumPs(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+using namespace x86;
 
 // 32 sign bits (bit j: element j negative) -> 32 bytes of -1 / +1.
 inline __m256i SignsPM(uint32_t bits) {
@@ -216,48 +197,36 @@ void DotIq(const typename T::Block* x, const uint8_t* a, size_t a_stride, int64_
   for (int t = 0; t < NT; ++t) out[t * out_stride] = HsumPs(accf[t]);
 }
 
+// The entry point of type T: ntok tokens against one weight row.
 template <typename T>
-void Dispatch(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  const auto* x = static_cast<const typename T::Block*>(w);
-  const auto* ab = static_cast<const uint8_t*>(a);
-  const int64_t nb = n / kQK_K;
-  switch (ntok) {
-    case 1: DotIq<T, 1>(x, ab, s, nb, o, os); break;
-    case 2: DotIq<T, 2>(x, ab, s, nb, o, os); break;
-    case 3: DotIq<T, 3>(x, ab, s, nb, o, os); break;
-    case 4: DotIq<T, 4>(x, ab, s, nb, o, os); break;
-#if defined(__AVX512VL__)
-    case 5: DotIq<T, 5>(x, ab, s, nb, o, os); break;
-    case 6: DotIq<T, 6>(x, ab, s, nb, o, os); break;
-    case 7: DotIq<T, 7>(x, ab, s, nb, o, os); break;
-    case 8: DotIq<T, 8>(x, ab, s, nb, o, os); break;
-#endif
-    default: break;
-  }
+void Dot(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+  ForNtok(ntok, [&]<int NT>() {
+    DotIq<T, NT>(static_cast<const typename T::Block*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os);
+  });
 }
 
 }  // namespace
 
 void DotIQ2XXS_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<IQ2XXS>(w, a, s, ntok, n, o, os);
+  Dot<IQ2XXS>(w, a, s, ntok, n, o, os);
 }
 void DotIQ2XS_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<IQ2XS>(w, a, s, ntok, n, o, os);
+  Dot<IQ2XS>(w, a, s, ntok, n, o, os);
 }
 void DotIQ2S_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<IQ2S>(w, a, s, ntok, n, o, os);
+  Dot<IQ2S>(w, a, s, ntok, n, o, os);
 }
 void DotIQ3XXS_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<IQ3XXS>(w, a, s, ntok, n, o, os);
+  Dot<IQ3XXS>(w, a, s, ntok, n, o, os);
 }
 void DotIQ3S_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<IQ3S>(w, a, s, ntok, n, o, os);
+  Dot<IQ3S>(w, a, s, ntok, n, o, os);
 }
 void DotIQ1S_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<IQ1S>(w, a, s, ntok, n, o, os);
+  Dot<IQ1S>(w, a, s, ntok, n, o, os);
 }
 void DotIQ1M_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<IQ1M>(w, a, s, ntok, n, o, os);
+  Dot<IQ1M>(w, a, s, ntok, n, o, os);
 }
 
 }  // namespace QWENRT_CPU_NAMESPACE

@@ -10,6 +10,7 @@
 #include "ops/vec_dot.h"
 
 #if QWENRT_X86_DOT
+#include "ops/cpu/dot_dispatch.h"
 #include "ops/cpu/x86_int_dot.h"
 
 namespace QWENRT_CPU_NAMESPACE {
@@ -123,32 +124,16 @@ void DotIQ4XS(const BlockIQ4XS* x, const uint8_t* a, size_t a_stride, int64_t nb
   for (int t = 0; t < NT; ++t) out[t * out_stride] = HsumPs(accf[t]);
 }
 
-template <int NT> struct Q2KK {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotQ2K<NT>(static_cast<const BlockQ2K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os);
-  }
-};
-template <int NT> struct Q3KK {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotQ3K<NT>(static_cast<const BlockQ3K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os);
-  }
-};
-template <int NT> struct IQ4XSK {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotIQ4XS<NT>(static_cast<const BlockIQ4XS*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os);
-  }
-};
-
 }  // namespace
 
 void DotQ2K_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Q2KK>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotQ2K<NT>(static_cast<const BlockQ2K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os); });
 }
 void DotQ3K_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Q3KK>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotQ3K<NT>(static_cast<const BlockQ3K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os); });
 }
 void DotIQ4XS_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<IQ4XSK>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotIQ4XS<NT>(static_cast<const BlockIQ4XS*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os); });
 }
 
 }  // namespace QWENRT_CPU_NAMESPACE

@@ -10,6 +10,7 @@
 #include "ops/vec_dot.h"
 
 #if QWENRT_X86_DOT
+#include "ops/cpu/dot_dispatch.h"
 #include "ops/cpu/x86_int_dot.h"
 
 namespace QWENRT_CPU_NAMESPACE {
@@ -98,36 +99,33 @@ void Dot32(const typename T::Block* x, const uint8_t* a, size_t a_stride, int64_
   for (int t = 0; t < NT; ++t) out[t * out_stride] = HsumPs(accf[t]);
 }
 
+// The entry point of type T: ntok tokens against one weight row.
 template <class T>
-struct Kernel {
-  template <int NT>
-  struct K {
-    static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-      Dot32<T, NT>(static_cast<const typename T::Block*>(w), static_cast<const uint8_t*>(a), s, n / kQK4_0, o,
-                   os);
-    }
-  };
-};
+void Dot(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+  ForNtok(ntok, [&]<int NT>() {
+    Dot32<T, NT>(static_cast<const typename T::Block*>(w), static_cast<const uint8_t*>(a), s, n / kQK4_0, o, os);
+  });
+}
 
 }  // namespace
 
 void DotQ4_0_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Kernel<Q4_0>::K>(ntok, w, a, s, n, o, os);
+  Dot<Q4_0>(w, a, s, ntok, n, o, os);
 }
 void DotQ4_1_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Kernel<Q4_1>::K>(ntok, w, a, s, n, o, os);
+  Dot<Q4_1>(w, a, s, ntok, n, o, os);
 }
 void DotQ5_0_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Kernel<Q5_0>::K>(ntok, w, a, s, n, o, os);
+  Dot<Q5_0>(w, a, s, ntok, n, o, os);
 }
 void DotQ5_1_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Kernel<Q5_1>::K>(ntok, w, a, s, n, o, os);
+  Dot<Q5_1>(w, a, s, ntok, n, o, os);
 }
 void DotIQ4NL_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Kernel<IQ4NL>::K>(ntok, w, a, s, n, o, os);
+  Dot<IQ4NL>(w, a, s, ntok, n, o, os);
 }
 void DotMXFP4_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Kernel<MXFP4>::K>(ntok, w, a, s, n, o, os);
+  Dot<MXFP4>(w, a, s, ntok, n, o, os);
 }
 
 }  // namespace QWENRT_CPU_NAMESPACE

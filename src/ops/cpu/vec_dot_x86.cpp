@@ -7,44 +7,27 @@
 // computed from the activation's bsums, and one horizontal sum per row at the end. The weight bytes are
 // unpacked once and used for up to kMaxDotTokens tokens (prefill); integer sums are exact, so results
 // differ from ref:: only by float summation order.
+#include "ops/cpu/dot_dispatch.h"
 #include "ops/cpu_namespace.h"
 #include "ops/vec_dot.h"
 
 #if QWENRT_X86_DOT
 #include <immintrin.h>
 
+#include "ops/cpu/x86_int_dot.h"
+
 namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
+using namespace x86;
+
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-inline __m256i MaddAcc(__m256i acc, __m256i a, __m256i b) { return _mm256_dpwssd_epi32(acc, a, b); }
-inline __m256i DotU8S8(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
 constexpr const char* kIsa = "avx512vnni";
 #elif defined(__AVXVNNI__)
-inline __m256i MaddAcc(__m256i acc, __m256i a, __m256i b) { return _mm256_dpwssd_avx_epi32(acc, a, b); }
-inline __m256i DotU8S8(__m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s); }
 constexpr const char* kIsa = "avxvnni";
 #else
-inline __m256i MaddAcc(__m256i acc, __m256i a, __m256i b) {
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
-}
-inline __m256i DotU8S8(__m256i u, __m256i s) {
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-}
 constexpr const char* kIsa = "avx2";
 #endif
-
-// fp16 -> f32 with the F16C instruction (the portable Fp16ToFp32 is a call with branches).
-inline float Half(uint16_t h) { return _cvtsh_ss(h); }
-
-inline float HsumPs(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // The 8 scales and 8 mins of a Q4_K / Q5_K block: sc[j] as bytes, mins16 = [m0 m0 m1 m1 ... m7 m7] as
 // i16 (matches bsums: two 16-groups per sub-block). Word-wise version of docs/spec/gguf-and-quants.md §3.5.1: with u0..u2 the
@@ -210,82 +193,28 @@ void DotFloat(const void* w, const uint8_t* a, size_t a_stride, int64_t n, float
   }
 }
 
-// Runtime ntok -> compile-time NT.
-template <template <int> class K, typename... Args>
-void Dispatch(int ntok, Args... args) {
-  switch (ntok) {
-    case 1: K<1>::Run(args...); break;
-    case 2: K<2>::Run(args...); break;
-    case 3: K<3>::Run(args...); break;
-    case 4: K<4>::Run(args...); break;
-#if defined(__AVX512VL__)
-    case 5: K<5>::Run(args...); break;
-    case 6: K<6>::Run(args...); break;
-    case 7: K<7>::Run(args...); break;
-    case 8: K<8>::Run(args...); break;
-#endif
-    default: break;
-  }
-}
-
-template <int NT> struct Q4KK {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotK45<BlockQ4K, false, NT>(static_cast<const BlockQ4K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os);
-  }
-};
-template <int NT> struct Q5KK {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotK45<BlockQ5K, true, NT>(static_cast<const BlockQ5K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os);
-  }
-};
-template <int NT> struct Q6KK {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotQ6K<NT>(static_cast<const BlockQ6K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os);
-  }
-};
-template <int NT> struct Q8_0K {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotQ8_0<NT>(static_cast<const BlockQ8_0*>(w), static_cast<const uint8_t*>(a), s, n / kQK8_0, o, os);
-  }
-};
-template <int NT> struct F32K {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotFloat<Load8F32, OneF32, NT>(w, static_cast<const uint8_t*>(a), s, n, o, os);
-  }
-};
-template <int NT> struct F16K {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotFloat<Load8F16, OneF16, NT>(w, static_cast<const uint8_t*>(a), s, n, o, os);
-  }
-};
-template <int NT> struct BF16K {
-  static void Run(const void* w, const void* a, size_t s, int64_t n, float* o, int64_t os) {
-    DotFloat<Load8BF16, OneBF16, NT>(w, static_cast<const uint8_t*>(a), s, n, o, os);
-  }
-};
-
 }  // namespace
 
 void DotQ4K_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Q4KK>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotK45<BlockQ4K, false, NT>(static_cast<const BlockQ4K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os); });
 }
 void DotQ5K_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Q5KK>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotK45<BlockQ5K, true, NT>(static_cast<const BlockQ5K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os); });
 }
 void DotQ6K_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Q6KK>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotQ6K<NT>(static_cast<const BlockQ6K*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os); });
 }
 void DotQ8_0_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<Q8_0K>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotQ8_0<NT>(static_cast<const BlockQ8_0*>(w), static_cast<const uint8_t*>(a), s, n / kQK8_0, o, os); });
 }
 void DotF32_F32(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<F32K>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotFloat<Load8F32, OneF32, NT>(w, static_cast<const uint8_t*>(a), s, n, o, os); });
 }
 void DotF16_F32(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<F16K>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotFloat<Load8F16, OneF16, NT>(w, static_cast<const uint8_t*>(a), s, n, o, os); });
 }
 void DotBF16_F32(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
-  Dispatch<BF16K>(ntok, w, a, s, n, o, os);
+  ForNtok(ntok, [&]<int NT>() { DotFloat<Load8BF16, OneBF16, NT>(w, static_cast<const uint8_t*>(a), s, n, o, os); });
 }
 
 const char* DotKernelIsa() { return kIsa; }

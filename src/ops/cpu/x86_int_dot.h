@@ -1,5 +1,5 @@
 // Small AVX2 (+ VNNI where the build targets it) helpers shared by the integer dot kernels of
-// vec_dot_legacy_x86.cpp and vec_dot_kquant_low_x86.cpp. Include only under QWENRT_X86_DOT.
+// vec_dot_x86.cpp, vec_dot_iq_x86.cpp, vec_dot_legacy_x86.cpp and vec_dot_kquant_low_x86.cpp. Include only under QWENRT_X86_DOT.
 #pragma once
 
 #include <immintrin.h>
@@ -58,24 +58,6 @@ inline __m256i BitsToBytes(uint32_t bits) {
   const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)), shuf);
   const __m256i mask = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
   return _mm256_cmpeq_epi8(_mm256_and_si256(v, mask), mask);
-}
-
-// Runtime ntok -> compile-time NT (1 <= ntok <= kMaxDotTokens).
-template <template <int> class K, typename... Args>
-void Dispatch(int ntok, Args... args) {
-  switch (ntok) {
-    case 1: K<1>::Run(args...); break;
-    case 2: K<2>::Run(args...); break;
-    case 3: K<3>::Run(args...); break;
-    case 4: K<4>::Run(args...); break;
-#if defined(__AVX512VL__)
-    case 5: K<5>::Run(args...); break;
-    case 6: K<6>::Run(args...); break;
-    case 7: K<7>::Run(args...); break;
-    case 8: K<8>::Run(args...); break;
-#endif
-    default: break;
-  }
 }
 
 }  // namespace QWENRT_CPU_NAMESPACE::x86
