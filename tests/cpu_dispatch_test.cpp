@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <random>
 #include <string>
@@ -16,7 +17,9 @@
 #include "ops/cpu_dispatch.h"
 #include "ops/cpu_features.h"
 #include "ops/quant.h"
+#include "ops/quant_iq.h"
 #include "ops/vec_dot.h"
+#include "ops/vec_dot_iq.h"
 #include "qwenrt/gguf.hpp"
 
 namespace qwenrt {
@@ -76,7 +79,35 @@ std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uin
     case gguf::Type::Q6_K:
       for (int64_t i = 0; i < nb; ++i) reinterpret_cast<BlockQ6K*>(data.data())[i].d = Fp32ToFp16(0.1f * ud(rng));
       break;
-    default: break;
+    default: {
+      // The other block types: every fp16 scale of each block set to a value of O(1e-3) (random bytes
+      // would give NaN and infinity); MXFP4's shared exponent and IQ1_M's scale nibbles likewise.
+      const size_t bb = static_cast<size_t>(RowBytes(type, BlockElems(type)));
+      std::vector<size_t> halves;  // offsets of fp16 fields in a block
+      switch (type) {
+        case gguf::Type::Q4_1: halves = {offsetof(BlockQ4_1, d), offsetof(BlockQ4_1, m)}; break;
+        case gguf::Type::Q5_1: halves = {offsetof(BlockQ5_1, d), offsetof(BlockQ5_1, m)}; break;
+        case gguf::Type::Q2_K: halves = {offsetof(BlockQ2K, d), offsetof(BlockQ2K, dmin)}; break;
+        case gguf::Type::Q3_K: halves = {offsetof(BlockQ3K, d)}; break;
+        case gguf::Type::MXFP4: case gguf::Type::IQ1_M: break;
+        default: halves = {0}; break;  // d first: Q4_0 Q5_0 IQ4_NL IQ4_XS IQ2_* IQ3_* IQ1_S
+      }
+      for (int64_t i = 0; i < nb; ++i) {
+        uint8_t* blk = data.data() + static_cast<size_t>(i) * bb;
+        for (size_t off : halves) {
+          const uint16_t d = Fp32ToFp16(ud(rng));
+          std::memcpy(blk + off, &d, 2);
+        }
+        if (type == gguf::Type::MXFP4) blk[offsetof(BlockMXFP4, e)] = static_cast<uint8_t>(118 + rng() % 4);
+        if (type == gguf::Type::IQ1_M) {
+          // The fp16 scale is the top nibbles of the four little-endian u16 of `scales`.
+          const uint16_t d = Fp32ToFp16(ud(rng));
+          auto* sc = blk + offsetof(BlockIQ1M, scales);
+          for (int k = 0; k < 4; ++k) sc[2 * k + 1] = static_cast<uint8_t>((sc[2 * k + 1] & 0x0F) | (((d >> (4 * k)) & 0x0F) << 4));
+        }
+      }
+      break;
+    }
   }
   return data;
 }
@@ -98,6 +129,12 @@ float RefBF16(const void* w, const void* a, int64_t n) {
   return ref::VecDotBF16_F32(static_cast<const uint16_t*>(w), static_cast<const float*>(a), n);
 }
 
+// The grid i-quants' kernels of the level in use (they are reached through IQuantDotKernel).
+template <gguf::Type T>
+void IQuantDot(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out, int64_t out_stride) {
+  cpu::IQuantDotKernel(T)(w, a, a_stride, ntok, n, out, out_stride);
+}
+
 // The forwarders of cpu_dispatch.cpp: each call goes to the level in use.
 const DotCase kDotCases[] = {
     {gguf::Type::Q4_K, cpu::DotQ4K_Q8K, ref::VecDotQ4K_Q8K, gguf::Type::Q8_K},
@@ -107,6 +144,22 @@ const DotCase kDotCases[] = {
     {gguf::Type::F32, cpu::DotF32_F32, RefF32, gguf::Type::F32},
     {gguf::Type::F16, cpu::DotF16_F32, RefF16, gguf::Type::F32},
     {gguf::Type::BF16, cpu::DotBF16_F32, RefBF16, gguf::Type::F32},
+    {gguf::Type::Q4_0, cpu::DotQ4_0_Q8_0, ref::VecDotQ4_0_Q8_0, gguf::Type::Q8_0},
+    {gguf::Type::Q4_1, cpu::DotQ4_1_Q8_0, ref::VecDotQ4_1_Q8_0, gguf::Type::Q8_0},
+    {gguf::Type::Q5_0, cpu::DotQ5_0_Q8_0, ref::VecDotQ5_0_Q8_0, gguf::Type::Q8_0},
+    {gguf::Type::Q5_1, cpu::DotQ5_1_Q8_0, ref::VecDotQ5_1_Q8_0, gguf::Type::Q8_0},
+    {gguf::Type::IQ4_NL, cpu::DotIQ4NL_Q8_0, ref::VecDotIQ4NL_Q8_0, gguf::Type::Q8_0},
+    {gguf::Type::MXFP4, cpu::DotMXFP4_Q8_0, ref::VecDotMXFP4_Q8_0, gguf::Type::Q8_0},
+    {gguf::Type::Q2_K, cpu::DotQ2K_Q8K, ref::VecDotQ2K_Q8K, gguf::Type::Q8_K},
+    {gguf::Type::Q3_K, cpu::DotQ3K_Q8K, ref::VecDotQ3K_Q8K, gguf::Type::Q8_K},
+    {gguf::Type::IQ4_XS, cpu::DotIQ4XS_Q8K, ref::VecDotIQ4XS_Q8K, gguf::Type::Q8_K},
+    {gguf::Type::IQ2_XXS, IQuantDot<gguf::Type::IQ2_XXS>, ref::VecDotIQ2XXS_Q8K, gguf::Type::Q8_K},
+    {gguf::Type::IQ2_XS, IQuantDot<gguf::Type::IQ2_XS>, ref::VecDotIQ2XS_Q8K, gguf::Type::Q8_K},
+    {gguf::Type::IQ2_S, IQuantDot<gguf::Type::IQ2_S>, ref::VecDotIQ2S_Q8K, gguf::Type::Q8_K},
+    {gguf::Type::IQ3_XXS, IQuantDot<gguf::Type::IQ3_XXS>, ref::VecDotIQ3XXS_Q8K, gguf::Type::Q8_K},
+    {gguf::Type::IQ3_S, IQuantDot<gguf::Type::IQ3_S>, ref::VecDotIQ3S_Q8K, gguf::Type::Q8_K},
+    {gguf::Type::IQ1_S, IQuantDot<gguf::Type::IQ1_S>, ref::VecDotIQ1S_Q8K, gguf::Type::Q8_K},
+    {gguf::Type::IQ1_M, IQuantDot<gguf::Type::IQ1_M>, ref::VecDotIQ1M_Q8K, gguf::Type::Q8_K},
 };
 
 // Every ntok the level takes, on `rows` weight rows of `cols` elements: each output against the

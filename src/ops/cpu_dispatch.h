@@ -86,6 +86,15 @@
   X(void, DotF32_F32, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                   \
   X(void, DotF16_F32, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                   \
   X(void, DotBF16_F32, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                  \
+  X(void, DotQ4_0_Q8_0, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                 \
+  X(void, DotQ4_1_Q8_0, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                 \
+  X(void, DotQ5_0_Q8_0, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                 \
+  X(void, DotQ5_1_Q8_0, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                 \
+  X(void, DotIQ4NL_Q8_0, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                \
+  X(void, DotMXFP4_Q8_0, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                \
+  X(void, DotQ2K_Q8K, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                   \
+  X(void, DotQ3K_Q8K, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                   \
+  X(void, DotIQ4XS_Q8K, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                 \
   X(void, QuantizeRowQ8K, (const float* x, void* dst_blocks, int64_t n), (x, dst_blocks, n))                \
   X(void, DotPackedQ4K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \
   X(void, DotPackedQ6K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \

@@ -20,8 +20,8 @@
 #include "ops/quant.h"
 #include "ops/vec_dot.h"
 
-// The SIMD packed kernels (cpu/packed_dot_x86.cpp) need AVX-512 F/BW/VL + VNNI; otherwise
-// cpu/packed_dot_scalar.cpp.
+// The packed kernels: cpu/packed_dot_x86.cpp with AVX-512 F/BW/VL + VNNI (QWENRT_PACKED_X86),
+// cpu/packed_dot_avx2.cpp with AVX2 (QWENRT_X86_DOT of vec_dot.h), otherwise cpu/packed_dot_scalar.cpp.
 #if QWENRT_X86_DOT && defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #define QWENRT_PACKED_X86 1
 #else
@@ -82,9 +82,9 @@ void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
                       int64_t out_stride, int nrows);
 void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows);
-// True when the packed kernels above are the SIMD ones (AVX-512 VNNI); with only the portable
-// versions, packing would make the matmul slower, and the loader's default leaves the weights as they are.
+// True when the packed kernels above are the SIMD ones (AVX-512 VNNI, AVX2); with only the portable
+// versions, packing would make the matmul slower, and the loader leaves the weights as they are.
 bool PackedKernelsFast();
-// "avx512vnni" or "scalar".
+// "avx512vnni", "avx2" or "scalar".
 const char* PackedKernelIsa();
 }  // namespace QWENRT_CPU_NAMESPACE

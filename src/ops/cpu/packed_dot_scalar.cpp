@@ -1,10 +1,10 @@
-// Portable packed kernels (packed.h), for builds without AVX-512 VNNI: per (row, token) the same exact
+// Portable packed kernels (packed.h), for the levels with neither AVX-512 VNNI nor AVX2: per (row, token) the same exact
 // integer sums as the SIMD version, read from the interleaved layout. Slower than the file-layout
 // kernels of vec_dot.h, which is why the loader packs only when PackedKernelsFast(); they exist so
 // that a packed matrix is usable (and testable) on every build.
 #include "ops/cpu_namespace.h"
 #include "ops/packed.h"
-#if !QWENRT_PACKED_X86
+#if !QWENRT_PACKED_X86 && !QWENRT_X86_DOT
 
 namespace QWENRT_CPU_NAMESPACE {
 
@@ -71,4 +71,4 @@ bool PackedKernelsFast() { return false; }
 const char* PackedKernelIsa() { return "scalar"; }
 
 }  // namespace QWENRT_CPU_NAMESPACE
-#endif  // !QWENRT_PACKED_X86
+#endif  // !QWENRT_PACKED_X86 && !QWENRT_X86_DOT

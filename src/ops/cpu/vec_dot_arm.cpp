@@ -8,7 +8,8 @@
 // differ from ref:: only by float summation order. The weight bytes are unpacked once for up to
 // kMaxDotTokens tokens (prefill).
 //
-// Q4_0 and IQ4_XS (issue 12 part 1) belong here too, next to DotQ8_0 below, once their ref:: dots exist.
+// Q8_0, Q4_0 (against Q8_0) and IQ4_XS (against Q8_K) are the other types with NEON kernels here: the
+// rest of the legacy, low-bit K and i-quant types use vec_dot_scalar.cpp / vec_dot_iq_scalar.cpp.
 #include "ops/cpu/dot_dispatch.h"
 #include "ops/cpu_namespace.h"
 #include "ops/vec_dot.h"
@@ -27,7 +28,8 @@ inline int32x4_t Dot32(int32x4_t acc, int8x16_t a0, int8x16_t a1, int8x16_t b0, 
 }
 #else
 constexpr const char* kIsa = "neon";
-// Products fit in i16 (|q_w| <= 32, |q_a| <= 127, two per lane); pairwise-added into i32.
+// Products fit in i16 (two per lane: |q_w| <= 127 and |q_a| <= 128 give at most 32512); pairwise-added
+// into i32.
 inline int32x4_t Dot32(int32x4_t acc, int8x16_t a0, int8x16_t a1, int8x16_t b0, int8x16_t b1) {
   int16x8_t p0 = vmull_s8(vget_low_s8(a0), vget_low_s8(b0));
   int16x8_t p1 = vmull_s8(vget_low_s8(a1), vget_low_s8(b1));
@@ -160,6 +162,55 @@ void DotQ8_0(const BlockQ8_0* x, const uint8_t* a, size_t a_stride, int64_t nb, 
   for (int t = 0; t < NT; ++t) out[t * out_stride] = sum[t];
 }
 
+// Q4_0: element j < 16 is the low nibble of qs[j], element 16 + j the high one, minus 8.
+template <int NT>
+void DotQ4_0(const BlockQ4_0* x, const uint8_t* a, size_t a_stride, int64_t nb, float* out, int64_t out_stride) {
+  const BlockQ8_0* y[NT];
+  for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride);
+  float sum[NT] = {};
+  const uint8x16_t m4 = vdupq_n_u8(0x0F);
+  const int8x16_t k8 = vdupq_n_s8(8);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8x16_t q = vld1q_u8(x[b].qs);
+    const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, m4)), k8);
+    const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), k8);
+    const float d = Fp16ToFp32(x[b].d);
+    for (int t = 0; t < NT; ++t) {
+      const int32x4_t s = Dot32(vdupq_n_s32(0), lo, hi, LoadS8(y[t][b].qs), LoadS8(y[t][b].qs + 16));
+      sum[t] += d * Fp16ToFp32(y[t][b].d) * static_cast<float>(vaddvq_s32(s));
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t * out_stride] = sum[t];
+}
+
+// IQ4_XS: per 32-element sub-block ib, the nibbles of qs[16 ib ..] (low: elements 0..15, high:
+// 16..31) index kIq4Values (one table lookup for 16 weights), scaled by the sub-block's 6-bit scale
+// minus 32.
+template <int NT>
+void DotIQ4XS(const BlockIQ4XS* x, const uint8_t* a, size_t a_stride, int64_t nb, float* out, int64_t out_stride) {
+  const BlockQ8K* y[NT];
+  for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8K*>(a + t * a_stride);
+  float sum[NT] = {};
+  const uint8x16_t m4 = vdupq_n_u8(0x0F);
+  const int8x16_t values = vld1q_s8(kIq4Values);
+  for (int64_t b = 0; b < nb; ++b) {
+    int32_t sumi[NT] = {};
+    for (int ib = 0; ib < 8; ++ib) {
+      const uint8x16_t q = vld1q_u8(x[b].qs + 16 * ib);
+      const int8x16_t lo = vqtbl1q_s8(values, vandq_u8(q, m4));
+      const int8x16_t hi = vqtbl1q_s8(values, vshrq_n_u8(q, 4));
+      const int scale = ScaleIQ4XS(x[b], ib) - 32;
+      for (int t = 0; t < NT; ++t) {
+        const int8_t* qa = y[t][b].qs + 32 * ib;
+        sumi[t] += scale * vaddvq_s32(Dot32(vdupq_n_s32(0), lo, hi, LoadS8(qa), LoadS8(qa + 16)));
+      }
+    }
+    const float d = Fp16ToFp32(x[b].d);
+    for (int t = 0; t < NT; ++t) sum[t] += d * y[t][b].d * static_cast<float>(sumi[t]);
+  }
+  for (int t = 0; t < NT; ++t) out[t * out_stride] = sum[t];
+}
+
 // Float weights: Load4 converts 4 weights to f32; activations are f32 rows.
 inline float32x4_t Load4F32(const void* p, int64_t i) { return vld1q_f32(static_cast<const float*>(p) + i); }
 inline float32x4_t Load4F16(const void* p, int64_t i) {
@@ -206,6 +257,16 @@ void DotQ6K_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, flo
 }
 void DotQ8_0_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
   ForNtok(ntok, [&]<int NT>() { DotQ8_0<NT>(static_cast<const BlockQ8_0*>(w), static_cast<const uint8_t*>(a), s, n / kQK8_0, o, os); });
+}
+void DotQ4_0_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+  ForNtok(ntok, [&]<int NT>() {
+    DotQ4_0<NT>(static_cast<const BlockQ4_0*>(w), static_cast<const uint8_t*>(a), s, n / kQK4_0, o, os);
+  });
+}
+void DotIQ4XS_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+  ForNtok(ntok, [&]<int NT>() {
+    DotIQ4XS<NT>(static_cast<const BlockIQ4XS*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os);
+  });
 }
 void DotF32_F32(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
   ForNtok(ntok, [&]<int NT>() { DotFloat<Load4F32, OneF32, NT>(w, static_cast<const uint8_t*>(a), s, n, o, os); });
