@@ -50,8 +50,8 @@ struct Paged {
     for (int64_t p0 = 0; p0 < n; p0 += P) {
       const int64_t m = std::min(P, n - p0);
       std::vector<uint8_t> page(static_cast<size_t>(2 * P * row_bytes), 0xAB);  // junk past the rows
-      KvEncodeRows(t, k.data() + p0 * row, m, row, page.data());
-      KvEncodeRows(t, v.data() + p0 * row, m, row, page.data() + P * row_bytes);
+      cpu::KvEncodeRows(t, k.data() + p0 * row, m, row, page.data());
+      cpu::KvEncodeRows(t, v.data() + p0 * row, m, row, page.data() + P * row_bytes);
       pages.push_back(std::move(page));
     }
     for (auto& p : pages) bases.push_back(p.data());
@@ -82,8 +82,8 @@ TEST_CASE("paged attention: cpu == ref for every storage type, odd sizes and pag
             // f16 / q8_0 are widened into a row and then go through the same arithmetic).
             std::vector<float> kw(k.size()), vw(v.size());
             for (int64_t j = 0; j < n; ++j) {
-              KvDecode(type, paged.K().Row(j), 0, row, kw.data() + j * row);
-              KvDecode(type, paged.V().Row(j), 0, row, vw.data() + j * row);
+              cpu::KvDecode(type, paged.K().Row(j), 0, row, kw.data() + j * row);
+              cpu::KvDecode(type, paged.V().Row(j), 0, row, vw.data() + j * row);
             }
             std::vector<float> c_ref(q.size()), c_cpu(q.size());
             ref::Attention(s, q.data(), kw.data(), vw.data(), c_ref.data(), sc.data());
@@ -103,18 +103,18 @@ TEST_CASE("KV storage: f16 round trip is exact on f16 values, q8_0 error is boun
   auto x = Gauss(n * row, 5);
   std::vector<uint8_t> h(static_cast<size_t>(n * KvRowBytes(KvType::kF16, row)));
   std::vector<float> back(x.size());
-  KvEncodeRows(KvType::kF16, x.data(), n, row, h.data());
+  cpu::KvEncodeRows(KvType::kF16, x.data(), n, row, h.data());
   for (int64_t j = 0; j < n; ++j)
-    KvDecode(KvType::kF16, h.data() + j * KvRowBytes(KvType::kF16, row), 0, row, back.data() + j * row);
+    cpu::KvDecode(KvType::kF16, h.data() + j * KvRowBytes(KvType::kF16, row), 0, row, back.data() + j * row);
   for (size_t i = 0; i < x.size(); ++i) {
     REQUIRE(back[i] == Fp16ToFp32(Fp32ToFp16(x[i])));
     CHECK(KvElement(KvType::kF16, h.data(), static_cast<int64_t>(i)) == back[i]);
   }
   std::vector<uint8_t> q(static_cast<size_t>(n * KvRowBytes(KvType::kQ8_0, row)));
-  KvEncodeRows(KvType::kQ8_0, x.data(), n, row, q.data());
+  cpu::KvEncodeRows(KvType::kQ8_0, x.data(), n, row, q.data());
   double worst = 0;
   for (int64_t j = 0; j < n; ++j) {
-    KvDecode(KvType::kQ8_0, q.data() + j * KvRowBytes(KvType::kQ8_0, row), 0, row, back.data() + j * row);
+    cpu::KvDecode(KvType::kQ8_0, q.data() + j * KvRowBytes(KvType::kQ8_0, row), 0, row, back.data() + j * row);
     // |error| <= half a step of d = amax / 127, plus 127 times fp16(d)'s rounding (<= d * 2^-11): 0.5625 d.
     for (int64_t b = 0; b < row; b += kQK8_0) {
       float amax = 0;

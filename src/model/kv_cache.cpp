@@ -166,8 +166,8 @@ void KvCache::WriteRows(int64_t a, int64_t from, int64_t n, const float* k, cons
     const int64_t i = p / P, off = p % P, m = std::min(P - off, from + n - p);
     assert(present_[i] && pages_[a][i].holders() == 1 && "KvCache: Reserve before writing rows");
     uint8_t* base = pages_[a][i].data() + off * row_bytes_;
-    KvEncodeRows(type_, k + (p - from) * row, m, row, base);
-    KvEncodeRows(type_, v + (p - from) * row, m, row, base + P * row_bytes_);
+    cpu::KvEncodeRows(type_, k + (p - from) * row, m, row, base);
+    cpu::KvEncodeRows(type_, v + (p - from) * row, m, row, base + P * row_bytes_);
     p += m;
   }
 }
@@ -189,8 +189,8 @@ void KvCache::ReadRows(int64_t a, int64_t from, int64_t n, float* k, float* v) c
   const KvView kv = KeyView(a), vv = ValueView(a);
   const int64_t row = row_floats();
   for (int64_t j = 0; j < n; ++j) {
-    KvDecode(type_, kv.Row(from + j), 0, row, k + j * row);
-    KvDecode(type_, vv.Row(from + j), 0, row, v + j * row);
+    cpu::KvDecode(type_, kv.Row(from + j), 0, row, k + j * row);
+    cpu::KvDecode(type_, vv.Row(from + j), 0, row, v + j * row);
   }
 }
 

@@ -96,6 +96,10 @@
   X(void, DotQ3K_Q8K, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                   \
   X(void, DotIQ4XS_Q8K, QWENRT_DOT_PARAMS, QWENRT_DOT_ARGS)                                                 \
   X(void, QuantizeRowQ8K, (const float* x, void* dst_blocks, int64_t n), (x, dst_blocks, n))                \
+  X(void, KvEncodeRows, (KvType type, const float* x, int64_t n, int64_t row, uint8_t* dst),               \
+    (type, x, n, row, dst))                                                                                 \
+  X(void, KvDecode, (KvType type, const uint8_t* row, int64_t i0, int64_t n, float* dst),                   \
+    (type, row, i0, n, dst))                                                                                \
   X(void, DotPackedQ4K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \
   X(void, DotPackedQ6K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \
   X(bool, PackedKernelsFast, (), ())                                                                        \

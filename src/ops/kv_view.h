@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "ops/cpu_namespace.h"
+
 namespace qwenrt {
 
 // Storage type of KV rows. The values are stored in session files (docs/session-format.md): never
@@ -35,11 +37,15 @@ struct KvView {
   const uint8_t* Row(int64_t j) const { return pages[j / page_rows] + offset + (j % page_rows) * row_bytes; }
 };
 
+// Element i of one stored row, the scalar definition cpu::KvDecode is equal to (used by ref::Attention).
+float KvElement(KvType type, const uint8_t* row, int64_t i);
+
+}  // namespace qwenrt
+
+// The row codecs (cpu/kv_codec.cpp, per ISA level; plain cpu:: calls go to the level in use).
+namespace QWENRT_CPU_NAMESPACE {
 // x: [n, row] f32 -> n stored rows at dst (n * KvRowBytes(type, row) bytes).
 void KvEncodeRows(KvType type, const float* x, int64_t n, int64_t row, uint8_t* dst);
 // Elements [i0, i0 + n) of one stored row -> dst: [n] f32. q8_0: i0 and n multiples of 32.
 void KvDecode(KvType type, const uint8_t* row, int64_t i0, int64_t n, float* dst);
-// Element i of one stored row, the scalar definition KvDecode is equal to (used by ref::Attention).
-float KvElement(KvType type, const uint8_t* row, int64_t i);
-
-}  // namespace qwenrt
+}  // namespace QWENRT_CPU_NAMESPACE

@@ -62,8 +62,8 @@ Status ReadKvRows(ByteCursor& c, KvType type, int64_t n, KvCache& kv) {
         kv.WriteStoredRows(a, p0, m, k.data(), v.data());
       } else {
         for (int64_t j = 0; j < m; ++j) {
-          KvDecode(type, k.data() + j * row_bytes, 0, R, kf.data() + j * R);
-          KvDecode(type, v.data() + j * row_bytes, 0, R, vf.data() + j * R);
+          cpu::KvDecode(type, k.data() + j * row_bytes, 0, R, kf.data() + j * R);
+          cpu::KvDecode(type, v.data() + j * row_bytes, 0, R, vf.data() + j * R);
         }
         kv.WriteRows(a, p0, m, kf.data(), vf.data());
       }
