@@ -12,7 +12,8 @@
 //   With --shared-prefix S > 0 the S shared tokens are prefilled once, into a root session that the
 //   N sessions are forked from (ChatSession::Fork: KV pages shared copy-on-write, the recurrent state
 //   copied): each session then prefills only its own P - S tokens. That prefill of the prefix is
-//   reported on its own line; it is not in the TTFTs (a host prefills its system prompt once).
+//   reported on its own line; it is not in the TTFTs (a host prefills its system prompt once), and the
+//   joining session of the TTFT line below and the sessions it joins are forked from it too.
 //   Then the time to first token of one session joining an engine busy with max(N)-1 decoding
 //   sessions, against the same session on an idle engine.
 // Not a timed test: compare ratios measured in one run on the same (shared) machine.
@@ -121,6 +122,8 @@ struct Row {
   int64_t n = 0;
   double aggregate_tg = 0, per_session_tg = 0, prefill = 0, ttft_p50 = 0, ttft_p99 = 0;
   double memory_mib = 0, one_session_mib = 0;  // one_session: the first session's own state
+  double engine_mib = 0;  // the engine's scratch (in memory_mib)
+  double adds_mib = 0;    // mean per session: its own KV pages, recurrent state and checkpoints
   int64_t prefilled = 0;    // tokens run through the model, the shared prefix included
   double prefix_ms = 0;     // prefilling the shared prefix once (0: no shared prefix)
   double peer_tg = 0, peer_pp = 0;  // 0: not measured
@@ -158,6 +161,24 @@ std::vector<int32_t> Prompt(const ParallelArgs& a, int64_t n_vocab, uint32_t who
   return t;
 }
 
+// The root holding the shared prefix (prefilled once), or null without one; *ms: its prefill time.
+StatusOr<std::unique_ptr<ChatSession>> PrefixRoot(const ParallelArgs& a, const std::shared_ptr<const ChatModel>& cm,
+                                                  const std::vector<int32_t>& prompt, double* ms) {
+  if (a.shared == 0) return std::unique_ptr<ChatSession>();
+  QWENRT_ASSIGN_OR_RETURN(auto root, ChatSession::Create(cm, SessionParamsFor(a)));
+  const auto t0 = std::chrono::steady_clock::now();
+  QWENRT_RETURN_IF_ERROR(root->FeedTokens(std::span(prompt).first(static_cast<size_t>(a.shared))));
+  *ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return root;
+}
+
+// A new session: forked from the root (sharing its prefix) when there is one.
+StatusOr<std::unique_ptr<ChatSession>> NewSession(const ParallelArgs& a, const std::shared_ptr<const ChatModel>& cm,
+                                                  const std::unique_ptr<ChatSession>& root) {
+  if (root) return root->Fork();
+  return ChatSession::Create(cm, SessionParamsFor(a));
+}
+
 StatusOr<Row> RunN(const ParallelArgs& a, const std::shared_ptr<const ChatModel>& cm, int64_t n) {
   EngineParams ep;
   ep.n_threads = a.threads;
@@ -171,21 +192,10 @@ StatusOr<Row> RunN(const ParallelArgs& a, const std::shared_ptr<const ChatModel>
   Row r;
   r.n = n;
   // The shared prefix, prefilled once into the root every session is forked from.
-  std::unique_ptr<ChatSession> root;
-  if (a.shared > 0) {
-    QWENRT_ASSIGN_OR_RETURN(root, ChatSession::Create(cm, SessionParamsFor(a)));
-    const auto t0 = std::chrono::steady_clock::now();
-    QWENRT_RETURN_IF_ERROR(root->FeedTokens(std::span(prompts[0]).first(static_cast<size_t>(a.shared))));
-    r.prefix_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    r.prefilled += root->report().feed.prefilled_tokens;
-  }
+  QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<ChatSession> root, PrefixRoot(a, cm, prompts[0], &r.prefix_ms));
+  if (root) r.prefilled += root->report().feed.prefilled_tokens;
   for (int64_t i = 0; i < n; ++i) {
-    std::unique_ptr<ChatSession> c;
-    if (root) {
-      QWENRT_ASSIGN_OR_RETURN(c, root->Fork());
-    } else {
-      QWENRT_ASSIGN_OR_RETURN(c, ChatSession::Create(cm, SessionParamsFor(a)));
-    }
+    QWENRT_ASSIGN_OR_RETURN(auto c, NewSession(a, cm, root));
     chats.push_back(std::move(c));
   }
   const GenerateRequest gen = Greedy(*cm, a.gen);
@@ -203,6 +213,7 @@ StatusOr<Row> RunN(const ParallelArgs& a, const std::shared_ptr<const ChatModel>
     return s.kv_prorated_bytes() + s.checkpoint_prorated_bytes() + s.state_bytes();
   };
   size_t held = engine->bytes() + (root ? held_by(*root) : 0);
+  r.engine_mib = static_cast<double>(engine->bytes()) / (1024.0 * 1024.0);
   for (const auto& c : chats) {
     const TurnReport& rep = c->report();
     ttft.push_back(rep.ttft_ms);
@@ -210,6 +221,9 @@ StatusOr<Row> RunN(const ParallelArgs& a, const std::shared_ptr<const ChatModel>
     r.per_session_tg += rep.decode_tokens_per_s / static_cast<double>(n);
     r.prefilled += rep.feed.prefilled_tokens;
     held += held_by(*c);
+    const Session& s = c->session();
+    r.adds_mib += static_cast<double>(s.kv_unique_bytes() + s.checkpoint_unique_bytes() + s.state_bytes()) /
+                  (1024.0 * 1024.0 * static_cast<double>(n));
   }
   {
     const Session& s = chats[0]->session();
@@ -242,9 +256,10 @@ StatusOr<std::pair<double, double>> JoinTtft(const ParallelArgs& a, const std::s
   const int64_t V = cm->tokenizer().n_vocab();
   const std::vector<int32_t> prompt = Prompt(a, V, 999);
   const GenerateRequest one = Greedy(*cm, 1);
-  double idle = 0, joined = 0;
+  double idle = 0, joined = 0, prefix_ms = 0;
+  QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<ChatSession> root, PrefixRoot(a, cm, prompt, &prefix_ms));
   {
-    QWENRT_ASSIGN_OR_RETURN(auto c, ChatSession::Create(cm, SessionParamsFor(a)));
+    QWENRT_ASSIGN_OR_RETURN(auto c, NewSession(a, cm, root));
     QWENRT_ASSIGN_OR_RETURN(auto t, engine->SubmitTokens(*c, prompt, one));
     QWENRT_RETURN_IF_ERROR(t->Wait());
     idle = c->report().ttft_ms;
@@ -261,7 +276,7 @@ StatusOr<std::pair<double, double>> JoinTtft(const ParallelArgs& a, const std::s
     return true;
   };
   for (int64_t i = 0; i < busy; ++i) {
-    QWENRT_ASSIGN_OR_RETURN(auto c, ChatSession::Create(cm, SessionParamsFor(a)));
+    QWENRT_ASSIGN_OR_RETURN(auto c, NewSession(a, cm, root));
     QWENRT_ASSIGN_OR_RETURN(auto t, engine->SubmitTokens(*c, prompts[static_cast<size_t>(i)], forever));
     chats.push_back(std::move(c));
     turns.push_back(std::move(t));
@@ -271,7 +286,7 @@ StatusOr<std::pair<double, double>> JoinTtft(const ParallelArgs& a, const std::s
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   {
-    QWENRT_ASSIGN_OR_RETURN(auto c, ChatSession::Create(cm, SessionParamsFor(a)));
+    QWENRT_ASSIGN_OR_RETURN(auto c, NewSession(a, cm, root));
     QWENRT_ASSIGN_OR_RETURN(auto t, engine->SubmitTokens(*c, prompt, one));
     QWENRT_RETURN_IF_ERROR(t->Wait());
     joined = c->report().ttft_ms;
@@ -380,7 +395,9 @@ int RunParallel(int argc, char** argv) {
                                   {"memory_mib", r.memory_mib},
                                   {"one_session_mib", r.one_session_mib},
                                   {"prefilled_tokens", r.prefilled},
-                                  {"shared_prefix_prefill_ms", r.prefix_ms}};
+                                  {"shared_prefix_prefill_ms", r.prefix_ms},
+                                  {"engine_scratch_mib", r.engine_mib},
+                                  {"adds_per_session_mib", r.adds_mib}};
       if (r.peer_tg > 0) {
         e["peer_aggregate_tg"] = r.peer_tg;
         e["peer_prefill"] = r.peer_pp;
@@ -413,8 +430,10 @@ int RunParallel(int argc, char** argv) {
   }
   if (a.shared > 0) {
     for (const Row& r : rows) {
-      std::printf("N=%lld: the shared prefix of %lld tokens prefilled once in %.0f ms\n", static_cast<long long>(r.n),
-                  static_cast<long long>(a.shared), r.prefix_ms);
+      std::printf("N=%lld: the shared prefix of %lld tokens prefilled once in %.0f ms; memory %.1f MiB = engine scratch "
+                  "%.1f + the rest; one session alone %.1f MiB, each session adds %.1f MiB: 2 x one + N x adds = %.1f MiB\n",
+                  static_cast<long long>(r.n), static_cast<long long>(a.shared), r.prefix_ms, r.memory_mib, r.engine_mib,
+                  r.one_session_mib, r.adds_mib, 2 * r.one_session_mib + static_cast<double>(r.n) * r.adds_mib);
     }
   }
   std::printf("TTFT of a session joining an engine with %lld decoding sessions: %.0f ms (idle engine: %.0f ms, %.2fx)\n",
