@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ops/cpu_dispatch.h"
 #include "session/session.h"
 
 namespace qwenrt {
@@ -290,7 +291,16 @@ int main(int argc, char** argv) {
   if (std::strcmp(argv[1], "grammar") == 0) return qwenrt::bench::RunGrammar(argc, argv);
   if (std::strcmp(argv[1], "constrained") == 0) return qwenrt::bench::RunConstrained(argc, argv);
   if (std::strcmp(argv[1], "parallel") == 0) return qwenrt::bench::RunParallel(argc, argv);
-  if (std::strcmp(argv[1], "roof") == 0) return qwenrt::bench::RunRoof(argc, argv);
+  if (std::strcmp(argv[1], "roof") == 0) {
+    // tool_roof.cpp is compiled for the highest CPU kernel level (bench/CMakeLists.txt).
+    const auto& top = qwenrt::cpu_dispatch::Levels().back();
+    if (!top.runnable) {
+      std::fprintf(stderr, "qwenrt-bench roof: the probes are built for the %s level, which this CPU cannot run\n",
+                   top.name);
+      return 1;
+    }
+    return qwenrt::bench::RunRoof(argc, argv);
+  }
   if (std::strcmp(argv[1], "multiturn") != 0) {
     std::fprintf(stderr, "qwenrt-bench: unknown workload '%s'\n%s", argv[1], qwenrt::kUsage);
     return 2;
