@@ -30,12 +30,12 @@ struct ModelLoadOptions {
   // truncates kills this process with SIGBUS on the next touch of a lost page; a read one cannot
   // be reached (docs/gguf.md). Costs the file's size in memory and a full read at load.
   bool read_file = false;
-  // Keep a row-interleaved copy of every Q4_K / Q6_K matrix for the CPU matmul's VNNI tiles
-  // (ops/packed.h; prefill ~2x faster). Costs about the matrices' size in memory (the mapped file's
-  // pages then stay cold and can be evicted) and a pass over them at load. Only taken where the
-  // packed kernels are SIMD (cpu::PackedKernelsFast(): AVX-512 VNNI builds); the CUDA pass never reads it.
-  // Off by default for now: capi_tool_choice_test (seeded sampling on a fixture) stops seeing tool
-  // calls with it on, not yet understood (see docs/performance.md).
+  // Keep a row-interleaved copy of every Q4_K / Q6_K matrix for the CPU matmul's register tiles
+  // (ops/packed.h). Costs about the matrices' size in memory (the mapped file's pages then stay cold
+  // and can be evicted) and a pass over them at load. Only taken where the packed kernels are SIMD
+  // (cpu::PackedKernelsFast(): the avx512 and avx2 levels); the CUDA pass never reads it. Measured
+  // (docs/performance.md): on the avx512 level prefill ~2x and decode faster; on the avx2 level
+  // prefill +57% but decode -39%. Off by default: a host opts in to the memory.
   bool pack_weights = false;
 };
 
