@@ -514,8 +514,9 @@ TEST_CASE("a JSON Schema constraint: every reply parses and validates, reasoning
 // Deterministic: <tool_call> is biased far above every other token, so free sampling opens a call
 // at its first content token on every seed. kNone must mask it out (the mask comes after the bias);
 // kAuto must let the model open it and then constrain the call, which parses and validates.
-TEST_CASE("tool_choice none masks a <tool_call> the logits force; auto lets it open and constrains it",
-          "[chat][constraint][tool_choice]") {
+TEST_CASE(
+    "tool_choice none masks a <tool_call> the logits force; auto lets it open and constrains it",
+    "[chat][constraint][tool_choice]") {
   Fixture& f = GetFixture();
   const int32_t open = f.tok().special_ids().tool_call;
   REQUIRE(open >= 0);
