@@ -2,7 +2,8 @@
 // two 8-row halves, each 8 int32 / f32 lanes = 8 rows, with the AVX-512 kernels' arithmetic
 // (packed_dot_x86.cpp) written for 256-bit registers:
 //   w_j (32 bytes) = 4 consecutive elements of 8 rows (u8); for token t, maddubs(w_j, broadcast(4
-//   activation bytes)) gives each row's two i16 pair sums and madd(., 1) their int32 sum.
+//   activation bytes)) gives each row's two i16 pair sums, and madd(., (scale, scale)) their int32
+//   sum times the row's sub-block scale.
 // The i16 pair sums never saturate: Q4_K's u8 values are <= 15 and Q6_K's <= 63, |q_act| <= 128, so
 // a pair is <= 2 * 63 * 128 = 16128, and the kernels add at most 8 (Q4_K: <= 30720) or 2 (Q6_K:
 // <= 32256) of them in i16 before widening. The integer sums are exact, and the float combination per
@@ -32,8 +33,12 @@ inline __m256i Load(const void* p) { return _mm256_loadu_si256(static_cast<const
 inline __m256 Halves(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 // 8 bytes -> 8 int32 lanes (zero-extended).
 inline __m256i U8x8(const uint8_t* p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
-// The int32 sum of each lane's 2 x i16.
-inline __m256i Widen(__m256i pairs16) { return _mm256_madd_epi16(pairs16, _mm256_set1_epi16(1)); }
+// int32 lanes holding values that fit int16 -> each lane's value in both of its int16 halves, so that
+// madd(pairs16, Twice(sc)) = (pair 0 + pair 1) * sc per lane, exactly: the widening and the scale in
+// one vpmaddwd (instead of a vpmaddwd and a slow vpmulld).
+inline __m256i Twice(__m256i v) {
+  return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(v, 16));
+}
 
 // The 8 outputs of rows [0, n) of this half, token t.
 inline void Store(float* out, __m256 v, int n) {
@@ -64,21 +69,18 @@ void Q4KHalf(const PackedQ4K* x, const BlockQ8K* const* y, int64_t nb, int h, fl
         q[j] = _mm256_and_si256(v, m4);                          // elements 32s + 4j + i
         q[4 + j] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);  // elements 32s + 16 + 4j + i
       }
-      const __m256i sc = U8x8(X.scales[s] + kHalf * h);
+      const __m256i sc = Twice(U8x8(X.scales[s] + kHalf * h));
       for (int t = 0; t < NT; ++t) {
         const int8_t* a = y[t][b].qs + 32 * s;
         __m256i p = _mm256_maddubs_epi16(q[0], Bcast(a));
         for (int j = 1; j < 4; ++j) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[j], Bcast(a + 4 * j)));
         for (int j = 0; j < 4; ++j) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[4 + j], Bcast(a + 16 + 4 * j)));
-        s1[t] = _mm256_add_epi32(s1[t], _mm256_mullo_epi32(Widen(p), sc));
+        s1[t] = _mm256_add_epi32(s1[t], _mm256_madd_epi16(p, sc));
       }
     }
     // sum_s m_s * (bsums[2s] + bsums[2s+1]): lanes hold (m_s, m_s) as an int16 pair.
     __m256i mp[8];
-    for (int s = 0; s < 8; ++s) {
-      const __m256i v = U8x8(X.mins[s] + kHalf * h);
-      mp[s] = _mm256_or_si256(v, _mm256_slli_epi32(v, 16));
-    }
+    for (int s = 0; s < 8; ++s) mp[s] = Twice(U8x8(X.mins[s] + kHalf * h));
     const __m256 d = Halves(X.d + kHalf * h), dmin = Halves(X.dmin + kHalf * h);
     for (int t = 0; t < NT; ++t) {
       const int16_t* bs = y[t][b].bsums;
@@ -108,7 +110,7 @@ void Q6KHalf(const PackedQ6K* x, const BlockQ8K* const* y, int64_t nb, int h, fl
       // Lanes r: (scale 2p, scale 2p+1) of row 8h + r as int16; as int32 for the groups.
       const __m256i pv =
           _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X.scales[p][kHalf * h])));
-      const __m256i sc[2] = {_mm256_srai_epi32(_mm256_slli_epi32(pv, 16), 16), _mm256_srai_epi32(pv, 16)};
+      const __m256i sc[2] = {Twice(_mm256_srai_epi32(_mm256_slli_epi32(pv, 16), 16)), Twice(_mm256_srai_epi32(pv, 16))};
       for (int gi = 0; gi < 2; ++gi) {
         const int g = 2 * p + gi;
         const PackedQ6K::Group& G = X.groups[g];
@@ -123,7 +125,7 @@ void Q6KHalf(const PackedQ6K* x, const BlockQ8K* const* y, int64_t nb, int h, fl
           const __m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(u0, Bcast(a)), _mm256_maddubs_epi16(u1, Bcast(a + 4)));
           const __m256i hi =
               _mm256_add_epi16(_mm256_maddubs_epi16(u2, Bcast(a + 8)), _mm256_maddubs_epi16(u3, Bcast(a + 12)));
-          sum[t] = _mm256_add_epi32(sum[t], _mm256_mullo_epi32(_mm256_add_epi32(Widen(lo), Widen(hi)), sc[gi]));
+          sum[t] = _mm256_add_epi32(sum[t], _mm256_add_epi32(_mm256_madd_epi16(lo, sc[gi]), _mm256_madd_epi16(hi, sc[gi])));
         }
       }
       const __m256i pm = _mm256_mullo_epi16(pv, minus32);  // u - 32 = q6: -32 * scale * bsum
