@@ -41,6 +41,7 @@ const char kParallelUsage[] =
     "                             [--gen G] [-t THREADS] [--step-tokens B] [--peer DIR] [--json]\n"
     "  defaults: --sessions 1,2,4,8,16 --prompt 128 --shared-prefix 0 --gen 64 -t all cores\n"
     "  --step-tokens B  the engine's per-step token budget (default 512)\n"
+    "  --no-pack   load without the packed weight copies (as qwenrt-bench pp/tg: packed by default)\n"
     "  --peer DIR  also run DIR/bin/llama-batched-bench -npp P -ntg G -npl N,... on the same file\n";
 
 struct ParallelArgs {
@@ -48,7 +49,7 @@ struct ParallelArgs {
   std::vector<int64_t> sessions = {1, 2, 4, 8, 16};
   int64_t prompt = 128, shared = 0, gen = 64, step_tokens = 512;
   int threads = 0;
-  bool json = false;
+  bool json = false, pack = true;  // pack: ModelLoadOptions::pack_weights, as qwenrt-bench pp/tg
 };
 
 bool ParseInt(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
@@ -77,6 +78,8 @@ bool ParseArgs(int argc, char** argv, ParallelArgs* a, std::string* err) {
       return false;
     } else if (k == "--json") {
       a->json = true;
+    } else if (k == "--no-pack") {
+      a->pack = false;
     } else if (k == "-m" || k == "--model") {
       if (!value()) return false;
       a->model = v;
@@ -355,7 +358,9 @@ int RunParallel(int argc, char** argv) {
     std::fprintf(stderr, "qwenrt-bench: %s\n", st.ToString().c_str());
     return 1;
   };
-  auto loaded = Model::Load(a.model);
+  ModelLoadOptions load;
+  load.pack_weights = a.pack;
+  auto loaded = Model::Load(a.model, load);
   if (!loaded.ok()) return fail(loaded.status());
   auto cm = ChatModel::Create(*loaded);
   if (!cm.ok()) return fail(cm.status());
@@ -378,6 +383,7 @@ int RunParallel(int argc, char** argv) {
   if (a.json) {
     nlohmann::ordered_json out = {{"model", a.model},
                                   {"threads", threads},
+                                  {"packed_weights", (*loaded)->packed_bytes() > 0},
                                   {"prompt", a.prompt},
                                   {"shared_prefix", a.shared},
                                   {"gen", a.gen},
@@ -408,7 +414,8 @@ int RunParallel(int argc, char** argv) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("model %s, %d threads, prompt %lld (shared %lld), gen %lld, step budget %lld\n", a.model.c_str(),
+  std::printf("model %s (%s), %d threads, prompt %lld (shared %lld), gen %lld, step budget %lld\n", a.model.c_str(),
+              (*loaded)->packed_bytes() > 0 ? "packed weights" : "file-layout weights",
               threads, static_cast<long long>(a.prompt), static_cast<long long>(a.shared),
               static_cast<long long>(a.gen), static_cast<long long>(a.step_tokens));
   std::printf("| N | aggregate tg t/s | vs N=1 | per-session tg t/s | prefill t/s | TTFT p50 ms | TTFT p99 ms | "
