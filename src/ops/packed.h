@@ -78,6 +78,13 @@ namespace QWENRT_CPU_NAMESPACE {
 // over n elements (n / 256 super-block records at w).
 using PackedKernel = void (*)(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                               int64_t out_stride, int nrows);
+// The Q8_K activation rows of a packed kernel call's ntok tokens (1 <= ntok <= kMaxDotTokens).
+struct PackedTokens {
+  const BlockQ8K* y[kMaxDotTokens];
+  PackedTokens(const uint8_t* a, size_t a_stride, int ntok) {
+    for (int t = 0; t < ntok && t < kMaxDotTokens; ++t) y[t] = reinterpret_cast<const BlockQ8K*>(a + t * a_stride);
+  }
+};
 void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows);
 void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,

@@ -141,19 +141,11 @@ void Q6KHalf(const PackedQ6K* x, const BlockQ8K* const* y, int64_t nb, int h, fl
   for (int t = 0; t < NT; ++t) Store(out + t * out_stride + kHalf * h, accf[t], nrows - kHalf * h);
 }
 
-// The Q8_K rows of the ntok tokens.
-struct Tokens {
-  const BlockQ8K* y[kMaxDotTokens];
-  Tokens(const uint8_t* a, size_t a_stride, int ntok) {
-    for (int t = 0; t < ntok && t < kMaxDotTokens; ++t) y[t] = reinterpret_cast<const BlockQ8K*>(a + t * a_stride);
-  }
-};
-
 }  // namespace
 
 void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows) {
-  const Tokens tok(a, a_stride, ntok);
+  const PackedTokens tok(a, a_stride, ntok);
   const auto* x = reinterpret_cast<const PackedQ4K*>(w);
   for (int h = 0; h < 2 && kHalf * h < nrows; ++h) {
     ForNtok(ntok, [&]<int NT>() { Q4KHalf<NT>(x, tok.y, n / kQK_K, h, out, out_stride, nrows); });
@@ -161,7 +153,7 @@ void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
 }
 void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows) {
-  const Tokens tok(a, a_stride, ntok);
+  const PackedTokens tok(a, a_stride, ntok);
   const auto* x = reinterpret_cast<const PackedQ6K*>(w);
   for (int h = 0; h < 2 && kHalf * h < nrows; ++h) {
     ForNtok(ntok, [&]<int NT>() { Q6KHalf<NT>(x, tok.y, n / kQK_K, h, out, out_stride, nrows); });

@@ -8,6 +8,7 @@
 // with vpdpwssd, and accf = fma(float(S), d(row) * d_act, accf) in a fixed order. The 16 int32 / f32
 // lanes are the 16 rows, so the results are stored with no horizontal sum. Nothing a token computes
 // depends on the other tokens of the tile: ntok = 1 (decode) and ntok = 8 (prefill) give the same bits.
+#include "ops/cpu/dot_dispatch.h"
 #include "ops/cpu_namespace.h"
 #include "ops/packed.h"
 #if QWENRT_PACKED_X86
@@ -132,47 +133,21 @@ void Q6K(const PackedQ6K* x, const BlockQ8K* const* y, int64_t nb, float* out, i
   for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(out + t * out_stride, RowMask(nrows), accf[t]);
 }
 
-template <typename Packed, template <int> class K>
-void Run(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out, int64_t out_stride,
-         int nrows) {
-  const BlockQ8K* y[kMaxDotTokens];
-  for (int t = 0; t < ntok && t < kMaxDotTokens; ++t) y[t] = reinterpret_cast<const BlockQ8K*>(a + t * a_stride);
-  const auto* x = reinterpret_cast<const Packed*>(w);
-  const int64_t nb = n / kQK_K;
-  switch (ntok) {
-    case 1: K<1>::Run(x, y, nb, out, out_stride, nrows); break;
-    case 2: K<2>::Run(x, y, nb, out, out_stride, nrows); break;
-    case 3: K<3>::Run(x, y, nb, out, out_stride, nrows); break;
-    case 4: K<4>::Run(x, y, nb, out, out_stride, nrows); break;
-    case 5: K<5>::Run(x, y, nb, out, out_stride, nrows); break;
-    case 6: K<6>::Run(x, y, nb, out, out_stride, nrows); break;
-    case 7: K<7>::Run(x, y, nb, out, out_stride, nrows); break;
-    case 8: K<8>::Run(x, y, nb, out, out_stride, nrows); break;
-    default: break;
-  }
-}
 static_assert(kMaxDotTokens == 8, "the packed kernels are instantiated for 1..8 tokens");
-
-template <int NT> struct Q4KK {
-  static void Run(const PackedQ4K* x, const BlockQ8K* const* y, int64_t nb, float* o, int64_t os, int nr) {
-    Q4K<NT>(x, y, nb, o, os, nr);
-  }
-};
-template <int NT> struct Q6KK {
-  static void Run(const PackedQ6K* x, const BlockQ8K* const* y, int64_t nb, float* o, int64_t os, int nr) {
-    Q6K<NT>(x, y, nb, o, os, nr);
-  }
-};
 
 }  // namespace
 
 void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows) {
-  Run<PackedQ4K, Q4KK>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+  const PackedTokens tok(a, a_stride, ntok);
+  const auto* x = reinterpret_cast<const PackedQ4K*>(w);
+  ForNtok(ntok, [&]<int NT>() { Q4K<NT>(x, tok.y, n / kQK_K, out, out_stride, nrows); });
 }
 void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows) {
-  Run<PackedQ6K, Q6KK>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+  const PackedTokens tok(a, a_stride, ntok);
+  const auto* x = reinterpret_cast<const PackedQ6K*>(w);
+  ForNtok(ntok, [&]<int NT>() { Q6K<NT>(x, tok.y, n / kQK_K, out, out_stride, nrows); });
 }
 
 bool PackedKernelsFast() { return true; }
