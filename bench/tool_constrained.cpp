@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -117,7 +116,7 @@ int RunConstrained(int argc, char** argv) {
   ask.content = tools ? "Find the weather in Paris." : "Describe a person as JSON.";
   req.messages = {ask};
   req.enable_thinking = false;
-  if (tools) req.tools = nlohmann::ordered_json::parse(kTools);
+  if (tools) req.tools = *ParseRequestJson(kTools, "tools");
   GenerateRequest free_gen;
   free_gen.max_tokens = n;
   free_gen.sampling.temperature = temp;

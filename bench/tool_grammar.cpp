@@ -15,12 +15,13 @@
 
 #include <ctime>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "chat/constraint/grammar.h"
 #include "chat/constraint/matcher.h"
-#include "chat/constraint/python_json.h"
 #include "chat/constraint/token_trie.h"
 #include "qwenrt/gguf.hpp"
+#include "text/json.h"
 #include "text/tokenizer.h"
 
 namespace qwenrt::bench {
@@ -131,16 +132,13 @@ int RunGrammar(int argc, char** argv) {
   for (const auto& path : files) {
     nlohmann::ordered_json line;
     line["file"] = std::filesystem::path(path).filename().string();
-    nlohmann::ordered_json doc;
+    Json doc;  // the library's JSON type: instances are serialised as the engine sees values
     {
       std::ifstream f(path);
       std::stringstream ss;
       ss << f.rdbuf();
-      try {
-        doc = nlohmann::ordered_json::parse(ss.str());
-      } catch (const std::exception& e) {
-        doc = nullptr;
-      }
+      StatusOr<Json> parsed = Json::Parse(ss.str(), Json::Limits{4096});
+      if (parsed.ok()) doc = std::move(*parsed);
     }
     if (!doc.is_object() || !doc.contains("schema") || !doc.contains("tests")) {
       line["outcome"] = "compile_error";
@@ -166,10 +164,10 @@ int RunGrammar(int argc, char** argv) {
     nlohmann::ordered_json failures = nlohmann::ordered_json::array();
     int test_index = 0;
     Matcher m(*grammar, *trie);  // one per file: later tests reuse the memoised automaton
-    for (const auto& t : doc["tests"]) {
-      const bool valid = t.value("valid", false);
+    for (const Json& t : std::as_const(doc)["tests"]) {
+      const bool valid = t["valid"].is_boolean() && t["valid"].get<bool>();
       std::string text;
-      AppendPythonJson(t.contains("data") ? t["data"] : nlohmann::ordered_json(), &text);
+      t["data"].AppendPython(&text);  // null when absent
       std::vector<int32_t> ids;
       (*tok)->Encode(text, SpecialTokens::kNone, &ids);
       m.Reset();

@@ -2,7 +2,6 @@
 // to the core's ChatRequest / GenerateRequest and calls the ChatSession (src/chat/chat_session.h),
 // which plans the turn, feeds it, streams the reply and keeps the report; the engine shims hand
 // the same request to the batching Engine (src/chat/engine.h). No chat logic here.
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -16,8 +15,6 @@
 
 namespace qwenrt::capi {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 Role ToRole(qwenrt_role r) {
   switch (r) {

@@ -371,15 +371,39 @@ TEST_CASE("a chat turn: every allocation failure is OUT_OF_MEMORY and the sessio
   SweepChatTurn(nullptr);
 }
 
-// Hidden ([.]): with tools the request holds nlohmann::json documents (the parsed tools_json), and
-// nlohmann 3.11.2 allocates inside its noexcept destructor (json_value::destroy flattens a
-// non-empty array or object into a std::vector first): when that allocation is the failing one
-// the program terminates (SIGABRT). Parsing can hit the same path while unwinding. The render and
-// chat path without tools builds no JSON (MessagesValue); the fix for tools is a request value type
-// of our own whose destruction never allocates. Run with `alloc_failure_test "[tools-oom]"`.
-TEST_CASE("a chat turn with tools: every allocation failure is OUT_OF_MEMORY", "[alloc][.tools-oom]") {
+// With tools the request holds JSON documents (the parsed tools_json, tool-call arguments): this
+// sweep found nlohmann::json allocating inside its noexcept destructor (it terminated the host when
+// that allocation failed), which is why the library has its own JSON type (src/text/json.h).
+TEST_CASE("a chat turn with tools: every allocation failure is OUT_OF_MEMORY", "[alloc][tools-oom]") {
   SweepChatTurn(R"([{"type": "function", "function": {"name": "get_weather", "parameters": )"
                 R"({"type": "object", "properties": {"city": {"type": "string"}}}}}])");
+}
+
+// A JSON Schema compile (parse, $ref resolution, allOf merging, the GBNF and its automaton): each
+// failure is OUT_OF_MEMORY, each success a usable constraint.
+TEST_CASE("a JSON Schema compile: every allocation failure is OUT_OF_MEMORY", "[alloc][schema-oom]") {
+  const std::string schema = R"({"$defs": {"pos": {"type": "integer", "minimum": 1, "maximum": 120}},
+    "type": "object", "additionalProperties": false, "required": ["name", "age"],
+    "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"$ref": "#/$defs/pos"},
+      "tags": {"type": "array", "items": {"enum": ["a", "b", 3, null]}, "maxItems": 3},
+      "when": {"type": "string", "format": "date"},
+      "kind": {"anyOf": [{"const": "x"}, {"type": "number"}]},
+      "both": {"allOf": [{"type": "object", "properties": {"p": {"type": "boolean"}}}, {"required": ["p"]}]}}})";
+  const long n = Sweep(
+      [&] {
+        qwenrt_constraint* c = nullptr;
+        const qwenrt_status st = qwenrt_constraint_compile(QWENRT_CONSTRAINT_JSON_SCHEMA, schema.data(), schema.size(), &c);
+        if (st == QWENRT_OK) {
+          REQUIRE(c != nullptr);
+        } else {
+          REQUIRE(c == nullptr);
+        }
+        qwenrt_constraint_free(c);
+        return st;
+      },
+      [](qwenrt_status, long) {});
+  WARN("allocations: schema compile " << n);
+  CHECK(n > 0);
 }
 
 }  // namespace

@@ -10,9 +10,12 @@
 #include "chat/chat_session.h"
 #include "model/model.h"
 #include "qwenrt/qwenrt.h"
+#include "test_util.h"
 
 namespace qwenrt {
 namespace {
+
+using test::ParseJson;
 
 const std::string kModel = std::string(QWENRT_TEST_DATA) + "/tiny-s1-q4km.gguf";
 const char* kUsers[] = {"Hello world", "Tell me more about it.", "And a tool?", "Thanks!"};
@@ -154,7 +157,7 @@ std::vector<TurnResult> RunCore(HistoryMode mode, const char* tools_json) {
   REQUIRE(chat.ok());
   ChatSession& s = **chat;
   ChatRequest req;
-  if (tools_json != nullptr) req.tools = nlohmann::ordered_json::parse(tools_json);
+  if (tools_json != nullptr) req.tools = ParseJson(tools_json);
   std::vector<TurnResult> out;
   for (const char* user : kUsers) {
     req.messages.push_back({Role::kUser, user, std::nullopt, {}});

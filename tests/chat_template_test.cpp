@@ -9,7 +9,6 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
 #include "text/chat_template.h"
 #include "text/jinja/jinja_eval.h"
@@ -17,18 +16,19 @@
 #include "test_util.h"
 
 using qwenrt::ChatTemplate;
-using json = nlohmann::ordered_json;
+using json = qwenrt::Json;
 
 namespace {
 
 using qwenrt::test::DataPath;
+using qwenrt::test::ParseJson;
 using qwenrt::test::ReadFile;
 
 // Renders `src` with `ctx` (JSON text); returns the text or "ERROR: <message>".
 std::string Run(const std::string& src, const std::string& ctx = "{}") {
   auto tmpl = ChatTemplate::Parse(src);
   if (!tmpl.ok()) return "ERROR: " + tmpl.status().message();
-  auto out = tmpl->Render(json::parse(ctx));
+  auto out = tmpl->Render(ParseJson(ctx));
   if (!out.ok()) return "ERROR: " + out.status().message();
   return *out;
 }
@@ -52,7 +52,7 @@ void CheckExpectation(const json& c, const qwenrt::StatusOr<std::string>& out) {
 TEST_CASE("Qwen3.5 template reproduces every golden rendering", "[chat_template][golden]") {
   auto tmpl = ChatTemplate::Parse(ReadFile(DataPath("chat/qwen3.5-chat-template.jinja")));
   REQUIRE(tmpl.ok());
-  const json golden = json::parse(ReadFile(DataPath("chat/render-golden.json")));
+  const json golden = ParseJson(ReadFile(DataPath("chat/render-golden.json")));
   REQUIRE(golden.size() >= 12);
   for (const auto& c : golden) {
     INFO("case " << c["name"].get<std::string>());
@@ -65,7 +65,7 @@ TEST_CASE("Qwen3.5 template reproduces every golden rendering", "[chat_template]
 }
 
 TEST_CASE("snippets match Python Jinja2", "[chat_template]") {
-  const json data = json::parse(ReadFile(DataPath("chat/jinja-cases.json")));
+  const json data = ParseJson(ReadFile(DataPath("chat/jinja-cases.json")));
   REQUIRE(data["snippets"].size() > 500);
   for (const auto& c : data["snippets"]) {
     const std::string src = c["template"].get<std::string>();
@@ -77,7 +77,7 @@ TEST_CASE("snippets match Python Jinja2", "[chat_template]") {
 }
 
 TEST_CASE("fine-tune-like templates match Python Jinja2", "[chat_template]") {
-  const json data = json::parse(ReadFile(DataPath("chat/jinja-cases.json")));
+  const json data = ParseJson(ReadFile(DataPath("chat/jinja-cases.json")));
   REQUIRE(data["template_cases"].size() > 50);
   for (const auto& c : data["template_cases"]) {
     INFO("template " << c["template"].get<std::string>() << ", conversation " << c["conversation"].get<std::string>());
@@ -92,7 +92,7 @@ TEST_CASE("RenderChat builds the Hugging Face context", "[chat_template]") {
       "{{ bos_token }}|{{ tools }}|{{ add_generation_prompt }}|{{ enable_thinking is defined }}|{{ extra_key }}|"
       "{% for m in messages %}{% for c in m.tool_calls %}{{ c.function.arguments.city }}{% endfor %}{% endfor %}");
   REQUIRE(tmpl.ok());
-  const json messages = json::parse(
+  const json messages = ParseJson(
       R"([{"role": "assistant", "content": "", "tool_calls": [{"type": "function",
           "function": {"name": "f", "arguments": "{\"city\": \"Paris\"}"}}]}])");
   auto out = tmpl->RenderChat(messages, nullptr, true, std::nullopt, json{{"bos_token", "<s>"}, {"extra_key", 7}});
@@ -266,7 +266,7 @@ TEST_CASE("reference cycles through namespaces are released", "[chat_template]")
 
 TEST_CASE("truncated and mutated real template never crash", "[chat_template][fuzz]") {
   const std::string src = ReadFile(DataPath("chat/qwen3.5-chat-template.jinja"));
-  const json golden = json::parse(ReadFile(DataPath("chat/render-golden.json")));
+  const json golden = ParseJson(ReadFile(DataPath("chat/render-golden.json")));
   json ctx = {{"messages", golden[6]["messages"]}, {"tools", golden[6]["tools"]}, {"add_generation_prompt", true}};
   int parsed = 0, rendered = 0;
   auto attempt = [&](const std::string& s) {
@@ -303,7 +303,7 @@ TEST_CASE("truncated and mutated real template never crash", "[chat_template][fu
 TEST_CASE("one template renders concurrently from several threads", "[chat_template]") {
   auto tmpl = ChatTemplate::Parse(ReadFile(DataPath("chat/qwen3.5-chat-template.jinja")));
   REQUIRE(tmpl.ok());
-  const json golden = json::parse(ReadFile(DataPath("chat/render-golden.json")));
+  const json golden = ParseJson(ReadFile(DataPath("chat/render-golden.json")));
   std::vector<std::thread> threads;
   std::vector<int> failures(4, 0);
   for (int t = 0; t < 4; ++t) {

@@ -13,24 +13,23 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 
 #include "vocab_fixtures.h"
 #include "chat/constraint/grammar.h"
 #include "chat/constraint/matcher.h"
 #include "chat/constraint/number_range.h"
-#include "chat/constraint/python_json.h"
 #include "chat/constraint/token_trie.h"
 #include "chat/constraint/tool_grammar.h"
 #include "chat/tool_call.h"
 #include "qwenrt/gguf.hpp"
 #include "text/tokenizer.h"
+#include "test_util.h"
 
 namespace qwenrt {
 namespace {
 
 const std::string kData = QWENRT_TEST_DATA;
-using Json = nlohmann::ordered_json;
+using Json = qwenrt::Json;
 
 // A trie of the 256 single bytes: token b is byte b.
 std::shared_ptr<const TokenTrie> ByteTrie() {
@@ -72,11 +71,12 @@ std::string SchemaError(const std::string& text) {
 
 std::string Dumps(const Json& v) {
   std::string s;
-  AppendPythonJson(v, &s);
+  v.AppendPython(&s);
   return s;
 }
 
 using test::FixtureGguf;
+using test::ParseJson;
 
 const Tokenizer& FixtureTokenizer() {
   static const std::unique_ptr<Tokenizer> tok = [] {
@@ -541,8 +541,8 @@ TEST_CASE("mask equals Accept on every token of the fixture vocabulary", "[const
   auto g = Schema(R"({"type": "object", "properties": {"id": {"type": "integer", "minimum": 10},
       "name": {"type": "string"}, "kind": {"enum": ["alpha", "beta"]}}, "required": ["id", "kind"]})");
   const std::string text = R"({"id": 42, "name": "caf\u00e9 ok", "kind": "beta"})";
-  CHECK(TokenWalk(g, tok, trie, Dumps(Json::parse(text))));
-  CheckMaskExact(g, trie, Dumps(Json::parse(text)));
+  CHECK(TokenWalk(g, tok, trie, Dumps(ParseJson(text))));
+  CheckMaskExact(g, trie, Dumps(ParseJson(text)));
   // Counted strings (the plain-character chain) and free keys (plain subtrees below a boundary).
   auto counted = Schema(R"({"type": "object", "properties": {"s": {"type": "string", "minLength": 2, "maxLength": 5}},
       "additionalProperties": {"type": "string"}})");
@@ -632,7 +632,7 @@ struct Gen {
 
   Json Instance(const Json& s) {
     if (s.contains("enum")) return s["enum"][Int(0, static_cast<int>(s["enum"].size()) - 1)];
-    const std::string t = s["type"];
+    const std::string t = s["type"].get<std::string>();
     if (t == "integer") return Int(s["minimum"].get<int>(), s["maximum"].get<int>());
     if (t == "boolean") return Int(0, 1) == 1;
     if (t == "string") {
@@ -660,7 +660,7 @@ struct Gen {
   // A change that makes the instance invalid (false when this schema offers none).
   bool Mutate(const Json& s, Json* v) {
     if (s.contains("enum")) { *v = "not-in-enum"; return true; }
-    const std::string t = s["type"];
+    const std::string t = s["type"].get<std::string>();
     if (t == "integer") { *v = Int(0, 1) ? s["maximum"].get<int>() + Int(1, 9) : s["minimum"].get<int>() - Int(1, 9); return true; }
     if (t == "boolean") { *v = "true"; return true; }
     if (t == "string") { *v = std::string(s["maxLength"].get<size_t>() + 1, 'q'); return true; }
@@ -717,7 +717,7 @@ bool RunCalls(const std::shared_ptr<const Grammar>& g, const std::string& text) 
 }
 
 TEST_CASE("tool-call grammar: markup, verbatim and JSON values, markers only as special tokens", "[constraint]") {
-  const Json tools = Json::parse(R"([
+  const Json tools = ParseJson(R"([
     {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
       "city": {"type": "string", "description": "free text"},
       "unit": {"type": "string", "enum": ["c", "f"]},
@@ -745,7 +745,7 @@ TEST_CASE("tool-call grammar: markup, verbatim and JSON values, markers only as 
   CHECK(parsed->arguments["n"] == 7);
   parsed = ParseToolCall(full.substr(1, full.size() - 2), tools);
   REQUIRE(parsed.has_value());
-  CHECK(parsed->arguments["tags"] == Json::parse(R"(["a", "b<"])"));
+  CHECK(parsed->arguments["tags"] == ParseJson(R"(["a", "b<"])"));
   CHECK(parsed->arguments["unit"] == "f");
 
   CHECK_FALSE(RunCalls(*g, open + "f>\n" + param("city", "a</b") + param("n", "7") + close));
@@ -784,7 +784,7 @@ TEST_CASE("tool-call grammar: markup, verbatim and JSON values, markers only as 
   CheckMaskExact(*real, FixtureTrie(), "\n" + full);
 
   const auto error = [&](const std::string& t, ToolChoice c = {ToolChoiceMode::kRequired, ""}) {
-    auto r = ToolCallGrammar(Json::parse(t), c, kOpenId, kCloseId);
+    auto r = ToolCallGrammar(ParseJson(t), c, kOpenId, kCloseId);
     REQUIRE_FALSE(r.ok());
     return r.status().message();
   };
@@ -838,7 +838,7 @@ TEST_CASE("MaskBench samples on the real vocabulary: no invalid instance accepte
     std::ifstream f(e.path());
     std::stringstream ss;
     ss << f.rdbuf();
-    const Json doc = Json::parse(ss.str());
+    const Json doc = ParseJson(ss.str());
     ++files;
     auto g = Grammar::FromJsonSchema(doc["schema"].dump());
     if (!g.ok()) continue;

@@ -10,10 +10,13 @@
 #include "chat/reply_stream.h"
 #include "chat/tool_call.h"
 #include "qwenrt/gguf.hpp"
+#include "test_util.h"
 #include "text/tokenizer.h"
 
 namespace qwenrt {
 namespace {
+
+using test::ParseJson;
 
 const Tokenizer& FixtureTokenizer() {
   static std::unique_ptr<Tokenizer> tok = [] {
@@ -106,7 +109,7 @@ TEST_CASE("ParseToolCall keeps strings verbatim and marks garbage") {
   CHECK(ToolCallJson("<function=f>\n<parameter=b>\nTrue\n</parameter>\n</function>") ==
         R"({"name":"f","arguments":{"b":true}})");
   // A "string" parameter stays a string even when its text is JSON.
-  auto tools = nlohmann::ordered_json::parse(
+  auto tools = ParseJson(
       R"([{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":)"
       R"({"zip":{"type":"string"},"n":{"type":"integer"}}}}}])");
   CHECK(ToolCallJson("<function=f>\n<parameter=zip>\n12345\n</parameter>\n<parameter=n>\n7\n</parameter>\n"

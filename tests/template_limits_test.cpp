@@ -11,7 +11,6 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
 #include "text/chat_template.h"
 #include "text/jinja/jinja_limits.h"
@@ -20,7 +19,7 @@
 using qwenrt::ChatTemplate;
 using qwenrt::StatusCode;
 using qwenrt::jinja::TemplateLimits;
-using json = nlohmann::ordered_json;
+using json = qwenrt::Json;
 
 namespace {
 
@@ -37,6 +36,7 @@ constexpr size_t kSmallStack = size_t{1} << 20;
 #endif
 
 using qwenrt::test::DataPath;
+using qwenrt::test::ParseJson;
 using qwenrt::test::ReadFile;
 
 struct Outcome {
@@ -162,7 +162,7 @@ TEST_CASE("values nested at run time are refused before they get deep", "[templa
 
 TEST_CASE("a context nested deeper than max_value_depth is refused without recursion", "[template_limits]") {
   const int n = 100000;
-  const json deep = json::parse(std::string(n, '[') + std::string(n, ']'));  // parse is iterative
+  const json deep = ParseJson(std::string(n, '[') + std::string(n, ']'));  // parse is iterative
   auto tmpl = ChatTemplate::Parse("{{ messages|length }}");
   REQUIRE(tmpl.ok());
   auto out = tmpl->RenderChat(deep, nullptr, false, std::nullopt);
@@ -170,7 +170,7 @@ TEST_CASE("a context nested deeper than max_value_depth is refused without recur
   CHECK(out.status().code() == StatusCode::kInvalidArgument);
   CHECK_THAT(out.status().message(), Catch::Contains("max_value_depth"));
   json ctx = json::object();
-  ctx["tools"] = json::parse(DeepObject(n));
+  ctx["tools"] = ParseJson(DeepObject(n));
   auto out2 = tmpl->Render(ctx);
   REQUIRE_FALSE(out2.ok());
   CHECK_THAT(out2.status().message(), Catch::Contains("max_value_depth"));
@@ -182,7 +182,7 @@ TEST_CASE("a context nested deeper than max_value_depth is refused without recur
   REQUIRE_FALSE(out3.ok());
   CHECK_THAT(out3.status().message(), Catch::Contains("max_value_depth"));
   // Real nesting (a tool schema a few dozen levels deep) renders.
-  auto out4 = tmpl->RenderChat(json::array({{{"role", "user"}, {"content", json::parse(DeepObject(40))}}}), nullptr, false,
+  auto out4 = tmpl->RenderChat(json::array({{{"role", "user"}, {"content", ParseJson(DeepObject(40))}}}), nullptr, false,
                                std::nullopt);
   REQUIRE(out4.ok());
   CHECK(*out4 == "1");

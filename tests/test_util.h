@@ -13,9 +13,18 @@
 #include <time.h>
 #include <vector>
 
+#include "text/json.h"
 #include "text/unicode.h"
 
 namespace qwenrt::test {
+
+// `text` as a JSON document (deep ones allowed: the library's own callers bound the depth); a
+// parse error fails the test with the parser's message.
+inline Json ParseJson(std::string_view text, int max_depth = 1 << 20) {
+  StatusOr<Json> r = Json::Parse(text, Json::Limits{max_depth});
+  if (!r.ok()) throw std::runtime_error(r.status().message());
+  return std::move(*r);
+}
 
 // Path of `rel` inside tests/data.
 // The fixtures: $QWENRT_TEST_DATA when set (binaries run from a copied tree, e.g. on a GPU

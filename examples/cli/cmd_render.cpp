@@ -44,25 +44,34 @@ bool LoadTemplateFromModel(const std::string& path, std::string* source) {
   return true;
 }
 
+// The library's JSON type for a case read with nlohmann (which keeps the golden file's own
+// formatting on the way out); a document that does not convert renders as an error.
+StatusOr<Json> ToJson(const nlohmann::ordered_json& j) {
+  return Json::Parse(j.dump(), Json::Limits{1 << 20}, "case");
+}
+
+StatusOr<std::string> RenderWith(const ChatTemplate& tmpl, const nlohmann::ordered_json& c) {
+  if (c.contains("context")) {
+    QWENRT_ASSIGN_OR_RETURN(const Json context, ToJson(c["context"]));
+    return tmpl.Render(context);
+  }
+  std::optional<bool> thinking;
+  if (c.contains("enable_thinking") && c["enable_thinking"].is_boolean())
+    thinking = c["enable_thinking"].get<bool>();
+  const bool gen = c.contains("add_generation_prompt") && c["add_generation_prompt"].is_boolean() &&
+                   c["add_generation_prompt"].get<bool>();
+  QWENRT_ASSIGN_OR_RETURN(const Json messages,
+                          ToJson(c.value("messages", nlohmann::ordered_json::array())));
+  QWENRT_ASSIGN_OR_RETURN(const Json tools, ToJson(c.value("tools", nlohmann::ordered_json())));
+  QWENRT_ASSIGN_OR_RETURN(const Json extra, ToJson(c.value("extra", nlohmann::ordered_json())));
+  return tmpl.RenderChat(messages, tools, gen, thinking, extra);
+}
+
 nlohmann::ordered_json RenderCase(const ChatTemplate& tmpl, nlohmann::ordered_json c) {
   c.erase("rendered");
   c.erase("error");
   StatusOr<std::string> out = Status(StatusCode::kInvalidArgument, "case is not an object");
-  if (c.is_object()) {
-    if (c.contains("context")) {
-      out = tmpl.Render(c["context"]);
-    } else {
-      std::optional<bool> thinking;
-      if (c.contains("enable_thinking") && c["enable_thinking"].is_boolean())
-        thinking = c["enable_thinking"].get<bool>();
-      const bool gen = c.contains("add_generation_prompt") &&
-                       c["add_generation_prompt"].is_boolean() &&
-                       c["add_generation_prompt"].get<bool>();
-      out = tmpl.RenderChat(c.value("messages", nlohmann::ordered_json::array()),
-                            c.value("tools", nlohmann::ordered_json()), gen, thinking,
-                            c.value("extra", nlohmann::ordered_json()));
-    }
-  }
+  if (c.is_object()) out = RenderWith(tmpl, c);
   if (out.ok()) {
     c["rendered"] = *out;
   } else {

@@ -305,8 +305,8 @@ Status ChatSession::BeginChat(const ChatRequest& request, const GenerateRequest&
   return BeginTurn(gen, turn);
 }
 
-StatusOr<std::shared_ptr<const Grammar>> ChatSession::ReplyGrammar(
-    const GenerateRequest& request, const nlohmann::ordered_json& tools) const {
+StatusOr<std::shared_ptr<const Grammar>> ChatSession::ReplyGrammar(const GenerateRequest& request,
+                                                                   const Json& tools) const {
   const ToolChoiceMode mode = request.tool_choice.mode;
   if (mode == ToolChoiceMode::kFree || mode == ToolChoiceMode::kNone) return request.constraint;
   if (request.constraint != nullptr) {
@@ -416,8 +416,7 @@ Status ChatSession::StartGenerate(ChatTurn& turn) {
   if (turn.grammar_.has_value()) {
     grammar = *turn.grammar_;
   } else {
-    QWENRT_ASSIGN_OR_RETURN(grammar,
-                            ReplyGrammar(request, chat ? state_.tools : nlohmann::ordered_json()));
+    QWENRT_ASSIGN_OR_RETURN(grammar, ReplyGrammar(request, chat ? state_.tools : Json()));
   }
   state_.ClearReply();
 
@@ -438,7 +437,7 @@ Status ChatSession::StartGenerate(ChatTurn& turn) {
   g->requested = requested;
   g->chat = chat;
   g->stream.emplace(tok, ReplyStream::EndsInsideThink(tok, session.transcript()),
-                    request.stop_strings, g->chat ? state_.tools : nlohmann::ordered_json(),
+                    request.stop_strings, g->chat ? state_.tools : Json(),
                     [&request](PieceKind kind, std::string_view text) {
                       return request.on_piece == nullptr || request.on_piece(kind, text);
                     });

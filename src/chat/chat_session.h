@@ -41,6 +41,7 @@
 #include "chat/sampler.h"
 #include "chat/turn_planner.h"
 #include "session/session.h"
+#include "text/json.h"
 
 namespace qwenrt {
 
@@ -137,7 +138,7 @@ class ChatTurn {
   FeedReport feed_report_;
   std::chrono::steady_clock::time_point feed_t0_;
   int assistants_fed_ = -1;  // what FeedChat records after the feed (-1: FeedTokens)
-  nlohmann::ordered_json tools_;
+  Json tools_;
   // Generate.
   GenerateRequest gen_;
   // The reply's grammar when BeginChat made it (before feeding, so a bad tool_choice fails first);
@@ -225,7 +226,7 @@ class ChatSession {
   Status BeginTurn(const GenerateRequest& gen, ChatTurn* turn);
   // The grammar of the reply: request.constraint, or the tool-call grammar of its tool_choice.
   StatusOr<std::shared_ptr<const Grammar>> ReplyGrammar(const GenerateRequest& request,
-                                                        const nlohmann::ordered_json& tools) const;
+                                                        const Json& tools) const;
   void RefreshMemory();
   Status Restore(std::span<const uint8_t> blob);
 

@@ -2,6 +2,9 @@
 #include "chat/chat_state.h"
 
 #include <cstring>
+#include <utility>
+
+#include "chat/messages.h"
 
 namespace qwenrt {
 namespace {
@@ -9,8 +12,9 @@ namespace {
 constexpr uint32_t kVersion = 2;
 
 void PutBytes(std::vector<uint8_t>& out, const void* p, size_t n) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  out.insert(out.end(), b, b + n);
+  const size_t at = out.size();
+  out.resize(at + n);  // not insert(): GCC 12 warns of a false overflow in its inlined copy
+  if (n > 0) std::memcpy(out.data() + at, p, n);
 }
 
 void PutString(std::vector<uint8_t>& out, const std::string& s) {
@@ -56,6 +60,7 @@ void ChatState::ClearHistory() {
 }
 
 std::vector<uint8_t> EncodeChatState(const ChatState& s) {
+  const std::string tools = s.tools.is_null() ? std::string() : s.tools.dump();
   std::vector<uint8_t> out;
   PutBytes(out, &kVersion, sizeof kVersion);
   PutString(out, s.reply_content);
@@ -63,7 +68,7 @@ std::vector<uint8_t> EncodeChatState(const ChatState& s) {
   PutString(out, s.reply_tool_calls);
   const int64_t marks[3] = {s.assistants_fed, s.transcript_assistants, s.transcript_reply_end};
   PutBytes(out, marks, sizeof marks);
-  PutString(out, s.tools.is_null() ? std::string() : s.tools.dump());
+  PutString(out, tools);
   return out;
 }
 
@@ -85,9 +90,10 @@ StatusOr<ChatState> DecodeChatState(std::span<const uint8_t> blob, int64_t n_tok
     std::string tools;
     if (!r.String(&tools)) return BadFormat("session file: chat state truncated");
     if (!tools.empty()) {
-      s.tools = nlohmann::ordered_json::parse(tools, nullptr, /*allow_exceptions=*/false);
-      if (s.tools.is_discarded() || !s.tools.is_array())
+      StatusOr<Json> parsed = Json::Parse(tools, Json::Limits{kMaxJsonDepth, kMaxJsonObjectKeys});
+      if (!parsed.ok() || !parsed->is_array())
         return BadFormat("session file: chat state tools are not a JSON array");
+      s.tools = std::move(*parsed);
     }
   }
   if (!r.AtEnd()) return BadFormat("session file: trailing bytes after the chat state");

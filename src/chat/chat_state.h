@@ -5,12 +5,12 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "text/json.h"
 
 namespace qwenrt {
 
@@ -25,7 +25,7 @@ struct ChatState {
   int64_t assistants_fed = -1;
   int64_t transcript_assistants = -1;
   int64_t transcript_reply_end = -1;
-  nlohmann::ordered_json tools;  // tools of the last chat fed (types parsed tool-call arguments)
+  Json tools;  // tools of the last chat fed (types parsed tool-call arguments)
 
   void ClearReply();
   void ClearHistory();  // forgets the bookkeeping (the next chat is rendered whole)

@@ -22,59 +22,19 @@ const char* RoleName(Role role) {
   return "user";
 }
 
-Status CheckJsonDepth(const nlohmann::ordered_json& value, std::string_view what, int max_depth) {
+Status CheckJsonDepth(const Json& value, std::string_view what, int max_depth) {
   if (jinja::JsonDepth(value, max_depth) > max_depth) {  // iterative: any depth is safe to measure
     return InvalidArgument("{} nests deeper than {} levels", what, max_depth);
   }
   return OkStatus();
 }
 
-namespace {
-struct JsonLimitHit {
-  std::string what;
-};
-}  // namespace
-
-StatusOr<nlohmann::ordered_json> ParseRequestJson(std::string_view text, std::string_view what) {
+StatusOr<Json> ParseRequestJson(std::string_view text, std::string_view what) {
   if (text.size() > kMaxJsonBytes) {
     return InvalidArgument("{} is {} bytes, more than the {} allowed", what, text.size(),
                            kMaxJsonBytes);
   }
-  // Keys per open object and the nesting, counted as the (iterative) parser reports them; a limit
-  // stops the parse at once (an exception out of the callback, caught here).
-  std::vector<size_t> keys;
-  using Json = nlohmann::ordered_json;
-  Json::parser_callback_t limits = [&](int, Json::parse_event_t event, Json&) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-      case Json::parse_event_t::array_start:
-        keys.push_back(0);
-        if (keys.size() > static_cast<size_t>(kMaxJsonDepth)) {
-          throw JsonLimitHit{fmt::format("{} nests deeper than {} levels", what, kMaxJsonDepth)};
-        }
-        break;
-      case Json::parse_event_t::key:
-        if (++keys.back() > kMaxJsonObjectKeys) {
-          throw JsonLimitHit{
-              fmt::format("{} has an object with more than {} keys", what, kMaxJsonObjectKeys)};
-        }
-        break;
-      case Json::parse_event_t::object_end:
-      case Json::parse_event_t::array_end:
-        if (!keys.empty()) keys.pop_back();
-        break;
-      case Json::parse_event_t::value:
-        break;
-    }
-    return true;
-  };
-  try {
-    Json out = Json::parse(text, limits, /*allow_exceptions=*/false);
-    if (out.is_discarded()) return InvalidArgument("{} is not valid JSON", what);
-    return out;
-  } catch (const JsonLimitHit& hit) {
-    return InvalidArgument("{}", hit.what);
-  }
+  return Json::Parse(text, Json::Limits{kMaxJsonDepth, kMaxJsonObjectKeys}, what);
 }
 
 Status CheckRequestDepth(const ChatRequest& request) {
@@ -103,12 +63,14 @@ StatusOr<jinja::Value> MessagesValue(const std::vector<ChatMessage>& messages, i
       for (const ToolCall& c : m.tool_calls) {
         // Arguments given as a JSON string (OpenAI wire format) that parse as an object are that
         // object, as ChatTemplate::RenderChat does for JSON messages.
-        const nlohmann::ordered_json* args = &c.arguments;
-        nlohmann::ordered_json parsed;
+        const Json* args = &c.arguments;
+        StatusOr<Json> parsed = Json();
         if (args->is_string()) {
-          parsed = nlohmann::ordered_json::parse(args->get_ref<const std::string&>(), nullptr,
-                                                 /*allow_exceptions=*/false);
-          if (parsed.is_object()) args = &parsed;
+          bool too_deep = false;
+          parsed =
+              Json::Parse(args->str(), Json::Limits{max_depth}, "tool call arguments", &too_deep);
+          if (too_deep) return parsed.status();
+          if (parsed.ok() && parsed->is_object()) args = &*parsed;
         }
         QWENRT_ASSIGN_OR_RETURN(Value arguments, jinja::FromJson(*args, max_depth));
         jinja::Dict fn;

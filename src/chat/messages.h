@@ -3,13 +3,13 @@
 // rendered prompt it already holds, so nothing here is incremental.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "text/jinja/jinja_value.h"
+#include "text/json.h"
 
 namespace qwenrt {
 
@@ -18,7 +18,7 @@ const char* RoleName(Role role);  // "system", "user", "assistant", "tool"
 
 struct ToolCall {
   std::string name;
-  nlohmann::ordered_json arguments = nlohmann::ordered_json::object();  // parameter -> value
+  Json arguments = Json::object();  // parameter -> value
 };
 
 struct ChatMessage {
@@ -29,8 +29,8 @@ struct ChatMessage {
 };
 
 struct ChatRequest {
-  std::vector<ChatMessage> messages;       // the whole conversation so far
-  nlohmann::ordered_json tools = nullptr;  // OpenAI-format tool definitions (an array) or null
+  std::vector<ChatMessage> messages;  // the whole conversation so far
+  Json tools = nullptr;               // OpenAI-format tool definitions (an array) or null
   bool enable_thinking = true;
   bool add_generation_prompt = true;  // end with "<|im_start|>assistant\n" (and "<think>\n")
 };
@@ -41,16 +41,16 @@ struct ChatRequest {
 inline constexpr int kMaxJsonDepth = 128;
 
 // InvalidArgument naming `what` when `value` nests deeper than `max_depth` (arrays and objects);
-// walks the value with an explicit stack, so any depth is safe to check.
-Status CheckJsonDepth(const nlohmann::ordered_json& value, std::string_view what,
-                      int max_depth = kMaxJsonDepth);
+// walks the value with an explicit stack, so any depth is safe to check (values a C++ host builds
+// itself may be deeper than any parsed document).
+Status CheckJsonDepth(const Json& value, std::string_view what, int max_depth = kMaxJsonDepth);
 
 // Parses caller JSON (tool definitions, tool-call arguments) within bounds that keep every later
-// step fast and shallow: at most kMaxJsonBytes of text, kMaxJsonObjectKeys keys per object (the
-// ordered object inserts by linear search), kMaxJsonDepth levels. InvalidArgument naming `what`.
+// step fast and shallow: at most kMaxJsonBytes of text, kMaxJsonObjectKeys keys per object (an
+// object finds its members by linear search), kMaxJsonDepth levels. InvalidArgument naming `what`.
 inline constexpr size_t kMaxJsonBytes = size_t{1} << 20;
 inline constexpr size_t kMaxJsonObjectKeys = 1024;
-StatusOr<nlohmann::ordered_json> ParseRequestJson(std::string_view text, std::string_view what);
+StatusOr<Json> ParseRequestJson(std::string_view text, std::string_view what);
 
 // CheckJsonDepth over the request's tools and every tool call's arguments.
 Status CheckRequestDepth(const ChatRequest& request);

@@ -6,8 +6,7 @@
 namespace qwenrt {
 
 ReplyStream::ReplyStream(const Tokenizer& tokenizer, bool in_reasoning,
-                         std::vector<std::string> stop_strings, nlohmann::ordered_json tools,
-                         Sink sink)
+                         std::vector<std::string> stop_strings, Json tools, Sink sink)
     : tok_(tokenizer),
       decoder_(tokenizer, false),
       stops_(std::move(stop_strings)),

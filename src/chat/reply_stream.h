@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,6 +15,7 @@
 
 #include "base/status.h"
 #include "chat/sampler.h"
+#include "text/json.h"
 #include "text/tokenizer.h"
 
 namespace qwenrt {
@@ -30,7 +30,7 @@ class ReplyStream {
   // `in_reasoning`: the prompt left a <think> block open (the reply starts with reasoning).
   // `tools`: the chat's tool definitions (null if none), to type parsed tool-call arguments.
   ReplyStream(const Tokenizer& tokenizer, bool in_reasoning, std::vector<std::string> stop_strings,
-              nlohmann::ordered_json tools, Sink sink);
+              Json tools, Sink sink);
 
   // Handles one generated (non end-of-generation) token. Returns false when the generation must
   // stop: the sink returned false (stopped_by_sink()) or a stop string matched
@@ -61,7 +61,7 @@ class ReplyStream {
   const Tokenizer& tok_;
   StreamDecoder decoder_;
   StopStrings stops_;  // holds back text that may start a stop string
-  nlohmann::ordered_json tools_;
+  Json tools_;
   Sink sink_;
   Mode mode_;
   bool content_started_ = false;  // leading newlines of the content are skipped until text comes

@@ -15,7 +15,7 @@ std::string_view Trim(std::string_view s) {
 }
 
 // The JSON-schema type of a tool parameter ("" when unknown).
-std::string ParameterType(const nlohmann::ordered_json& tools, std::string_view function,
+std::string ParameterType(const Json& tools, std::string_view function,
                           const std::string& parameter) {
   if (!tools.is_array()) return "";
   for (const auto& tool : tools) {
@@ -37,19 +37,20 @@ std::string ParameterType(const nlohmann::ordered_json& tools, std::string_view 
 }
 
 // A parameter value as the template would have written it back.
-nlohmann::ordered_json ParseValue(std::string_view text, const std::string& type) {
+Json ParseValue(std::string_view text, const std::string& type) {
   if (type == "string") return std::string(text);
   if (text == "True") return true;
   if (text == "False") return false;
   if (text == "None") return nullptr;
-  auto parsed = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) return std::string(text);
-  return parsed;
+  // What the model wrote: kept as text unless it is JSON within the request bounds.
+  StatusOr<Json> parsed = Json::Parse(text, Json::Limits{kMaxJsonDepth, kMaxJsonObjectKeys});
+  if (!parsed.ok()) return std::string(text);
+  return std::move(*parsed);
 }
 
 }  // namespace
 
-std::optional<ToolCall> ParseToolCall(std::string_view block, const nlohmann::ordered_json& tools) {
+std::optional<ToolCall> ParseToolCall(std::string_view block, const Json& tools) {
   constexpr std::string_view kFunction = "<function=", kFunctionEnd = "</function>";
   constexpr std::string_view kParameter = "<parameter=", kParameterEnd = "</parameter>";
   std::string_view s = Trim(block);
@@ -81,19 +82,17 @@ std::optional<ToolCall> ParseToolCall(std::string_view block, const nlohmann::or
   }
 }
 
-std::string ToolCallJson(std::string_view block, const nlohmann::ordered_json& tools) {
-  // An object from the start: nlohmann's operator[] on a null value marks it an object before it
-  // allocates, so a failed allocation there would leave a value its destructor cannot handle.
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+std::string ToolCallJson(std::string_view block, const Json& tools) {
+  Json out = Json::object();
   if (std::optional<ToolCall> call = ParseToolCall(block, tools)) {
     out["name"] = call->name;
     out["arguments"] = call->arguments;
   } else {
     out["name"] = "";
-    out["arguments"] = nlohmann::ordered_json::object();
+    out["arguments"] = Json::object();
     out["raw"] = std::string(block);
   }
-  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return out.dump();  // invalid UTF-8 the model wrote comes out as U+FFFD
 }
 
 }  // namespace qwenrt

@@ -40,7 +40,7 @@ StatusOr<std::string> CleanRendered(std::string text) {
 
 // The deepest JSON a render accepts: the value depth limit (a deeper document would be refused
 // by FromJson anyway; measuring first also keeps copies of it, which recurse, from being made).
-Status CheckJsonDepth(const nlohmann::ordered_json& j, const jinja::TemplateLimits& limits, std::string_view what) {
+Status CheckJsonDepth(const Json& j, const jinja::TemplateLimits& limits, std::string_view what) {
   if (jinja::JsonDepth(j, limits.max_value_depth) > limits.max_value_depth) {
     return InvalidArgument("{} nested too deeply for the chat template (max_value_depth is {})", what,
                            limits.max_value_depth);
@@ -83,7 +83,7 @@ StatusOr<ChatTemplate> ChatTemplate::Parse(std::string source, const jinja::Temp
   }
 }
 
-StatusOr<std::string> ChatTemplate::Render(const nlohmann::ordered_json& context) const {
+StatusOr<std::string> ChatTemplate::Render(const Json& context) const {
   if (!context.is_object()) return InvalidArgument("chat template context must be a JSON object");
   try {
     QWENRT_ASSIGN_OR_RETURN(jinja::Value ctx, jinja::FromJson(context, limits_.max_value_depth));
@@ -110,7 +110,7 @@ namespace {
 // Replaces string `arguments` of tool calls that parse as a JSON object with that object. An
 // object nested deeper than max_value_depth is an error (the render would refuse it, and copies
 // of the context, which recurse, must not see it).
-Status ParseToolCallArguments(nlohmann::ordered_json* messages, const jinja::TemplateLimits& limits) {
+Status ParseToolCallArguments(Json* messages, const jinja::TemplateLimits& limits) {
   if (!messages->is_array()) return OkStatus();
   for (auto& msg : *messages) {
     if (!msg.is_object()) continue;
@@ -119,14 +119,18 @@ Status ParseToolCallArguments(nlohmann::ordered_json* messages, const jinja::Tem
     for (auto& call : *calls) {
       if (!call.is_object()) continue;
       auto fn = call.find("function");
-      nlohmann::ordered_json& target = (fn != call.end() && fn->is_object()) ? *fn : call;
+      Json& target = (fn != call.end() && fn->is_object()) ? *fn : call;
       auto args = target.find("arguments");
       if (args == target.end() || !args->is_string()) continue;
-      // Parsing and destroying are iterative in nlohmann::json.
-      auto parsed = nlohmann::ordered_json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
-      if (!parsed.is_object()) continue;
-      QWENRT_RETURN_IF_ERROR(CheckJsonDepth(parsed, limits, "tool call arguments"));
-      *args = std::move(parsed);
+      // A string that is not a JSON object stays a string; one nested too deeply is an error.
+      bool too_deep = false;
+      StatusOr<Json> parsed = Json::Parse(args->str(), Json::Limits{limits.max_value_depth}, "tool call arguments", &too_deep);
+      if (too_deep) {
+        return InvalidArgument("tool call arguments nested too deeply for the chat template (max_value_depth is {})",
+                               limits.max_value_depth);
+      }
+      if (!parsed.ok() || !parsed->is_object()) continue;
+      *args = std::move(*parsed);
     }
   }
   return OkStatus();
@@ -134,14 +138,14 @@ Status ParseToolCallArguments(nlohmann::ordered_json* messages, const jinja::Tem
 
 }  // namespace
 
-StatusOr<std::string> ChatTemplate::RenderChat(const nlohmann::ordered_json& messages,
-                                               const nlohmann::ordered_json& tools, bool add_generation_prompt,
+StatusOr<std::string> ChatTemplate::RenderChat(const Json& messages,
+                                               const Json& tools, bool add_generation_prompt,
                                                std::optional<bool> enable_thinking,
-                                               const nlohmann::ordered_json& extra) const {
-  // Before any copy: copying nlohmann::json recurses per level.
+                                               const Json& extra) const {
+  // Before any copy: copying a document recurses per level.
   QWENRT_RETURN_IF_ERROR(CheckJsonDepth(messages, limits_, "messages"));
   try {
-    nlohmann::ordered_json parsed = messages;
+    Json parsed = messages;
     QWENRT_RETURN_IF_ERROR(ParseToolCallArguments(&parsed, limits_));
     QWENRT_ASSIGN_OR_RETURN(jinja::Value value, jinja::FromJson(parsed, limits_.max_value_depth));
     return RenderChat(std::move(value), tools, add_generation_prompt, enable_thinking, extra);
@@ -150,9 +154,9 @@ StatusOr<std::string> ChatTemplate::RenderChat(const nlohmann::ordered_json& mes
   }
 }
 
-StatusOr<std::string> ChatTemplate::RenderChat(jinja::Value messages, const nlohmann::ordered_json& tools,
+StatusOr<std::string> ChatTemplate::RenderChat(jinja::Value messages, const Json& tools,
                                                bool add_generation_prompt, std::optional<bool> enable_thinking,
-                                               const nlohmann::ordered_json& extra) const {
+                                               const Json& extra) const {
   if (!extra.is_null() && !extra.is_object()) return InvalidArgument("extra template variables must be a JSON object");
   QWENRT_RETURN_IF_ERROR(CheckJsonDepth(tools, limits_, "tools"));
   QWENRT_RETURN_IF_ERROR(CheckJsonDepth(extra, limits_, "extra template variables"));

@@ -14,11 +14,10 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "base/status.h"
 #include "text/jinja/jinja_limits.h"
 #include "text/jinja/jinja_value.h"
+#include "text/json.h"
 
 namespace qwenrt {
 
@@ -43,23 +42,21 @@ class ChatTemplate {
   // NUL-terminated APIs: invalid UTF-8 the template produced (from bytes in its source or
   // lone-surrogate escapes such as "\udc80") is replaced by U+FFFD, one per bad byte, and a NUL
   // byte anywhere in the result is an InvalidArgument.
-  StatusOr<std::string> Render(const nlohmann::ordered_json& context) const;
+  StatusOr<std::string> Render(const Json& context) const;
 
   // The usual chat context, as `apply_chat_template` builds it: `messages`, `tools` (null when
   // absent), `add_generation_prompt`, `enable_thinking` (left undefined when nullopt, which
   // Qwen's template reads as true), `bos_token`/`eos_token` (empty unless `extra` sets them),
   // plus every key of `extra` (a JSON object or null; its keys win). Tool-call `arguments`
   // given as a JSON string (OpenAI wire format) are parsed into an object first, as llama.cpp does.
-  StatusOr<std::string> RenderChat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+  StatusOr<std::string> RenderChat(const Json& messages, const Json& tools,
                                    bool add_generation_prompt, std::optional<bool> enable_thinking,
-                                   const nlohmann::ordered_json& extra = nullptr) const;
+                                   const Json& extra = nullptr) const;
   // The same with `messages` already a template value (a list of dicts), as the chat engine
-  // builds it: no JSON document is made or destroyed, so a request without tools renders without
-  // touching nlohmann::json (whose destructor allocates, and terminates when that fails).
-  // Tool-call arguments are taken as given.
-  StatusOr<std::string> RenderChat(jinja::Value messages, const nlohmann::ordered_json& tools,
+  // builds it: no JSON document is made or copied. Tool-call arguments are taken as given.
+  StatusOr<std::string> RenderChat(jinja::Value messages, const Json& tools,
                                    bool add_generation_prompt, std::optional<bool> enable_thinking,
-                                   const nlohmann::ordered_json& extra = nullptr) const;
+                                   const Json& extra = nullptr) const;
 
   const std::string& source() const { return *source_; }
   const jinja::TemplateLimits& limits() const { return limits_; }

@@ -8,14 +8,13 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
 
 #include "fuzz_util.h"
 #include "text/chat_template.h"
 #include "chat/messages.h"
 
 using namespace qwenrt;  // NOLINT: fuzz target
-using json = nlohmann::ordered_json;
+using json = qwenrt::Json;
 
 namespace {
 
@@ -34,7 +33,7 @@ const ChatTemplate& QwenTemplate() {
 }
 
 const json& FixedConversation() {
-  static const json* c = new json(json::parse(R"({
+  static const json* c = new json(*ParseRequestJson(R"({
     "messages": [
       {"role": "system", "content": "You are terse."},
       {"role": "user", "content": "What is the weather in Paris? <think>no</think>"},
@@ -46,7 +45,7 @@ const json& FixedConversation() {
     ],
     "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather",
                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
-  })"));
+  })", "the fixed conversation"));
   return *c;
 }
 

@@ -6,22 +6,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 
 #include "chat/constraint/matcher.h"
 #include "chat/constraint/number_range.h"
-#include "chat/constraint/python_json.h"
 #include "chat/constraint/regex_gbnf.h"
 #include "chat/constraint/token_trie.h"
 #include "chat/constraint/utf8_ranges.h"
+#include "text/json.h"
 
 namespace qwenrt {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 // Lexical rules every schema grammar shares.
 constexpr const char* kBaseRules = R"(jhex ::= [0-9a-fA-F]
@@ -131,6 +129,10 @@ std::string PointerEscape(const std::string& key) {
   return out;
 }
 
+// How deeply a schema document may nest (arrays and objects). Each schema level is about two JSON
+// levels (`properties`, then the name), and Compile stops at 200 schema levels anyway.
+constexpr int kMaxSchemaDepth = 512;
+
 struct Fail {
   Status status;
   bool unsatisfiable;  // the schema matches nothing (an optional place for it can be dropped)
@@ -150,6 +152,8 @@ class SchemaCompiler {
       return out;
     } catch (const Fail& f) {
       return f.status;
+    } catch (const Json::TypeError&) {
+      return InvalidArgument("schema: a keyword has a value of the wrong type");
     }
   }
 
@@ -546,14 +550,14 @@ class SchemaCompiler {
       } else {
         types = {"null", "boolean", "object", "array", "string", "number"};
       }
-      std::vector<std::string> left;
+      Json left = Json::array();
       for (const auto& t : types) {
         if (t == "number" && excluded.count("integer") && !excluded.count("number"))
           Error(ptr, "not", "excluding integers from numbers is not supported");
         if (!excluded.count(t)) left.push_back(t);
       }
       if (left.empty()) Error(ptr, "not", "excludes every type", true);
-      rest["type"] = left;
+      rest["type"] = std::move(left);
       return Compile(rest, ptr);
     }
     Error(ptr, "not", "not supported (only not: false / true / {not: ...} / {type: ...})");
@@ -671,7 +675,7 @@ class SchemaCompiler {
         if (!first) out += " ws \",\" ws";
         first = false;
         std::string key;
-        AppendPythonJson(Json(it.key()), &key);
+        Json(it.key()).AppendPython(&key);
         out += " " + GbnfLiteral(key) + " ws \":\" ws " + ValueLiteral(it.value());
       }
       return "(" + out + " ws \"}\")";
@@ -685,7 +689,7 @@ class SchemaCompiler {
       return "(" + out + " ws \"]\")";
     }
     std::string text;
-    AppendPythonJson(v, &text);
+    v.AppendPython(&text);
     return GbnfLiteral(text);
   }
 
@@ -1120,7 +1124,7 @@ class SchemaCompiler {
     Json additional = s.contains("additionalProperties") ? s["additionalProperties"] : Json(true);
     auto encode = [](const std::string& k) {
       std::string e;
-      AppendPythonJson(Json(k), &e);
+      Json(k).AppendPython(&e);
       return e;
     };
     if (s.contains("properties")) {
@@ -1220,12 +1224,8 @@ class SchemaCompiler {
 
 StatusOr<std::string> JsonSchemaToGbnf(std::string_view schema_text,
                                        const JsonSchemaOptions& options) {
-  Json root;
-  try {
-    root = Json::parse(schema_text);
-  } catch (const std::exception& e) {
-    return InvalidArgument("schema is not valid JSON: {}", e.what());
-  }
+  QWENRT_ASSIGN_OR_RETURN(const Json root,
+                          Json::Parse(schema_text, Json::Limits{kMaxSchemaDepth}, "schema"));
   SchemaCompiler c(root, options.compact);
   return c.Run();
 }

@@ -14,7 +14,6 @@
 namespace qwenrt {
 namespace {
 
-using Json = nlohmann::ordered_json;
 using Elems = std::vector<GrammarElement>;
 
 constexpr uint8_t kOpenByte = Grammar::kMarkerFirst;  // <tool_call>
@@ -373,7 +372,7 @@ const char* ToolChoiceModeName(ToolChoiceMode mode) {
   return "free";
 }
 
-StatusOr<std::shared_ptr<const Grammar>> ToolCallGrammar(const nlohmann::ordered_json& tools,
+StatusOr<std::shared_ptr<const Grammar>> ToolCallGrammar(const Json& tools,
                                                          const ToolChoice& choice, int32_t open,
                                                          int32_t close,
                                                          const GrammarLimits& limits) {
@@ -384,7 +383,7 @@ StatusOr<std::shared_ptr<const Grammar>> ToolCallGrammar(const nlohmann::ordered
   try {
     ToolGrammarBuilder builder(limits);
     return builder.Run(tools, choice, open, close);
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const Json::TypeError& e) {
     return InvalidArgument("tools: {}", e.what());
   } catch (const std::bad_alloc&) {
     return OutOfMemory("tools: out of memory building the tool-call grammar");

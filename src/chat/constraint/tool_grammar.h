@@ -17,11 +17,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/status.h"
 #include "chat/constraint/grammar.h"
+#include "text/json.h"
 
 namespace qwenrt {
 
@@ -44,7 +44,7 @@ struct ToolChoice {
 // samples <tool_call>). `tools`: OpenAI-format array ({"type": "function", "function": {name,
 // parameters}} or the function object itself). `open` / `close`: the <tool_call> / </tool_call>
 // token ids. Errors: InvalidArgument naming the tool and the parameter (and the schema keyword).
-StatusOr<std::shared_ptr<const Grammar>> ToolCallGrammar(const nlohmann::ordered_json& tools,
+StatusOr<std::shared_ptr<const Grammar>> ToolCallGrammar(const Json& tools,
                                                          const ToolChoice& choice, int32_t open,
                                                          int32_t close,
                                                          const GrammarLimits& limits = {});

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <nlohmann/json.hpp>
 
 #include "text/jinja/jinja_budget.h"
 #include "text/jinja/jinja_string.h"
@@ -395,10 +394,10 @@ Status AppendJson(const Value& v, const JsonOptions& opts, std::string* out) {
   return AppendJsonImpl(v, opts, 0, out);
 }
 
-int JsonDepth(const nlohmann::ordered_json& root, int stop_above) {
-  // Depth-first with an explicit stack of (node, depth): documents nested 10^6 deep must not
-  // recurse.
-  std::vector<std::pair<const nlohmann::ordered_json*, int>> stack = {{&root, 0}};
+int JsonDepth(const Json& root, int stop_above) {
+  // Depth-first with an explicit stack of (node, depth): values built by code may nest deeper
+  // than any parsed document, and must not recurse.
+  std::vector<std::pair<const Json*, int>> stack = {{&root, 0}};
   int deepest = 0;
   while (!stack.empty()) {
     const auto [j, depth] = stack.back();
@@ -406,33 +405,33 @@ int JsonDepth(const nlohmann::ordered_json& root, int stop_above) {
     if (!j->is_structured()) continue;
     deepest = std::max(deepest, depth + 1);
     if (deepest > stop_above) return deepest;
-    for (const auto& child : *j) stack.emplace_back(&child, depth + 1);
+    for (const Json& child : *j) stack.emplace_back(&child, depth + 1);
   }
   return deepest;
 }
 
 namespace {
 
-Value FromJsonImpl(const nlohmann::ordered_json& j) {
-  using T = nlohmann::ordered_json::value_t;
+Value FromJsonImpl(const Json& j) {
+  using T = Json::Type;
   switch (j.type()) {
-    case T::null: return Value::None();
-    case T::boolean: return Value::Bool(j.get<bool>());
-    case T::number_integer: return Value::Int(j.get<int64_t>());
-    case T::number_unsigned: {
+    case T::kNull: return Value::None();
+    case T::kBool: return Value::Bool(j.get<bool>());
+    case T::kInt: return Value::Int(j.get<int64_t>());
+    case T::kUint: {
       const auto u = j.get<uint64_t>();
       if (u <= static_cast<uint64_t>(INT64_MAX)) return Value::Int(static_cast<int64_t>(u));
       return Value::Float(static_cast<double>(u));
     }
-    case T::number_float: return Value::Float(j.get<double>());
-    case T::string: return Value::String(j.get<std::string>());
-    case T::array: {
+    case T::kFloat: return Value::Float(j.get<double>());
+    case T::kString: return Value::String(j.str());
+    case T::kArray: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(FromJsonImpl(e));
+      for (const Json& e : j) items.push_back(FromJsonImpl(e));
       return Value::MakeList(std::move(items));
     }
-    case T::object: {
+    case T::kObject: {
       Dict dict;
       dict.items.reserve(j.size());
       // JSON object keys are unique already, so append without the duplicate check.
@@ -441,47 +440,17 @@ Value FromJsonImpl(const nlohmann::ordered_json& j) {
       }
       return Value::MakeDict(std::move(dict));
     }
-    default: return Value::None();  // binary / discarded: not produced by JSON text
   }
+  return Value::None();
 }
 
 }  // namespace
 
-StatusOr<Value> FromJson(const nlohmann::ordered_json& j, int max_depth) {
+StatusOr<Value> FromJson(const Json& j, int max_depth) {
   if (JsonDepth(j, max_depth) > max_depth) {
     return InvalidArgument("template context nested too deeply (max_value_depth is {})", max_depth);
   }
   return FromJsonImpl(j);  // recursion bounded by max_depth
-}
-
-StatusOr<nlohmann::ordered_json> ToJson(const Value& v) {
-  using K = Value::Kind;
-  switch (v.kind()) {
-    case K::kNone: return nlohmann::ordered_json(nullptr);
-    case K::kBool: return nlohmann::ordered_json(v.AsBool());
-    case K::kInt: return nlohmann::ordered_json(v.AsInt());
-    case K::kFloat: return nlohmann::ordered_json(v.AsFloat());
-    case K::kString: return nlohmann::ordered_json(v.AsString());
-    case K::kList: {
-      auto arr = nlohmann::ordered_json::array();
-      for (const auto& e : v.AsList().items) {
-        QWENRT_ASSIGN_OR_RETURN(auto j, ToJson(e));
-        arr.push_back(std::move(j));
-      }
-      return arr;
-    }
-    case K::kDict: {
-      auto obj = nlohmann::ordered_json::object();
-      for (const auto& [k, e] : v.AsDict().items) {
-        QWENRT_ASSIGN_OR_RETURN(std::string key, JsonKey(k));
-        QWENRT_ASSIGN_OR_RETURN(auto j, ToJson(e));
-        obj[key] = std::move(j);
-      }
-      return obj;
-    }
-    default:
-      return InvalidArgument("Object of type {} is not JSON serializable", v.TypeName());
-  }
 }
 
 }  // namespace qwenrt::jinja

@@ -3,7 +3,7 @@
 // list/tuple, insertion-ordered dict, callables, and a few objects such as `loop` and namespaces),
 // plus jinja2's default `Undefined`. Lists and dicts are immutable and shared (the sandbox HF uses
 // forbids mutating them); namespaces are the one mutable object. Conversion to and from
-// nlohmann::ordered_json lives here too, as does Python's `str()`/`repr()`/`json.dumps` of a value.
+// JSON documents (text/json.h) live here too, as does Python's `str()`/`repr()`/`json.dumps` of a value.
 // Strings are shared too, so copying any value is O(1). Every container records its nesting depth
 // when built, so the evaluator can refuse values nested deeper than TemplateLimits::max_value_depth
 // before the recursive helpers here (equality, repr, tojson, destruction) see them.
@@ -18,9 +18,9 @@
 #include <variant>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
 
 #include "base/status.h"
+#include "text/json.h"
 
 namespace qwenrt::jinja {
 
@@ -160,10 +160,9 @@ Status AppendJson(const Value& v, const JsonOptions& opts, std::string* out);
 
 // Nesting depth of a JSON document (0 for scalars), measured without recursion, so documents
 // nested 10^6 deep are measured safely; stops counting past `stop_above`.
-int JsonDepth(const nlohmann::ordered_json& j, int stop_above);
+int JsonDepth(const Json& j, int stop_above);
 // JSON -> value (objects keep key order); documents nested deeper than `max_depth` are an
-// InvalidArgument naming max_value_depth. Value -> JSON (undefined and callables are errors).
-StatusOr<Value> FromJson(const nlohmann::ordered_json& j, int max_depth);
-StatusOr<nlohmann::ordered_json> ToJson(const Value& v);
+// InvalidArgument naming max_value_depth.
+StatusOr<Value> FromJson(const Json& j, int max_depth);
 
 }  // namespace qwenrt::jinja
