@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-fuzz}
 FUZZ_SECONDS=${FUZZ_SECONDS:-45}
-TARGETS=(${FUZZ_TARGETS:-gguf model_load tokenizer session_load chat_template})
+TARGETS=(${FUZZ_TARGETS:-gguf model_load tokenizer session_load chat_template constraint capi_chat})
 JOBS=${JOBS:-$(nproc)}
 
 if ! command -v clang++ > /dev/null; then

@@ -386,6 +386,28 @@ TEST_CASE("invalid requests give errors, not crashes, and leave the session as i
   CHECK((*tiny)->session().size() == 0);
 }
 
+TEST_CASE("a model's template limits bound its template parse and every render", "[chat]") {
+  Fixture& f = GetFixture();
+  const ChatRequest req{{User("Hello there, how are you today?")}};
+  REQUIRE(f.model->Render(req).ok());
+  jinja::TemplateLimits small_output;
+  small_output.max_output_bytes = 10;
+  auto tight = ChatModel::Create(f.model->model(), small_output);
+  REQUIRE(tight.ok());
+  StatusOr<std::string> out = (*tight)->Render(req);
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().code() == StatusCode::kInvalidArgument);
+  CHECK(out.status().message().find("max_output_bytes") != std::string::npos);
+  jinja::TemplateLimits small_source;
+  small_source.max_template_bytes = 100;
+  auto none = ChatModel::Create(f.model->model(), small_source);
+  REQUIRE(none.ok());  // the model loads; its chats say why they cannot render
+  out = (*none)->Render(req);
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().code() == StatusCode::kUnsupported);
+  CHECK(out.status().message().find("max_template_bytes") != std::string::npos);
+}
+
 TEST_CASE("tools and tool-call arguments nested 50,000 deep are refused without recursion",
           "[chat]") {
   Fixture& f = GetFixture();

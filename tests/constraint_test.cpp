@@ -229,6 +229,11 @@ TEST_CASE("GBNF: malformed grammars give positioned errors", "[constraint]") {
   CHECK(err("root ::= root \"a\" | \"b\"\n") == "left recursion through rule 'root'");
   CHECK(err("root ::= x? root \"a\" | \"b\"\nx ::= \"x\"\n") == "left recursion through rule 'root'");
   CHECK(err("root ::= \"\\q\"\n").find("unknown escape") != std::string::npos);
+  // The source's bytes quoted in a message: what is not printable ASCII or valid UTF-8 is \xNN
+  // (constraint_fuzz found raw 0xFF and a raw byte after a backslash in messages).
+  CHECK(err("root ::= \"(\" \xFF\xFF\n") == "line 1, column 14: unexpected character '\\xFF'");
+  CHECK(err("root ::= \"\\\x8E\"\n") == "line 1, column 11: unknown escape '\\\\x8E'");
+  CHECK(err("root ::= \"a\" \xC3\xA9\n").find("'\\xC3'") != std::string::npos);  // one byte of a character
   GrammarLimits small;
   small.max_elements = 1000;
   auto big = Grammar::FromGbnf("root ::= \"a\"{5000}\n", small);

@@ -3,7 +3,8 @@
 
 namespace qwenrt {
 
-StatusOr<std::shared_ptr<const ChatModel>> ChatModel::Create(std::shared_ptr<const Model> model) {
+StatusOr<std::shared_ptr<const ChatModel>> ChatModel::Create(std::shared_ptr<const Model> model,
+                                                             const jinja::TemplateLimits& template_limits) {
   if (model == nullptr) return InvalidArgument("ChatModel: model is null");
   std::shared_ptr<ChatModel> m(new ChatModel());
   QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::FromGguf(model->gguf()));
@@ -12,7 +13,7 @@ StatusOr<std::shared_ptr<const ChatModel>> ChatModel::Create(std::shared_ptr<con
     // AsString() of a non-string is empty: parsing it would accept an empty template silently.
     StatusOr<ChatTemplate> t =
         v->type() == gguf::ValueType::STRING
-            ? ChatTemplate::Parse(std::string(v->AsString()))
+            ? ChatTemplate::Parse(std::string(v->AsString()), template_limits)
             : StatusOr<ChatTemplate>(BadFormat("tokenizer.chat_template is a {}, not a string",
                                                gguf::ValueTypeName(v->type())));
     if (t.ok()) {

@@ -8,6 +8,7 @@
 
 #include "chat/constraint/grammar.h"
 #include "chat/constraint/utf8_ranges.h"
+#include "text/unicode.h"
 
 namespace qwenrt {
 namespace {
@@ -60,7 +61,25 @@ class GbnfParser {
         ++col;
       }
     }
-    return InvalidArgument("line {}, column {}: {}", line, col, what);
+    // Messages quote the source: a byte that is not printable ASCII or part of valid UTF-8 is
+    // shown as \xNN, so the message stays clean text.
+    std::string clean;
+    for (size_t i = 0; i < what.size();) {
+      const auto u = static_cast<unsigned char>(what[i]);
+      const int n = u >= 0x80 ? unicode::ValidSequenceLength(what.data() + i, what.size() - i) : 1;
+      if (u >= 0x80 && n > 0) {
+        clean.append(what, i, static_cast<size_t>(n));
+        i += static_cast<size_t>(n);
+        continue;
+      }
+      if (u >= 0x20 && u < 0x7f) {
+        clean.push_back(what[i]);
+      } else {
+        clean += fmt::format("\\x{:02X}", u);
+      }
+      ++i;
+    }
+    return InvalidArgument("line {}, column {}: {}", line, col, clean);
   }
 
   Status CheckBudget() {
