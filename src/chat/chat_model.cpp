@@ -3,8 +3,8 @@
 
 namespace qwenrt {
 
-StatusOr<std::shared_ptr<const ChatModel>> ChatModel::Create(std::shared_ptr<const Model> model,
-                                                             const jinja::TemplateLimits& template_limits) {
+StatusOr<std::shared_ptr<const ChatModel>> ChatModel::Create(
+    std::shared_ptr<const Model> model, const jinja::TemplateLimits& template_limits) {
   if (model == nullptr) return InvalidArgument("ChatModel: model is null");
   std::shared_ptr<ChatModel> m(new ChatModel());
   QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::FromGguf(model->gguf()));

@@ -23,7 +23,8 @@ class ChatModel {
   // within `template_limits`, which also bound every render (a template that cannot be parsed is
   // not an error here: Render reports why).
   static StatusOr<std::shared_ptr<const ChatModel>> Create(
-      std::shared_ptr<const Model> model, const jinja::TemplateLimits& template_limits = jinja::TemplateLimits());
+      std::shared_ptr<const Model> model,
+      const jinja::TemplateLimits& template_limits = jinja::TemplateLimits());
 
   // The prompt text of `request` through the model's chat template. Errors: Unsupported (no usable
   // template: the reason is in the message), the template's own errors (raise_exception, ...).
