@@ -1,5 +1,7 @@
 // C ABI shims for `qwenrt_model`: load (file / memory, progress), free, info, end-of-generation
 // test, tokenize and detokenize. Chat rendering is in chat_capi.cpp.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -24,9 +26,46 @@ Status ReadModelParams(const qwenrt_model_params* in, qwenrt_model_params* out) 
                     "params", kModelParams);
 }
 
-Model::LoadOptions ToLoadOptions(const qwenrt_model_params& p) {
+constexpr const char* kModelOptions = "qwenrt_model_options";
+
+// The caller's options (NULL: all defaults), read up to their struct_size.
+Status ReadModelOptions(const qwenrt_model_options* in, qwenrt_model_options* out) {
+  qwenrt_model_options defaults{};
+  defaults.struct_size = sizeof defaults;
+  if (in == nullptr) {
+    *out = defaults;
+    return OkStatus();
+  }
+  return ReadParams(in, defaults, out,
+                    {QWENRT_FIELD(qwenrt_model_options, read_file),
+                     QWENRT_FIELD(qwenrt_model_options, pack_weights),
+                     QWENRT_FIELD(qwenrt_model_options, template_max_bytes),
+                     QWENRT_FIELD(qwenrt_model_options, template_max_cost),
+                     QWENRT_FIELD(qwenrt_model_options, template_max_output_bytes),
+                     QWENRT_FIELD(qwenrt_model_options, template_max_value_depth)},
+                    "options", kModelOptions);
+}
+
+// The template limits the options set (0 keeps each default).
+StatusOr<jinja::TemplateLimits> ToTemplateLimits(const qwenrt_model_options& o) {
+  jinja::TemplateLimits l;
+  const auto size = [](uint64_t v) { return static_cast<size_t>(std::min<uint64_t>(v, SIZE_MAX)); };
+  if (o.template_max_bytes != 0) l.max_template_bytes = size(o.template_max_bytes);
+  if (o.template_max_cost != 0) l.max_cost = o.template_max_cost;
+  if (o.template_max_output_bytes != 0) l.max_output_bytes = size(o.template_max_output_bytes);
+  if (o.template_max_value_depth < 0) {
+    return InvalidArgument("options->template_max_value_depth is {} (0 keeps the default)",
+                           o.template_max_value_depth);
+  }
+  if (o.template_max_value_depth != 0) l.max_value_depth = o.template_max_value_depth;
+  return l;
+}
+
+Model::LoadOptions ToLoadOptions(const qwenrt_model_params& p, const qwenrt_model_options& opt) {
   Model::LoadOptions o;
   o.check_tensors = p.check_tensors;
+  o.read_file = opt.read_file;
+  o.pack_weights = opt.pack_weights;
   if (p.progress_callback != nullptr) {
     qwenrt_progress_callback cb = p.progress_callback;
     void* user = p.progress_user_data;
@@ -36,10 +75,11 @@ Model::LoadOptions ToLoadOptions(const qwenrt_model_params& p) {
 }
 
 // Wraps a loaded model in a registered handle.
-Status Publish(StatusOr<std::shared_ptr<const Model>> loaded, qwenrt_model** out_model) {
+Status Publish(StatusOr<std::shared_ptr<const Model>> loaded, const jinja::TemplateLimits& limits,
+               qwenrt_model** out_model) {
   if (!loaded.ok()) return loaded.status();
   QWENRT_ASSIGN_OR_RETURN(std::shared_ptr<const ChatModel> chat_model,
-                          ChatModel::Create(std::move(loaded).value()));
+                          ChatModel::Create(std::move(loaded).value(), limits));
   auto handle = std::make_unique<qwenrt_model>();
   handle->model = std::move(chat_model);
   RegisterHandle(handle.get(), HandleKind::kModel);
@@ -48,6 +88,31 @@ Status Publish(StatusOr<std::shared_ptr<const Model>> loaded, qwenrt_model** out
 }
 
 const ChatModel& B(const qwenrt_model* m) { return *m->model; }
+
+// Where a model comes from: a file (mapped or read) or the caller's bytes.
+struct Source {
+  bool file = false;
+  const char* path = nullptr;
+  const void* data = nullptr;
+  size_t size = 0;
+};
+
+// Every load.
+Status LoadModel(const Source& src, const qwenrt_model_params* params,
+                 const qwenrt_model_options* options, qwenrt_model** out_model) {
+  if (out_model == nullptr) return InvalidArgument("out_model is NULL");
+  *out_model = nullptr;
+  if (src.file && src.path == nullptr) return InvalidArgument("path is NULL");
+  if (!src.file && src.data == nullptr) return InvalidArgument("data is NULL");
+  if (!src.file && src.size == 0) return InvalidArgument("size is 0");
+  qwenrt_model_params p;
+  QWENRT_RETURN_IF_ERROR(ReadModelParams(params, &p));
+  qwenrt_model_options o;
+  QWENRT_RETURN_IF_ERROR(ReadModelOptions(options, &o));
+  QWENRT_ASSIGN_OR_RETURN(const jinja::TemplateLimits limits, ToTemplateLimits(o));
+  if (src.file) return Publish(Model::Load(src.path, ToLoadOptions(p, o)), limits, out_model);
+  return Publish(Model::LoadFromMemory(src.data, src.size, ToLoadOptions(p, o)), limits, out_model);
+}
 
 }  // namespace
 }  // namespace qwenrt::capi
@@ -60,12 +125,14 @@ extern "C" {
 qwenrt_status qwenrt_model_load(const char* path, const qwenrt_model_params* params,
                                 qwenrt_model** out_model) {
   return Guard(__func__, [&]() -> Status {
-    if (out_model == nullptr) return InvalidArgument("out_model is NULL");
-    *out_model = nullptr;
-    if (path == nullptr) return InvalidArgument("path is NULL");
-    qwenrt_model_params p;
-    QWENRT_RETURN_IF_ERROR(ReadModelParams(params, &p));
-    return Publish(Model::Load(path, ToLoadOptions(p)), out_model);
+    return LoadModel({true, path, nullptr, 0}, params, nullptr, out_model);
+  });
+}
+
+qwenrt_status qwenrt_model_load_ex(const char* path, const qwenrt_model_params* params,
+                                   const qwenrt_model_options* options, qwenrt_model** out_model) {
+  return Guard(__func__, [&]() -> Status {
+    return LoadModel({true, path, nullptr, 0}, params, options, out_model);
   });
 }
 
@@ -73,13 +140,16 @@ qwenrt_status qwenrt_model_load_from_memory(const void* data, size_t size,
                                             const qwenrt_model_params* params,
                                             qwenrt_model** out_model) {
   return Guard(__func__, [&]() -> Status {
-    if (out_model == nullptr) return InvalidArgument("out_model is NULL");
-    *out_model = nullptr;
-    if (data == nullptr) return InvalidArgument("data is NULL");
-    if (size == 0) return InvalidArgument("size is 0");
-    qwenrt_model_params p;
-    QWENRT_RETURN_IF_ERROR(ReadModelParams(params, &p));
-    return Publish(Model::LoadFromMemory(data, size, ToLoadOptions(p)), out_model);
+    return LoadModel({false, nullptr, data, size}, params, nullptr, out_model);
+  });
+}
+
+qwenrt_status qwenrt_model_load_from_memory_ex(const void* data, size_t size,
+                                               const qwenrt_model_params* params,
+                                               const qwenrt_model_options* options,
+                                               qwenrt_model** out_model) {
+  return Guard(__func__, [&]() -> Status {
+    return LoadModel({false, nullptr, data, size}, params, options, out_model);
   });
 }
 

@@ -179,6 +179,93 @@ static unsigned char *ReadFile(const char *path, size_t *size) {
   return buf;
 }
 
+/* Load options (qwenrt_model_options, by pointer): a read (not mapped) file gives the same logits as
+ * a mapped one, packed weights close ones, and the template engine's limits reach renders. */
+static void Logits5(qwenrt_model *model, float *out, size_t n) {
+  qwenrt_session *s = NewSession(model, 64);
+  const int32_t prompt[5] = {1, 2, 3, 4, 5};
+  const float *l = NULL;
+  size_t nl = 0;
+  ASSERT_OK(qwenrt_session_feed(s, prompt, 5, NULL));
+  ASSERT_OK(qwenrt_session_get_logits(s, &l, &nl));
+  EXPECT(nl == n);
+  memcpy(out, l, n * sizeof(float));
+  qwenrt_session_free(s);
+}
+
+static void TestModelOptions(void) {
+  qwenrt_model *mapped = NULL, *read = NULL, *packed = NULL, *tight = NULL, *shallow = NULL, *small = NULL;
+  qwenrt_model *bad = NULL;
+  qwenrt_model_options o;
+  qwenrt_message msg = Msg(QWENRT_ROLE_USER, "Hello there, how are you today?");
+  qwenrt_chat chat = qwenrt_chat_default();
+  char buf[4096];
+  size_t needed = 0, i;
+  float a[512], b[512], worst = 0.0f, scale = 0.0f;
+  chat.messages = &msg;
+  chat.n_messages = 1;
+
+  ASSERT_OK(qwenrt_model_load_ex(MODEL_PATH, NULL, NULL, &mapped)); /* NULL options: the defaults */
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.read_file = true;
+  ASSERT_OK(qwenrt_model_load_ex(MODEL_PATH, NULL, &o, &read));
+  Logits5(mapped, a, 512);
+  Logits5(read, b, 512);
+  EXPECT(memcmp(a, b, sizeof a) == 0); /* the same kernels on the same bytes */
+  o.pack_weights = true;
+  ASSERT_OK(qwenrt_model_load_ex(MODEL_PATH, NULL, &o, &packed));
+  Logits5(packed, b, 512);
+  for (i = 0; i < 512; ++i) { /* packed tiles sum in another order: close, not identical */
+    const float d = a[i] > b[i] ? a[i] - b[i] : b[i] - a[i];
+    const float m = a[i] > 0 ? a[i] : -a[i];
+    if (d > worst) worst = d;
+    if (m > scale) scale = m;
+  }
+  EXPECT(scale > 0.0f && worst <= 1e-2f * scale);
+
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.template_max_output_bytes = 10; /* the prompt is longer */
+  ASSERT_OK(qwenrt_model_load_ex(MODEL_PATH, NULL, &o, &tight));
+  ASSERT_OK(qwenrt_chat_render(mapped, &chat, buf, sizeof buf, &needed));
+  EXPECT_STATUS(qwenrt_chat_render(tight, &chat, buf, sizeof buf, &needed), QWENRT_INVALID_ARGUMENT,
+                "max_output_bytes");
+  o.template_max_output_bytes = 0;
+  o.template_max_value_depth = 1; /* messages are a list of dicts: depth 2 */
+  ASSERT_OK(qwenrt_model_load_ex(MODEL_PATH, NULL, &o, &shallow));
+  EXPECT_STATUS(qwenrt_chat_render(shallow, &chat, buf, sizeof buf, &needed), QWENRT_INVALID_ARGUMENT,
+                "max_value_depth");
+  o.template_max_value_depth = 0;
+  o.template_max_bytes = 100; /* the template is larger: the model loads, its chats are refused */
+  {
+    size_t size = 0;
+    unsigned char *bytes = ReadFile(MODEL_PATH, &size);
+    EXPECT(bytes != NULL);
+    ASSERT_OK(qwenrt_model_load_from_memory_ex(bytes, size, NULL, &o, &small));
+    free(bytes);
+  }
+  EXPECT_STATUS(qwenrt_chat_render(small, &chat, buf, sizeof buf, &needed), QWENRT_UNSUPPORTED, "max_template_bytes");
+
+  o.template_max_bytes = 0;
+  o.template_max_value_depth = -1;
+  EXPECT_STATUS(qwenrt_model_load_ex(MODEL_PATH, NULL, &o, &bad), QWENRT_INVALID_ARGUMENT, "template_max_value_depth");
+  EXPECT(bad == NULL);
+  o.template_max_value_depth = 0;
+  o.struct_size = 3; /* smaller than struct_size itself */
+  EXPECT_STATUS(qwenrt_model_load_ex(MODEL_PATH, NULL, &o, &bad), QWENRT_INVALID_ARGUMENT, "struct_size");
+  EXPECT_STATUS(qwenrt_model_load_ex(NULL, NULL, NULL, &bad), QWENRT_INVALID_ARGUMENT, "path is NULL");
+  EXPECT_STATUS(qwenrt_model_load_from_memory_ex(NULL, 0, NULL, NULL, &bad), QWENRT_INVALID_ARGUMENT, "data is NULL");
+  EXPECT(bad == NULL);
+
+  qwenrt_model_free(mapped);
+  qwenrt_model_free(read);
+  qwenrt_model_free(packed);
+  qwenrt_model_free(tight);
+  qwenrt_model_free(shallow);
+  qwenrt_model_free(small);
+}
+
 static void TestModel(void) {
   qwenrt_model *model = NULL, *mem_model = NULL;
   qwenrt_model_params mp = qwenrt_model_default_params();
@@ -1157,6 +1244,7 @@ static void TestVariedText(qwenrt_model *tiny) {
 int main(void) {
   qwenrt_model *model;
   TestModel();
+  TestModelOptions();
   model = LoadModel();
   TestText(model);
   TestTwoTurnChat(model);

@@ -187,6 +187,43 @@ QWENRT_API qwenrt_status qwenrt_model_load_from_memory(const void *data, size_t 
                                                        const qwenrt_model_params *params,
                                                        qwenrt_model **out_model);
 
+/* Load options added after qwenrt_model_params froze (it is returned by value, so it cannot grow:
+ * docs/c-abi.md). Passed by pointer and never returned, so this struct may grow: zero-initialise it
+ * and set struct_size = sizeof(qwenrt_model_options); every zero field keeps its default, and the
+ * library reads only the struct_size bytes the caller's header knew.
+ *     qwenrt_model_options o = {sizeof o};  o.read_file = true;
+ *     qwenrt_model_load_ex(path, NULL, &o, &model); */
+typedef struct qwenrt_model_options {
+  uint32_t struct_size; /* sizeof(qwenrt_model_options) */
+  /* Read the file into memory instead of mapping it. A mapped file that another process truncates
+   * kills this process with SIGBUS on the next touch of a lost page, and one rewritten in place
+   * changes the weights silently (docs/gguf.md); a read file cannot be reached. Costs the file's size
+   * in memory and a full read at load. qwenrt_model_load_ex only (memory loads copy anyway). */
+  bool read_file;
+  /* Keep a row-interleaved copy of the Q4_K / Q6_K matrices for the CPU's register-tiled matmul:
+   * faster prefill on AVX2 / AVX-512 machines for about the matrices' size in memory
+   * (docs/performance.md). Logits are close to, not bit-identical with, an unpacked load's. */
+  bool pack_weights;
+  /* Bounds of the chat template engine: the template comes from the file and the conversation from
+   * the caller, so both are bounded (docs/chat-template.md, "Limits"). A limit reached is an
+   * QWENRT_INVALID_ARGUMENT naming it (a template over template_max_bytes makes chats UNSUPPORTED). */
+  uint64_t template_max_bytes;        /* template source; default 1 MiB */
+  uint64_t template_max_cost;         /* work units per render (~1 ns each) before the allowance of
+                                         32 per byte of the conversation; default 50,000,000 */
+  uint64_t template_max_output_bytes; /* rendered text; default 16 MiB */
+  int32_t template_max_value_depth;   /* nesting of values and of messages / tools; default 128 */
+} qwenrt_model_options;
+
+/* qwenrt_model_load / qwenrt_model_load_from_memory with `options` (NULL = all defaults). Errors as
+ * those, plus QWENRT_INVALID_ARGUMENT for a bad options->struct_size or a negative depth.
+ * Thread safety: any thread. */
+QWENRT_API qwenrt_status qwenrt_model_load_ex(const char *path, const qwenrt_model_params *params,
+                                              const qwenrt_model_options *options, qwenrt_model **out_model);
+QWENRT_API qwenrt_status qwenrt_model_load_from_memory_ex(const void *data, size_t size,
+                                                          const qwenrt_model_params *params,
+                                                          const qwenrt_model_options *options,
+                                                          qwenrt_model **out_model);
+
 /* Releases the caller's reference. Sessions created from the model keep it alive until they are freed,
  * so the order of frees does not matter. NULL is a no-op. Thread safety: any thread (but not while
  * another thread still uses this handle in a call). */
