@@ -618,7 +618,7 @@ struct Gen {
         s["required"] = Json::array();
         const int n = Int(1, 4);
         for (int i = 0; i < n; ++i) {
-          const std::string k = "k" + std::to_string(i);
+          const std::string k = fmt::format("k{}", i);  // not "k" + ...: GCC 12 -Wrestrict false positive
           s["properties"][k] = RandomSchema(depth + 1);
           if (Int(0, 1)) s["required"].push_back(k);
         }

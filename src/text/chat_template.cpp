@@ -14,27 +14,13 @@ namespace {
 // Makes rendered text safe for NUL-terminated UTF-8 APIs (see Render): invalid bytes become
 // U+FFFD; a NUL byte is an error, since replacing it would silently change what the model reads.
 StatusOr<std::string> CleanRendered(std::string text) {
-  size_t i = 0;
-  while (i < text.size() && static_cast<unsigned char>(text[i]) < 0x80 && text[i] != '\0') ++i;  // ASCII prefix
-  if (i == text.size()) return text;
-  std::string out = text.substr(0, i);
-  while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == 0) return InvalidArgument("rendered chat template contains a NUL byte at offset {}", i);
-    if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-      ++i;
-      continue;
-    }
-    const int n = unicode::ValidSequenceLength(text.data() + i, text.size() - i);
-    if (n > 0) {
-      out.append(text, i, static_cast<size_t>(n));
-      i += static_cast<size_t>(n);
-    } else {
-      unicode::AppendUtf8(unicode::kReplacementChar, &out);
-      ++i;
-    }
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    return InvalidArgument("rendered chat template contains a NUL byte at offset {}", nul);
   }
+  if (unicode::IsValidUtf8(text)) return text;
+  std::string out;
+  out.reserve(text.size() + 16);
+  unicode::AppendValidUtf8(text, &out);
   return out;
 }
 

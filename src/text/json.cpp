@@ -471,49 +471,25 @@ class JsonParser {
       // An escape.
       if (++pos_ >= s_.size()) return Error("unterminated string");
       const char e = s_[pos_++];
-      switch (e) {
-        case '"':
-          out->push_back('"');
-          break;
-        case '\\':
-          out->push_back('\\');
-          break;
-        case '/':
-          out->push_back('/');
-          break;
-        case 'b':
-          out->push_back('\b');
-          break;
-        case 'f':
-          out->push_back('\f');
-          break;
-        case 'n':
-          out->push_back('\n');
-          break;
-        case 'r':
-          out->push_back('\r');
-          break;
-        case 't':
-          out->push_back('\t');
-          break;
-        case 'u': {
-          uint32_t cp = 0;
-          QWENRT_RETURN_IF_ERROR(Hex4(&cp));
-          if (cp >= 0xDC00 && cp <= 0xDFFF) return Error("lone low surrogate");
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            uint32_t lo = 0;
-            if (s_.substr(pos_, 2) != "\\u") return Error("lone high surrogate");
-            pos_ += 2;
-            QWENRT_RETURN_IF_ERROR(Hex4(&lo));
-            if (lo < 0xDC00 || lo > 0xDFFF) return Error("lone high surrogate");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          }
-          unicode::AppendUtf8(cp, out);
-          break;
-        }
-        default:
-          return Error("invalid escape");
+      // The one-letter escapes, and \uXXXX (with surrogate pairs).
+      constexpr std::string_view kEscapes = "\"\\/bfnrt", kMeanings = "\"\\/\b\f\n\r\t";
+      if (const size_t k = kEscapes.find(e); k != std::string_view::npos) {
+        out->push_back(kMeanings[k]);
+        continue;
       }
+      if (e != 'u') return Error("invalid escape");
+      uint32_t cp = 0;
+      QWENRT_RETURN_IF_ERROR(Hex4(&cp));
+      if (cp >= 0xDC00 && cp <= 0xDFFF) return Error("lone low surrogate");
+      if (cp >= 0xD800 && cp <= 0xDBFF) {
+        uint32_t lo = 0;
+        if (s_.substr(pos_, 2) != "\\u") return Error("lone high surrogate");
+        pos_ += 2;
+        QWENRT_RETURN_IF_ERROR(Hex4(&lo));
+        if (lo < 0xDC00 || lo > 0xDFFF) return Error("lone high surrogate");
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+      }
+      unicode::AppendUtf8(cp, out);
     }
   }
 
@@ -590,16 +566,7 @@ void AppendValidJsonString(const std::string& s, std::string* out) {
     return;
   }
   std::string valid;
-  for (size_t i = 0; i < s.size();) {
-    const int n = unicode::ValidSequenceLength(s.data() + i, s.size() - i);
-    if (n > 0) {
-      valid.append(s, i, static_cast<size_t>(n));
-      i += static_cast<size_t>(n);
-    } else {
-      unicode::AppendUtf8(unicode::kReplacementChar, &valid);
-      ++i;
-    }
-  }
+  unicode::AppendValidUtf8(s, &valid);
   jinja::AppendJsonString(valid, out);
 }
 

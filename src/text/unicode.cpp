@@ -270,6 +270,19 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
+void AppendValidUtf8(std::string_view s, std::string* out) {
+  for (size_t i = 0; i < s.size();) {
+    const int len = ValidSequenceLength(s.data() + i, s.size() - i);
+    if (len > 0) {
+      out->append(s.data() + i, static_cast<size_t>(len));
+      i += static_cast<size_t>(len);
+    } else {
+      AppendUtf8(kReplacementChar, out);
+      ++i;
+    }
+  }
+}
+
 int ValidSequenceLength(const char* s, size_t n) {
   const auto* b = reinterpret_cast<const uint8_t*>(s);
   const uint8_t c = b[0];

@@ -35,6 +35,10 @@ int ValidSequenceLength(const char* s, size_t n);
 // Whether `s` is strictly valid UTF-8 all the way (ValidSequenceLength > 0 to the end, no partial tail).
 bool IsValidUtf8(std::string_view s);
 
+// Appends `s` with every byte that does not start a valid sequence (a partial tail included)
+// replaced by U+FFFD, one per byte: text that must pass intact through UTF-8 APIs.
+void AppendValidUtf8(std::string_view s, std::string* out);
+
 // Code-point classes used by the pre-tokenizer. `kLetter`/`kMark`/`kNumber` are the general
 // categories L*, M*, N*; `kWhitespace` is the regex `\s` set (25 code points, see the spec).
 // A code point with none of these flags (punctuation, symbols, controls, unassigned) is what the
