@@ -241,6 +241,37 @@ TEST_CASE("GBNF: malformed grammars give positioned errors", "[constraint]") {
   CHECK(big.status().message().find("grammar too large") != std::string::npos);
 }
 
+// constraint_fuzz found this regex taking minutes and gigabytes per mask: nested nullable counted
+// repetitions reach each parser state along exponentially many paths. A step's closures expand
+// each state once, so these masks are cheap, and still exact.
+TEST_CASE("nested nullable repetitions: each closure state is expanded once", "[constraint]") {
+  // ((|cd{173})?){173}: up to 173 times "c" and 173 "d"s, each repetition possibly empty in two
+  // ways, so a state is reachable along 2^k paths.
+  auto g = Grammar::FromRegex("(fooo|b(|cd{173})?{173})?\\s%");
+  REQUIRE(g.ok());
+  const auto allowed = [](Matcher& m, char c) {
+    std::vector<uint32_t> bits;
+    m.FillMask(&bits);
+    REQUIRE_FALSE(m.failed());
+    const auto u = static_cast<uint8_t>(c);
+    return ((bits[u >> 5] >> (u & 31)) & 1) == 1;
+  };
+  Matcher m(*g, ByteTrie());
+  REQUIRE(m.AcceptBytes("b"));
+  CHECK(allowed(m, 'c'));
+  CHECK(allowed(m, ' '));
+  REQUIRE(m.AcceptBytes("c" + std::string(10, 'd')));
+  CHECK(allowed(m, 'd'));
+  CHECK_FALSE(allowed(m, ' '));  // 10 of the 173 d's
+  REQUIRE(m.AcceptBytes(std::string(163, 'd')));
+  CHECK(allowed(m, ' '));
+  CHECK(allowed(m, 'c'));
+  CHECK_FALSE(allowed(m, 'd'));
+  const std::string rep = "c" + std::string(173, 'd');
+  CHECK(Matches(*g, "b" + rep + rep + " %"));
+  CHECK_FALSE(Matches(*g, "b" + rep + "d %"));
+}
+
 TEST_CASE("regex constraints", "[constraint]") {
   auto r = Grammar::FromRegex("^(\\d{3}-)?[A-Z][a-z]+(?:\\s[A-Z]\\w*)*$");
   REQUIRE(r.ok());

@@ -30,6 +30,7 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const T
   std::vector<int32_t> empty;
   InternSet(&empty);  // set 0: dead
   std::vector<int32_t> start;
+  BeginClosures();
   for (int32_t a : grammar_->alternatives()[grammar_->root()]) Closure(a, 0, &start, 0);
   start_ = current_ = InternSet(&start);
   int max_depth = 0;
@@ -49,13 +50,18 @@ int32_t Matcher::InternNode(int32_t pos, int32_t parent) {
   return it->second;
 }
 
-// Adds the ready stacks reachable from "at `pos`, then continue with `parent`" to *out.
 void Matcher::Closure(int32_t pos, int32_t parent, std::vector<int32_t>* out, int depth) {
   if (depth > 100000 || failed_) {
     failed_ = true;
     return;
   }
   while (true) {
+    const uint64_t state = (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent);
+    if (!closure_seen_.insert(state).second) return;  // expanded already: its stacks are in *out
+    if (++closure_states_ > limits_.max_closure_states) {
+      failed_ = true;
+      return;
+    }
     const GrammarElement& e = elems_[pos];
     if (e.kind == GrammarElement::Kind::kEnd) {
       if (parent == 0) {
@@ -120,6 +126,7 @@ int32_t Matcher::InternSet(std::vector<int32_t>* m) {
 int32_t Matcher::StepSlow(int32_t set, uint8_t byte) {
   if (failed_) return 0;
   scratch_.clear();
+  BeginClosures();
   for (int32_t n : sets_[set].members) {
     if (n == 0) continue;
     const Node node = nodes_[n];
@@ -419,6 +426,7 @@ void Matcher::Compact() {
   mask_cache_used_ = 0;
   failed_ = budget_hit_ = false;
   std::vector<int32_t> start;
+  BeginClosures();
   for (int32_t a : grammar_->alternatives()[grammar_->root()]) Closure(a, 0, &start, 0);
   start_ = InternSet(&start);
   std::vector<int32_t> members;

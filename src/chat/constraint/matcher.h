@@ -12,6 +12,7 @@
 #include <memory>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "chat/constraint/grammar.h"
@@ -25,6 +26,10 @@ class Matcher {
     int64_t max_nodes = 4'000'000;  // interned stack nodes
     int64_t max_sets = 100'000;     // interned stack sets (DFA states), 1 KiB each
     int64_t max_set_size = 20'000;  // stacks in one set (ambiguous grammars)
+    // Parser states one step's closures may expand. Each state is expanded once per step, so
+    // this bounds the time of a step; nested nullable repetitions ("(a?){99}" inside "(...){99}")
+    // reach a state along very many paths.
+    int64_t max_closure_states = 4'000'000;
     size_t mask_cache_bytes = 64 << 20;
   };
   Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie);
@@ -64,7 +69,13 @@ class Matcher {
   // Drops every memoised node, set and mask, keeping only the current state (re-interned): the
   // automaton's memory stays bounded on long generations without refusing anything.
   void Compact();
+  // Adds the ready stacks reachable from "at `pos`, then continue with `parent`" to *out. Calls
+  // between two BeginClosures() form one batch: a state already expanded in the batch adds nothing.
   void Closure(int32_t pos, int32_t parent, std::vector<int32_t>* out, int depth);
+  void BeginClosures() {
+    closure_seen_.clear();
+    closure_states_ = 0;
+  }
   int32_t InternSet(std::vector<int32_t>* members);
   int32_t Step(int32_t set, uint8_t byte);  // 0 = dead set
   int32_t StepSlow(int32_t set, uint8_t byte);
@@ -87,6 +98,8 @@ class Matcher {
   std::unordered_map<int32_t, std::vector<uint32_t>> mask_cache_;
   size_t mask_cache_used_ = 0;
   std::vector<int32_t> scratch_;
+  std::unordered_set<uint64_t> closure_seen_;  // (pos, parent) states this batch expanded
+  int64_t closure_states_ = 0;
   std::vector<int32_t> walk_;        // [max depth + 1] set per trie depth
   std::vector<uint8_t> covered_;     // [max depth + 1] plain tokens below are already set
   std::vector<uint64_t> rank_mask_;  // [ceil(R/64)] plain tokens allowed, by trie rank
