@@ -70,10 +70,12 @@ class Matcher {
   // automaton's memory stays bounded on long generations without refusing anything.
   void Compact();
   // Adds the ready stacks reachable from "at `pos`, then continue with `parent`" to *out. Calls
-  // between two BeginClosures() form one batch: a state already expanded in the batch adds nothing.
+  // between two BeginClosures() form one batch: past kDedupeAfter states, a state already expanded
+  // in the batch adds nothing.
+  static constexpr int64_t kDedupeAfter = int64_t{1} << 20;
   void Closure(int32_t pos, int32_t parent, std::vector<int32_t>* out, int depth);
   void BeginClosures() {
-    closure_seen_.clear();
+    if (!closure_seen_.empty()) closure_seen_.clear();
     closure_states_ = 0;
   }
   int32_t InternSet(std::vector<int32_t>* members);
@@ -98,7 +100,7 @@ class Matcher {
   std::unordered_map<int32_t, std::vector<uint32_t>> mask_cache_;
   size_t mask_cache_used_ = 0;
   std::vector<int32_t> scratch_;
-  std::unordered_set<uint64_t> closure_seen_;  // (pos, parent) states this batch expanded
+  std::unordered_set<uint64_t> closure_seen_;  // (pos, parent) states this batch expanded (past kDedupeAfter)
   int64_t closure_states_ = 0;
   std::vector<int32_t> walk_;        // [max depth + 1] set per trie depth
   std::vector<uint8_t> covered_;     // [max depth + 1] plain tokens below are already set
