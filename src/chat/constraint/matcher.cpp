@@ -42,12 +42,13 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const T
 int32_t Matcher::InternNode(int32_t pos, int32_t parent) {
   const uint64_t key =
       (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent);
-  auto [it, inserted] = node_ids_.emplace(key, static_cast<int32_t>(nodes_.size()));
+  bool inserted = false;
+  const int32_t id = node_ids_.Emplace(key, static_cast<int32_t>(nodes_.size()), &inserted);
   if (inserted) {
     if (static_cast<int64_t>(nodes_.size()) >= limits_.max_nodes) failed_ = budget_hit_ = true;
     nodes_.push_back({pos, parent});
   }
-  return it->second;
+  return id;
 }
 
 void Matcher::Closure(int32_t pos, int32_t parent, std::vector<int32_t>* out, int depth) {
@@ -422,7 +423,7 @@ void Matcher::Compact() {
     chains.push_back(std::move(chain));
   }
   nodes_.resize(1);
-  node_ids_.clear();
+  node_ids_.Clear();
   sets_.resize(1);
   next_.resize(1);
   set_ids_.clear();

@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "chat/constraint/flat_id_map.h"
 #include "chat/constraint/grammar.h"
 #include "chat/constraint/token_trie.h"
 
@@ -93,7 +94,7 @@ class Matcher {
   Limits limits_;
   const GrammarElement* elems_;
   std::vector<Node> nodes_;
-  std::unordered_map<uint64_t, int32_t> node_ids_;
+  FlatIdMap node_ids_;  // (pos, parent) -> node id
   std::vector<Set> sets_;
   std::vector<int32_t*> next_;  // [sets] == sets_[i].next.get(), one load in the walk
   std::unordered_map<uint64_t, std::vector<int32_t>> set_ids_;  // hash -> candidate set ids
