@@ -61,7 +61,8 @@ void Matcher::Closure(int32_t pos, int32_t parent, std::vector<int32_t>* out, in
     // hashing), a state already expanded is skipped: its stacks are in *out. Duplicates from before
     // are harmless (InternSet dedupes); what matters is that no state is expanded many times.
     if (++closure_states_ > kDedupeAfter) {
-      const uint64_t state = (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent);
+      const uint64_t state =
+          (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent);
       if (!closure_seen_.insert(state).second) return;
       if (closure_states_ > limits_.max_closure_states) {
         failed_ = true;

@@ -101,7 +101,8 @@ class Matcher {
   std::unordered_map<int32_t, std::vector<uint32_t>> mask_cache_;
   size_t mask_cache_used_ = 0;
   std::vector<int32_t> scratch_;
-  std::unordered_set<uint64_t> closure_seen_;  // (pos, parent) states this batch expanded (past kDedupeAfter)
+  std::unordered_set<uint64_t>
+      closure_seen_;  // (pos, parent) states this batch expanded (past kDedupeAfter)
   int64_t closure_states_ = 0;
   std::vector<int32_t> walk_;        // [max depth + 1] set per trie depth
   std::vector<uint8_t> covered_;     // [max depth + 1] plain tokens below are already set
