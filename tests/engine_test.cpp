@@ -275,6 +275,68 @@ TEST_CASE("Engine: turns batched with joins, leaves and chunked prefill equal ea
   CHECK(chats[0]->Reset().ok());
 }
 
+TEST_CASE("Engine: constrained turns keep their own constraint state in a batch and equal each turn alone",
+          "[cpu][engine][constraint]") {
+  JsonSchemaOptions compact;
+  compact.compact = true;
+  auto schema = Grammar::FromJsonSchema(R"({"type": "object", "additionalProperties": false, "required": ["ok", "n"],
+      "properties": {"ok": {"type": "boolean"}, "n": {"type": "integer", "minimum": 0, "maximum": 99}}})",
+                                        compact);
+  auto regex = Grammar::FromRegex("(yes|no) [0-9]{3}");
+  REQUIRE(schema.ok());
+  REQUIRE(regex.ok());
+  const std::vector<std::shared_ptr<const Grammar>> constraints = {*schema, nullptr, *regex};
+  const auto gen = [&](size_t i, std::string* streamed) {
+    GenerateRequest g = Gen(10 + i, 40, streamed);
+    if (constraints[i] != nullptr) g.sampling.logit_bias.clear();  // the end comes where the constraint is complete
+    g.constraint = constraints[i];
+    return g;
+  };
+  const auto request = [](size_t i) {
+    ChatRequest r = Request(i == 1 ? "Say anything" : "Answer briefly");
+    r.enable_thinking = false;
+    return r;
+  };
+  std::vector<Result> alone;
+  for (size_t i = 0; i < constraints.size(); ++i) {
+    auto s = NewChat();
+    std::string streamed;
+    const Status st = s->Chat(request(i), gen(i, &streamed));
+    INFO(st.ToString());
+    REQUIRE(st.ok());
+    alone.push_back(Collect(*s, st, streamed));
+  }
+  // The constrained replies are complete matches.
+  REQUIRE(alone[0].stop == StopReason::kEndOfGeneration);
+  const StatusOr<Json> doc = Json::Parse(alone[0].content, Json::Limits{});
+  REQUIRE(doc.ok());
+  CHECK(doc->size() == 2);
+  CHECK((*doc)["ok"].is_boolean());
+  CHECK(((*doc)["n"].is_number_integer() && (*doc)["n"].get<int>() <= 99));
+  REQUIRE(alone[2].stop == StopReason::kEndOfGeneration);
+  CHECK(alone[2].content.size() >= 6);
+
+  EngineParams ep;
+  ep.n_threads = 2;
+  ep.worker = false;
+  auto engine = Engine::Create(TinyChatModel(), ep);
+  REQUIRE(engine.ok());
+  std::vector<std::unique_ptr<ChatSession>> chats;
+  std::vector<std::string> streamed(constraints.size());
+  std::vector<std::shared_ptr<EngineTurn>> turns;
+  for (size_t i = 0; i < constraints.size(); ++i) {
+    chats.push_back(NewChat());
+    auto t = (*engine)->Submit(*chats.back(), request(i), gen(i, &streamed[i]));
+    REQUIRE(t.ok());
+    turns.push_back(*t);
+  }
+  (*engine)->RunUntilIdle();
+  for (size_t i = 0; i < constraints.size(); ++i) {
+    REQUIRE(turns[i]->done());
+    CheckSame(alone[i], Collect(*chats[i], turns[i]->status(), streamed[i]));
+  }
+}
+
 TEST_CASE("Engine: a cancelled turn and one whose context fills up end alone; the others go on",
           "[cpu][engine]") {
   const int64_t kFull = 28;  // the prompt of "Hi" is ~10 tokens: the reply hits the context end
