@@ -275,7 +275,9 @@ QWENRT_API qwenrt_status qwenrt_tokenize(const qwenrt_model *model, const char *
 
 /* Turns token ids back into UTF-8 text, NUL-terminated in `buf`. render_special: write control tokens
  * (<|im_end|>) as text; otherwise they are skipped. Byte sequences that are not valid UTF-8 are replaced
- * by U+FFFD. *needed = bytes written including the NUL (or the bytes required).
+ * by U+FFFD. *needed = bytes written including the NUL (or the bytes required). Tokens that spell byte 0
+ * give a NUL inside the text (the inverse of qwenrt_tokenize, which takes a length): the text is the
+ * *needed - 1 bytes before the terminator, not what strlen sees.
  * Returns QWENRT_INVALID_ARGUMENT (NULL model/needed, NULL tokens with n > 0, id outside [0, n_vocab)),
  * QWENRT_BUFFER_TOO_SMALL. Thread safety: any thread. */
 QWENRT_API qwenrt_status qwenrt_detokenize(const qwenrt_model *model, const int32_t *tokens, size_t n,
