@@ -98,8 +98,8 @@ BENCHMARK(BM_MatMul)
 // LM head over 248320 tokens), with the Q4_K_M type rules: the matmul-only bound of decode (T = 1)
 // and prefill (T = 64) speed. Weights are random bytes with sane scales (~0.52 GB, built once).
 struct ModelMatrices {
-  std::vector<std::vector<uint8_t>> data;
-  std::vector<WeightMatrix> mats;
+  std::vector<std::vector<uint8_t>> data, packed;
+  std::vector<WeightMatrix> mats, packed_mats;  // the file's rows; the same with the packed copies
   size_t bytes = 0;
 };
 
@@ -109,8 +109,13 @@ const ModelMatrices& Matrices08b() {
     const int64_t D = 1024, L = 24, F = 3584, V = 248320;
     auto add = [&](int64_t rows, int64_t cols, gguf::Type type) {
       mm.data.push_back(RandomWeights(type, rows, cols));
-      mm.mats.push_back(MakeWeightMatrix(type, cols, rows, mm.data.back().data()));
+      WeightMatrix wm = MakeWeightMatrix(type, cols, rows, mm.data.back().data());
+      mm.mats.push_back(wm);
       mm.bytes += mm.data.back().size();
+      mm.packed.emplace_back(PackedBytes(type, cols, rows));
+      PackGroups(type, wm.data, wm.row_bytes, cols, rows, 0, (rows + kPackRows - 1) / kPackRows, mm.packed.back().data());
+      wm.packed = mm.packed.back().data();
+      mm.packed_mats.push_back(wm);
     };
     for (int64_t i = 0; i < L; ++i) {
       const bool more = i < L / 8 || i >= 7 * L / 8 || (i - L / 8) % 3 == 2;
@@ -137,25 +142,42 @@ const ModelMatrices& Matrices08b() {
   return m;
 }
 
+// Args: {T, packed}: packed = 1 runs the packed copies, as a model loaded with pack_weights does.
 void BM_Model08bMatmuls(benchmark::State& state) {
   const int64_t T = state.range(0);
   const ModelMatrices& m = Matrices08b();
+  const std::vector<WeightMatrix>& mats = state.range(1) != 0 ? m.packed_mats : m.mats;
   int64_t max_dim = 0;
-  for (const auto& w : m.mats) max_dim = std::max({max_dim, w.rows, w.cols});
+  int64_t macs = 0;  // multiply-adds per token
+  for (const auto& w : m.mats) {
+    max_dim = std::max({max_dim, w.rows, w.cols});
+    macs += w.rows * w.cols;
+  }
   std::vector<float> x(static_cast<size_t>(T * max_dim)), y(static_cast<size_t>(T * max_dim));
   std::mt19937 rng(2);
   std::normal_distribution<float> nd;
   for (float& v : x) v = nd(rng);
   for (auto _ : state) {
-    for (const auto& w : m.mats) cpu::MatMul(w, x.data(), y.data(), T, Pool());
+    for (const auto& w : mats) cpu::MatMul(w, x.data(), y.data(), T, Pool());
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["weight_GB/s"] =
       benchmark::Counter(static_cast<double>(m.bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(T), benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel("cpu threads=" + std::to_string(Pool().size()) + " weights=" + std::to_string(m.bytes >> 20) + "MiB");
+  state.counters["int8_GOP/s"] = benchmark::Counter(2e-9 * static_cast<double>(macs) * static_cast<double>(T),
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string(state.range(1) != 0 ? "cpu packed" : "cpu") + " threads=" + std::to_string(Pool().size()) +
+                 " weights=" + std::to_string(m.bytes >> 20) + "MiB");
 }
-BENCHMARK(BM_Model08bMatmuls)->ArgName("T")->Arg(1)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Model08bMatmuls)
+    ->ArgNames({"T", "packed"})
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->Args({8, 1})
+    ->Args({64, 0})
+    ->Args({64, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace qwenrt

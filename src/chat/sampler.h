@@ -84,7 +84,11 @@ class Sampler {
   };
 
   Sampler(const SamplerParams& params, int32_t n_vocab);
+  // True when a penalty parameter is set and the window holds tokens.
+  bool PenaltiesApply() const;
   void ApplyPenalties();
+  // Greedy with no bias or penalty to apply (Sample's fast path).
+  StatusOr<int32_t> Argmax(std::span<const float> logits, const uint32_t* allowed) const;
   // Makes cand_[0, m) the m most likely candidates of cand_[0, n_cand_), sorted descending.
   void SortTop(size_t m);
 
