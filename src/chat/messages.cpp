@@ -23,10 +23,7 @@ const char* RoleName(Role role) {
 }
 
 Status CheckJsonDepth(const Json& value, std::string_view what, int max_depth) {
-  if (jinja::JsonDepth(value, max_depth) > max_depth) {  // iterative: any depth is safe to measure
-    return InvalidArgument("{} nests deeper than {} levels", what, max_depth);
-  }
-  return OkStatus();
+  return jinja::CheckJsonDepth(value, max_depth, what);
 }
 
 StatusOr<Json> ParseRequestJson(std::string_view text, std::string_view what) {

@@ -99,6 +99,8 @@ class Sampler {
   size_t n_cand_ = 0;
   size_t n_sorted_ = 0;          // cand_[0, n_sorted_) is sorted descending and is the top
   std::vector<uint8_t> banned_;  // [V]
+  std::vector<uint8_t> biased_;  // [V]: 1 for the ids params_.logit_bias names
+  bool finite_bias_ = true;      // every bias finite (the greedy fast path's condition)
   std::vector<int32_t>
       window_;  // ring buffer of accepted ids, grown up to [penalty_last_n] as tokens arrive
   size_t window_size_ = 0, window_head_ = 0;  // head = index of the oldest entry

@@ -27,11 +27,7 @@ StatusOr<std::string> CleanRendered(std::string text) {
 // The deepest JSON a render accepts: the value depth limit (a deeper document would be refused
 // by FromJson anyway; measuring first also keeps copies of it, which recurse, from being made).
 Status CheckJsonDepth(const Json& j, const jinja::TemplateLimits& limits, std::string_view what) {
-  if (jinja::JsonDepth(j, limits.max_value_depth) > limits.max_value_depth) {
-    return InvalidArgument("{} nested too deeply for the chat template (max_value_depth is {})", what,
-                           limits.max_value_depth);
-  }
-  return OkStatus();
+  return jinja::CheckJsonDepth(j, limits.max_value_depth, what, " (the chat template's max_value_depth)");
 }
 
 // Size of a context for the work budget: its strings' bytes (keys included) plus 8 per value.

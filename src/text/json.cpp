@@ -385,13 +385,18 @@ class JsonParser {
       *out = Json(std::string());
       return String(&out->str_);
     }
-    for (const auto& [word, value] :
-         {std::pair<std::string_view, Json>{"true", true}, {"false", false}, {"null", nullptr}}) {
-      if (s_.substr(pos_, word.size()) == word) {
-        pos_ += word.size();
-        *out = value;
-        return OkStatus();
-      }
+    const auto word = [&](std::string_view w) {
+      if (s_.substr(pos_, w.size()) != w) return false;
+      pos_ += w.size();
+      return true;
+    };
+    if ((c == 't' && word("true")) || (c == 'f' && word("false"))) {
+      *out = Json(c == 't');
+      return OkStatus();
+    }
+    if (c == 'n' && word("null")) {
+      *out = Json(nullptr);
+      return OkStatus();
     }
     if (c == '-' || (c >= '0' && c <= '9')) return Number(out);
     return Error("unexpected character");
@@ -512,6 +517,13 @@ class JsonParser {
   static void MergeDuplicateKeys(Json* obj) {
     const size_t n = obj->keys_.size();
     if (n < 2) return;
+    if (n <= 16) {  // most objects are small: a pairwise look finds no duplicate without allocating
+      bool dup = false;
+      for (size_t i = 1; i < n && !dup; ++i) {
+        for (size_t j = 0; j < i && !dup; ++j) dup = obj->keys_[i] == obj->keys_[j];
+      }
+      if (!dup) return;
+    }
     std::vector<size_t> order(n);
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(),
@@ -700,7 +712,8 @@ int Compare(const Json& a, const Json& b) {
     case 2:
       return CompareNumbers(a, b);
     case 3:
-      return a.str().compare(b.str()) < 0 ? -1 : a.str() == b.str() ? 0 : 1;
+      if (const int c = a.str().compare(b.str())) return c < 0 ? -1 : 1;
+      return 0;
     case 4:
       for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
         if (const int c = Compare(a[i], b[i])) return c;

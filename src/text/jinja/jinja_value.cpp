@@ -446,10 +446,13 @@ Value FromJsonImpl(const Json& j) {
 
 }  // namespace
 
+Status CheckJsonDepth(const Json& j, int max_depth, std::string_view what, std::string_view note) {
+  if (JsonDepth(j, max_depth) > max_depth) return InvalidArgument("{} nests deeper than {} levels{}", what, max_depth, note);
+  return OkStatus();
+}
+
 StatusOr<Value> FromJson(const Json& j, int max_depth) {
-  if (JsonDepth(j, max_depth) > max_depth) {
-    return InvalidArgument("template context nested too deeply (max_value_depth is {})", max_depth);
-  }
+  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(j, max_depth, "template context", " (max_value_depth)"));
   return FromJsonImpl(j);  // recursion bounded by max_depth
 }
 
