@@ -37,12 +37,30 @@ TEST_CASE("cpu::Attention matches ref (GQA, causal over cache + batch)", "[cpu]"
       const AttentionShape s{T, n_past, 6, 2, 40};
       const int64_t n = n_past + T;
       const auto q = Random(T * s.H * s.Dh, 7), k = Random(n * s.Hkv * s.Dh, 8), v = Random(n * s.Hkv * s.Dh, 9);
-      std::vector<float> o_ref(q.size()), o_cpu(q.size()), sc(n), sc_cpu(pool.size() * n);
+      std::vector<float> o_ref(q.size()), o_cpu(q.size()), sc(n), sc_cpu(pool.size() * cpu::AttentionScoreFloats(n, s.H / s.Hkv));
       ref::Attention(s, q.data(), k.data(), v.data(), o_ref.data(), sc.data());
       cpu::Attention(s, q.data(), k.data(), v.data(), o_cpu.data(), sc_cpu.data(), pool);
       INFO("T " << T << " n_past " << n_past);
       CHECK(MaxAbsDiff(o_ref, o_cpu) <= 1e-5);
     }
+  }
+  // More query heads per KV head than a work item holds (kAttentionMaxGroup): one head per item.
+  // Every split gives the same bits: the whole batch, then the tokens one at a time.
+  for (const AttentionShape s : {AttentionShape{9, 3, 2 * (cpu::kAttentionMaxGroup + 1), 2, 24},
+                                 AttentionShape{17, 2, 12, 3, 33}}) {
+    const int64_t n = s.n_past + s.T;
+    const auto q = Random(s.T * s.H * s.Dh, 17), k = Random(n * s.Hkv * s.Dh, 18), v = Random(n * s.Hkv * s.Dh, 19);
+    std::vector<float> o_ref(q.size()), o_cpu(q.size()), o_one(q.size()), sc(n),
+        sc_cpu(pool.size() * cpu::AttentionScoreFloats(n, s.H / s.Hkv));
+    ref::Attention(s, q.data(), k.data(), v.data(), o_ref.data(), sc.data());
+    cpu::Attention(s, q.data(), k.data(), v.data(), o_cpu.data(), sc_cpu.data(), pool);
+    CHECK(MaxAbsDiff(o_ref, o_cpu) <= 1e-5);
+    for (int64_t t = 0; t < s.T; ++t) {
+      const AttentionShape one{1, s.n_past + t, s.H, s.Hkv, s.Dh};
+      cpu::Attention(one, q.data() + t * s.H * s.Dh, k.data(), v.data(), o_one.data() + t * s.H * s.Dh, sc_cpu.data(),
+                     pool);
+    }
+    CHECK(o_one == o_cpu);
   }
   // One key: the output is that key's value (softmax of one element is 1); head h uses KV head h/3.
   const AttentionShape s{1, 0, 6, 2, 4};

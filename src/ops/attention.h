@@ -7,6 +7,7 @@
 // Each query's result depends only on its own row and the cache, never on the batch split.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "base/thread_pool.h"
@@ -41,18 +42,25 @@ void Attention(const AttentionShape& s, const float* q, const float* k, const fl
 }  // namespace qwenrt
 
 namespace QWENRT_CPU_NAMESPACE {
+// A work item of cpu::Attention: up to kAttentionTokBlock query tokens x the query heads of one KV
+// head (all of them when H / Hkv <= kAttentionMaxGroup, else one).
+inline constexpr int64_t kAttentionTokBlock = 8;
+inline constexpr int64_t kAttentionMaxGroup = 64;
 // Scores scratch per worker for `n_keys` cached positions and `group` = H / Hkv query heads per KV
-// head: the scores of every head of a group, and their max and sum.
-inline int64_t AttentionScoreFloats(int64_t n_keys, int64_t group) { return group * (n_keys + 2); }
-// As ref::Attention, (token, head) pairs split over the pool; with f16 / q8_0 rows and enough
-// tokens, (token, KV head) pairs instead, so that a widened row serves every head of its group
-// (the arithmetic of each (token, head) is the same either way). scores: [pool.size(),
-// AttentionScoreFloats(n_past+T, H/Hkv)]. rows: [pool.size(), 2 * Dh] scratch for widening f16 /
-// q8_0 rows (may be null when both views are f32, which are read in place). Vectorised dot products: equal to ref up to the summation
-// order; a row widened from f16 gives exactly the result of the same values stored as f32.
+// head: the scores of every row of a work item, and each row's 1 / sum.
+inline int64_t AttentionScoreFloats(int64_t n_keys, int64_t group) {
+  return kAttentionTokBlock * std::min(group, kAttentionMaxGroup) * (n_keys + 2);
+}
+// As ref::Attention, split over the pool in work items of a few tokens x the query heads of one
+// KV head (fewer heads per item when there are too few items, as in decode), so that each K/V row
+// read (and widened from f16 / q8_0) serves all the rows of an item; the arithmetic of each
+// (token, head) is the same whatever the split. scores: [pool.size(), AttentionScoreFloats(n_past+T,
+// H/Hkv)]. rows: [pool.size(), 2 * Dh] scratch for widening f16 / q8_0 rows (may be null when both
+// views are f32, which are read in place). Vectorised dot products and exp: equal to ref up to
+// rounding; a row widened from f16 gives exactly the result of the same values stored as f32.
 void Attention(const AttentionShape& s, const float* q, const KvView& k, const KvView& v, float* out,
                float* scores, float* rows, ThreadPool& pool);
-// The same over contiguous f32 rows k, v: [n_past+T, Hkv, Dh]; scores: [pool.size(), n_past+T].
+// The same over contiguous f32 rows k, v: [n_past+T, Hkv, Dh]; scores as above.
 // Inline (not a kernel of its own): the CPU dispatch table (cpu_dispatch.h) holds one Attention.
 inline void Attention(const AttentionShape& s, const float* q, const float* k, const float* v, float* out,
                       float* scores, ThreadPool& pool) {
