@@ -71,7 +71,8 @@ void BM_MatMul(benchmark::State& state) {
   state.SetLabel(std::string(packed ? "cpu packed" : cpu ? "cpu" : "ref") + " threads=" + std::to_string(cpu ? Pool().size() : 1));
 }
 
-constexpr int64_t kQ4 = static_cast<int64_t>(gguf::Type::Q4_K), kQ6 = static_cast<int64_t>(gguf::Type::Q6_K);
+constexpr int64_t kQ4 = static_cast<int64_t>(gguf::Type::Q4_K), kQ5 = static_cast<int64_t>(gguf::Type::Q5_K),
+                  kQ6 = static_cast<int64_t>(gguf::Type::Q6_K), kIQ4XS = static_cast<int64_t>(gguf::Type::IQ4_XS);
 
 // ffn_gate / ffn_up: 3584 x 1024; ffn_down: 1024 x 3584 (Q4_K and Q6_K layers).
 BENCHMARK(BM_MatMul)
@@ -86,6 +87,9 @@ BENCHMARK(BM_MatMul)
     ->Args({1024, 3584, 1, kQ4, 2})
     ->Args({1024, 3584, 64, kQ4, 1})
     ->Args({1024, 3584, 64, kQ4, 2})
+    ->Args({3584, 1024, 1, kIQ4XS, 1})
+    ->Args({3584, 1024, 8, kIQ4XS, 1})
+    ->Args({3584, 1024, 1, kQ5, 1})
     ->Args({1024, 3584, 1, kQ6, 0})
     ->Args({1024, 3584, 1, kQ6, 1})
     ->Args({1024, 3584, 1, kQ6, 2})

@@ -1,4 +1,4 @@
-// Packed (row-interleaved) K-quant matrices (ops/packed.h): cpu::MatMul on the packed copy against
+// Packed (row-interleaved) Q4_K / Q6_K / Q4_0 / IQ4_NL matrices (ops/packed.h): cpu::MatMul on the packed copy against
 // the reference dots on the file's rows (same integer sums: only float rounding may differ), the
 // split-invariance contract (a token's outputs do not depend on how many tokens share the call, the
 // thread count, or the 16-row group padding), and the packed kernels directly for every token count.
@@ -19,14 +19,17 @@
 namespace qwenrt {
 namespace {
 
-// Random well-formed Q4_K / Q6_K rows: random quant bytes, fp16 scales O(1e-3) (values O(0.1)).
+// Random well-formed rows: random quant bytes, fp16 scales O(1e-3) (values O(0.1)).
 std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<uint8_t> data(static_cast<size_t>(RowBytes(type, cols) * rows));
   for (auto& b : data) b = static_cast<uint8_t>(rng());
   std::uniform_real_distribution<float> ud(0.5e-3f, 2e-3f);
   const int64_t nb = rows * cols / kQK_K;
-  if (type == gguf::Type::Q4_K) {
+  if (type == gguf::Type::Q4_0 || type == gguf::Type::IQ4_NL) {  // same block layout
+    auto* b = reinterpret_cast<BlockQ4_0*>(data.data());
+    for (int64_t i = 0; i < rows * cols / kQK4_0; ++i) b[i].d = Fp32ToFp16(0.1f * ud(rng));
+  } else if (type == gguf::Type::Q4_K) {
     auto* b = reinterpret_cast<BlockQ4K*>(data.data());
     for (int64_t i = 0; i < nb; ++i) b[i].d = Fp32ToFp16(ud(rng)), b[i].dmin = Fp32ToFp16(ud(rng));
   } else {
@@ -55,10 +58,27 @@ std::vector<uint8_t> Pack(const WeightMatrix& w) {
 }
 
 float RefDot(gguf::Type type, const uint8_t* w, const uint8_t* a, int64_t n) {
-  return type == gguf::Type::Q4_K ? ref::VecDotQ4K_Q8K(w, a, n) : ref::VecDotQ6K_Q8K(w, a, n);
+  switch (type) {
+    case gguf::Type::Q4_K: return ref::VecDotQ4K_Q8K(w, a, n);
+    case gguf::Type::Q6_K: return ref::VecDotQ6K_Q8K(w, a, n);
+    case gguf::Type::Q4_0: return ref::VecDotQ4_0_Q8_0(w, a, n);
+    default: return ref::VecDotIQ4NL_Q8_0(w, a, n);
+  }
 }
 
-const gguf::Type kTypes[] = {gguf::Type::Q4_K, gguf::Type::Q6_K};
+// The activation format a type's kernels take: Q8_0 rows for the 32-element block types, else Q8_K.
+gguf::Type ActType(gguf::Type type) {
+  return type == gguf::Type::Q4_0 || type == gguf::Type::IQ4_NL ? gguf::Type::Q8_0 : gguf::Type::Q8_K;
+}
+void QuantizeAct(gguf::Type type, const float* x, uint8_t* dst, int64_t n) {
+  if (ActType(type) == gguf::Type::Q8_0) {
+    QuantizeRowQ8_0(x, dst, n);
+  } else {
+    QuantizeRowQ8K(x, dst, n);
+  }
+}
+
+const gguf::Type kTypes[] = {gguf::Type::Q4_K, gguf::Type::Q6_K, gguf::Type::Q4_0, gguf::Type::IQ4_NL};
 
 // cpu::MatMul of `w` (whose packed copy is set) against the reference dots of its file rows, and
 // every token alone against the whole batch, bit for bit.
@@ -71,11 +91,11 @@ void CheckPackedMatrix(const WeightMatrix& w, int64_t T, ThreadPool& pool) {
   cpu::MatMul(w, x.data(), y.data(), T, pool);
   for (size_t i = static_cast<size_t>(T * rows); i < y.size(); ++i) REQUIRE(y[i] == -7.f);
 
-  std::vector<uint8_t> a(static_cast<size_t>(RowBytes(gguf::Type::Q8_K, cols)));
+  std::vector<uint8_t> a(static_cast<size_t>(RowBytes(ActType(type), cols)));
   std::vector<float> wf(static_cast<size_t>(cols)), one(static_cast<size_t>(rows));
   for (int64_t t = 0; t < T; ++t) {
     const float* xt = x.data() + t * cols;
-    QuantizeRowQ8K(xt, a.data(), cols);
+    QuantizeAct(type, xt, a.data(), cols);
     // The same token alone (decode): bit-identical.
     cpu::MatMul(w, xt, one.data(), 1, pool);
     REQUIRE(std::memcmp(one.data(), y.data() + t * rows, one.size() * sizeof(float)) == 0);
@@ -119,11 +139,14 @@ TEST_CASE("packed kernels give every token the same bits for every token count",
     const auto data = RandomRows(type, rows, cols, 5);
     const WeightMatrix w = MakeWeightMatrix(type, cols, rows, data.data());
     const auto packed = Pack(w);
-    const cpu::PackedKernel k = type == gguf::Type::Q4_K ? cpu::DotPackedQ4K_Q8K : cpu::DotPackedQ6K_Q8K;
-    const size_t stride = static_cast<size_t>(RowBytes(gguf::Type::Q8_K, cols));
+    const cpu::PackedKernel k = type == gguf::Type::Q4_K   ? cpu::DotPackedQ4K_Q8K
+                                : type == gguf::Type::Q6_K ? cpu::DotPackedQ6K_Q8K
+                                : type == gguf::Type::Q4_0 ? cpu::DotPackedQ4_0_Q8_0
+                                                           : cpu::DotPackedIQ4NL_Q8_0;
+    const size_t stride = static_cast<size_t>(RowBytes(ActType(type), cols));
     std::vector<uint8_t> a(stride * cpu::kMaxDotTokens);
     const auto x = RandomActivations(cols * cpu::kMaxDotTokens, 11);
-    for (int t = 0; t < cpu::kMaxDotTokens; ++t) QuantizeRowQ8K(x.data() + t * cols, a.data() + t * stride, cols);
+    for (int t = 0; t < cpu::kMaxDotTokens; ++t) QuantizeAct(type, x.data() + t * cols, a.data() + t * stride, cols);
     std::vector<float> alone(static_cast<size_t>(cpu::kMaxDotTokens * kPackRows), NAN);
     for (int t = 0; t < cpu::kMaxDotTokens; ++t) {
       k(packed.data(), a.data() + t * stride, stride, 1, cols, alone.data() + t * kPackRows, kPackRows, rows);
@@ -195,6 +218,9 @@ TEST_CASE("PackedBytes sizes and rejections", "[packed]") {
   CHECK(PackedBytes(gguf::Type::Q4_K, 512, 17) == 2 * 2 * sizeof(PackedQ4K));
   CHECK(PackedBytes(gguf::Type::Q6_K, 256, 16) == sizeof(PackedQ6K));
   CHECK(PackedBytes(gguf::Type::Q8_0, 256, 16) == 0);
+  CHECK(PackedBytes(gguf::Type::Q4_0, 512, 17) == 2 * 2 * sizeof(PackedQ4_0));
+  CHECK(PackedBytes(gguf::Type::IQ4_NL, 256, 1) == sizeof(PackedQ4_0));
+  CHECK(PackedBytes(gguf::Type::Q4_0, 288, 16) == 0);  // 9 blocks of 32: the file layout stays
   CHECK(PackedBytes(gguf::Type::Q4_K, 100, 16) == 0);
   CHECK(!HasPackedLayout(gguf::Type::Q5_K));
 }

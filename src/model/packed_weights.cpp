@@ -31,6 +31,7 @@ Status PackWeights(Weights* weights, int threads, PackedWeights* out) {
   Status status = OkStatus();
   ForEachMatrix(weights, [&](WeightMatrix* m) {
     if (!status.ok() || m->data == nullptr || m->packed != nullptr || !HasPackedLayout(m->type)) return;
+    if (!cpu::PackedKernelFast(m->type)) return;  // this CPU's file-layout kernel is the faster one
     const size_t bytes = PackedBytes(m->type, m->cols, m->rows);
     if (bytes == 0) return;
     auto* dst = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));

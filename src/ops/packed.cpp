@@ -67,6 +67,21 @@ void PackQ6K(const BlockQ6K* const* rows, int nrows, int64_t b, PackedQ6K* out) 
   }
 }
 
+// Q4_0 and IQ4_NL share the block layout (fp16 d, 16 nibble bytes); only the decoding differs.
+template <typename Block>
+void PackQ4_0(const Block* const* rows, int nrows, int64_t b, PackedQ4_0* out) {
+  std::memset(out, 0, sizeof(*out));
+  for (int r = 0; r < nrows; ++r) {
+    for (int s = 0; s < 8; ++s) {
+      const Block& x = rows[r][8 * b + s];
+      out->d[s][r] = x.d;
+      for (int j = 0; j < 4; ++j) {
+        for (int i = 0; i < 4; ++i) out->qs[s][j][4 * r + i] = x.qs[4 * j + i];
+      }
+    }
+  }
+}
+
 template <typename Block, typename Packed, void (*Pack)(const Block* const*, int, int64_t, Packed*)>
 void PackAll(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, int64_t g0, int64_t g1,
              uint8_t* dst) {
@@ -82,12 +97,16 @@ void PackAll(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, i
 
 }  // namespace
 
-bool HasPackedLayout(gguf::Type type) { return type == gguf::Type::Q4_K || type == gguf::Type::Q6_K; }
+bool HasPackedLayout(gguf::Type type) {
+  return type == gguf::Type::Q4_K || type == gguf::Type::Q6_K || type == gguf::Type::Q4_0 || type == gguf::Type::IQ4_NL;
+}
 
 size_t PackedBytes(gguf::Type type, int64_t cols, int64_t rows) {
   if (!HasPackedLayout(type) || cols <= 0 || rows <= 0 || cols % kQK_K != 0) return 0;
   const size_t groups = static_cast<size_t>((rows + kPackRows - 1) / kPackRows);
-  const size_t record = type == gguf::Type::Q4_K ? sizeof(PackedQ4K) : sizeof(PackedQ6K);
+  const size_t record = type == gguf::Type::Q4_K   ? sizeof(PackedQ4K)
+                        : type == gguf::Type::Q6_K ? sizeof(PackedQ6K)
+                                                   : sizeof(PackedQ4_0);
   return groups * static_cast<size_t>(cols / kQK_K) * record;
 }
 
@@ -95,6 +114,12 @@ void PackGroups(gguf::Type type, const uint8_t* src, size_t row_bytes, int64_t c
                 int64_t g1, uint8_t* dst) {
   if (type == gguf::Type::Q4_K) PackAll<BlockQ4K, PackedQ4K, PackQ4K>(src, row_bytes, cols, rows, g0, g1, dst);
   if (type == gguf::Type::Q6_K) PackAll<BlockQ6K, PackedQ6K, PackQ6K>(src, row_bytes, cols, rows, g0, g1, dst);
+  if (type == gguf::Type::Q4_0) {
+    PackAll<BlockQ4_0, PackedQ4_0, PackQ4_0<BlockQ4_0>>(src, row_bytes, cols, rows, g0, g1, dst);
+  }
+  if (type == gguf::Type::IQ4_NL) {
+    PackAll<BlockIQ4NL, PackedQ4_0, PackQ4_0<BlockIQ4NL>>(src, row_bytes, cols, rows, g0, g1, dst);
+  }
 }
 
 }  // namespace qwenrt

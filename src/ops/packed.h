@@ -57,11 +57,20 @@ struct PackedQ6K {
 };
 static_assert(sizeof(PackedQ6K) == 3360, "PackedQ6K layout");
 
-// True for the types that have a packed layout (Q4_K, Q6_K).
+// Q4_0 / IQ4_NL, 16 rows of 256 elements = 8 blocks of 32 (2304 bytes, as 16 x 8 x 18 of the file).
+// qs[s][j][4r + i] is byte 4j + i of block s of row r, moved as it is: its low nibble is element
+// 32s + 4j + i, its high nibble element 32s + 16 + 4j + i (the nibble order of PackedQ4K).
+struct PackedQ4_0 {
+  uint16_t d[8][kPackRows];  // fp16 scale of block s of row r
+  uint8_t qs[8][4][4 * kPackRows];
+};
+static_assert(sizeof(PackedQ4_0) == 2304, "PackedQ4_0 layout");
+
+// True for the types that have a packed layout (Q4_K, Q6_K, Q4_0, IQ4_NL).
 bool HasPackedLayout(gguf::Type type);
 
 // Bytes of the packed copy of a rows x cols matrix of `type` (0 if HasPackedLayout(type) is false or
-// cols is not a multiple of 256).
+// cols is not a multiple of 256: narrower Q4_0 matrices keep the file layout).
 size_t PackedBytes(gguf::Type type, int64_t cols, int64_t rows);
 
 // Writes groups [g0, g1) of the packed copy of a matrix of `rows` rows (row r at src + r * row_bytes,
@@ -74,8 +83,9 @@ void PackGroups(gguf::Type type, const uint8_t* src, size_t row_bytes, int64_t c
 
 namespace QWENRT_CPU_NAMESPACE {
 // Packed kernel: for t < ntok (1 <= ntok <= kMaxDotTokens of vec_dot.h) and r < nrows (<= 16):
-//   out[t * out_stride + r] = dot(row r of the 16-row group at `w`, Q8_K activation row a + t * a_stride)
-// over n elements (n / 256 super-block records at w).
+//   out[t * out_stride + r] = dot(row r of the 16-row group at `w`, activation row a + t * a_stride)
+// over n elements (n / 256 records at w). Activations: Q8_K rows for the K-quants, Q8_0 rows for
+// Q4_0 / IQ4_NL (the formats their file-layout kernels take).
 using PackedKernel = void (*)(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                               int64_t out_stride, int nrows);
 // The Q8_K activation rows of a packed kernel call's ntok tokens (1 <= ntok <= kMaxDotTokens).
@@ -89,9 +99,19 @@ void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
                       int64_t out_stride, int nrows);
 void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows);
+// Q4_0 / IQ4_NL against Q8_0 rows (cpu/packed_dot_legacy.cpp): SIMD with AVX-512 VNNI, else portable.
+void DotPackedQ4_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                        int64_t out_stride, int nrows);
+void DotPackedIQ4NL_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                         int64_t out_stride, int nrows);
 // True when the packed kernels above are the SIMD ones (AVX-512 VNNI, AVX2); with only the portable
 // versions, packing would make the matmul slower, and the loader leaves the weights as they are.
 bool PackedKernelsFast();
+// The same per type: whether this level's packed kernel of `type` beats its file-layout kernel (the
+// loader packs only those). Q4_K / Q6_K: PackedKernelsFast(); Q4_0 / IQ4_NL: with AVX-512 VNNI.
+bool PackedKernelFast(gguf::Type type);
+// The packed kernel of `type` (null when HasPackedLayout(type) is false).
+PackedKernel PackedKernelOf(gguf::Type type);
 // "avx512vnni", "avx2" or "scalar".
 const char* PackedKernelIsa();
 }  // namespace QWENRT_CPU_NAMESPACE

@@ -140,9 +140,7 @@ void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys
       ConvertActivations(format, x, T, w.cols, dst, stride[format], pool);
       act[format] = dst;
     }
-    PackedKernel packed = nullptr;
-    if (w.packed != nullptr && w.type == gguf::Type::Q4_K) packed = DotPackedQ4K_Q8K;
-    if (w.packed != nullptr && w.type == gguf::Type::Q6_K) packed = DotPackedQ6K_Q8K;
+    const PackedKernel packed = w.packed != nullptr ? PackedKernelOf(w.type) : nullptr;
     const size_t group_bytes = packed != nullptr ? PackedBytes(w.type, w.cols, kPackRows) : 0;
     batch.jobs[batch.n++] = Job{&w, kernel, packed, group_bytes, act[format], stride[format], ys[i], tiles};
     tiles += (w.rows + kRowTile - 1) / kRowTile;
