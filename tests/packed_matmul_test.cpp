@@ -29,6 +29,9 @@ std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uin
   if (type == gguf::Type::Q4_0 || type == gguf::Type::IQ4_NL) {  // same block layout
     auto* b = reinterpret_cast<BlockQ4_0*>(data.data());
     for (int64_t i = 0; i < rows * cols / kQK4_0; ++i) b[i].d = Fp32ToFp16(0.1f * ud(rng));
+  } else if (type == gguf::Type::Q8_0) {
+    auto* b = reinterpret_cast<BlockQ8_0*>(data.data());
+    for (int64_t i = 0; i < rows * cols / kQK8_0; ++i) b[i].d = Fp32ToFp16(0.01f * ud(rng));
   } else if (type == gguf::Type::Q4_K) {
     auto* b = reinterpret_cast<BlockQ4K*>(data.data());
     for (int64_t i = 0; i < nb; ++i) b[i].d = Fp32ToFp16(ud(rng)), b[i].dmin = Fp32ToFp16(ud(rng));
@@ -62,13 +65,15 @@ float RefDot(gguf::Type type, const uint8_t* w, const uint8_t* a, int64_t n) {
     case gguf::Type::Q4_K: return ref::VecDotQ4K_Q8K(w, a, n);
     case gguf::Type::Q6_K: return ref::VecDotQ6K_Q8K(w, a, n);
     case gguf::Type::Q4_0: return ref::VecDotQ4_0_Q8_0(w, a, n);
+    case gguf::Type::Q8_0: return ref::VecDotQ8_0_Q8_0(w, a, n);
     default: return ref::VecDotIQ4NL_Q8_0(w, a, n);
   }
 }
 
 // The activation format a type's kernels take: Q8_0 rows for the 32-element block types, else Q8_K.
 gguf::Type ActType(gguf::Type type) {
-  return type == gguf::Type::Q4_0 || type == gguf::Type::IQ4_NL ? gguf::Type::Q8_0 : gguf::Type::Q8_K;
+  const bool blocks32 = type == gguf::Type::Q4_0 || type == gguf::Type::IQ4_NL || type == gguf::Type::Q8_0;
+  return blocks32 ? gguf::Type::Q8_0 : gguf::Type::Q8_K;
 }
 void QuantizeAct(gguf::Type type, const float* x, uint8_t* dst, int64_t n) {
   if (ActType(type) == gguf::Type::Q8_0) {
@@ -78,7 +83,8 @@ void QuantizeAct(gguf::Type type, const float* x, uint8_t* dst, int64_t n) {
   }
 }
 
-const gguf::Type kTypes[] = {gguf::Type::Q4_K, gguf::Type::Q6_K, gguf::Type::Q4_0, gguf::Type::IQ4_NL};
+const gguf::Type kTypes[] = {gguf::Type::Q4_K, gguf::Type::Q6_K, gguf::Type::Q4_0, gguf::Type::IQ4_NL,
+                             gguf::Type::Q8_0};
 
 // cpu::MatMul of `w` (whose packed copy is set) against the reference dots of its file rows, and
 // every token alone against the whole batch, bit for bit.
@@ -142,6 +148,7 @@ TEST_CASE("packed kernels give every token the same bits for every token count",
     const cpu::PackedKernel k = type == gguf::Type::Q4_K   ? cpu::DotPackedQ4K_Q8K
                                 : type == gguf::Type::Q6_K ? cpu::DotPackedQ6K_Q8K
                                 : type == gguf::Type::Q4_0 ? cpu::DotPackedQ4_0_Q8_0
+                                : type == gguf::Type::Q8_0 ? cpu::DotPackedQ8_0_Q8_0
                                                            : cpu::DotPackedIQ4NL_Q8_0;
     const size_t stride = static_cast<size_t>(RowBytes(ActType(type), cols));
     std::vector<uint8_t> a(stride * cpu::kMaxDotTokens);
@@ -217,7 +224,8 @@ TEST_CASE("a loaded model's packed matrices compute what their file rows do", "[
 TEST_CASE("PackedBytes sizes and rejections", "[packed]") {
   CHECK(PackedBytes(gguf::Type::Q4_K, 512, 17) == 2 * 2 * sizeof(PackedQ4K));
   CHECK(PackedBytes(gguf::Type::Q6_K, 256, 16) == sizeof(PackedQ6K));
-  CHECK(PackedBytes(gguf::Type::Q8_0, 256, 16) == 0);
+  CHECK(PackedBytes(gguf::Type::Q8_0, 256, 16) == sizeof(PackedQ8_0));
+  CHECK(PackedBytes(gguf::Type::Q5_0, 256, 16) == 0);
   CHECK(PackedBytes(gguf::Type::Q4_0, 512, 17) == 2 * 2 * sizeof(PackedQ4_0));
   CHECK(PackedBytes(gguf::Type::IQ4_NL, 256, 1) == sizeof(PackedQ4_0));
   CHECK(PackedBytes(gguf::Type::Q4_0, 288, 16) == 0);  // 9 blocks of 32: the file layout stays

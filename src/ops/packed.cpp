@@ -82,6 +82,19 @@ void PackQ4_0(const Block* const* rows, int nrows, int64_t b, PackedQ4_0* out) {
   }
 }
 
+void PackQ8_0(const BlockQ8_0* const* rows, int nrows, int64_t b, PackedQ8_0* out) {
+  std::memset(out, 0, sizeof(*out));
+  for (int r = 0; r < nrows; ++r) {
+    for (int s = 0; s < 8; ++s) {
+      const BlockQ8_0& x = rows[r][8 * b + s];
+      out->d[s][r] = x.d;
+      for (int j = 0; j < 8; ++j) {
+        for (int i = 0; i < 4; ++i) out->qs[s][j][4 * r + i] = static_cast<uint8_t>(x.qs[4 * j + i] + 128);
+      }
+    }
+  }
+}
+
 template <typename Block, typename Packed, void (*Pack)(const Block* const*, int, int64_t, Packed*)>
 void PackAll(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, int64_t g0, int64_t g1,
              uint8_t* dst) {
@@ -98,7 +111,8 @@ void PackAll(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, i
 }  // namespace
 
 bool HasPackedLayout(gguf::Type type) {
-  return type == gguf::Type::Q4_K || type == gguf::Type::Q6_K || type == gguf::Type::Q4_0 || type == gguf::Type::IQ4_NL;
+  return type == gguf::Type::Q4_K || type == gguf::Type::Q6_K || type == gguf::Type::Q4_0 ||
+         type == gguf::Type::IQ4_NL || type == gguf::Type::Q8_0;
 }
 
 size_t PackedBytes(gguf::Type type, int64_t cols, int64_t rows) {
@@ -106,6 +120,7 @@ size_t PackedBytes(gguf::Type type, int64_t cols, int64_t rows) {
   const size_t groups = static_cast<size_t>((rows + kPackRows - 1) / kPackRows);
   const size_t record = type == gguf::Type::Q4_K   ? sizeof(PackedQ4K)
                         : type == gguf::Type::Q6_K ? sizeof(PackedQ6K)
+                        : type == gguf::Type::Q8_0 ? sizeof(PackedQ8_0)
                                                    : sizeof(PackedQ4_0);
   return groups * static_cast<size_t>(cols / kQK_K) * record;
 }
@@ -117,6 +132,7 @@ void PackGroups(gguf::Type type, const uint8_t* src, size_t row_bytes, int64_t c
   if (type == gguf::Type::Q4_0) {
     PackAll<BlockQ4_0, PackedQ4_0, PackQ4_0<BlockQ4_0>>(src, row_bytes, cols, rows, g0, g1, dst);
   }
+  if (type == gguf::Type::Q8_0) PackAll<BlockQ8_0, PackedQ8_0, PackQ8_0>(src, row_bytes, cols, rows, g0, g1, dst);
   if (type == gguf::Type::IQ4_NL) {
     PackAll<BlockIQ4NL, PackedQ4_0, PackQ4_0<BlockIQ4NL>>(src, row_bytes, cols, rows, g0, g1, dst);
   }

@@ -1,11 +1,11 @@
-// Packed Q4_0 / IQ4_NL kernels (packed.h) against Q8_0 activations: the 16-row x NT-token register
-// tile of the K-quant packed kernels (packed_dot_x86.cpp) for the 32-element block types.
+// Packed Q4_0 / IQ4_NL / Q8_0 kernels (packed.h) against Q8_0 activations: the 16-row x NT-token
+// register tile of the K-quant packed kernels (packed_dot_x86.cpp) for the 32-element block types.
 //
 // Per 32-element block s of a 256-element record, and token t:
-//   u_j  = 64 bytes = 4 consecutive elements of the 16 rows as u8: Q4_0's nibble q in [0, 15], or
-//          IQ4_NL's table value + 128 in [1, 241] (one vpshufb of the nibbles)
-//   acc  = sum_j vpdpbusd(u_j, broadcast(4 activation bytes of token t))  -> 16 rows' int32 sums
-//   S    = acc - off * sum(a)  with off = 8 (q - 8) or 128                -> ref::VecDot*'s exact sum
+//   u_k  = 64 bytes = elements 4k..4k+3 of the 16 rows as u8: Q4_0's nibble q in [0, 15], IQ4_NL's
+//          table value + 128 in [1, 241] (one vpshufb of the nibbles), Q8_0's q + 128 (stored so)
+//   acc  = sum_k vpdpbusd(u_k, broadcast(activation bytes 4k..4k+3 of token t))  -> 16 rows' int32 sums
+//   S    = acc - off * sum(a)  with off = 8 (Q4_0: q - 8) or 128                 -> ref::VecDot*'s exact sum
 //   accf = fma(float(S), d(row) * d_act, accf), blocks in order.
 // Nothing a token computes depends on the other tokens of the tile: ntok = 1 (decode) and ntok = 8
 // (prefill) give the same bits. Without AVX-512 VNNI the portable loops below compute the same
@@ -14,6 +14,8 @@
 #include "ops/cpu/dot_dispatch.h"
 #include "ops/cpu_namespace.h"
 #include "ops/packed.h"
+
+#include <type_traits>
 #if QWENRT_PACKED_X86
 #include <immintrin.h>
 
@@ -27,6 +29,12 @@
 
 namespace QWENRT_CPU_NAMESPACE {
 namespace {
+
+enum class Kind { kQ4_0, kIQ4NL, kQ8_0 };
+template <Kind K>
+using Record = std::conditional_t<K == Kind::kQ8_0, PackedQ8_0, PackedQ4_0>;
+template <Kind K>
+constexpr int32_t kOff = K == Kind::kQ4_0 ? 8 : 128;
 
 // IQ4_NL's table shifted to u8: kIq4Values[i] + 128.
 struct Iq4U8 {
@@ -52,24 +60,27 @@ inline int32_t SumBytes(const int8_t* a) {
   return static_cast<int32_t>(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
 }
 
-template <bool kNl, int NT>
-void Tile(const PackedQ4_0* x, const BlockQ8_0* const* y, int64_t nb, float* out, int64_t out_stride, int nrows) {
+template <Kind K, int NT>
+void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out, int64_t out_stride, int nrows) {
   __m512 accf[NT];
   for (int t = 0; t < NT; ++t) accf[t] = _mm512_setzero_ps();
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4U8.v)));
-  constexpr int32_t kOff = kNl ? 128 : 8;
   for (int64_t b = 0; b < nb; ++b) {
-    const PackedQ4_0& X = x[b];
+    const Record<K>& X = x[b];
     for (int s = 0; s < 8; ++s) {
-      __m512i q[8];
-      for (int j = 0; j < 4; ++j) {
-        const __m512i v = _mm512_loadu_si512(X.qs[s][j]);
-        q[j] = _mm512_and_si512(v, m4);                            // elements 4j + i
-        q[4 + j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);  // elements 16 + 4j + i
-        if constexpr (kNl) {
-          q[j] = _mm512_shuffle_epi8(table, q[j]);
-          q[4 + j] = _mm512_shuffle_epi8(table, q[4 + j]);
+      __m512i q[8];  // q[k]: elements 4k .. 4k + 3 of block s of the 16 rows, as u8
+      if constexpr (K == Kind::kQ8_0) {
+        for (int k = 0; k < 8; ++k) q[k] = _mm512_loadu_si512(X.qs[s][k]);
+      } else {
+        for (int j = 0; j < 4; ++j) {
+          const __m512i v = _mm512_loadu_si512(X.qs[s][j]);
+          q[j] = _mm512_and_si512(v, m4);                            // elements 4j + i
+          q[4 + j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);  // elements 16 + 4j + i
+          if constexpr (K == Kind::kIQ4NL) {
+            q[j] = _mm512_shuffle_epi8(table, q[j]);
+            q[4 + j] = _mm512_shuffle_epi8(table, q[4 + j]);
+          }
         }
       }
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(X.d[s])));
@@ -85,7 +96,7 @@ void Tile(const PackedQ4_0* x, const BlockQ8_0* const* y, int64_t nb, float* out
         hi = _mm512_dpbusd_epi32(hi, q[6], Bcast(a + 24));
         lo = _mm512_dpbusd_epi32(lo, q[3], Bcast(a + 12));
         hi = _mm512_dpbusd_epi32(hi, q[7], Bcast(a + 28));
-        const __m512i sum = _mm512_sub_epi32(_mm512_add_epi32(lo, hi), _mm512_set1_epi32(kOff * SumBytes(a)));
+        const __m512i sum = _mm512_sub_epi32(_mm512_add_epi32(lo, hi), _mm512_set1_epi32(kOff<K> * SumBytes(a)));
         accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(A.d))), accf[t]);
       }
     }
@@ -94,22 +105,32 @@ void Tile(const PackedQ4_0* x, const BlockQ8_0* const* y, int64_t nb, float* out
   for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(out + t * out_stride, rows, accf[t]);
 }
 
-template <bool kNl>
+template <Kind K>
 void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out, int64_t out_stride,
          int nrows) {
   const BlockQ8_0* y[kMaxDotTokens];
   for (int t = 0; t < ntok && t < kMaxDotTokens; ++t) y[t] = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride);
-  const auto* x = reinterpret_cast<const PackedQ4_0*>(w);
-  ForNtok(ntok, [&]<int NT>() { Tile<kNl, NT>(x, y, n / kQK_K, out, out_stride, nrows); });
+  const auto* x = reinterpret_cast<const Record<K>*>(w);
+  ForNtok(ntok, [&]<int NT>() { Tile<K, NT>(x, y, n / kQK_K, out, out_stride, nrows); });
 }
 #else
 // The portable form: per (row, token) the same integer sums, combined as ref::VecDot*_Q8_0 does.
-template <bool kNl>
+template <Kind K>
+int Value(const Record<K>& x, int s, int r, int e) {  // element e of block s of row r
+  if constexpr (K == Kind::kQ8_0) {
+    return x.qs[s][e / 4][4 * r + e % 4] - 128;
+  } else {
+    const uint8_t q = x.qs[s][e % 16 / 4][4 * r + e % 4];
+    const int nibble = e < 16 ? q & 0x0F : q >> 4;
+    return K == Kind::kIQ4NL ? kIq4Values[nibble] : nibble - 8;
+  }
+}
+
+template <Kind K>
 void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out, int64_t out_stride,
          int nrows) {
   const int64_t nb = n / kQK_K;
-  const auto* x = reinterpret_cast<const PackedQ4_0*>(w);
-  const auto value = [](int nibble) { return kNl ? kIq4Values[nibble] : nibble - 8; };
+  const auto* x = reinterpret_cast<const Record<K>*>(w);
   for (int t = 0; t < ntok; ++t) {
     const auto* y = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride);
     for (int r = 0; r < nrows; ++r) {
@@ -118,12 +139,7 @@ void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t 
         for (int s = 0; s < 8; ++s) {
           const BlockQ8_0& A = y[8 * b + s];
           int32_t dot = 0;
-          for (int j = 0; j < 4; ++j) {
-            for (int i = 0; i < 4; ++i) {
-              const uint8_t q = x[b].qs[s][j][4 * r + i];
-              dot += value(q & 0x0F) * A.qs[4 * j + i] + value(q >> 4) * A.qs[16 + 4 * j + i];
-            }
-          }
+          for (int e = 0; e < 32; ++e) dot += Value<K>(x[b], s, r, e) * A.qs[e];
           acc += Fp16ToFp32(x[b].d[s][r]) * Fp16ToFp32(A.d) * static_cast<float>(dot);
         }
       }
@@ -137,11 +153,15 @@ void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t 
 
 void DotPackedQ4_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                         int64_t out_stride, int nrows) {
-  Dot<false>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+  Dot<Kind::kQ4_0>(w, a, a_stride, ntok, n, out, out_stride, nrows);
 }
 void DotPackedIQ4NL_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                          int64_t out_stride, int nrows) {
-  Dot<true>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+  Dot<Kind::kIQ4NL>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+}
+void DotPackedQ8_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                        int64_t out_stride, int nrows) {
+  Dot<Kind::kQ8_0>(w, a, a_stride, ntok, n, out, out_stride, nrows);
 }
 
 bool PackedKernelFast(gguf::Type type) {
@@ -151,6 +171,7 @@ bool PackedKernelFast(gguf::Type type) {
       return PackedKernelsFast();
     case gguf::Type::Q4_0:
     case gguf::Type::IQ4_NL:
+    case gguf::Type::Q8_0:
       return QWENRT_PACKED_X86 != 0;
     default:
       return false;
@@ -163,6 +184,7 @@ PackedKernel PackedKernelOf(gguf::Type type) {
     case gguf::Type::Q6_K: return DotPackedQ6K_Q8K;
     case gguf::Type::Q4_0: return DotPackedQ4_0_Q8_0;
     case gguf::Type::IQ4_NL: return DotPackedIQ4NL_Q8_0;
+    case gguf::Type::Q8_0: return DotPackedQ8_0_Q8_0;
     default: return nullptr;
   }
 }
