@@ -34,8 +34,10 @@ inline std::vector<float> ReadF32(const std::string& rel) {
   return out;
 }
 
-inline std::shared_ptr<const Model> LoadFixture(const std::string& name) {
-  auto m = Model::Load(DataPath(name + ".gguf"));
+inline std::shared_ptr<const Model> LoadFixture(const std::string& name, bool pack_weights = false) {
+  ModelLoadOptions options;
+  options.pack_weights = pack_weights;
+  auto m = Model::Load(DataPath(name + ".gguf"), options);
   if (!m.ok()) throw std::runtime_error(m.status().ToString());
   return *m;
 }

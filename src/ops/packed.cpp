@@ -95,6 +95,20 @@ void PackQ8_0(const BlockQ8_0* const* rows, int nrows, int64_t b, PackedQ8_0* ou
   }
 }
 
+void PackIQ4XS(const BlockIQ4XS* const* rows, int nrows, int64_t b, PackedIQ4XS* out) {
+  std::memset(out, 0, sizeof(*out));
+  for (int r = 0; r < nrows; ++r) {
+    const BlockIQ4XS& x = rows[r][b];
+    out->d[r] = x.d;
+    for (int s = 0; s < 8; ++s) {
+      out->scales[s][r] = static_cast<int8_t>(ScaleIQ4XS(x, s) - 32);
+      for (int j = 0; j < 4; ++j) {
+        for (int i = 0; i < 4; ++i) out->qs[s][j][4 * r + i] = x.qs[16 * s + 4 * j + i];
+      }
+    }
+  }
+}
+
 template <typename Block, typename Packed, void (*Pack)(const Block* const*, int, int64_t, Packed*)>
 void PackAll(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, int64_t g0, int64_t g1,
              uint8_t* dst) {
@@ -112,7 +126,7 @@ void PackAll(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, i
 
 bool HasPackedLayout(gguf::Type type) {
   return type == gguf::Type::Q4_K || type == gguf::Type::Q6_K || type == gguf::Type::Q4_0 ||
-         type == gguf::Type::IQ4_NL || type == gguf::Type::Q8_0;
+         type == gguf::Type::IQ4_NL || type == gguf::Type::Q8_0 || type == gguf::Type::IQ4_XS;
 }
 
 size_t PackedBytes(gguf::Type type, int64_t cols, int64_t rows) {
@@ -121,6 +135,7 @@ size_t PackedBytes(gguf::Type type, int64_t cols, int64_t rows) {
   const size_t record = type == gguf::Type::Q4_K   ? sizeof(PackedQ4K)
                         : type == gguf::Type::Q6_K ? sizeof(PackedQ6K)
                         : type == gguf::Type::Q8_0 ? sizeof(PackedQ8_0)
+                        : type == gguf::Type::IQ4_XS ? sizeof(PackedIQ4XS)
                                                    : sizeof(PackedQ4_0);
   return groups * static_cast<size_t>(cols / kQK_K) * record;
 }
@@ -131,6 +146,9 @@ void PackGroups(gguf::Type type, const uint8_t* src, size_t row_bytes, int64_t c
   if (type == gguf::Type::Q6_K) PackAll<BlockQ6K, PackedQ6K, PackQ6K>(src, row_bytes, cols, rows, g0, g1, dst);
   if (type == gguf::Type::Q4_0) {
     PackAll<BlockQ4_0, PackedQ4_0, PackQ4_0<BlockQ4_0>>(src, row_bytes, cols, rows, g0, g1, dst);
+  }
+  if (type == gguf::Type::IQ4_XS) {
+    PackAll<BlockIQ4XS, PackedIQ4XS, PackIQ4XS>(src, row_bytes, cols, rows, g0, g1, dst);
   }
   if (type == gguf::Type::Q8_0) PackAll<BlockQ8_0, PackedQ8_0, PackQ8_0>(src, row_bytes, cols, rows, g0, g1, dst);
   if (type == gguf::Type::IQ4_NL) {

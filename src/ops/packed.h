@@ -74,7 +74,26 @@ struct PackedQ8_0 {
 };
 static_assert(sizeof(PackedQ8_0) == 4352, "PackedQ8_0 layout");
 
-// True for the types that have a packed layout (Q4_K, Q6_K, Q4_0, IQ4_NL, Q8_0).
+// IQ4_XS, 16 rows of one super-block (2208 bytes for 16 x 136 of the file). qs as PackedQ4_0's (byte
+// 4j + i of sub-block s of row r: low nibble element 32s + 4j + i, high nibble 32s + 16 + 4j + i).
+struct PackedIQ4XS {
+  uint16_t d[kPackRows];          // fp16 per row
+  int8_t scales[8][kPackRows];    // ScaleIQ4XS(s) - 32 of row r, in [-32, 31]
+  uint8_t qs[8][4][4 * kPackRows];
+};
+static_assert(sizeof(PackedIQ4XS) == 2208, "PackedIQ4XS layout");
+
+// IQ4_NL / IQ4_XS's table shifted to u8 (kIq4Values[i] + 128, in [1, 241]): the unsigned operand of
+// vpdpbusd; the offset comes back out through the activation sums.
+struct Iq4ValuesU8 {
+  uint8_t v[16];
+  constexpr Iq4ValuesU8() : v() {
+    for (int i = 0; i < 16; ++i) v[i] = static_cast<uint8_t>(kIq4Values[i] + 128);
+  }
+};
+inline constexpr Iq4ValuesU8 kIq4ValuesU8;
+
+// True for the types that have a packed layout (Q4_K, Q6_K, Q4_0, IQ4_NL, Q8_0, IQ4_XS).
 bool HasPackedLayout(gguf::Type type);
 
 // Bytes of the packed copy of a rows x cols matrix of `type` (0 if HasPackedLayout(type) is false or
@@ -115,11 +134,14 @@ void DotPackedQ8_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int
                         int64_t out_stride, int nrows);
 void DotPackedIQ4NL_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                          int64_t out_stride, int nrows);
+// IQ4_XS against Q8_K rows (cpu/packed_dot_iq4xs.cpp): SIMD with AVX-512 VNNI, else portable.
+void DotPackedIQ4XS_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                        int64_t out_stride, int nrows);
 // True when the packed kernels above are the SIMD ones (AVX-512 VNNI, AVX2); with only the portable
 // versions, packing would make the matmul slower, and the loader leaves the weights as they are.
 bool PackedKernelsFast();
 // The same per type: whether this level's packed kernel of `type` beats its file-layout kernel (the
-// loader packs only those). Q4_K / Q6_K: PackedKernelsFast(); Q4_0 / IQ4_NL / Q8_0: with AVX-512 VNNI.
+// loader packs only those). Q4_K / Q6_K: PackedKernelsFast(); Q4_0 / IQ4_NL / Q8_0 / IQ4_XS: with AVX-512 VNNI.
 bool PackedKernelFast(gguf::Type type);
 // The packed kernel of `type` (null when HasPackedLayout(type) is false).
 PackedKernel PackedKernelOf(gguf::Type type);

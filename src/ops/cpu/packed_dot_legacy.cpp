@@ -36,15 +36,6 @@ using Record = std::conditional_t<K == Kind::kQ8_0, PackedQ8_0, PackedQ4_0>;
 template <Kind K>
 constexpr int32_t kOff = K == Kind::kQ4_0 ? 8 : 128;
 
-// IQ4_NL's table shifted to u8: kIq4Values[i] + 128.
-struct Iq4U8 {
-  uint8_t v[16];
-  constexpr Iq4U8() : v() {
-    for (int i = 0; i < 16; ++i) v[i] = static_cast<uint8_t>(kIq4Values[i] + 128);
-  }
-};
-constexpr Iq4U8 kIq4U8;
-
 #if QWENRT_PACKED_X86
 inline __m512i Bcast(const void* p) {  // 4 bytes to the 16 dword lanes (vpdpbusd's {1to16} operand)
   int32_t v;
@@ -65,7 +56,7 @@ void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out,
   __m512 accf[NT];
   for (int t = 0; t < NT; ++t) accf[t] = _mm512_setzero_ps();
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4U8.v)));
+  const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4ValuesU8.v)));
   for (int64_t b = 0; b < nb; ++b) {
     const Record<K>& X = x[b];
     for (int s = 0; s < 8; ++s) {
@@ -162,31 +153,6 @@ void DotPackedIQ4NL_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, in
 void DotPackedQ8_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                         int64_t out_stride, int nrows) {
   Dot<Kind::kQ8_0>(w, a, a_stride, ntok, n, out, out_stride, nrows);
-}
-
-bool PackedKernelFast(gguf::Type type) {
-  switch (type) {
-    case gguf::Type::Q4_K:
-    case gguf::Type::Q6_K:
-      return PackedKernelsFast();
-    case gguf::Type::Q4_0:
-    case gguf::Type::IQ4_NL:
-    case gguf::Type::Q8_0:
-      return QWENRT_PACKED_X86 != 0;
-    default:
-      return false;
-  }
-}
-
-PackedKernel PackedKernelOf(gguf::Type type) {
-  switch (type) {
-    case gguf::Type::Q4_K: return DotPackedQ4K_Q8K;
-    case gguf::Type::Q6_K: return DotPackedQ6K_Q8K;
-    case gguf::Type::Q4_0: return DotPackedQ4_0_Q8_0;
-    case gguf::Type::IQ4_NL: return DotPackedIQ4NL_Q8_0;
-    case gguf::Type::Q8_0: return DotPackedQ8_0_Q8_0;
-    default: return nullptr;
-  }
 }
 
 }  // namespace QWENRT_CPU_NAMESPACE
