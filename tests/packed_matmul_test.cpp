@@ -1,4 +1,4 @@
-// Packed (row-interleaved) Q4_K / Q6_K / Q4_0 / IQ4_NL / Q8_0 / IQ4_XS matrices (ops/packed.h): cpu::MatMul on the packed copy against
+// Packed (row-interleaved) Q4_K / Q6_K / Q4_0 / IQ4_NL / Q8_0 / IQ4_XS / Q3_K matrices (ops/packed.h): cpu::MatMul on the packed copy against
 // the reference dots on the file's rows (same integer sums: only float rounding may differ), the
 // split-invariance contract (a token's outputs do not depend on how many tokens share the call, the
 // thread count, or the 16-row group padding), and the packed kernels directly for every token count.
@@ -32,6 +32,9 @@ std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uin
   } else if (type == gguf::Type::Q8_0) {
     auto* b = reinterpret_cast<BlockQ8_0*>(data.data());
     for (int64_t i = 0; i < rows * cols / kQK8_0; ++i) b[i].d = Fp32ToFp16(0.01f * ud(rng));
+  } else if (type == gguf::Type::Q3_K) {
+    auto* b = reinterpret_cast<BlockQ3K*>(data.data());
+    for (int64_t i = 0; i < nb; ++i) b[i].d = Fp32ToFp16(0.1f * ud(rng));
   } else if (type == gguf::Type::IQ4_XS) {
     auto* b = reinterpret_cast<BlockIQ4XS*>(data.data());
     for (int64_t i = 0; i < nb; ++i) b[i].d = Fp32ToFp16(0.01f * ud(rng));
@@ -70,6 +73,7 @@ float RefDot(gguf::Type type, const uint8_t* w, const uint8_t* a, int64_t n) {
     case gguf::Type::Q4_0: return ref::VecDotQ4_0_Q8_0(w, a, n);
     case gguf::Type::Q8_0: return ref::VecDotQ8_0_Q8_0(w, a, n);
     case gguf::Type::IQ4_XS: return ref::VecDotIQ4XS_Q8K(w, a, n);
+    case gguf::Type::Q3_K: return ref::VecDotQ3K_Q8K(w, a, n);
     default: return ref::VecDotIQ4NL_Q8_0(w, a, n);
   }
 }
@@ -88,7 +92,8 @@ void QuantizeAct(gguf::Type type, const float* x, uint8_t* dst, int64_t n) {
 }
 
 const gguf::Type kTypes[] = {gguf::Type::Q4_K, gguf::Type::Q6_K,   gguf::Type::Q4_0,
-                             gguf::Type::IQ4_NL, gguf::Type::Q8_0, gguf::Type::IQ4_XS};
+                             gguf::Type::IQ4_NL, gguf::Type::Q8_0, gguf::Type::IQ4_XS,
+                             gguf::Type::Q3_K};
 
 // cpu::MatMul of `w` (whose packed copy is set) against the reference dots of its file rows, and
 // every token alone against the whole batch, bit for bit.
@@ -154,6 +159,7 @@ TEST_CASE("packed kernels give every token the same bits for every token count",
                                 : type == gguf::Type::Q4_0   ? cpu::DotPackedQ4_0_Q8_0
                                 : type == gguf::Type::Q8_0   ? cpu::DotPackedQ8_0_Q8_0
                                 : type == gguf::Type::IQ4_XS ? cpu::DotPackedIQ4XS_Q8K
+                                : type == gguf::Type::Q3_K   ? cpu::DotPackedQ3K_Q8K
                                                              : cpu::DotPackedIQ4NL_Q8_0;
     const size_t stride = static_cast<size_t>(RowBytes(ActType(type), cols));
     std::vector<uint8_t> a(stride * cpu::kMaxDotTokens);
@@ -232,6 +238,7 @@ TEST_CASE("PackedBytes sizes and rejections", "[packed]") {
   CHECK(PackedBytes(gguf::Type::Q8_0, 256, 16) == sizeof(PackedQ8_0));
   CHECK(PackedBytes(gguf::Type::Q5_0, 256, 16) == 0);
   CHECK(PackedBytes(gguf::Type::IQ4_XS, 768, 16) == 3 * sizeof(PackedIQ4XS));
+  CHECK(PackedBytes(gguf::Type::Q3_K, 256, 20) == 2 * sizeof(PackedQ3K));
   CHECK(PackedBytes(gguf::Type::Q4_0, 512, 17) == 2 * 2 * sizeof(PackedQ4_0));
   CHECK(PackedBytes(gguf::Type::IQ4_NL, 256, 1) == sizeof(PackedQ4_0));
   CHECK(PackedBytes(gguf::Type::Q4_0, 288, 16) == 0);  // 9 blocks of 32: the file layout stays

@@ -106,6 +106,7 @@
   X(void, DotPackedIQ4NL_Q8_0, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                            \
   X(void, DotPackedQ8_0_Q8_0, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                             \
   X(void, DotPackedIQ4XS_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                             \
+  X(void, DotPackedQ3K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \
   X(bool, PackedKernelsFast, (), ())                                                                        \
   X(bool, PackedKernelFast, (gguf::Type type), (type))                                                      \
   X(::qwenrt::cpu_dispatch::DotFn, IQuantDotKernel, (gguf::Type type), (type))                             \

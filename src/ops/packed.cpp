@@ -95,6 +95,32 @@ void PackQ8_0(const BlockQ8_0* const* rows, int nrows, int64_t b, PackedQ8_0* ou
   }
 }
 
+// Q3_K: u(e) = q3 + 4 in [0, 7] (as ref::VecDotQ3K_Q8K decodes it, plus 4).
+inline int U3(const BlockQ3K& x, int e) {
+  const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+  return ((x.qs[32 * h + l] >> (2 * k)) & 3) | (((x.hmask[l] >> (e / 32)) & 1) << 2);
+}
+
+void PackQ3K(const BlockQ3K* const* rows, int nrows, int64_t b, PackedQ3K* out) {
+  std::memset(out, 0, sizeof(*out));
+  for (int r = 0; r < nrows; ++r) {
+    const BlockQ3K& x = rows[r][b];
+    out->d[r] = x.d;
+    uint8_t sc[16];
+    UnpackScalesQ3K(x.scales, sc);
+    for (int g = 0; g < 16; ++g) out->scales[g][r] = static_cast<int8_t>(sc[g] - 32);
+    for (int p = 0; p < 8; ++p) {
+      for (int k = 0; k < 8; ++k) {
+        for (int i = 0; i < 4; ++i) {
+          const int u = U3(x, 32 * p + 4 * k + i);
+          out->pairs[p].lo[k / 4][4 * r + i] |= static_cast<uint8_t>((u & 3) << (2 * (k % 4)));
+          out->pairs[p].hi[4 * r + i] |= static_cast<uint8_t>((u >> 2) << k);
+        }
+      }
+    }
+  }
+}
+
 void PackIQ4XS(const BlockIQ4XS* const* rows, int nrows, int64_t b, PackedIQ4XS* out) {
   std::memset(out, 0, sizeof(*out));
   for (int r = 0; r < nrows; ++r) {
@@ -126,7 +152,8 @@ void PackAll(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, i
 
 bool HasPackedLayout(gguf::Type type) {
   return type == gguf::Type::Q4_K || type == gguf::Type::Q6_K || type == gguf::Type::Q4_0 ||
-         type == gguf::Type::IQ4_NL || type == gguf::Type::Q8_0 || type == gguf::Type::IQ4_XS;
+         type == gguf::Type::IQ4_NL || type == gguf::Type::Q8_0 || type == gguf::Type::IQ4_XS ||
+         type == gguf::Type::Q3_K;
 }
 
 size_t PackedBytes(gguf::Type type, int64_t cols, int64_t rows) {
@@ -136,6 +163,7 @@ size_t PackedBytes(gguf::Type type, int64_t cols, int64_t rows) {
                         : type == gguf::Type::Q6_K ? sizeof(PackedQ6K)
                         : type == gguf::Type::Q8_0 ? sizeof(PackedQ8_0)
                         : type == gguf::Type::IQ4_XS ? sizeof(PackedIQ4XS)
+                        : type == gguf::Type::Q3_K ? sizeof(PackedQ3K)
                                                    : sizeof(PackedQ4_0);
   return groups * static_cast<size_t>(cols / kQK_K) * record;
 }
@@ -147,6 +175,7 @@ void PackGroups(gguf::Type type, const uint8_t* src, size_t row_bytes, int64_t c
   if (type == gguf::Type::Q4_0) {
     PackAll<BlockQ4_0, PackedQ4_0, PackQ4_0<BlockQ4_0>>(src, row_bytes, cols, rows, g0, g1, dst);
   }
+  if (type == gguf::Type::Q3_K) PackAll<BlockQ3K, PackedQ3K, PackQ3K>(src, row_bytes, cols, rows, g0, g1, dst);
   if (type == gguf::Type::IQ4_XS) {
     PackAll<BlockIQ4XS, PackedIQ4XS, PackIQ4XS>(src, row_bytes, cols, rows, g0, g1, dst);
   }

@@ -83,6 +83,20 @@ struct PackedIQ4XS {
 };
 static_assert(sizeof(PackedIQ4XS) == 2208, "PackedIQ4XS layout");
 
+// Q3_K, 16 rows of one super-block (1824 bytes for 16 x 110 of the file), u = q3 + 4 in [0, 7] as
+// bit planes. Pair p holds elements 32p .. 32p + 31; quad k (0..7) of it is elements 32p + 4k + i:
+// bits 2(k % 4) .. 2(k % 4) + 1 of lo[k / 4][4r + i] are u's low bits, bit k of hi[4r + i] is u's
+// bit 2. Group g = 2p + k / 4 (16 elements) has scale scales[g][r].
+struct PackedQ3K {
+  uint16_t d[kPackRows];         // fp16 per row
+  int8_t scales[16][kPackRows];  // 6-bit scale - 32 of group g of row r, in [-32, 31]
+  struct Pair {
+    uint8_t lo[2][4 * kPackRows];
+    uint8_t hi[4 * kPackRows];
+  } pairs[8];
+};
+static_assert(sizeof(PackedQ3K) == 1824, "PackedQ3K layout");
+
 // IQ4_NL / IQ4_XS's table shifted to u8 (kIq4Values[i] + 128, in [1, 241]): the unsigned operand of
 // vpdpbusd; the offset comes back out through the activation sums.
 struct Iq4ValuesU8 {
@@ -93,7 +107,7 @@ struct Iq4ValuesU8 {
 };
 inline constexpr Iq4ValuesU8 kIq4ValuesU8;
 
-// True for the types that have a packed layout (Q4_K, Q6_K, Q4_0, IQ4_NL, Q8_0, IQ4_XS).
+// True for the types that have a packed layout (Q4_K, Q6_K, Q4_0, IQ4_NL, Q8_0, IQ4_XS, Q3_K).
 bool HasPackedLayout(gguf::Type type);
 
 // Bytes of the packed copy of a rows x cols matrix of `type` (0 if HasPackedLayout(type) is false or
@@ -134,6 +148,9 @@ void DotPackedQ8_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int
                         int64_t out_stride, int nrows);
 void DotPackedIQ4NL_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                          int64_t out_stride, int nrows);
+// Q3_K against Q8_K rows (cpu/packed_dot_q3k.cpp): SIMD with AVX-512 VNNI, else portable.
+void DotPackedQ3K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                      int64_t out_stride, int nrows);
 // IQ4_XS against Q8_K rows (cpu/packed_dot_iq4xs.cpp): SIMD with AVX-512 VNNI, else portable.
 void DotPackedIQ4XS_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                         int64_t out_stride, int nrows);
@@ -141,7 +158,7 @@ void DotPackedIQ4XS_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int
 // versions, packing would make the matmul slower, and the loader leaves the weights as they are.
 bool PackedKernelsFast();
 // The same per type: whether this level's packed kernel of `type` beats its file-layout kernel (the
-// loader packs only those). Q4_K / Q6_K: PackedKernelsFast(); Q4_0 / IQ4_NL / Q8_0 / IQ4_XS: with AVX-512 VNNI.
+// loader packs only those). Q4_K / Q6_K: PackedKernelsFast(); Q4_0 / IQ4_NL / Q8_0 / IQ4_XS / Q3_K: with AVX-512 VNNI.
 bool PackedKernelFast(gguf::Type type);
 // The packed kernel of `type` (null when HasPackedLayout(type) is false).
 PackedKernel PackedKernelOf(gguf::Type type);

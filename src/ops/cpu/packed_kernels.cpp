@@ -14,6 +14,7 @@ bool PackedKernelFast(gguf::Type type) {
     case gguf::Type::IQ4_NL:
     case gguf::Type::Q8_0:
     case gguf::Type::IQ4_XS:
+    case gguf::Type::Q3_K:
       return QWENRT_PACKED_X86 != 0;
     default:
       return false;
@@ -28,6 +29,7 @@ PackedKernel PackedKernelOf(gguf::Type type) {
     case gguf::Type::IQ4_NL: return DotPackedIQ4NL_Q8_0;
     case gguf::Type::Q8_0: return DotPackedQ8_0_Q8_0;
     case gguf::Type::IQ4_XS: return DotPackedIQ4XS_Q8K;
+    case gguf::Type::Q3_K: return DotPackedQ3K_Q8K;
     default: return nullptr;
   }
 }
