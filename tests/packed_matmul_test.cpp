@@ -1,4 +1,4 @@
-// Packed (row-interleaved) Q4_K / Q6_K / Q4_0 / IQ4_NL / Q8_0 / IQ4_XS / Q3_K matrices (ops/packed.h): cpu::MatMul on the packed copy against
+// Packed (row-interleaved) matrices of every type with a packed layout (ops/packed.h): cpu::MatMul on the packed copy against
 // the reference dots on the file's rows (same integer sums: only float rounding may differ), the
 // split-invariance contract (a token's outputs do not depend on how many tokens share the call, the
 // thread count, or the 16-row group padding), and the packed kernels directly for every token count.
@@ -26,9 +26,18 @@ std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uin
   for (auto& b : data) b = static_cast<uint8_t>(rng());
   std::uniform_real_distribution<float> ud(0.5e-3f, 2e-3f);
   const int64_t nb = rows * cols / kQK_K;
-  if (type == gguf::Type::Q4_0 || type == gguf::Type::IQ4_NL) {  // same block layout
-    auto* b = reinterpret_cast<BlockQ4_0*>(data.data());
-    for (int64_t i = 0; i < rows * cols / kQK4_0; ++i) b[i].d = Fp32ToFp16(0.1f * ud(rng));
+  if (type == gguf::Type::Q4_0 || type == gguf::Type::IQ4_NL || type == gguf::Type::Q5_0) {  // d first
+    const size_t block = static_cast<size_t>(RowBytes(type, kQK4_0));
+    for (size_t i = 0; i < data.size(); i += block) {
+      const uint16_t d = Fp32ToFp16(0.1f * ud(rng));
+      std::memcpy(data.data() + i, &d, 2);
+    }
+  } else if (type == gguf::Type::Q4_1 || type == gguf::Type::Q5_1) {  // d, m first
+    const size_t block = static_cast<size_t>(RowBytes(type, kQK4_0));
+    for (size_t i = 0; i < data.size(); i += block) {
+      const uint16_t dm[2] = {Fp32ToFp16(0.1f * ud(rng)), Fp32ToFp16(-ud(rng))};
+      std::memcpy(data.data() + i, dm, 4);
+    }
   } else if (type == gguf::Type::Q8_0) {
     auto* b = reinterpret_cast<BlockQ8_0*>(data.data());
     for (int64_t i = 0; i < rows * cols / kQK8_0; ++i) b[i].d = Fp32ToFp16(0.01f * ud(rng));
@@ -74,13 +83,17 @@ float RefDot(gguf::Type type, const uint8_t* w, const uint8_t* a, int64_t n) {
     case gguf::Type::Q8_0: return ref::VecDotQ8_0_Q8_0(w, a, n);
     case gguf::Type::IQ4_XS: return ref::VecDotIQ4XS_Q8K(w, a, n);
     case gguf::Type::Q3_K: return ref::VecDotQ3K_Q8K(w, a, n);
+    case gguf::Type::Q4_1: return ref::VecDotQ4_1_Q8_0(w, a, n);
+    case gguf::Type::Q5_0: return ref::VecDotQ5_0_Q8_0(w, a, n);
+    case gguf::Type::Q5_1: return ref::VecDotQ5_1_Q8_0(w, a, n);
     default: return ref::VecDotIQ4NL_Q8_0(w, a, n);
   }
 }
 
 // The activation format a type's kernels take: Q8_0 rows for the 32-element block types, else Q8_K.
 gguf::Type ActType(gguf::Type type) {
-  const bool blocks32 = type == gguf::Type::Q4_0 || type == gguf::Type::IQ4_NL || type == gguf::Type::Q8_0;
+  const bool blocks32 = type == gguf::Type::Q4_0 || type == gguf::Type::Q4_1 || type == gguf::Type::Q5_0 ||
+                        type == gguf::Type::Q5_1 || type == gguf::Type::IQ4_NL || type == gguf::Type::Q8_0;
   return blocks32 ? gguf::Type::Q8_0 : gguf::Type::Q8_K;
 }
 void QuantizeAct(gguf::Type type, const float* x, uint8_t* dst, int64_t n) {
@@ -93,7 +106,8 @@ void QuantizeAct(gguf::Type type, const float* x, uint8_t* dst, int64_t n) {
 
 const gguf::Type kTypes[] = {gguf::Type::Q4_K, gguf::Type::Q6_K,   gguf::Type::Q4_0,
                              gguf::Type::IQ4_NL, gguf::Type::Q8_0, gguf::Type::IQ4_XS,
-                             gguf::Type::Q3_K};
+                             gguf::Type::Q3_K, gguf::Type::Q4_1,   gguf::Type::Q5_0,
+                             gguf::Type::Q5_1};
 
 // cpu::MatMul of `w` (whose packed copy is set) against the reference dots of its file rows, and
 // every token alone against the whole batch, bit for bit.
@@ -160,6 +174,9 @@ TEST_CASE("packed kernels give every token the same bits for every token count",
                                 : type == gguf::Type::Q8_0   ? cpu::DotPackedQ8_0_Q8_0
                                 : type == gguf::Type::IQ4_XS ? cpu::DotPackedIQ4XS_Q8K
                                 : type == gguf::Type::Q3_K   ? cpu::DotPackedQ3K_Q8K
+                                : type == gguf::Type::Q4_1   ? cpu::DotPackedQ4_1_Q8_0
+                                : type == gguf::Type::Q5_0   ? cpu::DotPackedQ5_0_Q8_0
+                                : type == gguf::Type::Q5_1   ? cpu::DotPackedQ5_1_Q8_0
                                                              : cpu::DotPackedIQ4NL_Q8_0;
     const size_t stride = static_cast<size_t>(RowBytes(ActType(type), cols));
     std::vector<uint8_t> a(stride * cpu::kMaxDotTokens);
@@ -236,7 +253,8 @@ TEST_CASE("PackedBytes sizes and rejections", "[packed]") {
   CHECK(PackedBytes(gguf::Type::Q4_K, 512, 17) == 2 * 2 * sizeof(PackedQ4K));
   CHECK(PackedBytes(gguf::Type::Q6_K, 256, 16) == sizeof(PackedQ6K));
   CHECK(PackedBytes(gguf::Type::Q8_0, 256, 16) == sizeof(PackedQ8_0));
-  CHECK(PackedBytes(gguf::Type::Q5_0, 256, 16) == 0);
+  CHECK(PackedBytes(gguf::Type::Q5_0, 256, 16) == sizeof(PackedQ5_0));
+  CHECK(PackedBytes(gguf::Type::Q5_K, 256, 16) == 0);
   CHECK(PackedBytes(gguf::Type::IQ4_XS, 768, 16) == 3 * sizeof(PackedIQ4XS));
   CHECK(PackedBytes(gguf::Type::Q3_K, 256, 20) == 2 * sizeof(PackedQ3K));
   CHECK(PackedBytes(gguf::Type::Q4_0, 512, 17) == 2 * 2 * sizeof(PackedQ4_0));

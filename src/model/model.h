@@ -30,12 +30,14 @@ struct ModelLoadOptions {
   // truncates kills this process with SIGBUS on the next touch of a lost page; a read one cannot
   // be reached (docs/gguf.md). Costs the file's size in memory and a full read at load.
   bool read_file = false;
-  // Keep a row-interleaved copy of every Q4_K / Q6_K matrix for the CPU matmul's register tiles
-  // (ops/packed.h). Costs about the matrices' size in memory (the mapped file's pages then stay cold
-  // and can be evicted) and a pass over them at load. Only taken where the packed kernels are SIMD
-  // (cpu::PackedKernelsFast(): the avx512 and avx2 levels); the CUDA pass never reads it. Measured
-  // (docs/performance.md): on the avx512 level prefill ~2x and decode faster; on the avx2 level
-  // prefill +57% but decode -39%. Off by default: a host opts in to the memory.
+  // Keep a row-interleaved copy of the matrices whose type has a packed layout (Q4_K, Q6_K, Q4_0,
+  // IQ4_NL, Q8_0, IQ4_XS, Q3_K; ops/packed.h) for the CPU matmul's register tiles. Costs about the
+  // matrices' size in memory (the mapped file's pages then stay cold and can be evicted) and a pass
+  // over them at load. Taken per type where this CPU's packed kernel is the faster one
+  // (cpu::PackedKernelFast: Q4_K / Q6_K on the avx512 and avx2 levels, the others with AVX-512
+  // VNNI); the CUDA pass never reads it. Measured (docs/performance.md): on the avx512 level prefill
+  // ~2x and decode faster; on the avx2 level prefill +57% but decode -39%. Off by default: a host
+  // opts in to the memory.
   bool pack_weights = false;
 };
 

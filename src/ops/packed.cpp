@@ -82,6 +82,29 @@ void PackQ4_0(const Block* const* rows, int nrows, int64_t b, PackedQ4_0* out) {
   }
 }
 
+// Q4_1 / Q5_0 / Q5_1: the nibbles as PackQ4_0, plus the min and the fifth bits where the type has them.
+template <typename Block, typename Packed>
+void PackLegacy(const Block* const* rows, int nrows, int64_t b, Packed* out) {
+  std::memset(out, 0, sizeof(*out));
+  for (int r = 0; r < nrows; ++r) {
+    for (int s = 0; s < 8; ++s) {
+      const Block& x = rows[r][8 * b + s];
+      out->d[s][r] = x.d;
+      if constexpr (requires { x.m; }) out->m[s][r] = x.m;
+      for (int j = 0; j < 4; ++j) {
+        for (int i = 0; i < 4; ++i) out->qs[s][j][4 * r + i] = x.qs[4 * j + i];
+      }
+      if constexpr (requires { x.qh; }) {
+        uint32_t qh;
+        std::memcpy(&qh, x.qh, sizeof qh);  // bit e: fifth bit of element e
+        for (int k = 0; k < 8; ++k) {
+          for (int i = 0; i < 4; ++i) out->qh[s][4 * r + i] |= static_cast<uint8_t>(((qh >> (4 * k + i)) & 1) << k);
+        }
+      }
+    }
+  }
+}
+
 void PackQ8_0(const BlockQ8_0* const* rows, int nrows, int64_t b, PackedQ8_0* out) {
   std::memset(out, 0, sizeof(*out));
   for (int r = 0; r < nrows; ++r) {
@@ -153,7 +176,7 @@ void PackAll(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, i
 bool HasPackedLayout(gguf::Type type) {
   return type == gguf::Type::Q4_K || type == gguf::Type::Q6_K || type == gguf::Type::Q4_0 ||
          type == gguf::Type::IQ4_NL || type == gguf::Type::Q8_0 || type == gguf::Type::IQ4_XS ||
-         type == gguf::Type::Q3_K;
+         type == gguf::Type::Q3_K || type == gguf::Type::Q4_1 || type == gguf::Type::Q5_0 || type == gguf::Type::Q5_1;
 }
 
 size_t PackedBytes(gguf::Type type, int64_t cols, int64_t rows) {
@@ -164,6 +187,9 @@ size_t PackedBytes(gguf::Type type, int64_t cols, int64_t rows) {
                         : type == gguf::Type::Q8_0 ? sizeof(PackedQ8_0)
                         : type == gguf::Type::IQ4_XS ? sizeof(PackedIQ4XS)
                         : type == gguf::Type::Q3_K ? sizeof(PackedQ3K)
+                        : type == gguf::Type::Q4_1 ? sizeof(PackedQ4_1)
+                        : type == gguf::Type::Q5_0 ? sizeof(PackedQ5_0)
+                        : type == gguf::Type::Q5_1 ? sizeof(PackedQ5_1)
                                                    : sizeof(PackedQ4_0);
   return groups * static_cast<size_t>(cols / kQK_K) * record;
 }
@@ -174,6 +200,15 @@ void PackGroups(gguf::Type type, const uint8_t* src, size_t row_bytes, int64_t c
   if (type == gguf::Type::Q6_K) PackAll<BlockQ6K, PackedQ6K, PackQ6K>(src, row_bytes, cols, rows, g0, g1, dst);
   if (type == gguf::Type::Q4_0) {
     PackAll<BlockQ4_0, PackedQ4_0, PackQ4_0<BlockQ4_0>>(src, row_bytes, cols, rows, g0, g1, dst);
+  }
+  if (type == gguf::Type::Q4_1) {
+    PackAll<BlockQ4_1, PackedQ4_1, PackLegacy<BlockQ4_1, PackedQ4_1>>(src, row_bytes, cols, rows, g0, g1, dst);
+  }
+  if (type == gguf::Type::Q5_0) {
+    PackAll<BlockQ5_0, PackedQ5_0, PackLegacy<BlockQ5_0, PackedQ5_0>>(src, row_bytes, cols, rows, g0, g1, dst);
+  }
+  if (type == gguf::Type::Q5_1) {
+    PackAll<BlockQ5_1, PackedQ5_1, PackLegacy<BlockQ5_1, PackedQ5_1>>(src, row_bytes, cols, rows, g0, g1, dst);
   }
   if (type == gguf::Type::Q3_K) PackAll<BlockQ3K, PackedQ3K, PackQ3K>(src, row_bytes, cols, rows, g0, g1, dst);
   if (type == gguf::Type::IQ4_XS) {

@@ -66,6 +66,28 @@ struct PackedQ4_0 {
 };
 static_assert(sizeof(PackedQ4_0) == 2304, "PackedQ4_0 layout");
 
+// Q4_1 / Q5_0 / Q5_1: PackedQ4_0's layout plus each block's fp16 min (Q4_1, Q5_1) and fifth bits
+// (Q5_0, Q5_1): bit k of qh[s][4r + i] is bit 4 of element 32s + 4k + i (k = 0..7). The same size as
+// the file's blocks (2560 / 2816 / 3072 bytes for 16 x 8 x 20 / 22 / 24).
+struct PackedQ4_1 {
+  uint16_t d[8][kPackRows];
+  uint16_t m[8][kPackRows];
+  uint8_t qs[8][4][4 * kPackRows];
+};
+struct PackedQ5_0 {
+  uint16_t d[8][kPackRows];
+  uint8_t qs[8][4][4 * kPackRows];
+  uint8_t qh[8][4 * kPackRows];
+};
+struct PackedQ5_1 {
+  uint16_t d[8][kPackRows];
+  uint16_t m[8][kPackRows];
+  uint8_t qs[8][4][4 * kPackRows];
+  uint8_t qh[8][4 * kPackRows];
+};
+static_assert(sizeof(PackedQ4_1) == 2560 && sizeof(PackedQ5_0) == 2816 && sizeof(PackedQ5_1) == 3072,
+              "PackedQ4_1 / Q5_0 / Q5_1 layouts");
+
 // Q8_0, 16 rows of 256 elements = 8 blocks of 32 (4352 bytes, as 16 x 8 x 34 of the file):
 // qs[s][j][4r + i] = q(r, 32s + 4j + i) + 128 as u8 (the unsigned operand of vpdpbusd).
 struct PackedQ8_0 {
@@ -107,7 +129,8 @@ struct Iq4ValuesU8 {
 };
 inline constexpr Iq4ValuesU8 kIq4ValuesU8;
 
-// True for the types that have a packed layout (Q4_K, Q6_K, Q4_0, IQ4_NL, Q8_0, IQ4_XS, Q3_K).
+// True for the types that have a packed layout (Q4_K, Q6_K, Q3_K, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1,
+// IQ4_NL, Q8_0).
 bool HasPackedLayout(gguf::Type type);
 
 // Bytes of the packed copy of a rows x cols matrix of `type` (0 if HasPackedLayout(type) is false or
@@ -126,7 +149,7 @@ namespace QWENRT_CPU_NAMESPACE {
 // Packed kernel: for t < ntok (1 <= ntok <= kMaxDotTokens of vec_dot.h) and r < nrows (<= 16):
 //   out[t * out_stride + r] = dot(row r of the 16-row group at `w`, activation row a + t * a_stride)
 // over n elements (n / 256 records at w). Activations: Q8_K rows for the K-quants, Q8_0 rows for
-// Q4_0 / IQ4_NL / Q8_0 (the formats their file-layout kernels take).
+// the 32-element block types (the formats their file-layout kernels take).
 using PackedKernel = void (*)(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                               int64_t out_stride, int nrows);
 // The Q8_K activation rows of a packed kernel call's ntok tokens (1 <= ntok <= kMaxDotTokens).
@@ -140,9 +163,15 @@ void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
                       int64_t out_stride, int nrows);
 void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows);
-// Q4_0 / IQ4_NL / Q8_0 against Q8_0 rows (cpu/packed_dot_legacy.cpp): SIMD with AVX-512 VNNI, else
-// portable.
+// Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / Q8_0 against Q8_0 rows (cpu/packed_dot_legacy.cpp): SIMD with
+// AVX-512 VNNI, else portable.
 void DotPackedQ4_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                        int64_t out_stride, int nrows);
+void DotPackedQ4_1_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                        int64_t out_stride, int nrows);
+void DotPackedQ5_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                        int64_t out_stride, int nrows);
+void DotPackedQ5_1_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                         int64_t out_stride, int nrows);
 void DotPackedQ8_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                         int64_t out_stride, int nrows);
@@ -158,7 +187,7 @@ void DotPackedIQ4XS_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int
 // versions, packing would make the matmul slower, and the loader leaves the weights as they are.
 bool PackedKernelsFast();
 // The same per type: whether this level's packed kernel of `type` beats its file-layout kernel (the
-// loader packs only those). Q4_K / Q6_K: PackedKernelsFast(); Q4_0 / IQ4_NL / Q8_0 / IQ4_XS / Q3_K: with AVX-512 VNNI.
+// loader packs only those). Q4_K / Q6_K: PackedKernelsFast(); the others with AVX-512 VNNI.
 bool PackedKernelFast(gguf::Type type);
 // The packed kernel of `type` (null when HasPackedLayout(type) is false).
 PackedKernel PackedKernelOf(gguf::Type type);

@@ -15,7 +15,6 @@
 #include "ops/cpu_namespace.h"
 #include "ops/packed.h"
 
-#include <type_traits>
 #if QWENRT_PACKED_X86
 #include <immintrin.h>
 
@@ -30,11 +29,29 @@
 namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
-enum class Kind { kQ4_0, kIQ4NL, kQ8_0 };
+enum class Kind { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kIQ4NL, kQ8_0 };
 template <Kind K>
-using Record = std::conditional_t<K == Kind::kQ8_0, PackedQ8_0, PackedQ4_0>;
+struct Traits;
+template <>
+struct Traits<Kind::kQ4_0> { using Record = PackedQ4_0; static constexpr int32_t kOff = 8; };
+template <>
+struct Traits<Kind::kQ4_1> { using Record = PackedQ4_1; static constexpr int32_t kOff = 0; };
+template <>
+struct Traits<Kind::kQ5_0> { using Record = PackedQ5_0; static constexpr int32_t kOff = 16; };
+template <>
+struct Traits<Kind::kQ5_1> { using Record = PackedQ5_1; static constexpr int32_t kOff = 0; };
+template <>
+struct Traits<Kind::kIQ4NL> { using Record = PackedQ4_0; static constexpr int32_t kOff = 128; };
+template <>
+struct Traits<Kind::kQ8_0> { using Record = PackedQ8_0; static constexpr int32_t kOff = 128; };
 template <Kind K>
-constexpr int32_t kOff = K == Kind::kQ4_0 ? 8 : 128;
+using Record = typename Traits<K>::Record;
+template <Kind K>
+constexpr int32_t kOff = Traits<K>::kOff;
+template <Kind K>
+constexpr bool kHasMin = K == Kind::kQ4_1 || K == Kind::kQ5_1;  // + m * d_act * sum(a) per block
+template <Kind K>
+constexpr bool kFiveBits = K == Kind::kQ5_0 || K == Kind::kQ5_1;
 
 #if QWENRT_PACKED_X86
 inline __m512i Bcast(const void* p) {  // 4 bytes to the 16 dword lanes (vpdpbusd's {1to16} operand)
@@ -73,8 +90,21 @@ void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out,
             q[4 + j] = _mm512_shuffle_epi8(table, q[4 + j]);
           }
         }
+        if constexpr (kFiveBits<K>) {  // bit k of qh -> bit 4 of quad k (shifts stay within each byte)
+          const __m512i h = _mm512_loadu_si512(X.qh[s]), b4 = _mm512_set1_epi8(0x10);
+          q[0] = _mm512_or_si512(q[0], _mm512_and_si512(_mm512_slli_epi16(h, 4), b4));
+          q[1] = _mm512_or_si512(q[1], _mm512_and_si512(_mm512_slli_epi16(h, 3), b4));
+          q[2] = _mm512_or_si512(q[2], _mm512_and_si512(_mm512_slli_epi16(h, 2), b4));
+          q[3] = _mm512_or_si512(q[3], _mm512_and_si512(_mm512_slli_epi16(h, 1), b4));
+          q[4] = _mm512_or_si512(q[4], _mm512_and_si512(h, b4));
+          q[5] = _mm512_or_si512(q[5], _mm512_and_si512(_mm512_srli_epi16(h, 1), b4));
+          q[6] = _mm512_or_si512(q[6], _mm512_and_si512(_mm512_srli_epi16(h, 2), b4));
+          q[7] = _mm512_or_si512(q[7], _mm512_and_si512(_mm512_srli_epi16(h, 3), b4));
+        }
       }
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(X.d[s])));
+      __m512 mw = _mm512_setzero_ps();
+      if constexpr (kHasMin<K>) mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(X.m[s])));
       for (int t = 0; t < NT; ++t) {
         const BlockQ8_0& A = y[t][8 * b + s];
         const int8_t* a = A.qs;
@@ -87,8 +117,14 @@ void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out,
         hi = _mm512_dpbusd_epi32(hi, q[6], Bcast(a + 24));
         lo = _mm512_dpbusd_epi32(lo, q[3], Bcast(a + 12));
         hi = _mm512_dpbusd_epi32(hi, q[7], Bcast(a + 28));
-        const __m512i sum = _mm512_sub_epi32(_mm512_add_epi32(lo, hi), _mm512_set1_epi32(kOff<K> * SumBytes(a)));
-        accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(A.d))), accf[t]);
+        const __m512 da = _mm512_set1_ps(_cvtsh_ss(A.d));
+        if constexpr (kHasMin<K>) {  // d * da * sum(q a) + m * da * sum(a), as ref
+          accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi)), _mm512_mul_ps(dw, da), accf[t]);
+          accf[t] = _mm512_fmadd_ps(_mm512_set1_ps(static_cast<float>(SumBytes(a))), _mm512_mul_ps(mw, da), accf[t]);
+        } else {
+          const __m512i sum = _mm512_sub_epi32(_mm512_add_epi32(lo, hi), _mm512_set1_epi32(kOff<K> * SumBytes(a)));
+          accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, da), accf[t]);
+        }
       }
     }
   }
@@ -107,13 +143,15 @@ void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t 
 #else
 // The portable form: per (row, token) the same integer sums, combined as ref::VecDot*_Q8_0 does.
 template <Kind K>
-int Value(const Record<K>& x, int s, int r, int e) {  // element e of block s of row r
+int Value(const Record<K>& x, int s, int r, int e) {  // element e of block s of row r, as ref decodes it
   if constexpr (K == Kind::kQ8_0) {
     return x.qs[s][e / 4][4 * r + e % 4] - 128;
   } else {
     const uint8_t q = x.qs[s][e % 16 / 4][4 * r + e % 4];
-    const int nibble = e < 16 ? q & 0x0F : q >> 4;
-    return K == Kind::kIQ4NL ? kIq4Values[nibble] : nibble - 8;
+    int u = e < 16 ? q & 0x0F : q >> 4;
+    if constexpr (kFiveBits<K>) u |= ((x.qh[s][4 * r + e % 4] >> (e / 4)) & 1) << 4;
+    if constexpr (K == Kind::kIQ4NL) return kIq4Values[u];
+    return u - kOff<K>;
   }
 }
 
@@ -129,9 +167,18 @@ void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t 
       for (int64_t b = 0; b < nb; ++b) {
         for (int s = 0; s < 8; ++s) {
           const BlockQ8_0& A = y[8 * b + s];
-          int32_t dot = 0;
-          for (int e = 0; e < 32; ++e) dot += Value<K>(x[b], s, r, e) * A.qs[e];
-          acc += Fp16ToFp32(x[b].d[s][r]) * Fp16ToFp32(A.d) * static_cast<float>(dot);
+          int32_t dot = 0, sum_a = 0;
+          for (int e = 0; e < 32; ++e) {
+            dot += Value<K>(x[b], s, r, e) * A.qs[e];
+            sum_a += A.qs[e];
+          }
+          const float da = Fp16ToFp32(A.d);
+          if constexpr (kHasMin<K>) {
+            acc += Fp16ToFp32(x[b].d[s][r]) * da * static_cast<float>(dot) +
+                   Fp16ToFp32(x[b].m[s][r]) * da * static_cast<float>(sum_a);
+          } else {
+            acc += Fp16ToFp32(x[b].d[s][r]) * da * static_cast<float>(dot);
+          }
         }
       }
       out[t * out_stride + r] = acc;
@@ -145,6 +192,18 @@ void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t 
 void DotPackedQ4_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                         int64_t out_stride, int nrows) {
   Dot<Kind::kQ4_0>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+}
+void DotPackedQ4_1_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                        int64_t out_stride, int nrows) {
+  Dot<Kind::kQ4_1>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+}
+void DotPackedQ5_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                        int64_t out_stride, int nrows) {
+  Dot<Kind::kQ5_0>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+}
+void DotPackedQ5_1_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                        int64_t out_stride, int nrows) {
+  Dot<Kind::kQ5_1>(w, a, a_stride, ntok, n, out, out_stride, nrows);
 }
 void DotPackedIQ4NL_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                          int64_t out_stride, int nrows) {

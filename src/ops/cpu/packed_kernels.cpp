@@ -11,6 +11,9 @@ bool PackedKernelFast(gguf::Type type) {
     case gguf::Type::Q6_K:
       return PackedKernelsFast();
     case gguf::Type::Q4_0:
+    case gguf::Type::Q4_1:
+    case gguf::Type::Q5_0:
+    case gguf::Type::Q5_1:
     case gguf::Type::IQ4_NL:
     case gguf::Type::Q8_0:
     case gguf::Type::IQ4_XS:
@@ -26,6 +29,9 @@ PackedKernel PackedKernelOf(gguf::Type type) {
     case gguf::Type::Q4_K: return DotPackedQ4K_Q8K;
     case gguf::Type::Q6_K: return DotPackedQ6K_Q8K;
     case gguf::Type::Q4_0: return DotPackedQ4_0_Q8_0;
+    case gguf::Type::Q4_1: return DotPackedQ4_1_Q8_0;
+    case gguf::Type::Q5_0: return DotPackedQ5_0_Q8_0;
+    case gguf::Type::Q5_1: return DotPackedQ5_1_Q8_0;
     case gguf::Type::IQ4_NL: return DotPackedIQ4NL_Q8_0;
     case gguf::Type::Q8_0: return DotPackedQ8_0_Q8_0;
     case gguf::Type::IQ4_XS: return DotPackedIQ4XS_Q8K;
