@@ -13,25 +13,15 @@
 #include "ops/cpu_namespace.h"
 #include "ops/packed.h"
 #if QWENRT_PACKED_X86
-#include <immintrin.h>
-
-#include <cstring>
-
-// GCC 12's AVX-512 headers start some intrinsics from an "undefined" register it then reports as
-// maybe uninitialized (a false positive).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "ops/cpu/packed_tile_x86.h"
 #endif
 
 namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
 #if QWENRT_PACKED_X86
-inline __m512i Bcast(const void* p) {  // 4 bytes to the 16 dword lanes (vpdpbusd's {1to16} operand)
-  int32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return _mm512_set1_epi32(v);
-}
+using namespace packed_x86;
+
 
 template <int NT>
 void Tile(const PackedIQ4XS* x, const BlockQ8K* const* y, int64_t nb, float* out, int64_t out_stride, int nrows) {
@@ -53,27 +43,18 @@ void Tile(const PackedIQ4XS* x, const BlockQ8K* const* y, int64_t nb, float* out
       const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X.scales[s])));
       for (int t = 0; t < NT; ++t) {
         const int8_t* a = y[t][b].qs + 32 * s;
-        // Two chains (elements 0-15 / 16-31) halve the dpbusd latency a lone token waits on.
-        __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], Bcast(a));
-        __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[4], Bcast(a + 16));
-        lo = _mm512_dpbusd_epi32(lo, q[1], Bcast(a + 4));
-        hi = _mm512_dpbusd_epi32(hi, q[5], Bcast(a + 20));
-        lo = _mm512_dpbusd_epi32(lo, q[2], Bcast(a + 8));
-        hi = _mm512_dpbusd_epi32(hi, q[6], Bcast(a + 24));
-        lo = _mm512_dpbusd_epi32(lo, q[3], Bcast(a + 12));
-        hi = _mm512_dpbusd_epi32(hi, q[7], Bcast(a + 28));
+        __m512i lo, hi;
+        DotQuads(q, a, &lo, &hi);
         const int32_t off = 128 * (y[t][b].bsums[2 * s] + y[t][b].bsums[2 * s + 1]);
         const __m512i dot = _mm512_sub_epi32(_mm512_add_epi32(lo, hi), _mm512_set1_epi32(off));
         sum[t] = _mm512_add_epi32(sum[t], _mm512_mullo_epi32(dot, sc));
       }
     }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(X.d)));
-    for (int t = 0; t < NT; ++t) {
-      accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)), accf[t]);
-    }
+    float d_act[NT];
+    for (int t = 0; t < NT; ++t) d_act[t] = y[t][b].d;
+    AddSuperBlock<NT>(sum, X.d, d_act, accf);
   }
-  const __mmask16 rows = static_cast<__mmask16>((1u << nrows) - 1u);
-  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(out + t * out_stride, rows, accf[t]);
+  StoreTile<NT>(accf, out, out_stride, nrows);
 }
 #endif
 

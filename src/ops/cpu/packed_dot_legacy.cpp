@@ -16,14 +16,7 @@
 #include "ops/packed.h"
 
 #if QWENRT_PACKED_X86
-#include <immintrin.h>
-
-#include <cstring>
-
-// GCC 12's AVX-512 headers start some intrinsics from an "undefined" register it then reports as
-// maybe uninitialized (a false positive).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "ops/cpu/packed_tile_x86.h"
 #endif
 
 namespace QWENRT_CPU_NAMESPACE {
@@ -54,11 +47,8 @@ template <Kind K>
 constexpr bool kFiveBits = K == Kind::kQ5_0 || K == Kind::kQ5_1;
 
 #if QWENRT_PACKED_X86
-inline __m512i Bcast(const void* p) {  // 4 bytes to the 16 dword lanes (vpdpbusd's {1to16} operand)
-  int32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return _mm512_set1_epi32(v);
-}
+using namespace packed_x86;
+
 
 // Sum of 32 signed bytes: vpsadbw of a + 128 (the xor), minus 32 * 128.
 inline int32_t SumBytes(const int8_t* a) {
@@ -108,15 +98,8 @@ void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out,
       for (int t = 0; t < NT; ++t) {
         const BlockQ8_0& A = y[t][8 * b + s];
         const int8_t* a = A.qs;
-        // Two chains (elements 0-15 / 16-31) halve the dpbusd latency a lone token waits on.
-        __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], Bcast(a));
-        __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[4], Bcast(a + 16));
-        lo = _mm512_dpbusd_epi32(lo, q[1], Bcast(a + 4));
-        hi = _mm512_dpbusd_epi32(hi, q[5], Bcast(a + 20));
-        lo = _mm512_dpbusd_epi32(lo, q[2], Bcast(a + 8));
-        hi = _mm512_dpbusd_epi32(hi, q[6], Bcast(a + 24));
-        lo = _mm512_dpbusd_epi32(lo, q[3], Bcast(a + 12));
-        hi = _mm512_dpbusd_epi32(hi, q[7], Bcast(a + 28));
+        __m512i lo, hi;
+        DotQuads(q, a, &lo, &hi);
         const __m512 da = _mm512_set1_ps(_cvtsh_ss(A.d));
         if constexpr (kHasMin<K>) {  // d * da * sum(q a) + m * da * sum(a), as ref
           accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi)), _mm512_mul_ps(dw, da), accf[t]);
@@ -128,8 +111,7 @@ void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out,
       }
     }
   }
-  const __mmask16 rows = static_cast<__mmask16>((1u << nrows) - 1u);
-  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(out + t * out_stride, rows, accf[t]);
+  StoreTile<NT>(accf, out, out_stride, nrows);
 }
 
 template <Kind K>

@@ -12,29 +12,17 @@
 #include "ops/cpu_namespace.h"
 #include "ops/packed.h"
 #if QWENRT_PACKED_X86
-#include <immintrin.h>
-
-#include <cstring>
-
-// GCC 12's AVX-512 headers start some intrinsics from an "undefined" register it then reports as
-// maybe uninitialized (a false positive).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "ops/cpu/packed_tile_x86.h"
 
 namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
-// 4 bytes at p broadcast to the 16 dword lanes (folds into vpdpbusd's {1to16} memory operand).
-inline __m512i Bcast(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return _mm512_set1_epi32(v);
-}
+using namespace packed_x86;
+
 inline __m512i Load(const void* p) { return _mm512_loadu_si512(p); }
 inline __m512 Halves(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
-inline __mmask16 RowMask(int nrows) { return static_cast<__mmask16>((1u << nrows) - 1u); }
 
 template <int NT>
 void Q4K(const PackedQ4K* x, const BlockQ8K* const* y, int64_t nb, float* out, int64_t out_stride, int nrows) {
@@ -55,15 +43,8 @@ void Q4K(const PackedQ4K* x, const BlockQ8K* const* y, int64_t nb, float* out, i
       const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X.scales[s])));
       for (int t = 0; t < NT; ++t) {
         const int8_t* a = y[t][b].qs + 32 * s;
-        // Two chains (elements 0-15 / 16-31) halve the dpbusd latency a lone token waits on.
-        __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], Bcast(a));
-        __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[4], Bcast(a + 16));
-        lo = _mm512_dpbusd_epi32(lo, q[1], Bcast(a + 4));
-        hi = _mm512_dpbusd_epi32(hi, q[5], Bcast(a + 20));
-        lo = _mm512_dpbusd_epi32(lo, q[2], Bcast(a + 8));
-        hi = _mm512_dpbusd_epi32(hi, q[6], Bcast(a + 24));
-        lo = _mm512_dpbusd_epi32(lo, q[3], Bcast(a + 12));
-        hi = _mm512_dpbusd_epi32(hi, q[7], Bcast(a + 28));
+        __m512i lo, hi;
+        DotQuads(q, a, &lo, &hi);
         s1[t] = _mm512_add_epi32(s1[t], _mm512_mullo_epi32(_mm512_add_epi32(lo, hi), sc));
       }
     }
@@ -88,7 +69,7 @@ void Q4K(const PackedQ4K* x, const BlockQ8K* const* y, int64_t nb, float* out, i
       accf[t] = _mm512_add_ps(accf[t], _mm512_fmsub_ps(_mm512_cvtepi32_ps(s1[t]), _mm512_mul_ps(d, dy), m));
     }
   }
-  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(out + t * out_stride, RowMask(nrows), accf[t]);
+  StoreTile<NT>(accf, out, out_stride, nrows);
 }
 
 template <int NT>
@@ -130,7 +111,7 @@ void Q6K(const PackedQ6K* x, const BlockQ8K* const* y, int64_t nb, float* out, i
       accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)), accf[t]);
     }
   }
-  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(out + t * out_stride, RowMask(nrows), accf[t]);
+  StoreTile<NT>(accf, out, out_stride, nrows);
 }
 
 static_assert(kMaxDotTokens == 8, "the packed kernels are instantiated for 1..8 tokens");

@@ -1,0 +1,60 @@
+// The pieces every AVX-512 VNNI packed kernel (packed.h) shares: the 4-byte activation broadcast, the
+// eight-quad dot product of one 32-element stretch, and the masked store of a tile. Internal to
+// src/ops/cpu/ (included only where QWENRT_PACKED_X86).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "ops/cpu_namespace.h"
+
+// GCC 12's AVX-512 headers start some intrinsics from an "undefined" register it then reports as
+// maybe uninitialized (a false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace QWENRT_CPU_NAMESPACE::packed_x86 {
+
+// 4 bytes at p broadcast to the 16 dword lanes (folds into vpdpbusd's {1to16} memory operand).
+inline __m512i Bcast(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm512_set1_epi32(v);
+}
+
+// q[k] holds elements 4k .. 4k + 3 of the 16 rows (u8), a the 32 activation bytes of one token:
+// *lo = the rows' sums over quads 0-3 (elements 0-15), *hi over quads 4-7 (16-31). Two chains halve
+// the dpbusd latency a lone token waits on.
+inline void DotQuads(const __m512i* q, const int8_t* a, __m512i* lo, __m512i* hi) {
+  __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], Bcast(a));
+  __m512i h = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[4], Bcast(a + 16));
+  l = _mm512_dpbusd_epi32(l, q[1], Bcast(a + 4));
+  h = _mm512_dpbusd_epi32(h, q[5], Bcast(a + 20));
+  l = _mm512_dpbusd_epi32(l, q[2], Bcast(a + 8));
+  h = _mm512_dpbusd_epi32(h, q[6], Bcast(a + 24));
+  l = _mm512_dpbusd_epi32(l, q[3], Bcast(a + 12));
+  h = _mm512_dpbusd_epi32(h, q[7], Bcast(a + 28));
+  *lo = l;
+  *hi = h;
+}
+
+// accf[t] += float(sum[t]) * (d(row) * d_act(t)): the once-per-super-block combination of the Q8_K
+// kernels. d16: the 16 rows' fp16 scales; d_act[t]: token t's Q8_K scale of this super-block.
+template <int NT>
+inline void AddSuperBlock(const __m512i* sum, const uint16_t* d16, const float* d_act, __m512* accf) {
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d16)));
+  for (int t = 0; t < NT; ++t) {
+    accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(d, _mm512_set1_ps(d_act[t])), accf[t]);
+  }
+}
+
+// out[t * out_stride + r] = acc[t] lane r, for r < nrows (the padded rows of a group are not stored).
+template <int NT>
+inline void StoreTile(const __m512* acc, float* out, int64_t out_stride, int nrows) {
+  const __mmask16 rows = static_cast<__mmask16>((1u << nrows) - 1u);
+  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(out + t * out_stride, rows, acc[t]);
+}
+
+}  // namespace QWENRT_CPU_NAMESPACE::packed_x86
