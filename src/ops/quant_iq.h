@@ -110,6 +110,11 @@ inline uint16_t LoadU16(const void* p) {
   __builtin_memcpy(&v, p, sizeof(v));
   return v;
 }
+inline uint64_t LoadU64(const void* p) {
+  uint64_t v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+}
 
 // IQ1_M's fp16 super-scale, assembled from the top nibbles of its four u16 scale words.
 inline uint16_t Iq1mD(const BlockIQ1M& b) {

@@ -1,14 +1,16 @@
-// AVX2 (+ VNNI where the build targets it) multi-token dot kernels of the grid i-quants against Q8_K.
+// AVX2 (+ VNNI where the build targets it) multi-token dot kernels of the grid i-quants against
+// Q8_K.
 //
 // Every type is brought to one shape per 32-element chunk of a super-block:
 //   wa: 32 unsigned weight magnitudes (u8; grid values <= 62, IQ1's |8 grid +- 1| <= 9)
 //   sv: 32 bytes whose sign is the weight's sign (never zero)
 //   sc: 16 x i16 group scales (2 ls + 1, per 16 or 32 elements)
-// and for each token: acc += madd(maddubs(wa, sign(q_act, sv)), sc) -- exact i32 (maddubs pair sums are
+// and for each token: acc += madd(maddubs(wa, sign(q_act, sv)), sc) -- exact i32 (maddubs pair sums
+// are
 // <= 2 * 62 * 127 < 2^15, so it never saturates). Per super-block and token one float fmadd of
-// acc * d * d_act * factor, where factor is the type's power of two (ref/vec_dot_iq.cpp): results differ
-// from ref:: only by float summation order. The weights are unpacked once per chunk for up to
-// kMaxDotTokens tokens.
+// acc * d * d_act * factor, where factor is the type's power of two (ref/vec_dot_iq.cpp): results
+// differ from ref:: only by float summation order. The weights are unpacked once per chunk for up
+// to kMaxDotTokens tokens.
 #include "ops/cpu_namespace.h"
 #include "ops/vec_dot_iq.h"
 
@@ -28,9 +30,9 @@ using namespace x86;
 
 // 32 sign bits (bit j: element j negative) -> 32 bytes of -1 / +1.
 inline __m256i SignsPM(uint32_t bits) {
-  const __m256i rep = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
-                                          _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
-                                                            0x0101010101010101, 0));
+  const __m256i rep = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
   const __m256i mask = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
   const __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(rep, mask), mask);
   return _mm256_or_si256(neg, _mm256_set1_epi8(1));
@@ -44,12 +46,15 @@ inline uint32_t KSigns4(uint32_t aux) {
 }
 
 inline __m256i Grid8x4(const uint64_t* t, int i0, int i1, int i2, int i3) {
-  return _mm256_set_epi64x(static_cast<int64_t>(t[i3]), static_cast<int64_t>(t[i2]), static_cast<int64_t>(t[i1]),
-                           static_cast<int64_t>(t[i0]));
+  return _mm256_set_epi64x(static_cast<int64_t>(t[i3]), static_cast<int64_t>(t[i2]),
+                           static_cast<int64_t>(t[i1]), static_cast<int64_t>(t[i0]));
 }
 
 // i16 scales: low 128-bit lane (elements 0-15) = lo, high lane (16-31) = hi.
-inline __m256i Scales16(int lo, int hi) { return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(hi)), _mm_set1_epi16(static_cast<short>(lo))); }
+inline __m256i Scales16(int lo, int hi) {
+  return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(hi)),
+                          _mm_set1_epi16(static_cast<short>(lo)));
+}
 
 struct Chunk {
   __m256i wa, sv, sc;
@@ -73,8 +78,8 @@ struct IQ2XXS {
     const uint32_t idx = LoadU32(b.qs + 4 * g), aux = LoadU32(b.qs + 4 * g + 2);
     const uint64_t* t = iq::kIq2xxsGrid;
     const int s = static_cast<int>(2 * (aux >> 28) + 1);
-    return {Grid8x4(t, idx & 0xFF, (idx >> 8) & 0xFF, (idx >> 16) & 0xFF, idx >> 24), SignsPM(KSigns4(aux)),
-            _mm256_set1_epi16(static_cast<short>(s))};
+    return {Grid8x4(t, idx & 0xFF, (idx >> 8) & 0xFF, (idx >> 16) & 0xFF, idx >> 24),
+            SignsPM(KSigns4(aux)), _mm256_set1_epi16(static_cast<short>(s))};
   }
 };
 
@@ -101,8 +106,8 @@ struct IQ2S {
     const uint8_t* q = b.qs + 4 * g;
     const int h = b.qh[g];
     const int lo = b.scales[g] & 0x0F, hi = b.scales[g] >> 4;
-    return {Grid8x4(iq::kIq2sGrid, q[0] | ((h & 3) << 8), q[1] | ((h & 0x0C) << 6), q[2] | ((h & 0x30) << 4),
-                    q[3] | ((h & 0xC0) << 2)),
+    return {Grid8x4(iq::kIq2sGrid, q[0] | ((h & 3) << 8), q[1] | ((h & 0x0C) << 6),
+                    q[2] | ((h & 0x30) << 4), q[3] | ((h & 0xC0) << 2)),
             SignsPM(LoadU32(b.qs + kQK_K / 8 + 4 * g)), Scales16(2 * lo + 1, 2 * hi + 1)};
   }
 };
@@ -115,10 +120,12 @@ struct IQ3XXS {
     const uint8_t* q = b.qs + 8 * g;
     const uint32_t* t = iq::kIq3xxsGrid;
     const uint32_t aux = LoadU32(b.qs + kQK_K / 4 + 4 * g);
-    const __m256i grid = _mm256_set_epi32(static_cast<int>(t[q[7]]), static_cast<int>(t[q[6]]), static_cast<int>(t[q[5]]),
-                                          static_cast<int>(t[q[4]]), static_cast<int>(t[q[3]]), static_cast<int>(t[q[2]]),
+    const __m256i grid = _mm256_set_epi32(static_cast<int>(t[q[7]]), static_cast<int>(t[q[6]]),
+                                          static_cast<int>(t[q[5]]), static_cast<int>(t[q[4]]),
+                                          static_cast<int>(t[q[3]]), static_cast<int>(t[q[2]]),
                                           static_cast<int>(t[q[1]]), static_cast<int>(t[q[0]]));
-    return {grid, SignsPM(KSigns4(aux)), _mm256_set1_epi16(static_cast<short>(2 * (aux >> 28) + 1))};
+    return {grid, SignsPM(KSigns4(aux)),
+            _mm256_set1_epi16(static_cast<short>(2 * (aux >> 28) + 1))};
   }
 };
 
@@ -133,7 +140,8 @@ struct IQ3S {
     auto e = [&](int p) { return static_cast<int>(t[q[p] | (((h >> p) & 1) << 8)]); };
     const __m256i grid = _mm256_set_epi32(e(7), e(6), e(5), e(4), e(3), e(2), e(1), e(0));
     const int s = (b.scales[g / 2] >> (4 * (g % 2))) & 0x0F;
-    return {grid, SignsPM(LoadU32(b.signs + 4 * g)), _mm256_set1_epi16(static_cast<short>(2 * s + 1))};
+    return {grid, SignsPM(LoadU32(b.signs + 4 * g)),
+            _mm256_set1_epi16(static_cast<short>(2 * s + 1))};
   }
 };
 
@@ -145,8 +153,8 @@ struct IQ1S {
     const uint8_t* q = b.qs + 4 * g;
     const int h = b.qh[g];
     Chunk c;
-    Iq1Chunk(Grid8x4(iq::kIq1sGrid, q[0] | ((h & 7) << 8), q[1] | ((h & 0x38) << 5), q[2] | ((h & 0x1C0) << 2),
-                     q[3] | ((h & 0xE00) >> 1)),
+    Iq1Chunk(Grid8x4(iq::kIq1sGrid, q[0] | ((h & 7) << 8), q[1] | ((h & 0x38) << 5),
+                     q[2] | ((h & 0x1C0) << 2), q[3] | ((h & 0xE00) >> 1)),
              _mm256_set1_epi8(h & 0x8000 ? -1 : 1), &c);
     c.sc = _mm256_set1_epi16(static_cast<short>(2 * ((h >> 12) & 7) + 1));
     return c;
@@ -162,10 +170,10 @@ struct IQ1M {
     const int h0 = b.qh[2 * g], h1 = b.qh[2 * g + 1];  // nibbles of chunks 4g .. 4g + 3
     constexpr int64_t kPlus = 0x0101010101010101, kMinus = -1;
     Chunk c;
-    Iq1Chunk(Grid8x4(iq::kIq1sGrid, q[0] | ((h0 & 7) << 8), q[1] | ((h0 & 0x70) << 4), q[2] | ((h1 & 7) << 8),
-                     q[3] | ((h1 & 0x70) << 4)),
-             _mm256_set_epi64x(h1 & 0x80 ? kMinus : kPlus, h1 & 0x08 ? kMinus : kPlus, h0 & 0x80 ? kMinus : kPlus,
-                               h0 & 0x08 ? kMinus : kPlus),
+    Iq1Chunk(Grid8x4(iq::kIq1sGrid, q[0] | ((h0 & 7) << 8), q[1] | ((h0 & 0x70) << 4),
+                     q[2] | ((h1 & 7) << 8), q[3] | ((h1 & 0x70) << 4)),
+             _mm256_set_epi64x(h1 & 0x80 ? kMinus : kPlus, h1 & 0x08 ? kMinus : kPlus,
+                               h0 & 0x80 ? kMinus : kPlus, h0 & 0x08 ? kMinus : kPlus),
              &c);
     c.sc = Scales16(2 * iq::Iq1mScale(b, 2 * g) + 1, 2 * iq::Iq1mScale(b, 2 * g + 1) + 1);
     return c;
@@ -201,32 +209,314 @@ void DotIq(const typename T::Block* x, const uint8_t* a, size_t a_stride, int64_
 template <typename T>
 void Dot(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
   ForNtok(ntok, [&]<int NT>() {
-    DotIq<T, NT>(static_cast<const typename T::Block*>(w), static_cast<const uint8_t*>(a), s, n / kQK_K, o, os);
+    DotIq<T, NT>(static_cast<const typename T::Block*>(w), static_cast<const uint8_t*>(a), s,
+                 n / kQK_K, o, os);
   });
 }
 
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#define QWENRT_IQ_STEP64 1
+// GCC 12's AVX-512 headers start the gathers and conversions from an "undefined" register it then
+// reports as maybe uninitialized (a false positive; as in packed_tile_x86.h).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// AVX-512: a super-block in four steps of 64 elements. A step's grid rows come by one gather
+// (instead of a scalar load and insert per row), its signs are a mask that negates the activation
+// bytes, and its scales are shifted out of the packed fields in one vector op. The integer sums are
+// those of the 32-element chunks above (maddubs never saturates for the same reason); the float
+// combine is one fmadd per super-block and token, so every token count gives the same bits.
+struct Step {
+  __m512i wa;     // 64 unsigned weight magnitudes
+  __mmask64 neg;  // bit j: element j negative
+  __m512i sc;     // 32 x i16 scales, lane j for elements 2j, 2j + 1
+};
+
+// Lane j of 32 x i16 = 2 * ((bits >> shift_j) & mask) + 1.
+inline __m512i OddScales(uint32_t bits, __m512i shifts, int mask) {
+  const __m512i s =
+      _mm512_and_si512(_mm512_srlv_epi16(_mm512_set1_epi16(static_cast<short>(bits)), shifts),
+                       _mm512_set1_epi16(static_cast<short>(mask)));
+  return _mm512_add_epi16(_mm512_add_epi16(s, s), _mm512_set1_epi16(1));
+}
+// Shift per lane: one 4-bit field per 32 elements (lanes 0-15: bits 0-3, 16-31: bits 4-7) ...
+inline __m512i ShiftsPer32() {
+  return _mm512_set_epi64(0x0004000400040004, 0x0004000400040004, 0x0004000400040004,
+                          0x0004000400040004, 0, 0, 0, 0);
+}
+// ... and one 3-bit field per 16 elements (IQ1_M: lanes 8k .. 8k + 7 take bits 3k .. 3k + 2).
+inline __m512i ShiftsPer16x3() {
+  return _mm512_set_epi64(0x0009000900090009, 0x0009000900090009, 0x0006000600060006,
+                          0x0006000600060006, 0x0003000300030003, 0x0003000300030003, 0, 0);
+}
+
+struct NoPrep {};
+
+// Each byte (a 7-bit sign index, < 128) completed by its parity in bit 7: kKSigns[i] = i |
+// parity(i) << 7, computed instead of looked up.
+inline __m256i WithParity(__m256i f) {
+  const __m256i parity = _mm256_broadcastsi128_si256(
+      _mm_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0));
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  return _mm256_or_si256(
+      f,
+      _mm256_xor_si256(_mm256_shuffle_epi8(parity, _mm256_and_si256(f, m4)),
+                       _mm256_shuffle_epi8(parity, _mm256_and_si256(_mm256_srli_epi16(f, 4), m4))));
+}
+
+// The 256 sign bits of a super-block whose 8 chunks each have an aux word of four 7-bit sign
+// indices (bits 7l .. 7l + 6, for elements 8l .. 8l + 7 of the chunk) and the 4-bit scale in bits
+// 28-31 (IQ2_XXS, IQ3_XXS). bits[h] = the signs of step h, aux[g] = chunk g's word.
+struct AuxSigns {
+  alignas(32) uint64_t bits[4];
+  alignas(32) uint32_t aux[8];
+  // Step h's two 4-bit chunk scales, low nibble first.
+  uint32_t Scales(int h) const { return (aux[2 * h] >> 28) | ((aux[2 * h + 1] >> 28) << 4); }
+};
+inline AuxSigns SignsOfAux(__m256i aux) {
+  __m256i f = _mm256_and_si256(aux, _mm256_set1_epi32(0x7F));  // field l -> byte l
+  f = _mm256_or_si256(f, _mm256_and_si256(_mm256_slli_epi32(aux, 1), _mm256_set1_epi32(0x7F00)));
+  f = _mm256_or_si256(f, _mm256_and_si256(_mm256_slli_epi32(aux, 2), _mm256_set1_epi32(0x7F0000)));
+  f = _mm256_or_si256(f,
+                      _mm256_and_si256(_mm256_slli_epi32(aux, 3), _mm256_set1_epi32(0x7F000000)));
+  AuxSigns s;
+  _mm256_store_si256(reinterpret_cast<__m256i*>(s.bits), WithParity(f));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(s.aux), aux);
+  return s;
+}
+
+// Shift per lane: one 4-bit field per 16 elements (IQ2_XS, IQ2_S: lanes 8k .. 8k + 7 take bits 4k
+// .. 4k + 3).
+inline __m512i ShiftsPer16x4() {
+  return _mm512_set_epi64(0x000C000C000C000C, 0x000C000C000C000C, 0x0008000800080008,
+                          0x0008000800080008, 0x0004000400040004, 0x0004000400040004, 0, 0);
+}
+
+struct IQ2XXS64 {
+  using Block = BlockIQ2XXS;
+  static constexpr float kFactor = 0.125f;
+  static uint16_t D(const Block& b) { return b.d; }
+  static AuxSigns Prepare(const Block& b) {
+    const __m512i w = _mm512_loadu_si512(b.qs);  // per chunk: index word, aux word
+    return SignsOfAux(_mm512_cvtepi64_epi32(_mm512_srli_epi64(w, 32)));
+  }
+  static Step Get(const Block& b, const AuxSigns& s, int h) {
+    const uint8_t* q = reinterpret_cast<const uint8_t*>(b.qs) + 16 * h;  // chunks 2h, 2h + 1
+    const uint64_t rows = iq::LoadU32(q) | (static_cast<uint64_t>(iq::LoadU32(q + 8)) << 32);
+    const __m256i idx = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(rows)));
+    return {_mm512_i32gather_epi64(idx, iq::kIq2xxsGrid, 8), _cvtu64_mask64(s.bits[h]),
+            OddScales(s.Scales(h), ShiftsPer32(), 15)};
+  }
+};
+
+struct IQ2XS64 {
+  using Block = BlockIQ2XS;
+  static constexpr float kFactor = 0.125f;
+  static uint16_t D(const Block& b) { return b.d; }
+  static NoPrep Prepare(const Block&) { return {}; }
+  static Step Get(const Block& b, NoPrep, int h) {
+    const __m256i q =
+        _mm256_cvtepu16_epi32(Load128(b.qs + 8 * h));  // 8 rows: index | sign index << 9
+    const __m256i idx = _mm256_and_si256(q, _mm256_set1_epi32(511));
+    const __m256i signs = WithParity(_mm256_srli_epi32(q, 9));
+    const uint64_t neg = static_cast<uint64_t>(_mm_cvtsi128_si64(_mm256_cvtepi32_epi8(signs)));
+    return {_mm512_i32gather_epi64(idx, iq::kIq2xsGrid, 8), _cvtu64_mask64(neg),
+            OddScales(iq::LoadU16(b.scales + 2 * h), ShiftsPer16x4(), 15)};
+  }
+};
+
+struct IQ2S64 {
+  using Block = BlockIQ2S;
+  static constexpr float kFactor = 0.125f;
+  static uint16_t D(const Block& b) { return b.d; }
+  static NoPrep Prepare(const Block&) { return {}; }
+  static Step Get(const Block& b, NoPrep, int h) {
+    const __m256i hi =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(iq::LoadU16(b.qh + 2 * h)),
+                                           _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                         _mm256_set1_epi32(3));
+    const __m256i idx = _mm256_or_si256(
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qs + 8 * h))),
+        _mm256_slli_epi32(hi, 8));
+    return {_mm512_i32gather_epi64(idx, iq::kIq2sGrid, 8),
+            _cvtu64_mask64(iq::LoadU64(b.qs + kQK_K / 8 + 8 * h)),
+            OddScales(iq::LoadU16(b.scales + 2 * h), ShiftsPer16x4(), 15)};
+  }
+};
+
+// IQ1's 8 rows of 8 elements: grid values (-1, 0, 1) as 8 * grid + delta, delta -1 for the rows
+// whose bit is set in `minus`, else +1.
+inline Step Iq1Step(__m256i idx, __mmask8 minus, __m512i sc) {
+  const __m512i grid = _mm512_i32gather_epi64(idx, iq::kIq1sGrid, 8);
+  const __m512i delta = _mm512_mask_blend_epi64(minus, _mm512_set1_epi8(1), _mm512_set1_epi8(-1));
+  __m512i v = _mm512_add_epi8(grid, grid);
+  v = _mm512_add_epi8(v, v);
+  v = _mm512_add_epi8(_mm512_add_epi8(v, v), delta);
+  return {_mm512_abs_epi8(v), _mm512_movepi8_mask(v), sc};
+}
+
+struct IQ1S64 {
+  using Block = BlockIQ1S;
+  static constexpr float kFactor = 0.125f;
+  static uint16_t D(const Block& b) { return b.d; }
+  static NoPrep Prepare(const Block&) { return {}; }
+  static Step Get(const Block& b, NoPrep, int h) {
+    const uint32_t w0 = b.qh[2 * h], w1 = b.qh[2 * h + 1];  // chunks 2h, 2h + 1: rows 0-3, 4-7
+    const __m256i hi =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(w0 | (w1 << 16))),
+                                           _mm256_setr_epi32(0, 3, 6, 9, 16, 19, 22, 25)),
+                         _mm256_set1_epi32(7));
+    const __m256i idx = _mm256_or_si256(
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qs + 8 * h))),
+        _mm256_slli_epi32(hi, 8));
+    const auto minus = static_cast<__mmask8>((w0 & 0x8000 ? 0x0F : 0) | (w1 & 0x8000 ? 0xF0 : 0));
+    return Iq1Step(idx, minus,
+                   OddScales(((w0 >> 12) & 7) | (((w1 >> 12) & 7) << 4), ShiftsPer32(), 15));
+  }
+};
+
+struct IQ3S64 {
+  using Block = BlockIQ3S;
+  static constexpr float kFactor = 1.0f;
+  static uint16_t D(const Block& b) { return b.d; }
+  static NoPrep Prepare(const Block&) { return {}; }
+  static Step Get(const Block& b, NoPrep, int h) {
+    __m512i idx = _mm512_cvtepu8_epi32(Load128(b.qs + 16 * h));  // 16 rows of 4 elements
+    idx = _mm512_mask_or_epi32(idx, _cvtu32_mask16(iq::LoadU16(b.qh + 2 * h)), idx,
+                               _mm512_set1_epi32(256));
+    return {_mm512_i32gather_epi32(idx, iq::kIq3sGrid, 4),
+            _cvtu64_mask64(iq::LoadU64(b.signs + 8 * h)),
+            OddScales(b.scales[h], ShiftsPer32(), 15)};
+  }
+};
+
+struct IQ3XXS64 {
+  using Block = BlockIQ3XXS;
+  static constexpr float kFactor = 0.25f;
+  static uint16_t D(const Block& b) { return b.d; }
+  static AuxSigns Prepare(const Block& b) { return SignsOfAux(Load256(b.qs + kQK_K / 4)); }
+  static Step Get(const Block& b, const AuxSigns& s, int h) {
+    const __m512i idx = _mm512_cvtepu8_epi32(Load128(b.qs + 16 * h));
+    return {_mm512_i32gather_epi32(idx, iq::kIq3xxsGrid, 4), _cvtu64_mask64(s.bits[h]),
+            OddScales(s.Scales(h), ShiftsPer32(), 15)};
+  }
+};
+
+struct IQ1M64 {
+  using Block = BlockIQ1M;
+  static constexpr float kFactor = 0.125f;
+  static uint16_t D(const Block& b) { return iq::Iq1mD(b); }
+  static NoPrep Prepare(const Block&) { return {}; }
+  static Step Get(const Block& b, NoPrep, int h) {
+    // Rows 8h .. 8h + 7 of 8 elements: nibble k of qh[4h ..] holds index bits 8-10 and, in bit 3,
+    // the sign of the row's delta.
+    const __m256i nib = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(iq::LoadU32(b.qh + 4 * h))),
+                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+        _mm256_set1_epi32(15));
+    const __m256i idx = _mm256_or_si256(
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qs + 8 * h))),
+        _mm256_slli_epi32(_mm256_and_si256(nib, _mm256_set1_epi32(7)), 8));
+    return Iq1Step(idx, _mm256_test_epi32_mask(nib, _mm256_set1_epi32(8)),
+                   OddScales(iq::LoadU16(b.scales + 2 * h), ShiftsPer16x3(), 7));
+  }
+};
+
+template <typename T, int NT>
+void DotIq64(const typename T::Block* x, const uint8_t* a, size_t a_stride, int64_t nb, float* out,
+             int64_t out_stride) {
+  const BlockQ8K* y[NT];
+  for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8K*>(a + t * a_stride);
+  __m512 accf[NT];
+  for (int t = 0; t < NT; ++t) accf[t] = _mm512_setzero_ps();
+  const __m512i zero = _mm512_setzero_si512();
+  for (int64_t b = 0; b < nb; ++b) {
+    const auto prep = T::Prepare(x[b]);
+    __m512i acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = zero;
+    for (int h = 0; h < 4; ++h) {
+      const Step s = T::Get(x[b], prep, h);
+      for (int t = 0; t < NT; ++t) {
+        const __m512i q = _mm512_loadu_si512(y[t][b].qs + 64 * h);
+        const __m512i qa = _mm512_mask_sub_epi8(q, s.neg, zero, q);
+        acc[t] = _mm512_dpwssd_epi32(acc[t], _mm512_maddubs_epi16(s.wa, qa), s.sc);
+      }
+    }
+    const float d = Half(T::D(x[b])) * T::kFactor;
+    for (int t = 0; t < NT; ++t) {
+      accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[t]), _mm512_set1_ps(d * y[t][b].d), accf[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t * out_stride] = _mm512_reduce_add_ps(accf[t]);
+}
+
+template <typename T>
+void Dot64(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+  ForNtok(ntok, [&]<int NT>() {
+    DotIq64<T, NT>(static_cast<const typename T::Block*>(w), static_cast<const uint8_t*>(a), s,
+                   n / kQK_K, o, os);
+  });
+}
+#else
+#define QWENRT_IQ_STEP64 0
+#endif
+
 }  // namespace
 
-void DotIQ2XXS_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+void DotIQ2XXS_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
+                   int64_t os) {
+#if QWENRT_IQ_STEP64
+  Dot64<IQ2XXS64>(w, a, s, ntok, n, o, os);
+#else
   Dot<IQ2XXS>(w, a, s, ntok, n, o, os);
+#endif
 }
-void DotIQ2XS_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+void DotIQ2XS_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
+                  int64_t os) {
+#if QWENRT_IQ_STEP64
+  Dot64<IQ2XS64>(w, a, s, ntok, n, o, os);
+#else
   Dot<IQ2XS>(w, a, s, ntok, n, o, os);
+#endif
 }
-void DotIQ2S_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+void DotIQ2S_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
+                 int64_t os) {
+#if QWENRT_IQ_STEP64
+  Dot64<IQ2S64>(w, a, s, ntok, n, o, os);
+#else
   Dot<IQ2S>(w, a, s, ntok, n, o, os);
+#endif
 }
-void DotIQ3XXS_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+void DotIQ3XXS_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
+                   int64_t os) {
+#if QWENRT_IQ_STEP64
+  Dot64<IQ3XXS64>(w, a, s, ntok, n, o, os);
+#else
   Dot<IQ3XXS>(w, a, s, ntok, n, o, os);
+#endif
 }
-void DotIQ3S_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+void DotIQ3S_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
+                 int64_t os) {
+#if QWENRT_IQ_STEP64
+  Dot64<IQ3S64>(w, a, s, ntok, n, o, os);
+#else
   Dot<IQ3S>(w, a, s, ntok, n, o, os);
+#endif
 }
-void DotIQ1S_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+void DotIQ1S_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
+                 int64_t os) {
+#if QWENRT_IQ_STEP64
+  Dot64<IQ1S64>(w, a, s, ntok, n, o, os);
+#else
   Dot<IQ1S>(w, a, s, ntok, n, o, os);
+#endif
 }
-void DotIQ1M_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+void DotIQ1M_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
+                 int64_t os) {
+#if QWENRT_IQ_STEP64
+  Dot64<IQ1M64>(w, a, s, ntok, n, o, os);
+#else
   Dot<IQ1M>(w, a, s, ntok, n, o, os);
+#endif
 }
 
 }  // namespace QWENRT_CPU_NAMESPACE
