@@ -50,6 +50,9 @@ std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uin
   } else if (type == gguf::Type::Q4_K) {
     auto* b = reinterpret_cast<BlockQ4K*>(data.data());
     for (int64_t i = 0; i < nb; ++i) b[i].d = Fp32ToFp16(ud(rng)), b[i].dmin = Fp32ToFp16(ud(rng));
+  } else if (type == gguf::Type::Q5_K) {
+    auto* b = reinterpret_cast<BlockQ5K*>(data.data());
+    for (int64_t i = 0; i < nb; ++i) b[i].d = Fp32ToFp16(0.5f * ud(rng)), b[i].dmin = Fp32ToFp16(ud(rng));
   } else {
     auto* b = reinterpret_cast<BlockQ6K*>(data.data());
     for (int64_t i = 0; i < nb; ++i) b[i].d = Fp32ToFp16(0.1f * ud(rng));
@@ -78,6 +81,7 @@ std::vector<uint8_t> Pack(const WeightMatrix& w) {
 float RefDot(gguf::Type type, const uint8_t* w, const uint8_t* a, int64_t n) {
   switch (type) {
     case gguf::Type::Q4_K: return ref::VecDotQ4K_Q8K(w, a, n);
+    case gguf::Type::Q5_K: return ref::VecDotQ5K_Q8K(w, a, n);
     case gguf::Type::Q6_K: return ref::VecDotQ6K_Q8K(w, a, n);
     case gguf::Type::Q4_0: return ref::VecDotQ4_0_Q8_0(w, a, n);
     case gguf::Type::Q8_0: return ref::VecDotQ8_0_Q8_0(w, a, n);
@@ -107,7 +111,7 @@ void QuantizeAct(gguf::Type type, const float* x, uint8_t* dst, int64_t n) {
 const gguf::Type kTypes[] = {gguf::Type::Q4_K, gguf::Type::Q6_K,   gguf::Type::Q4_0,
                              gguf::Type::IQ4_NL, gguf::Type::Q8_0, gguf::Type::IQ4_XS,
                              gguf::Type::Q3_K, gguf::Type::Q4_1,   gguf::Type::Q5_0,
-                             gguf::Type::Q5_1};
+                             gguf::Type::Q5_1, gguf::Type::Q5_K};
 
 // cpu::MatMul of `w` (whose packed copy is set) against the reference dots of its file rows, and
 // every token alone against the whole batch, bit for bit.
@@ -168,16 +172,8 @@ TEST_CASE("packed kernels give every token the same bits for every token count",
     const auto data = RandomRows(type, rows, cols, 5);
     const WeightMatrix w = MakeWeightMatrix(type, cols, rows, data.data());
     const auto packed = Pack(w);
-    const cpu::PackedKernel k = type == gguf::Type::Q4_K     ? cpu::DotPackedQ4K_Q8K
-                                : type == gguf::Type::Q6_K   ? cpu::DotPackedQ6K_Q8K
-                                : type == gguf::Type::Q4_0   ? cpu::DotPackedQ4_0_Q8_0
-                                : type == gguf::Type::Q8_0   ? cpu::DotPackedQ8_0_Q8_0
-                                : type == gguf::Type::IQ4_XS ? cpu::DotPackedIQ4XS_Q8K
-                                : type == gguf::Type::Q3_K   ? cpu::DotPackedQ3K_Q8K
-                                : type == gguf::Type::Q4_1   ? cpu::DotPackedQ4_1_Q8_0
-                                : type == gguf::Type::Q5_0   ? cpu::DotPackedQ5_0_Q8_0
-                                : type == gguf::Type::Q5_1   ? cpu::DotPackedQ5_1_Q8_0
-                                                             : cpu::DotPackedIQ4NL_Q8_0;
+    const cpu::PackedKernel k = cpu::PackedKernelOf(type);  // the level in use
+    REQUIRE(k != nullptr);
     const size_t stride = static_cast<size_t>(RowBytes(ActType(type), cols));
     std::vector<uint8_t> a(stride * cpu::kMaxDotTokens);
     const auto x = RandomActivations(cols * cpu::kMaxDotTokens, 11);
@@ -254,14 +250,16 @@ TEST_CASE("PackedBytes sizes and rejections", "[packed]") {
   CHECK(PackedBytes(gguf::Type::Q6_K, 256, 16) == sizeof(PackedQ6K));
   CHECK(PackedBytes(gguf::Type::Q8_0, 256, 16) == sizeof(PackedQ8_0));
   CHECK(PackedBytes(gguf::Type::Q5_0, 256, 16) == sizeof(PackedQ5_0));
-  CHECK(PackedBytes(gguf::Type::Q5_K, 256, 16) == 0);
+  CHECK(PackedBytes(gguf::Type::Q5_K, 512, 16) == 2 * sizeof(PackedQ5K));
+  CHECK(PackedBytes(gguf::Type::Q2_K, 256, 16) == 0);
   CHECK(PackedBytes(gguf::Type::IQ4_XS, 768, 16) == 3 * sizeof(PackedIQ4XS));
   CHECK(PackedBytes(gguf::Type::Q3_K, 256, 20) == 2 * sizeof(PackedQ3K));
   CHECK(PackedBytes(gguf::Type::Q4_0, 512, 17) == 2 * 2 * sizeof(PackedQ4_0));
   CHECK(PackedBytes(gguf::Type::IQ4_NL, 256, 1) == sizeof(PackedQ4_0));
   CHECK(PackedBytes(gguf::Type::Q4_0, 288, 16) == 0);  // 9 blocks of 32: the file layout stays
   CHECK(PackedBytes(gguf::Type::Q4_K, 100, 16) == 0);
-  CHECK(!HasPackedLayout(gguf::Type::Q5_K));
+  CHECK(!HasPackedLayout(gguf::Type::Q2_K));
+  CHECK(!HasPackedLayout(gguf::Type::IQ3_S));
 }
 
 }  // namespace

@@ -102,6 +102,7 @@
     (type, row, i0, n, dst))                                                                                \
   X(void, DotPackedQ4K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \
   X(void, DotPackedQ6K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \
+  X(void, DotPackedQ5K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \
   X(void, DotPackedQ4_0_Q8_0, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                             \
   X(void, DotPackedIQ4NL_Q8_0, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                            \
   X(void, DotPackedQ8_0_Q8_0, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                             \
@@ -112,6 +113,7 @@
   X(void, DotPackedQ3K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \
   X(bool, PackedKernelsFast, (), ())                                                                        \
   X(bool, PackedKernelFast, (gguf::Type type), (type))                                                      \
+  X(::qwenrt::cpu_dispatch::PackedFn, PackedKernelOf, (gguf::Type type), (type))                            \
   X(::qwenrt::cpu_dispatch::DotFn, IQuantDotKernel, (gguf::Type type), (type))                             \
   X(const char*, PackedKernelIsa, (), ())                                                                   \
   X(int, MaxDotTokens, (), ())                                                                              \
@@ -131,6 +133,8 @@ namespace qwenrt::cpu_dispatch {
 
 // A multi-token dot kernel (cpu::DotKernel), as a table entry's return type.
 using DotFn = void(*) QWENRT_DOT_PARAMS;
+// A packed kernel (cpu::PackedKernel), likewise.
+using PackedFn = void(*) QWENRT_PACKED_DOT_PARAMS;
 
 // One level's entry points. Defined outside the level namespaces, so every level and the dispatcher
 // see the same type.

@@ -14,6 +14,12 @@ inline int Q4(const BlockQ4K& x, int e) {
   return (x.qs[32 * g + l] >> (4 * h)) & 0x0F;
 }
 
+// Q5_K: q(e) in [0, 31] (as ref::VecDotQ5K_Q8K decodes it).
+inline int Q5(const BlockQ5K& x, int e) {
+  const int s = e / 32, l = e % 32;
+  return ((x.qs[32 * (s / 2) + l] >> (4 * (s % 2))) & 0x0F) | (((x.qh[l] >> s) & 1) << 4);
+}
+
 // Q6_K: u(e) = q6 + 32 in [0, 63] (as ref::VecDotQ6K_Q8K decodes it).
 inline int U6(const BlockQ6K& x, int e) {
   const int half = e / 128, k = (e % 128) / 32, l = e % 32;
@@ -24,19 +30,43 @@ inline int U6(const BlockQ6K& x, int e) {
   return lo | (hi << 4);
 }
 
+// Row r of a Q4_K / Q5_K record's four low bits, from the row's 256 values q and its file scales.
+void PackKLow(const uint8_t* q, uint16_t d, uint16_t dmin, const uint8_t* scales, int r, PackedQ4K* out) {
+  out->d[r] = d;
+  out->dmin[r] = dmin;
+  for (int s = 0; s < 8; ++s) {
+    UnpackScaleMinK(scales, s, &out->scales[s][r], &out->mins[s][r]);
+    for (int j = 0; j < 4; ++j) {
+      for (int i = 0; i < 4; ++i) {
+        const int lo = q[32 * s + 4 * j + i] & 0x0F, hi = q[32 * s + 16 + 4 * j + i] & 0x0F;
+        out->qs[s][j][4 * r + i] = static_cast<uint8_t>(lo | (hi << 4));
+      }
+    }
+  }
+}
+
 void PackQ4K(const BlockQ4K* const* rows, int nrows, int64_t b, PackedQ4K* out) {
   std::memset(out, 0, sizeof(*out));
   for (int r = 0; r < nrows; ++r) {
     const BlockQ4K& x = rows[r][b];
-    out->d[r] = x.d;
-    out->dmin[r] = x.dmin;
     uint8_t q[kQK_K];  // the row's 256 values, decoded once
     for (int e = 0; e < kQK_K; ++e) q[e] = static_cast<uint8_t>(Q4(x, e));
+    PackKLow(q, x.d, x.dmin, x.scales, r, out);
+  }
+}
+
+void PackQ5K(const BlockQ5K* const* rows, int nrows, int64_t b, PackedQ5K* out) {
+  std::memset(out, 0, sizeof(*out));
+  for (int r = 0; r < nrows; ++r) {
+    const BlockQ5K& x = rows[r][b];
+    uint8_t q[kQK_K];
+    for (int e = 0; e < kQK_K; ++e) q[e] = static_cast<uint8_t>(Q5(x, e));
+    PackKLow(q, x.d, x.dmin, x.scales, r, &out->low);
     for (int s = 0; s < 8; ++s) {
-      UnpackScaleMinK(x.scales, s, &out->scales[s][r], &out->mins[s][r]);
-      for (int j = 0; j < 4; ++j) {
+      for (int k = 0; k < 8; ++k) {
         for (int i = 0; i < 4; ++i) {
-          out->qs[s][j][4 * r + i] = static_cast<uint8_t>(q[32 * s + 4 * j + i] | (q[32 * s + 16 + 4 * j + i] << 4));
+          const int e = 32 * s + 16 * (k / 4) + 4 * (k % 4) + i;
+          out->qh[s][4 * r + i] |= static_cast<uint8_t>((q[e] >> 4) << k);
         }
       }
     }
@@ -171,53 +201,47 @@ void PackAll(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, i
   }
 }
 
-}  // namespace
+// One row per type that has a packed layout: its record size and its packer.
+struct Layout {
+  gguf::Type type;
+  size_t record;
+  void (*pack)(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, int64_t g0, int64_t g1, uint8_t* dst);
+};
+constexpr Layout kLayouts[] = {
+    {gguf::Type::Q4_K, sizeof(PackedQ4K), PackAll<BlockQ4K, PackedQ4K, PackQ4K>},
+    {gguf::Type::Q5_K, sizeof(PackedQ5K), PackAll<BlockQ5K, PackedQ5K, PackQ5K>},
+    {gguf::Type::Q6_K, sizeof(PackedQ6K), PackAll<BlockQ6K, PackedQ6K, PackQ6K>},
+    {gguf::Type::Q3_K, sizeof(PackedQ3K), PackAll<BlockQ3K, PackedQ3K, PackQ3K>},
+    {gguf::Type::IQ4_XS, sizeof(PackedIQ4XS), PackAll<BlockIQ4XS, PackedIQ4XS, PackIQ4XS>},
+    {gguf::Type::Q4_0, sizeof(PackedQ4_0), PackAll<BlockQ4_0, PackedQ4_0, PackQ4_0<BlockQ4_0>>},
+    {gguf::Type::IQ4_NL, sizeof(PackedQ4_0), PackAll<BlockIQ4NL, PackedQ4_0, PackQ4_0<BlockIQ4NL>>},
+    {gguf::Type::Q4_1, sizeof(PackedQ4_1), PackAll<BlockQ4_1, PackedQ4_1, PackLegacy<BlockQ4_1, PackedQ4_1>>},
+    {gguf::Type::Q5_0, sizeof(PackedQ5_0), PackAll<BlockQ5_0, PackedQ5_0, PackLegacy<BlockQ5_0, PackedQ5_0>>},
+    {gguf::Type::Q5_1, sizeof(PackedQ5_1), PackAll<BlockQ5_1, PackedQ5_1, PackLegacy<BlockQ5_1, PackedQ5_1>>},
+    {gguf::Type::Q8_0, sizeof(PackedQ8_0), PackAll<BlockQ8_0, PackedQ8_0, PackQ8_0>},
+};
 
-bool HasPackedLayout(gguf::Type type) {
-  return type == gguf::Type::Q4_K || type == gguf::Type::Q6_K || type == gguf::Type::Q4_0 ||
-         type == gguf::Type::IQ4_NL || type == gguf::Type::Q8_0 || type == gguf::Type::IQ4_XS ||
-         type == gguf::Type::Q3_K || type == gguf::Type::Q4_1 || type == gguf::Type::Q5_0 || type == gguf::Type::Q5_1;
+const Layout* LayoutOf(gguf::Type type) {
+  for (const Layout& l : kLayouts) {
+    if (l.type == type) return &l;
+  }
+  return nullptr;
 }
 
+}  // namespace
+
+bool HasPackedLayout(gguf::Type type) { return LayoutOf(type) != nullptr; }
+
 size_t PackedBytes(gguf::Type type, int64_t cols, int64_t rows) {
-  if (!HasPackedLayout(type) || cols <= 0 || rows <= 0 || cols % kQK_K != 0) return 0;
+  const Layout* l = LayoutOf(type);
+  if (l == nullptr || cols <= 0 || rows <= 0 || cols % kQK_K != 0) return 0;
   const size_t groups = static_cast<size_t>((rows + kPackRows - 1) / kPackRows);
-  const size_t record = type == gguf::Type::Q4_K   ? sizeof(PackedQ4K)
-                        : type == gguf::Type::Q6_K ? sizeof(PackedQ6K)
-                        : type == gguf::Type::Q8_0 ? sizeof(PackedQ8_0)
-                        : type == gguf::Type::IQ4_XS ? sizeof(PackedIQ4XS)
-                        : type == gguf::Type::Q3_K ? sizeof(PackedQ3K)
-                        : type == gguf::Type::Q4_1 ? sizeof(PackedQ4_1)
-                        : type == gguf::Type::Q5_0 ? sizeof(PackedQ5_0)
-                        : type == gguf::Type::Q5_1 ? sizeof(PackedQ5_1)
-                                                   : sizeof(PackedQ4_0);
-  return groups * static_cast<size_t>(cols / kQK_K) * record;
+  return groups * static_cast<size_t>(cols / kQK_K) * l->record;
 }
 
 void PackGroups(gguf::Type type, const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, int64_t g0,
                 int64_t g1, uint8_t* dst) {
-  if (type == gguf::Type::Q4_K) PackAll<BlockQ4K, PackedQ4K, PackQ4K>(src, row_bytes, cols, rows, g0, g1, dst);
-  if (type == gguf::Type::Q6_K) PackAll<BlockQ6K, PackedQ6K, PackQ6K>(src, row_bytes, cols, rows, g0, g1, dst);
-  if (type == gguf::Type::Q4_0) {
-    PackAll<BlockQ4_0, PackedQ4_0, PackQ4_0<BlockQ4_0>>(src, row_bytes, cols, rows, g0, g1, dst);
-  }
-  if (type == gguf::Type::Q4_1) {
-    PackAll<BlockQ4_1, PackedQ4_1, PackLegacy<BlockQ4_1, PackedQ4_1>>(src, row_bytes, cols, rows, g0, g1, dst);
-  }
-  if (type == gguf::Type::Q5_0) {
-    PackAll<BlockQ5_0, PackedQ5_0, PackLegacy<BlockQ5_0, PackedQ5_0>>(src, row_bytes, cols, rows, g0, g1, dst);
-  }
-  if (type == gguf::Type::Q5_1) {
-    PackAll<BlockQ5_1, PackedQ5_1, PackLegacy<BlockQ5_1, PackedQ5_1>>(src, row_bytes, cols, rows, g0, g1, dst);
-  }
-  if (type == gguf::Type::Q3_K) PackAll<BlockQ3K, PackedQ3K, PackQ3K>(src, row_bytes, cols, rows, g0, g1, dst);
-  if (type == gguf::Type::IQ4_XS) {
-    PackAll<BlockIQ4XS, PackedIQ4XS, PackIQ4XS>(src, row_bytes, cols, rows, g0, g1, dst);
-  }
-  if (type == gguf::Type::Q8_0) PackAll<BlockQ8_0, PackedQ8_0, PackQ8_0>(src, row_bytes, cols, rows, g0, g1, dst);
-  if (type == gguf::Type::IQ4_NL) {
-    PackAll<BlockIQ4NL, PackedQ4_0, PackQ4_0<BlockIQ4NL>>(src, row_bytes, cols, rows, g0, g1, dst);
-  }
+  if (const Layout* l = LayoutOf(type)) l->pack(src, row_bytes, cols, rows, g0, g1, dst);
 }
 
 }  // namespace qwenrt

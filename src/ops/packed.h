@@ -43,6 +43,15 @@ struct PackedQ4K {
 };
 static_assert(sizeof(PackedQ4K) == 2368, "PackedQ4K layout");
 
+// Q5_K, 16 rows of one super-block (2880 bytes, as 16 x 176 of the file): Q4_K's record holding the
+// four low bits of each value, and the fifth bits: bit k of qh[s][4r + i] is bit 4 of
+// q(r, 32s + 16(k / 4) + 4(k % 4) + i), the element of Q4_K's quad k of sub-block s.
+struct PackedQ5K {
+  PackedQ4K low;
+  uint8_t qh[8][4 * kPackRows];
+};
+static_assert(sizeof(PackedQ5K) == 2880, "PackedQ5K layout");
+
 // Q6_K, 16 rows of one super-block (3360 bytes, as 16 x 210 of the file). u = q6 + 32 in [0, 63].
 struct PackedQ6K {
   uint16_t d[kPackRows];                   // fp16 per row
@@ -129,7 +138,7 @@ struct Iq4ValuesU8 {
 };
 inline constexpr Iq4ValuesU8 kIq4ValuesU8;
 
-// True for the types that have a packed layout (Q4_K, Q6_K, Q3_K, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1,
+// True for the types that have a packed layout (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1,
 // IQ4_NL, Q8_0).
 bool HasPackedLayout(gguf::Type type);
 
@@ -162,6 +171,10 @@ struct PackedTokens {
 void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows);
 void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                      int64_t out_stride, int nrows);
+// Q5_K against Q8_K rows: SIMD with AVX-512 VNNI (cpu/packed_dot_x86.cpp, Q4_K's tile plus the fifth
+// bits), else portable (cpu/packed_dot_q5k.cpp).
+void DotPackedQ5K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows);
 // Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / Q8_0 against Q8_0 rows (cpu/packed_dot_legacy.cpp): SIMD with
 // AVX-512 VNNI, else portable.

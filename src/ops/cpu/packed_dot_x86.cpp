@@ -1,7 +1,8 @@
 // AVX-512 VNNI packed kernels (packed.h): a 16-row x NT-token register tile per call.
 //
-// Per super-block and 32-element sub-block s (Q4_K) / 16-element group g (Q6_K):
-//   w_j  = 64 bytes = 4 consecutive elements of the 16 rows (u8, nibbles unpacked once for NT tokens)
+// Per super-block and 32-element sub-block s (Q4_K, Q5_K) / 16-element group g (Q6_K):
+//   w_j  = 64 bytes = 4 consecutive elements of the 16 rows (u8, nibbles -- and Q5_K's fifth bits --
+//          unpacked once for NT tokens)
 //   acc  = sum_j vpdpbusd(w_j, broadcast(4 activation bytes of token t))   -> 16 rows' int32 sums
 //   S   += acc * scale(row)                                                -> exact, as ref::VecDot*
 // then once per super-block and token: the mins (Q4_K) / the -32 offset (Q6_K) from the Q8_K bsums
@@ -12,6 +13,9 @@
 #include "ops/cpu_namespace.h"
 #include "ops/packed.h"
 #if QWENRT_PACKED_X86
+#include <type_traits>
+#include <utility>
+
 #include "ops/cpu/packed_tile_x86.h"
 
 namespace QWENRT_CPU_NAMESPACE {
@@ -24,13 +28,29 @@ inline __m512 Halves(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-template <int NT>
-void Q4K(const PackedQ4K* x, const BlockQ8K* const* y, int64_t nb, float* out, int64_t out_stride, int nrows) {
+// Quad k's fifth bits (bit k of each byte of qh) moved to bit 4. The 16-bit shifts move bits only
+// within each byte here (shift <= 4 left, <= 3 right, then the mask).
+template <int k>
+inline __m512i FifthBit(__m512i qh) {
+  const __m512i v = k < 4 ? _mm512_slli_epi16(qh, 4 - k) : k == 4 ? qh : _mm512_srli_epi16(qh, k - 4);
+  return _mm512_and_si512(v, _mm512_set1_epi8(0x10));
+}
+template <int... k>
+inline void AddFifthBits(__m512i* q, __m512i qh, std::integer_sequence<int, k...>) {
+  ((q[k] = _mm512_or_si512(q[k], FifthBit<k>(qh))), ...);
+}
+
+inline const PackedQ4K& Low(const PackedQ4K& x) { return x; }
+inline const PackedQ4K& Low(const PackedQ5K& x) { return x.low; }
+
+// Q4_K and Q5_K (Record = PackedQ4K / PackedQ5K): the same tile, Q5_K's values with their fifth bit.
+template <typename Record, int NT>
+void KWithMins(const Record* x, const BlockQ8K* const* y, int64_t nb, float* out, int64_t out_stride, int nrows) {
   __m512 accf[NT];
   for (int t = 0; t < NT; ++t) accf[t] = _mm512_setzero_ps();
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
-    const PackedQ4K& X = x[b];
+    const PackedQ4K& X = Low(x[b]);
     __m512i s1[NT];
     for (int t = 0; t < NT; ++t) s1[t] = _mm512_setzero_si512();
     for (int s = 0; s < 8; ++s) {
@@ -40,6 +60,7 @@ void Q4K(const PackedQ4K* x, const BlockQ8K* const* y, int64_t nb, float* out, i
         q[j] = _mm512_and_si512(v, m4);                          // elements 32s + 4j + i
         q[4 + j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);  // elements 32s + 16 + 4j + i
       }
+      if constexpr (std::is_same_v<Record, PackedQ5K>) AddFifthBits(q, Load(x[b].qh[s]), std::make_integer_sequence<int, 8>{});
       const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X.scales[s])));
       for (int t = 0; t < NT; ++t) {
         const int8_t* a = y[t][b].qs + 32 * s;
@@ -122,7 +143,13 @@ void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
                       int64_t out_stride, int nrows) {
   const PackedTokens tok(a, a_stride, ntok);
   const auto* x = reinterpret_cast<const PackedQ4K*>(w);
-  ForNtok(ntok, [&]<int NT>() { Q4K<NT>(x, tok.y, n / kQK_K, out, out_stride, nrows); });
+  ForNtok(ntok, [&]<int NT>() { KWithMins<PackedQ4K, NT>(x, tok.y, n / kQK_K, out, out_stride, nrows); });
+}
+void DotPackedQ5K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                      int64_t out_stride, int nrows) {
+  const PackedTokens tok(a, a_stride, ntok);
+  const auto* x = reinterpret_cast<const PackedQ5K*>(w);
+  ForNtok(ntok, [&]<int NT>() { KWithMins<PackedQ5K, NT>(x, tok.y, n / kQK_K, out, out_stride, nrows); });
 }
 void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows) {
