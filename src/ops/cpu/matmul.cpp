@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ops/matmul.h"
+#include "ops/cpu/float_rows.h"
 #include "ops/cpu_namespace.h"
 #include "ops/packed.h"
 #include "ops/vec_dot.h"
@@ -26,6 +27,7 @@ struct Job {
   const WeightMatrix* w;
   DotKernel kernel;
   PackedKernel packed;  // non-null when w->packed is used instead of w->data
+  FloatRowsKernel rows_kernel;  // non-null for float weights where this level has the tile kernel
   size_t group_bytes;   // bytes of one packed group (16 rows)
   const uint8_t* act;  // [T] activation rows of act_stride bytes
   size_t act_stride;
@@ -79,6 +81,14 @@ void RunTile(const Batch& batch, int64_t global_tile) {
   const Job& job = batch.jobs[j];
   const WeightMatrix& w = *job.w;
   const int64_t r0 = (global_tile - job.tile_begin) * kRowTile, r1 = std::min(w.rows, r0 + kRowTile);
+  if (job.rows_kernel != nullptr) {
+    for (int64_t t0 = 0; t0 < batch.T; t0 += kMaxDotTokens) {
+      const int ntok = static_cast<int>(std::min<int64_t>(kMaxDotTokens, batch.T - t0));
+      job.rows_kernel(w.data + r0 * w.row_bytes, w.row_bytes, static_cast<int>(r1 - r0), job.act + t0 * job.act_stride,
+                      job.act_stride, ntok, w.cols, job.y + t0 * w.rows + r0, w.rows);
+    }
+    return;
+  }
   if (job.packed != nullptr) {
     const uint8_t* group = w.packed + (global_tile - job.tile_begin) * job.group_bytes;
     for (int64_t t0 = 0; t0 < batch.T; t0 += kMaxDotTokens) {
@@ -142,7 +152,8 @@ void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys
     }
     const PackedKernel packed = w.packed != nullptr ? PackedKernelOf(w.type) : nullptr;
     const size_t group_bytes = packed != nullptr ? PackedBytes(w.type, w.cols, kPackRows) : 0;
-    batch.jobs[batch.n++] = Job{&w, kernel, packed, group_bytes, act[format], stride[format], ys[i], tiles};
+    const FloatRowsKernel rows_kernel = packed == nullptr ? FloatRowsKernelFor(w.type) : nullptr;
+    batch.jobs[batch.n++] = Job{&w, kernel, packed, rows_kernel, group_bytes, act[format], stride[format], ys[i], tiles};
     tiles += (w.rows + kRowTile - 1) / kRowTile;
   }
   const Batch* bp = &batch;
