@@ -38,6 +38,9 @@ std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uin
       const uint16_t dm[2] = {Fp32ToFp16(0.1f * ud(rng)), Fp32ToFp16(-ud(rng))};
       std::memcpy(data.data() + i, dm, 4);
     }
+  } else if (type == gguf::Type::MXFP4) {  // exponents 2^-9 .. 2^-6, and the two subnormal ones
+    auto* b = reinterpret_cast<BlockMXFP4*>(data.data());
+    for (int64_t i = 0; i < rows * cols / kQK4_0; ++i) b[i].e = static_cast<uint8_t>(i % 97 == 0 ? i % 2 : 118 + rng() % 4);
   } else if (type == gguf::Type::Q8_0) {
     auto* b = reinterpret_cast<BlockQ8_0*>(data.data());
     for (int64_t i = 0; i < rows * cols / kQK8_0; ++i) b[i].d = Fp32ToFp16(0.01f * ud(rng));
@@ -82,6 +85,7 @@ float RefDot(gguf::Type type, const uint8_t* w, const uint8_t* a, int64_t n) {
   switch (type) {
     case gguf::Type::Q4_K: return ref::VecDotQ4K_Q8K(w, a, n);
     case gguf::Type::Q5_K: return ref::VecDotQ5K_Q8K(w, a, n);
+    case gguf::Type::MXFP4: return ref::VecDotMXFP4_Q8_0(w, a, n);
     case gguf::Type::Q6_K: return ref::VecDotQ6K_Q8K(w, a, n);
     case gguf::Type::Q4_0: return ref::VecDotQ4_0_Q8_0(w, a, n);
     case gguf::Type::Q8_0: return ref::VecDotQ8_0_Q8_0(w, a, n);
@@ -97,7 +101,8 @@ float RefDot(gguf::Type type, const uint8_t* w, const uint8_t* a, int64_t n) {
 // The activation format a type's kernels take: Q8_0 rows for the 32-element block types, else Q8_K.
 gguf::Type ActType(gguf::Type type) {
   const bool blocks32 = type == gguf::Type::Q4_0 || type == gguf::Type::Q4_1 || type == gguf::Type::Q5_0 ||
-                        type == gguf::Type::Q5_1 || type == gguf::Type::IQ4_NL || type == gguf::Type::Q8_0;
+                        type == gguf::Type::Q5_1 || type == gguf::Type::IQ4_NL || type == gguf::Type::Q8_0 ||
+                        type == gguf::Type::MXFP4;
   return blocks32 ? gguf::Type::Q8_0 : gguf::Type::Q8_K;
 }
 void QuantizeAct(gguf::Type type, const float* x, uint8_t* dst, int64_t n) {
@@ -111,7 +116,7 @@ void QuantizeAct(gguf::Type type, const float* x, uint8_t* dst, int64_t n) {
 const gguf::Type kTypes[] = {gguf::Type::Q4_K, gguf::Type::Q6_K,   gguf::Type::Q4_0,
                              gguf::Type::IQ4_NL, gguf::Type::Q8_0, gguf::Type::IQ4_XS,
                              gguf::Type::Q3_K, gguf::Type::Q4_1,   gguf::Type::Q5_0,
-                             gguf::Type::Q5_1, gguf::Type::Q5_K};
+                             gguf::Type::Q5_1, gguf::Type::Q5_K, gguf::Type::MXFP4};
 
 // cpu::MatMul of `w` (whose packed copy is set) against the reference dots of its file rows, and
 // every token alone against the whole batch, bit for bit.
@@ -251,6 +256,7 @@ TEST_CASE("PackedBytes sizes and rejections", "[packed]") {
   CHECK(PackedBytes(gguf::Type::Q8_0, 256, 16) == sizeof(PackedQ8_0));
   CHECK(PackedBytes(gguf::Type::Q5_0, 256, 16) == sizeof(PackedQ5_0));
   CHECK(PackedBytes(gguf::Type::Q5_K, 512, 16) == 2 * sizeof(PackedQ5K));
+  CHECK(PackedBytes(gguf::Type::MXFP4, 256, 16) == sizeof(PackedMXFP4));
   CHECK(PackedBytes(gguf::Type::Q2_K, 256, 16) == 0);
   CHECK(PackedBytes(gguf::Type::IQ4_XS, 768, 16) == 3 * sizeof(PackedIQ4XS));
   CHECK(PackedBytes(gguf::Type::Q3_K, 256, 20) == 2 * sizeof(PackedQ3K));

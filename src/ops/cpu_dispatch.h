@@ -105,6 +105,7 @@
   X(void, DotPackedQ5K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \
   X(void, DotPackedQ4_0_Q8_0, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                             \
   X(void, DotPackedIQ4NL_Q8_0, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                            \
+  X(void, DotPackedMXFP4_Q8_0, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                            \
   X(void, DotPackedQ8_0_Q8_0, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                             \
   X(void, DotPackedQ4_1_Q8_0, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                             \
   X(void, DotPackedQ5_0_Q8_0, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                             \

@@ -97,14 +97,19 @@ void PackQ6K(const BlockQ6K* const* rows, int nrows, int64_t b, PackedQ6K* out) 
   }
 }
 
-// Q4_0 and IQ4_NL share the block layout (fp16 d, 16 nibble bytes); only the decoding differs.
-template <typename Block>
-void PackQ4_0(const Block* const* rows, int nrows, int64_t b, PackedQ4_0* out) {
+// Q4_0, IQ4_NL and MXFP4 share the block layout (a scale, 16 nibble bytes); only the decoding and
+// the scale (fp16 d, MXFP4's E8M0 exponent e) differ.
+template <typename Block, typename Packed>
+void PackQ4_0(const Block* const* rows, int nrows, int64_t b, Packed* out) {
   std::memset(out, 0, sizeof(*out));
   for (int r = 0; r < nrows; ++r) {
     for (int s = 0; s < 8; ++s) {
       const Block& x = rows[r][8 * b + s];
-      out->d[s][r] = x.d;
+      if constexpr (requires { x.e; }) {
+        out->e[s][r] = x.e;
+      } else {
+        out->d[s][r] = x.d;
+      }
       for (int j = 0; j < 4; ++j) {
         for (int i = 0; i < 4; ++i) out->qs[s][j][4 * r + i] = x.qs[4 * j + i];
       }
@@ -213,8 +218,9 @@ constexpr Layout kLayouts[] = {
     {gguf::Type::Q6_K, sizeof(PackedQ6K), PackAll<BlockQ6K, PackedQ6K, PackQ6K>},
     {gguf::Type::Q3_K, sizeof(PackedQ3K), PackAll<BlockQ3K, PackedQ3K, PackQ3K>},
     {gguf::Type::IQ4_XS, sizeof(PackedIQ4XS), PackAll<BlockIQ4XS, PackedIQ4XS, PackIQ4XS>},
-    {gguf::Type::Q4_0, sizeof(PackedQ4_0), PackAll<BlockQ4_0, PackedQ4_0, PackQ4_0<BlockQ4_0>>},
-    {gguf::Type::IQ4_NL, sizeof(PackedQ4_0), PackAll<BlockIQ4NL, PackedQ4_0, PackQ4_0<BlockIQ4NL>>},
+    {gguf::Type::Q4_0, sizeof(PackedQ4_0), PackAll<BlockQ4_0, PackedQ4_0, PackQ4_0<BlockQ4_0, PackedQ4_0>>},
+    {gguf::Type::IQ4_NL, sizeof(PackedQ4_0), PackAll<BlockIQ4NL, PackedQ4_0, PackQ4_0<BlockIQ4NL, PackedQ4_0>>},
+    {gguf::Type::MXFP4, sizeof(PackedMXFP4), PackAll<BlockMXFP4, PackedMXFP4, PackQ4_0<BlockMXFP4, PackedMXFP4>>},
     {gguf::Type::Q4_1, sizeof(PackedQ4_1), PackAll<BlockQ4_1, PackedQ4_1, PackLegacy<BlockQ4_1, PackedQ4_1>>},
     {gguf::Type::Q5_0, sizeof(PackedQ5_0), PackAll<BlockQ5_0, PackedQ5_0, PackLegacy<BlockQ5_0, PackedQ5_0>>},
     {gguf::Type::Q5_1, sizeof(PackedQ5_1), PackAll<BlockQ5_1, PackedQ5_1, PackLegacy<BlockQ5_1, PackedQ5_1>>},

@@ -75,6 +75,22 @@ struct PackedQ4_0 {
 };
 static_assert(sizeof(PackedQ4_0) == 2304, "PackedQ4_0 layout");
 
+// MXFP4: PackedQ4_0's layout with each block's E8M0 exponent in place of the fp16 scale (2176 bytes,
+// as 16 x 8 x 17 of the file).
+struct PackedMXFP4 {
+  uint8_t e[8][kPackRows];
+  uint8_t qs[8][4][4 * kPackRows];
+};
+static_assert(sizeof(PackedMXFP4) == 2176, "PackedMXFP4 layout");
+// kMxfp4Values + 128, the u8 form the VNNI tile multiplies.
+struct Mxfp4ValuesU8 {
+  uint8_t v[16];
+  constexpr Mxfp4ValuesU8() : v() {
+    for (int i = 0; i < 16; ++i) v[i] = static_cast<uint8_t>(kMxfp4Values[i] + 128);
+  }
+};
+inline constexpr Mxfp4ValuesU8 kMxfp4ValuesU8;
+
 // Q4_1 / Q5_0 / Q5_1: PackedQ4_0's layout plus each block's fp16 min (Q4_1, Q5_1) and fifth bits
 // (Q5_0, Q5_1): bit k of qh[s][4r + i] is bit 4 of element 32s + 4k + i (k = 0..7). The same size as
 // the file's blocks (2560 / 2816 / 3072 bytes for 16 x 8 x 20 / 22 / 24).
@@ -139,7 +155,7 @@ struct Iq4ValuesU8 {
 inline constexpr Iq4ValuesU8 kIq4ValuesU8;
 
 // True for the types that have a packed layout (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1,
-// IQ4_NL, Q8_0).
+// IQ4_NL, MXFP4, Q8_0).
 bool HasPackedLayout(gguf::Type type);
 
 // Bytes of the packed copy of a rows x cols matrix of `type` (0 if HasPackedLayout(type) is false or
@@ -176,7 +192,7 @@ void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
 // bits), else portable (cpu/packed_dot_q5k.cpp).
 void DotPackedQ5K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows);
-// Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / Q8_0 against Q8_0 rows (cpu/packed_dot_legacy.cpp): SIMD with
+// Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 / Q8_0 against Q8_0 rows (cpu/packed_dot_legacy.cpp): SIMD with
 // AVX-512 VNNI, else portable.
 void DotPackedQ4_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                         int64_t out_stride, int nrows);
@@ -189,6 +205,8 @@ void DotPackedQ5_1_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int
 void DotPackedQ8_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                         int64_t out_stride, int nrows);
 void DotPackedIQ4NL_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                         int64_t out_stride, int nrows);
+void DotPackedMXFP4_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                          int64_t out_stride, int nrows);
 // Q3_K against Q8_K rows (cpu/packed_dot_q3k.cpp): SIMD with AVX-512 VNNI, else portable.
 void DotPackedQ3K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,

@@ -1,12 +1,12 @@
-// Packed Q4_0 / IQ4_NL / Q8_0 kernels (packed.h) against Q8_0 activations: the 16-row x NT-token
+// Packed Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 / Q8_0 kernels (packed.h) against Q8_0 activations: the 16-row x NT-token
 // register tile of the K-quant packed kernels (packed_dot_x86.cpp) for the 32-element block types.
 //
 // Per 32-element block s of a 256-element record, and token t:
 //   u_k  = 64 bytes = elements 4k..4k+3 of the 16 rows as u8: Q4_0's nibble q in [0, 15], IQ4_NL's
-//          table value + 128 in [1, 241] (one vpshufb of the nibbles), Q8_0's q + 128 (stored so)
+//          and MXFP4's table value + 128 (one vpshufb of the nibbles), Q8_0's q + 128 (stored so)
 //   acc  = sum_k vpdpbusd(u_k, broadcast(activation bytes 4k..4k+3 of token t))  -> 16 rows' int32 sums
 //   S    = acc - off * sum(a)  with off = 8 (Q4_0: q - 8) or 128                 -> ref::VecDot*'s exact sum
-//   accf = fma(float(S), d(row) * d_act, accf), blocks in order.
+//   accf = fma(float(S), d(row) * d_act, accf), blocks in order (MXFP4: d = E8M0ToFp32Half(e)).
 // Nothing a token computes depends on the other tokens of the tile: ntok = 1 (decode) and ntok = 8
 // (prefill) give the same bits. Without AVX-512 VNNI the portable loops below compute the same
 // integer sums (slower than the file-layout kernels there, so the loader keeps the file layout for
@@ -22,7 +22,7 @@
 namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
-enum class Kind { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kIQ4NL, kQ8_0 };
+enum class Kind { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kIQ4NL, kMXFP4, kQ8_0 };
 template <Kind K>
 struct Traits;
 template <>
@@ -35,6 +35,8 @@ template <>
 struct Traits<Kind::kQ5_1> { using Record = PackedQ5_1; static constexpr int32_t kOff = 0; };
 template <>
 struct Traits<Kind::kIQ4NL> { using Record = PackedQ4_0; static constexpr int32_t kOff = 128; };
+template <>
+struct Traits<Kind::kMXFP4> { using Record = PackedMXFP4; static constexpr int32_t kOff = 128; };
 template <>
 struct Traits<Kind::kQ8_0> { using Record = PackedQ8_0; static constexpr int32_t kOff = 128; };
 template <Kind K>
@@ -58,12 +60,26 @@ inline int32_t SumBytes(const int8_t* a) {
   return static_cast<int32_t>(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
 }
 
+// The 16 rows' float scales of block s: fp16 d, or MXFP4's E8M0ToFp32Half(e) (subnormal for e < 2).
+template <Kind K>
+inline __m512 Scales(const Record<K>& X, int s) {
+  if constexpr (K == Kind::kMXFP4) {
+    const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X.e[s])));
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    return _mm512_castsi512_ps(_mm512_mask_mov_epi32(normal, _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), tiny));
+  } else {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(X.d[s])));
+  }
+}
+
 template <Kind K, int NT>
 void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out, int64_t out_stride, int nrows) {
   __m512 accf[NT];
   for (int t = 0; t < NT; ++t) accf[t] = _mm512_setzero_ps();
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4ValuesU8.v)));
+  const uint8_t* values = K == Kind::kMXFP4 ? kMxfp4ValuesU8.v : kIq4ValuesU8.v;
+  const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
   for (int64_t b = 0; b < nb; ++b) {
     const Record<K>& X = x[b];
     for (int s = 0; s < 8; ++s) {
@@ -75,7 +91,7 @@ void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out,
           const __m512i v = _mm512_loadu_si512(X.qs[s][j]);
           q[j] = _mm512_and_si512(v, m4);                            // elements 4j + i
           q[4 + j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);  // elements 16 + 4j + i
-          if constexpr (K == Kind::kIQ4NL) {
+          if constexpr (K == Kind::kIQ4NL || K == Kind::kMXFP4) {
             q[j] = _mm512_shuffle_epi8(table, q[j]);
             q[4 + j] = _mm512_shuffle_epi8(table, q[4 + j]);
           }
@@ -92,7 +108,7 @@ void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out,
           q[7] = _mm512_or_si512(q[7], _mm512_and_si512(_mm512_srli_epi16(h, 3), b4));
         }
       }
-      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(X.d[s])));
+      const __m512 dw = Scales<K>(X, s);
       __m512 mw = _mm512_setzero_ps();
       if constexpr (kHasMin<K>) mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(X.m[s])));
       for (int t = 0; t < NT; ++t) {
@@ -133,7 +149,17 @@ int Value(const Record<K>& x, int s, int r, int e) {  // element e of block s of
     int u = e < 16 ? q & 0x0F : q >> 4;
     if constexpr (kFiveBits<K>) u |= ((x.qh[s][4 * r + e % 4] >> (e / 4)) & 1) << 4;
     if constexpr (K == Kind::kIQ4NL) return kIq4Values[u];
+    if constexpr (K == Kind::kMXFP4) return kMxfp4Values[u];
     return u - kOff<K>;
+  }
+}
+
+template <Kind K>
+float Scale(const Record<K>& x, int s, int r) {
+  if constexpr (K == Kind::kMXFP4) {
+    return E8M0ToFp32Half(x.e[s][r]);
+  } else {
+    return Fp16ToFp32(x.d[s][r]);
   }
 }
 
@@ -156,10 +182,10 @@ void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t 
           }
           const float da = Fp16ToFp32(A.d);
           if constexpr (kHasMin<K>) {
-            acc += Fp16ToFp32(x[b].d[s][r]) * da * static_cast<float>(dot) +
+            acc += Scale<K>(x[b], s, r) * da * static_cast<float>(dot) +
                    Fp16ToFp32(x[b].m[s][r]) * da * static_cast<float>(sum_a);
           } else {
-            acc += Fp16ToFp32(x[b].d[s][r]) * da * static_cast<float>(dot);
+            acc += Scale<K>(x[b], s, r) * da * static_cast<float>(dot);
           }
         }
       }
@@ -190,6 +216,10 @@ void DotPackedQ5_1_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int
 void DotPackedIQ4NL_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                          int64_t out_stride, int nrows) {
   Dot<Kind::kIQ4NL>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+}
+void DotPackedMXFP4_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                         int64_t out_stride, int nrows) {
+  Dot<Kind::kMXFP4>(w, a, a_stride, ntok, n, out, out_stride, nrows);
 }
 void DotPackedQ8_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                         int64_t out_stride, int nrows) {
