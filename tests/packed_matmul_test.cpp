@@ -44,6 +44,9 @@ std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uin
   } else if (type == gguf::Type::Q8_0) {
     auto* b = reinterpret_cast<BlockQ8_0*>(data.data());
     for (int64_t i = 0; i < rows * cols / kQK8_0; ++i) b[i].d = Fp32ToFp16(0.01f * ud(rng));
+  } else if (type == gguf::Type::Q2_K) {
+    auto* b = reinterpret_cast<BlockQ2K*>(data.data());
+    for (int64_t i = 0; i < nb; ++i) b[i].d = Fp32ToFp16(0.1f * ud(rng)), b[i].dmin = Fp32ToFp16(0.1f * ud(rng));
   } else if (type == gguf::Type::Q3_K) {
     auto* b = reinterpret_cast<BlockQ3K*>(data.data());
     for (int64_t i = 0; i < nb; ++i) b[i].d = Fp32ToFp16(0.1f * ud(rng));
@@ -91,6 +94,7 @@ float RefDot(gguf::Type type, const uint8_t* w, const uint8_t* a, int64_t n) {
     case gguf::Type::Q8_0: return ref::VecDotQ8_0_Q8_0(w, a, n);
     case gguf::Type::IQ4_XS: return ref::VecDotIQ4XS_Q8K(w, a, n);
     case gguf::Type::Q3_K: return ref::VecDotQ3K_Q8K(w, a, n);
+    case gguf::Type::Q2_K: return ref::VecDotQ2K_Q8K(w, a, n);
     case gguf::Type::Q4_1: return ref::VecDotQ4_1_Q8_0(w, a, n);
     case gguf::Type::Q5_0: return ref::VecDotQ5_0_Q8_0(w, a, n);
     case gguf::Type::Q5_1: return ref::VecDotQ5_1_Q8_0(w, a, n);
@@ -116,7 +120,7 @@ void QuantizeAct(gguf::Type type, const float* x, uint8_t* dst, int64_t n) {
 const gguf::Type kTypes[] = {gguf::Type::Q4_K, gguf::Type::Q6_K,   gguf::Type::Q4_0,
                              gguf::Type::IQ4_NL, gguf::Type::Q8_0, gguf::Type::IQ4_XS,
                              gguf::Type::Q3_K, gguf::Type::Q4_1,   gguf::Type::Q5_0,
-                             gguf::Type::Q5_1, gguf::Type::Q5_K, gguf::Type::MXFP4};
+                             gguf::Type::Q5_1, gguf::Type::Q5_K, gguf::Type::MXFP4, gguf::Type::Q2_K};
 
 // cpu::MatMul of `w` (whose packed copy is set) against the reference dots of its file rows, and
 // every token alone against the whole batch, bit for bit.
@@ -257,14 +261,14 @@ TEST_CASE("PackedBytes sizes and rejections", "[packed]") {
   CHECK(PackedBytes(gguf::Type::Q5_0, 256, 16) == sizeof(PackedQ5_0));
   CHECK(PackedBytes(gguf::Type::Q5_K, 512, 16) == 2 * sizeof(PackedQ5K));
   CHECK(PackedBytes(gguf::Type::MXFP4, 256, 16) == sizeof(PackedMXFP4));
-  CHECK(PackedBytes(gguf::Type::Q2_K, 256, 16) == 0);
+  CHECK(PackedBytes(gguf::Type::Q2_K, 256, 17) == 2 * sizeof(PackedQ2K));
   CHECK(PackedBytes(gguf::Type::IQ4_XS, 768, 16) == 3 * sizeof(PackedIQ4XS));
   CHECK(PackedBytes(gguf::Type::Q3_K, 256, 20) == 2 * sizeof(PackedQ3K));
   CHECK(PackedBytes(gguf::Type::Q4_0, 512, 17) == 2 * 2 * sizeof(PackedQ4_0));
   CHECK(PackedBytes(gguf::Type::IQ4_NL, 256, 1) == sizeof(PackedQ4_0));
   CHECK(PackedBytes(gguf::Type::Q4_0, 288, 16) == 0);  // 9 blocks of 32: the file layout stays
   CHECK(PackedBytes(gguf::Type::Q4_K, 100, 16) == 0);
-  CHECK(!HasPackedLayout(gguf::Type::Q2_K));
+  CHECK(!HasPackedLayout(gguf::Type::F16));
   CHECK(!HasPackedLayout(gguf::Type::IQ3_S));
 }
 

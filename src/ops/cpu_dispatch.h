@@ -112,6 +112,7 @@
   X(void, DotPackedQ5_1_Q8_0, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                             \
   X(void, DotPackedIQ4XS_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                             \
   X(void, DotPackedQ3K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \
+  X(void, DotPackedQ2K_Q8K, QWENRT_PACKED_DOT_PARAMS, QWENRT_PACKED_DOT_ARGS)                               \
   X(bool, PackedKernelsFast, (), ())                                                                        \
   X(bool, PackedKernelFast, (gguf::Type type), (type))                                                      \
   X(::qwenrt::cpu_dispatch::PackedFn, PackedKernelOf, (gguf::Type type), (type))                            \

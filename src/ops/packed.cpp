@@ -159,6 +159,25 @@ inline int U3(const BlockQ3K& x, int e) {
   return ((x.qs[32 * h + l] >> (2 * k)) & 3) | (((x.hmask[l] >> (e / 32)) & 1) << 2);
 }
 
+void PackQ2K(const BlockQ2K* const* rows, int nrows, int64_t b, PackedQ2K* out) {
+  std::memset(out, 0, sizeof(*out));
+  for (int r = 0; r < nrows; ++r) {
+    const BlockQ2K& x = rows[r][b];
+    out->d[r] = x.d;
+    out->dmin[r] = x.dmin;
+    for (int g = 0; g < 16; ++g) out->scales[g][r] = x.scales[g];
+    for (int p = 0; p < 8; ++p) {
+      for (int k = 0; k < 8; ++k) {
+        for (int i = 0; i < 4; ++i) {
+          const int e = 32 * p + 4 * k + i, h = e / 128, j = (e % 128) / 32, l = e % 32;
+          const int q = (x.qs[32 * h + l] >> (2 * j)) & 3;  // as ref::VecDotQ2K_Q8K decodes it
+          out->lo[p][k / 4][4 * r + i] |= static_cast<uint8_t>(q << (2 * (k % 4)));
+        }
+      }
+    }
+  }
+}
+
 void PackQ3K(const BlockQ3K* const* rows, int nrows, int64_t b, PackedQ3K* out) {
   std::memset(out, 0, sizeof(*out));
   for (int r = 0; r < nrows; ++r) {
@@ -216,6 +235,7 @@ constexpr Layout kLayouts[] = {
     {gguf::Type::Q4_K, sizeof(PackedQ4K), PackAll<BlockQ4K, PackedQ4K, PackQ4K>},
     {gguf::Type::Q5_K, sizeof(PackedQ5K), PackAll<BlockQ5K, PackedQ5K, PackQ5K>},
     {gguf::Type::Q6_K, sizeof(PackedQ6K), PackAll<BlockQ6K, PackedQ6K, PackQ6K>},
+    {gguf::Type::Q2_K, sizeof(PackedQ2K), PackAll<BlockQ2K, PackedQ2K, PackQ2K>},
     {gguf::Type::Q3_K, sizeof(PackedQ3K), PackAll<BlockQ3K, PackedQ3K, PackQ3K>},
     {gguf::Type::IQ4_XS, sizeof(PackedIQ4XS), PackAll<BlockIQ4XS, PackedIQ4XS, PackIQ4XS>},
     {gguf::Type::Q4_0, sizeof(PackedQ4_0), PackAll<BlockQ4_0, PackedQ4_0, PackQ4_0<BlockQ4_0, PackedQ4_0>>},

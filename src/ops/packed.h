@@ -82,14 +82,6 @@ struct PackedMXFP4 {
   uint8_t qs[8][4][4 * kPackRows];
 };
 static_assert(sizeof(PackedMXFP4) == 2176, "PackedMXFP4 layout");
-// kMxfp4Values + 128, the u8 form the VNNI tile multiplies.
-struct Mxfp4ValuesU8 {
-  uint8_t v[16];
-  constexpr Mxfp4ValuesU8() : v() {
-    for (int i = 0; i < 16; ++i) v[i] = static_cast<uint8_t>(kMxfp4Values[i] + 128);
-  }
-};
-inline constexpr Mxfp4ValuesU8 kMxfp4ValuesU8;
 
 // Q4_1 / Q5_0 / Q5_1: PackedQ4_0's layout plus each block's fp16 min (Q4_1, Q5_1) and fifth bits
 // (Q5_0, Q5_1): bit k of qh[s][4r + i] is bit 4 of element 32s + 4k + i (k = 0..7). The same size as
@@ -130,6 +122,17 @@ struct PackedIQ4XS {
 };
 static_assert(sizeof(PackedIQ4XS) == 2208, "PackedIQ4XS layout");
 
+// Q2_K, 16 rows of one super-block (1344 bytes, as 16 x 84 of the file): q in [0, 3] as Q3_K's low
+// bit planes (bits 2(k % 4) .. 2(k % 4) + 1 of lo[p][k / 4][4r + i] = q of element 32p + 4k + i) and
+// the file's scale | min << 4 byte of group g (16 elements) of row r in scales[g][r].
+struct PackedQ2K {
+  uint16_t d[kPackRows];     // fp16 per row
+  uint16_t dmin[kPackRows];  // fp16 per row
+  uint8_t scales[16][kPackRows];
+  uint8_t lo[8][2][4 * kPackRows];
+};
+static_assert(sizeof(PackedQ2K) == 1344, "PackedQ2K layout");
+
 // Q3_K, 16 rows of one super-block (1824 bytes for 16 x 110 of the file), u = q3 + 4 in [0, 7] as
 // bit planes. Pair p holds elements 32p .. 32p + 31; quad k (0..7) of it is elements 32p + 4k + i:
 // bits 2(k % 4) .. 2(k % 4) + 1 of lo[k / 4][4r + i] are u's low bits, bit k of hi[4r + i] is u's
@@ -144,17 +147,19 @@ struct PackedQ3K {
 };
 static_assert(sizeof(PackedQ3K) == 1824, "PackedQ3K layout");
 
-// IQ4_NL / IQ4_XS's table shifted to u8 (kIq4Values[i] + 128, in [1, 241]): the unsigned operand of
-// vpdpbusd; the offset comes back out through the activation sums.
-struct Iq4ValuesU8 {
+// A 16-entry int8 value table shifted to u8 (values[i] + 128): the unsigned operand of vpdpbusd; the
+// offset comes back out through the activation sums. IQ4_NL / IQ4_XS's (in [1, 241]) and MXFP4's.
+template <const int8_t (&kValues)[16]>
+struct ValuesU8 {
   uint8_t v[16];
-  constexpr Iq4ValuesU8() : v() {
-    for (int i = 0; i < 16; ++i) v[i] = static_cast<uint8_t>(kIq4Values[i] + 128);
+  constexpr ValuesU8() : v() {
+    for (int i = 0; i < 16; ++i) v[i] = static_cast<uint8_t>(kValues[i] + 128);
   }
 };
-inline constexpr Iq4ValuesU8 kIq4ValuesU8;
+inline constexpr ValuesU8<kIq4Values> kIq4ValuesU8;
+inline constexpr ValuesU8<kMxfp4Values> kMxfp4ValuesU8;
 
-// True for the types that have a packed layout (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1,
+// True for the types that have a packed layout (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1,
 // IQ4_NL, MXFP4, Q8_0).
 bool HasPackedLayout(gguf::Type type);
 
@@ -208,6 +213,9 @@ void DotPackedIQ4NL_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, in
                          int64_t out_stride, int nrows);
 void DotPackedMXFP4_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                          int64_t out_stride, int nrows);
+// Q2_K against Q8_K rows (cpu/packed_dot_q2k.cpp): SIMD with AVX-512 VNNI, else portable.
+void DotPackedQ2K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+                      int64_t out_stride, int nrows);
 // Q3_K against Q8_K rows (cpu/packed_dot_q3k.cpp): SIMD with AVX-512 VNNI, else portable.
 void DotPackedQ3K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows);

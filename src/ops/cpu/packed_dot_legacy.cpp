@@ -1,5 +1,5 @@
-// Packed Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 / Q8_0 kernels (packed.h) against Q8_0 activations: the 16-row x NT-token
-// register tile of the K-quant packed kernels (packed_dot_x86.cpp) for the 32-element block types.
+// Packed Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 / Q8_0 kernels (packed.h) against Q8_0
+// activations: the 16-row x NT-token register tile of the K-quant packed kernels (packed_dot_x86.cpp) for the 32-element block types.
 //
 // Per 32-element block s of a 256-element record, and token t:
 //   u_k  = 64 bytes = elements 4k..4k+3 of the 16 rows as u8: Q4_0's nibble q in [0, 15], IQ4_NL's

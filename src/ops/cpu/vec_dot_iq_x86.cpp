@@ -215,7 +215,6 @@ void Dot(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, 
 }
 
 #if defined(__AVX512BW__) && defined(__AVX512VNNI__)
-#define QWENRT_IQ_STEP64 1
 // GCC 12's AVX-512 headers start the gathers and conversions from an "undefined" register it then
 // reports as maybe uninitialized (a false positive; as in packed_tile_x86.h).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -456,67 +455,41 @@ void Dot64(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o
                    n / kQK_K, o, os);
   });
 }
+// A type's kernel on this level: the 64-element steps, or the 32-element chunks.
+#define QWENRT_IQ_DOT(T) Dot64<T##64>(w, a, s, ntok, n, o, os)
 #else
-#define QWENRT_IQ_STEP64 0
+#define QWENRT_IQ_DOT(T) Dot<T>(w, a, s, ntok, n, o, os)
 #endif
 
 }  // namespace
 
 void DotIQ2XXS_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
                    int64_t os) {
-#if QWENRT_IQ_STEP64
-  Dot64<IQ2XXS64>(w, a, s, ntok, n, o, os);
-#else
-  Dot<IQ2XXS>(w, a, s, ntok, n, o, os);
-#endif
+  QWENRT_IQ_DOT(IQ2XXS);
 }
 void DotIQ2XS_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
                   int64_t os) {
-#if QWENRT_IQ_STEP64
-  Dot64<IQ2XS64>(w, a, s, ntok, n, o, os);
-#else
-  Dot<IQ2XS>(w, a, s, ntok, n, o, os);
-#endif
+  QWENRT_IQ_DOT(IQ2XS);
 }
 void DotIQ2S_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
                  int64_t os) {
-#if QWENRT_IQ_STEP64
-  Dot64<IQ2S64>(w, a, s, ntok, n, o, os);
-#else
-  Dot<IQ2S>(w, a, s, ntok, n, o, os);
-#endif
+  QWENRT_IQ_DOT(IQ2S);
 }
 void DotIQ3XXS_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
                    int64_t os) {
-#if QWENRT_IQ_STEP64
-  Dot64<IQ3XXS64>(w, a, s, ntok, n, o, os);
-#else
-  Dot<IQ3XXS>(w, a, s, ntok, n, o, os);
-#endif
+  QWENRT_IQ_DOT(IQ3XXS);
 }
 void DotIQ3S_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
                  int64_t os) {
-#if QWENRT_IQ_STEP64
-  Dot64<IQ3S64>(w, a, s, ntok, n, o, os);
-#else
-  Dot<IQ3S>(w, a, s, ntok, n, o, os);
-#endif
+  QWENRT_IQ_DOT(IQ3S);
 }
 void DotIQ1S_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
                  int64_t os) {
-#if QWENRT_IQ_STEP64
-  Dot64<IQ1S64>(w, a, s, ntok, n, o, os);
-#else
-  Dot<IQ1S>(w, a, s, ntok, n, o, os);
-#endif
+  QWENRT_IQ_DOT(IQ1S);
 }
 void DotIQ1M_Q8K(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
                  int64_t os) {
-#if QWENRT_IQ_STEP64
-  Dot64<IQ1M64>(w, a, s, ntok, n, o, os);
-#else
-  Dot<IQ1M>(w, a, s, ntok, n, o, os);
-#endif
+  QWENRT_IQ_DOT(IQ1M);
 }
 
 }  // namespace QWENRT_CPU_NAMESPACE
