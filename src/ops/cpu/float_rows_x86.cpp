@@ -2,6 +2,8 @@
 // 16-lane accumulator per (row, token), the last n % 16 elements by masked loads into the same
 // accumulators, one horizontal sum at the end. Other levels answer null (their per-row DotFloat of
 // vec_dot_x86.cpp / vec_dot_scalar.cpp serves).
+#include <algorithm>
+
 #include "ops/cpu/dot_dispatch.h"
 #include "ops/cpu/float_rows.h"
 #include "ops/vec_dot.h"
@@ -52,22 +54,30 @@ struct BF16 {
   }
 };
 
-// R rows x NT tokens.
+// R rows x NT tokens over elements [i0, i1) of n. The accumulators start at zero (i0 == 0) or from
+// keep[r * NT + t], and go back there unless i1 == n, where the masked tail and the horizontal sums
+// end them: splitting n into passes leaves every (row, token)'s sequence of FMAs unchanged.
 template <typename W, int R, int NT>
-void Tile(const uint8_t* w, size_t row_bytes, const float* const* x, int64_t n, float* out,
-          int64_t out_stride) {
+void Tile(const uint8_t* w, size_t row_bytes, const float* const* x, int64_t i0, int64_t i1,
+          int64_t n, __m512* keep, float* out, int64_t out_stride) {
   __m512 acc[R][NT];
   for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
+    for (int t = 0; t < NT; ++t) acc[r][t] = i0 == 0 ? _mm512_setzero_ps() : keep[r * NT + t];
   }
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
+  int64_t i = i0;
+  for (; i + 16 <= i1; i += 16) {
     __m512 wv[R];
     for (int r = 0; r < R; ++r) wv[r] = W::Load(w + r * row_bytes, i);
     for (int t = 0; t < NT; ++t) {
       const __m512 xv = _mm512_loadu_ps(x[t] + i);
       for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
     }
+  }
+  if (i1 < n) {  // a pass of whole steps: i == i1
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < NT; ++t) keep[r * NT + t] = acc[r][t];
+    }
+    return;
   }
   if (i < n) {
     const auto m = static_cast<__mmask16>((1u << (n - i)) - 1);
@@ -92,12 +102,24 @@ void Rows(const uint8_t* w, size_t row_bytes, int nrows, const uint8_t* a, size_
   ForNtok(ntok, [&]<int NT>() {
     // Rows per tile: two share each activation load when there are tokens enough to keep the FMA
     // unit busy; at one or two tokens one row at a time streams the weights fastest (measured: F16
-    // decode of the 0.8B shape 15.0 t/s with one row, 12.4 with eight rows in flight). Each (row,
-    // token) sums the same way whatever the tile's shape.
+    // decode of the 0.8B shape 15.0 t/s with one row, 12.4 with eight rows in flight).
     constexpr int R = NT <= 2 ? 1 : 2;
-    int r = 0;
-    for (; r + R <= nrows; r += R) Tile<W, R, NT>(w + r * row_bytes, row_bytes, x, n, out + r, out_stride);
-    if (r < nrows) Tile<W, 1, NT>(w + r * row_bytes, row_bytes, x, n, out + r, out_stride);
+    // Passes over the elements: with several tokens, 1024 at a time, so the tokens' activations
+    // (8 x 4 KiB) stay in L1 while the tile's rows stream past them; each (row, token) still sums
+    // the same way whatever the tile's shape or passes.
+    const int64_t pass = NT <= 2 ? n : 1024;
+    __m512 keep[16 * kMaxDotTokens];  // nrows <= 16
+    for (int64_t i0 = 0; i0 < n; i0 += pass) {
+      const int64_t i1 = std::min(n, i0 + pass);
+      int r = 0;
+      for (; r + R <= nrows; r += R) {
+        Tile<W, R, NT>(w + r * row_bytes, row_bytes, x, i0, i1, n, keep + r * NT, out + r,
+                       out_stride);
+      }
+      if (r < nrows)
+        Tile<W, 1, NT>(w + r * row_bytes, row_bytes, x, i0, i1, n, keep + r * NT, out + r,
+                       out_stride);
+    }
   });
 }
 
