@@ -6,8 +6,8 @@
 namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
-// fast: Q4_K / Q6_K have SIMD packed kernels at the avx2 level too (PackedKernelsFast()); the
-// others only with AVX-512 VNNI (their portable loops are for the tests).
+// simd_below_avx512: Q4_K / Q6_K have SIMD packed kernels at the avx2 level too
+// (PackedKernelsFast()); the others only with AVX-512 VNNI (their portable loops are for the tests).
 struct Entry {
   gguf::Type type;
   PackedKernel kernel;
