@@ -30,8 +30,9 @@ struct ModelLoadOptions {
   // truncates kills this process with SIGBUS on the next touch of a lost page; a read one cannot
   // be reached (docs/gguf.md). Costs the file's size in memory and a full read at load.
   bool read_file = false;
-  // Keep a row-interleaved copy of the matrices whose type has a packed layout (Q4_K, Q6_K, Q4_0,
-  // IQ4_NL, Q8_0, IQ4_XS, Q3_K; ops/packed.h) for the CPU matmul's register tiles. Costs about the
+  // Keep a row-interleaved copy of the matrices whose type has a packed layout (Q2_K .. Q6_K,
+  // Q4_0 .. Q5_1, Q8_0, IQ4_NL, IQ4_XS, MXFP4; ops/packed.h HasPackedLayout) for the CPU matmul's
+  // register tiles (routed MoE experts stay as they are). Costs about the
   // matrices' size in memory (the mapped file's pages then stay cold and can be evicted) and a pass
   // over them at load. Taken per type where this CPU's packed kernel is the faster one
   // (cpu::PackedKernelFast: Q4_K / Q6_K on the avx512 and avx2 levels, the others with AVX-512
