@@ -189,6 +189,19 @@ struct PackedTokens {
     for (int t = 0; t < ntok && t < kMaxDotTokens; ++t) y[t] = reinterpret_cast<const BlockQ8K*>(a + t * a_stride);
   }
 };
+// The portable Q8_K packed kernels' loop: out[t * out_stride + r] = the sum, over super-blocks b in
+// order, of block(t, r, b) -- the type's exact integer sums of (row r, token t) in super-block b,
+// combined into a float as its ref::VecDot does.
+template <typename F>
+void PortablePackedDot(int ntok, int nrows, int64_t nb, float* out, int64_t out_stride, F&& block) {
+  for (int t = 0; t < ntok; ++t) {
+    for (int r = 0; r < nrows; ++r) {
+      float acc = 0;
+      for (int64_t b = 0; b < nb; ++b) acc += block(t, r, b);
+      out[t * out_stride + r] = acc;
+    }
+  }
+}
 void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows);
 void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,

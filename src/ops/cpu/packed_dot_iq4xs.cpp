@@ -69,27 +69,21 @@ void DotPackedIQ4XS_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int
   ForNtok(ntok, [&]<int NT>() { Tile<NT>(x, tok.y, nb, out, out_stride, nrows); });
 #else
   // The portable form: per (row, token) the same integer sums, combined as ref::VecDotIQ4XS_Q8K does.
-  for (int t = 0; t < ntok; ++t) {
-    for (int r = 0; r < nrows; ++r) {
-      float acc = 0;
-      for (int64_t b = 0; b < nb; ++b) {
-        int32_t sum = 0;
-        for (int s = 0; s < 8; ++s) {
-          int32_t dot = 0;
-          for (int j = 0; j < 4; ++j) {
-            for (int i = 0; i < 4; ++i) {
-              const uint8_t q = x[b].qs[s][j][4 * r + i];
-              dot += kIq4Values[q & 0x0F] * tok.y[t][b].qs[32 * s + 4 * j + i] +
-                     kIq4Values[q >> 4] * tok.y[t][b].qs[32 * s + 16 + 4 * j + i];
-            }
-          }
-          sum += x[b].scales[s][r] * dot;
+  PortablePackedDot(ntok, nrows, nb, out, out_stride, [&](int t, int r, int64_t b) {
+    int32_t sum = 0;
+    for (int s = 0; s < 8; ++s) {
+      int32_t dot = 0;
+      for (int j = 0; j < 4; ++j) {
+        for (int i = 0; i < 4; ++i) {
+          const uint8_t q = x[b].qs[s][j][4 * r + i];
+          dot += kIq4Values[q & 0x0F] * tok.y[t][b].qs[32 * s + 4 * j + i] +
+                 kIq4Values[q >> 4] * tok.y[t][b].qs[32 * s + 16 + 4 * j + i];
         }
-        acc += Fp16ToFp32(x[b].d[r]) * tok.y[t][b].d * static_cast<float>(sum);
       }
-      out[t * out_stride + r] = acc;
+      sum += x[b].scales[s][r] * dot;
     }
-  }
+    return Fp16ToFp32(x[b].d[r]) * tok.y[t][b].d * static_cast<float>(sum);
+  });
 #endif
 }
 

@@ -60,20 +60,7 @@ void Tile(const PackedQ2K* x, const BlockQ8K* const* y, int64_t nb, float* out, 
       mp[p] = _mm512_or_si512(_mm512_srli_epi32(Groups(X.scales[2 * p]), 4),
                               _mm512_slli_epi32(_mm512_srli_epi32(Groups(X.scales[2 * p + 1]), 4), 16));
     }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(X.d)));
-    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(X.dmin)));
-    for (int t = 0; t < NT; ++t) {
-      const int16_t* bs = y[t][b].bsums;
-      __m512i s2a = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mp[0], Bcast(bs));
-      __m512i s2b = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mp[1], Bcast(bs + 2));
-      for (int p = 2; p < 8; p += 2) {
-        s2a = _mm512_dpwssd_epi32(s2a, mp[p], Bcast(bs + 2 * p));
-        s2b = _mm512_dpwssd_epi32(s2b, mp[p + 1], Bcast(bs + 2 * p + 2));
-      }
-      const __m512 dy = _mm512_set1_ps(y[t][b].d);
-      const __m512 m = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s2a, s2b)), _mm512_mul_ps(dmin, dy));
-      accf[t] = _mm512_add_ps(accf[t], _mm512_fmsub_ps(_mm512_cvtepi32_ps(s1[t]), _mm512_mul_ps(d, dy), m));
-    }
+    AddSuperBlockMins<NT>(s1, mp, X.d, X.dmin, y, b, accf);
   }
   StoreTile<NT>(accf, out, out_stride, nrows);
 }
@@ -90,29 +77,23 @@ void DotPackedQ2K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
   ForNtok(ntok, [&]<int NT>() { Tile<NT>(x, tok.y, nb, out, out_stride, nrows); });
 #else
   // The portable form: per (row, token) the same integer sums, combined as ref::VecDotQ2K_Q8K does.
-  for (int t = 0; t < ntok; ++t) {
-    for (int r = 0; r < nrows; ++r) {
-      float acc = 0;
-      for (int64_t b = 0; b < nb; ++b) {
-        const BlockQ8K& Y = tok.y[t][b];
-        int32_t sumi = 0, summ = 0;
-        for (int g = 0; g < 16; ++g) {
-          int32_t dot = 0;
-          for (int k = 4 * (g % 2); k < 4 * (g % 2) + 4; ++k) {
-            for (int i = 0; i < 4; ++i) {
-              const int q = (x[b].lo[g / 2][k / 4][4 * r + i] >> (2 * (k % 4))) & 3;
-              dot += q * Y.qs[32 * (g / 2) + 4 * k + i];
-            }
-          }
-          sumi += (x[b].scales[g][r] & 0x0F) * dot;
-          summ += (x[b].scales[g][r] >> 4) * Y.bsums[g];
+  PortablePackedDot(ntok, nrows, nb, out, out_stride, [&](int t, int r, int64_t b) {
+    const BlockQ8K& Y = tok.y[t][b];
+    int32_t sumi = 0, summ = 0;
+    for (int g = 0; g < 16; ++g) {
+      int32_t dot = 0;
+      for (int k = 4 * (g % 2); k < 4 * (g % 2) + 4; ++k) {
+        for (int i = 0; i < 4; ++i) {
+          const int q = (x[b].lo[g / 2][k / 4][4 * r + i] >> (2 * (k % 4))) & 3;
+          dot += q * Y.qs[32 * (g / 2) + 4 * k + i];
         }
-        acc += Fp16ToFp32(x[b].d[r]) * Y.d * static_cast<float>(sumi) -
-               Fp16ToFp32(x[b].dmin[r]) * Y.d * static_cast<float>(summ);
       }
-      out[t * out_stride + r] = acc;
+      sumi += (x[b].scales[g][r] & 0x0F) * dot;
+      summ += (x[b].scales[g][r] >> 4) * Y.bsums[g];
     }
-  }
+    return Fp16ToFp32(x[b].d[r]) * Y.d * static_cast<float>(sumi) -
+           Fp16ToFp32(x[b].dmin[r]) * Y.d * static_cast<float>(summ);
+  });
 #endif
 }
 

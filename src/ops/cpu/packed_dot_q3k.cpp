@@ -76,27 +76,21 @@ void DotPackedQ3K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
   ForNtok(ntok, [&]<int NT>() { Tile<NT>(x, tok.y, nb, out, out_stride, nrows); });
 #else
   // The portable form: per (row, token) the same integer sums, combined as ref::VecDotQ3K_Q8K does.
-  for (int t = 0; t < ntok; ++t) {
-    for (int r = 0; r < nrows; ++r) {
-      float acc = 0;
-      for (int64_t b = 0; b < nb; ++b) {
-        int32_t sum = 0;
-        for (int g = 0; g < 16; ++g) {
-          const PackedQ3K::Pair& P = x[b].pairs[g / 2];
-          int32_t dot = 0;
-          for (int k = 4 * (g % 2); k < 4 * (g % 2) + 4; ++k) {
-            for (int i = 0; i < 4; ++i) {
-              const int u = ((P.lo[k / 4][4 * r + i] >> (2 * (k % 4))) & 3) | (((P.hi[4 * r + i] >> k) & 1) << 2);
-              dot += (u - 4) * tok.y[t][b].qs[32 * (g / 2) + 4 * k + i];
-            }
-          }
-          sum += x[b].scales[g][r] * dot;
+  PortablePackedDot(ntok, nrows, nb, out, out_stride, [&](int t, int r, int64_t b) {
+    int32_t sum = 0;
+    for (int g = 0; g < 16; ++g) {
+      const PackedQ3K::Pair& P = x[b].pairs[g / 2];
+      int32_t dot = 0;
+      for (int k = 4 * (g % 2); k < 4 * (g % 2) + 4; ++k) {
+        for (int i = 0; i < 4; ++i) {
+          const int u = ((P.lo[k / 4][4 * r + i] >> (2 * (k % 4))) & 3) | (((P.hi[4 * r + i] >> k) & 1) << 2);
+          dot += (u - 4) * tok.y[t][b].qs[32 * (g / 2) + 4 * k + i];
         }
-        acc += Fp16ToFp32(x[b].d[r]) * tok.y[t][b].d * static_cast<float>(sum);
       }
-      out[t * out_stride + r] = acc;
+      sum += x[b].scales[g][r] * dot;
     }
-  }
+    return Fp16ToFp32(x[b].d[r]) * tok.y[t][b].d * static_cast<float>(sum);
+  });
 #endif
 }
 

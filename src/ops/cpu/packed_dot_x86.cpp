@@ -75,20 +75,7 @@ void KWithMins(const Record* x, const BlockQ8K* const* y, int64_t nb, float* out
       const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X.mins[s])));
       mp[s] = _mm512_or_si512(v, _mm512_slli_epi32(v, 16));
     }
-    const __m512 d = Halves(X.d), dmin = Halves(X.dmin);
-    for (int t = 0; t < NT; ++t) {
-      const int16_t* bs = y[t][b].bsums;
-      __m512i s2a = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mp[0], Bcast(bs));
-      __m512i s2b = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mp[1], Bcast(bs + 2));
-      for (int s = 2; s < 8; s += 2) {
-        s2a = _mm512_dpwssd_epi32(s2a, mp[s], Bcast(bs + 2 * s));
-        s2b = _mm512_dpwssd_epi32(s2b, mp[s + 1], Bcast(bs + 2 * s + 2));
-      }
-      const __m512 dy = _mm512_set1_ps(y[t][b].d);
-      // The super-block's value d*S1 - dmin*S2 first (one rounding of the difference), then the sum.
-      const __m512 m = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s2a, s2b)), _mm512_mul_ps(dmin, dy));
-      accf[t] = _mm512_add_ps(accf[t], _mm512_fmsub_ps(_mm512_cvtepi32_ps(s1[t]), _mm512_mul_ps(d, dy), m));
-    }
+    AddSuperBlockMins<NT>(s1, mp, X.d, X.dmin, y, b, accf);
   }
   StoreTile<NT>(accf, out, out_stride, nrows);
 }

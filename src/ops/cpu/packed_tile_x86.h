@@ -50,6 +50,29 @@ inline void AddSuperBlock(const __m512i* sum, const uint16_t* d16, const float* 
   }
 }
 
+// The same for the K-quants with mins (Q2_K, Q4_K, Q5_K): accf[t] += d * d_act * S1[t] - dmin * d_act
+// * S2, where S2 = sum_p vpdpwssd(mp[p], token t's bsums 2p, 2p + 1) -- mp[p]'s lanes hold the int16
+// pair of mins that multiplies that bsums pair. The super-block's d*S1 - dmin*S2 is rounded once,
+// then added.
+template <int NT>
+inline void AddSuperBlockMins(const __m512i* s1, const __m512i* mp, const uint16_t* d16, const uint16_t* dmin16,
+                              const BlockQ8K* const* y, int64_t b, __m512* accf) {
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d16)));
+  const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dmin16)));
+  for (int t = 0; t < NT; ++t) {
+    const int16_t* bs = y[t][b].bsums;
+    __m512i s2a = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mp[0], Bcast(bs));
+    __m512i s2b = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mp[1], Bcast(bs + 2));
+    for (int p = 2; p < 8; p += 2) {
+      s2a = _mm512_dpwssd_epi32(s2a, mp[p], Bcast(bs + 2 * p));
+      s2b = _mm512_dpwssd_epi32(s2b, mp[p + 1], Bcast(bs + 2 * p + 2));
+    }
+    const __m512 dy = _mm512_set1_ps(y[t][b].d);
+    const __m512 m = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s2a, s2b)), _mm512_mul_ps(dmin, dy));
+    accf[t] = _mm512_add_ps(accf[t], _mm512_fmsub_ps(_mm512_cvtepi32_ps(s1[t]), _mm512_mul_ps(d, dy), m));
+  }
+}
+
 // out[t * out_stride + r] = acc[t] lane r, for r < nrows (the padded rows of a group are not stored).
 template <int NT>
 inline void StoreTile(const __m512* acc, float* out, int64_t out_stride, int nrows) {
