@@ -104,10 +104,7 @@ float RefDot(gguf::Type type, const uint8_t* w, const uint8_t* a, int64_t n) {
 
 // The activation format a type's kernels take: Q8_0 rows for the 32-element block types, else Q8_K.
 gguf::Type ActType(gguf::Type type) {
-  const bool blocks32 = type == gguf::Type::Q4_0 || type == gguf::Type::Q4_1 || type == gguf::Type::Q5_0 ||
-                        type == gguf::Type::Q5_1 || type == gguf::Type::IQ4_NL || type == gguf::Type::Q8_0 ||
-                        type == gguf::Type::MXFP4;
-  return blocks32 ? gguf::Type::Q8_0 : gguf::Type::Q8_K;
+  return BlockElems(type) == kQK8_0 ? gguf::Type::Q8_0 : gguf::Type::Q8_K;
 }
 void QuantizeAct(gguf::Type type, const float* x, uint8_t* dst, int64_t n) {
   if (ActType(type) == gguf::Type::Q8_0) {

@@ -69,7 +69,7 @@ inline __m512 Scales(const Record<K>& X, int s) {
     const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
     return _mm512_castsi512_ps(_mm512_mask_mov_epi32(normal, _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), tiny));
   } else {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(X.d[s])));
+    return Halves(X.d[s]);
   }
 }
 
@@ -96,21 +96,11 @@ void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out,
             q[4 + j] = _mm512_shuffle_epi8(table, q[4 + j]);
           }
         }
-        if constexpr (kFiveBits<K>) {  // bit k of qh -> bit 4 of quad k (shifts stay within each byte)
-          const __m512i h = _mm512_loadu_si512(X.qh[s]), b4 = _mm512_set1_epi8(0x10);
-          q[0] = _mm512_or_si512(q[0], _mm512_and_si512(_mm512_slli_epi16(h, 4), b4));
-          q[1] = _mm512_or_si512(q[1], _mm512_and_si512(_mm512_slli_epi16(h, 3), b4));
-          q[2] = _mm512_or_si512(q[2], _mm512_and_si512(_mm512_slli_epi16(h, 2), b4));
-          q[3] = _mm512_or_si512(q[3], _mm512_and_si512(_mm512_slli_epi16(h, 1), b4));
-          q[4] = _mm512_or_si512(q[4], _mm512_and_si512(h, b4));
-          q[5] = _mm512_or_si512(q[5], _mm512_and_si512(_mm512_srli_epi16(h, 1), b4));
-          q[6] = _mm512_or_si512(q[6], _mm512_and_si512(_mm512_srli_epi16(h, 2), b4));
-          q[7] = _mm512_or_si512(q[7], _mm512_and_si512(_mm512_srli_epi16(h, 3), b4));
-        }
+        if constexpr (kFiveBits<K>) AddFifthBits(q, _mm512_loadu_si512(X.qh[s]));
       }
       const __m512 dw = Scales<K>(X, s);
       __m512 mw = _mm512_setzero_ps();
-      if constexpr (kHasMin<K>) mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(X.m[s])));
+      if constexpr (kHasMin<K>) mw = Halves(X.m[s]);
       for (int t = 0; t < NT; ++t) {
         const BlockQ8_0& A = y[t][8 * b + s];
         const int8_t* a = A.qs;

@@ -14,7 +14,6 @@
 #include "ops/packed.h"
 #if QWENRT_PACKED_X86
 #include <type_traits>
-#include <utility>
 
 #include "ops/cpu/packed_tile_x86.h"
 
@@ -24,21 +23,6 @@ namespace {
 using namespace packed_x86;
 
 inline __m512i Load(const void* p) { return _mm512_loadu_si512(p); }
-inline __m512 Halves(const uint16_t* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-
-// Quad k's fifth bits (bit k of each byte of qh) moved to bit 4. The 16-bit shifts move bits only
-// within each byte here (shift <= 4 left, <= 3 right, then the mask).
-template <int k>
-inline __m512i FifthBit(__m512i qh) {
-  const __m512i v = k < 4 ? _mm512_slli_epi16(qh, 4 - k) : k == 4 ? qh : _mm512_srli_epi16(qh, k - 4);
-  return _mm512_and_si512(v, _mm512_set1_epi8(0x10));
-}
-template <int... k>
-inline void AddFifthBits(__m512i* q, __m512i qh, std::integer_sequence<int, k...>) {
-  ((q[k] = _mm512_or_si512(q[k], FifthBit<k>(qh))), ...);
-}
 
 inline const PackedQ4K& Low(const PackedQ4K& x) { return x; }
 inline const PackedQ4K& Low(const PackedQ5K& x) { return x.low; }
@@ -60,7 +44,7 @@ void KWithMins(const Record* x, const BlockQ8K* const* y, int64_t nb, float* out
         q[j] = _mm512_and_si512(v, m4);                          // elements 32s + 4j + i
         q[4 + j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);  // elements 32s + 16 + 4j + i
       }
-      if constexpr (std::is_same_v<Record, PackedQ5K>) AddFifthBits(q, Load(x[b].qh[s]), std::make_integer_sequence<int, 8>{});
+      if constexpr (std::is_same_v<Record, PackedQ5K>) AddFifthBits(q, Load(x[b].qh[s]));
       const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X.scales[s])));
       for (int t = 0; t < NT; ++t) {
         const int8_t* a = y[t][b].qs + 32 * s;

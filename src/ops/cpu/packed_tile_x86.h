@@ -1,5 +1,6 @@
-// The pieces every AVX-512 VNNI packed kernel (packed.h) shares: the 4-byte activation broadcast, the
-// eight-quad dot product of one 32-element stretch, and the masked store of a tile. Internal to
+// The pieces every AVX-512 VNNI packed kernel (packed.h) shares: fp16 row scales, the fifth-bit plane,
+// the 4-byte activation broadcast, the eight-quad dot product of one 32-element stretch, the
+// once-per-super-block combinations, and the masked store of a tile. Internal to
 // src/ops/cpu/ (included only where QWENRT_PACKED_X86).
 #pragma once
 
@@ -7,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "ops/cpu_namespace.h"
 
@@ -16,6 +18,25 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace QWENRT_CPU_NAMESPACE::packed_x86 {
+
+// The 16 rows' fp16 values at p as f32 lanes.
+inline __m512 Halves(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// Quad k's fifth bits (bit k of each byte of qh, the layout of PackedQ5_0 / Q5_1 / Q5K) moved to bit
+// 4 and or-ed into q[k], for k = 0..7. The 16-bit shifts move bits only within each byte here (<= 4
+// left, <= 3 right, then the mask).
+template <int k>
+inline __m512i FifthBit(__m512i qh) {
+  const __m512i v = k < 4 ? _mm512_slli_epi16(qh, 4 - k) : k == 4 ? qh : _mm512_srli_epi16(qh, k - 4);
+  return _mm512_and_si512(v, _mm512_set1_epi8(0x10));
+}
+template <int... k>
+inline void AddFifthBits(__m512i* q, __m512i qh, std::integer_sequence<int, k...>) {
+  ((q[k] = _mm512_or_si512(q[k], FifthBit<k>(qh))), ...);
+}
+inline void AddFifthBits(__m512i* q, __m512i qh) { AddFifthBits(q, qh, std::make_integer_sequence<int, 8>{}); }
 
 // 4 bytes at p broadcast to the 16 dword lanes (folds into vpdpbusd's {1to16} memory operand).
 inline __m512i Bcast(const void* p) {
@@ -44,7 +65,7 @@ inline void DotQuads(const __m512i* q, const int8_t* a, __m512i* lo, __m512i* hi
 // kernels. d16: the 16 rows' fp16 scales; d_act[t]: token t's Q8_K scale of this super-block.
 template <int NT>
 inline void AddSuperBlock(const __m512i* sum, const uint16_t* d16, const float* d_act, __m512* accf) {
-  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d16)));
+  const __m512 d = Halves(d16);
   for (int t = 0; t < NT; ++t) {
     accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(d, _mm512_set1_ps(d_act[t])), accf[t]);
   }
@@ -57,8 +78,7 @@ inline void AddSuperBlock(const __m512i* sum, const uint16_t* d16, const float* 
 template <int NT>
 inline void AddSuperBlockMins(const __m512i* s1, const __m512i* mp, const uint16_t* d16, const uint16_t* dmin16,
                               const BlockQ8K* const* y, int64_t b, __m512* accf) {
-  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d16)));
-  const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dmin16)));
+  const __m512 d = Halves(d16), dmin = Halves(dmin16);
   for (int t = 0; t < NT; ++t) {
     const int16_t* bs = y[t][b].bsums;
     __m512i s2a = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mp[0], Bcast(bs));

@@ -250,6 +250,19 @@ inline __m512i ShiftsPer16x3() {
 
 struct NoPrep {};
 
+// Per row k of 8: (bits >> shift_k) & mask, as u32 lanes (the high index bits and flags that qh
+// packs).
+inline __m256i Fields8(uint32_t bits, __m256i shifts, int mask) {
+  return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(bits)), shifts),
+                          _mm256_set1_epi32(mask));
+}
+// 8 grid indices: the low bytes q8[0..7] | hi << 8.
+inline __m256i Indices8(const uint8_t* q8, __m256i hi) {
+  return _mm256_or_si256(
+      _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q8))),
+      _mm256_slli_epi32(hi, 8));
+}
+
 // Each byte (a 7-bit sign index, < 128) completed by its parity in bit 7: kKSigns[i] = i |
 // parity(i) << 7, computed instead of looked up.
 inline __m256i WithParity(__m256i f) {
@@ -330,12 +343,8 @@ struct IQ2S64 {
   static NoPrep Prepare(const Block&) { return {}; }
   static Step Get(const Block& b, NoPrep, int h) {
     const __m256i hi =
-        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(iq::LoadU16(b.qh + 2 * h)),
-                                           _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
-                         _mm256_set1_epi32(3));
-    const __m256i idx = _mm256_or_si256(
-        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qs + 8 * h))),
-        _mm256_slli_epi32(hi, 8));
+        Fields8(iq::LoadU16(b.qh + 2 * h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), 3);
+    const __m256i idx = Indices8(b.qs + 8 * h, hi);
     return {_mm512_i32gather_epi64(idx, iq::kIq2sGrid, 8),
             _cvtu64_mask64(iq::LoadU64(b.qs + kQK_K / 8 + 8 * h)),
             OddScales(iq::LoadU16(b.scales + 2 * h), ShiftsPer16x4(), 15)};
@@ -360,13 +369,8 @@ struct IQ1S64 {
   static NoPrep Prepare(const Block&) { return {}; }
   static Step Get(const Block& b, NoPrep, int h) {
     const uint32_t w0 = b.qh[2 * h], w1 = b.qh[2 * h + 1];  // chunks 2h, 2h + 1: rows 0-3, 4-7
-    const __m256i hi =
-        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(w0 | (w1 << 16))),
-                                           _mm256_setr_epi32(0, 3, 6, 9, 16, 19, 22, 25)),
-                         _mm256_set1_epi32(7));
-    const __m256i idx = _mm256_or_si256(
-        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qs + 8 * h))),
-        _mm256_slli_epi32(hi, 8));
+    const __m256i hi = Fields8(w0 | (w1 << 16), _mm256_setr_epi32(0, 3, 6, 9, 16, 19, 22, 25), 7);
+    const __m256i idx = Indices8(b.qs + 8 * h, hi);
     const auto minus = static_cast<__mmask8>((w0 & 0x8000 ? 0x0F : 0) | (w1 & 0x8000 ? 0xF0 : 0));
     return Iq1Step(idx, minus,
                    OddScales(((w0 >> 12) & 7) | (((w1 >> 12) & 7) << 4), ShiftsPer32(), 15));
@@ -408,13 +412,9 @@ struct IQ1M64 {
   static Step Get(const Block& b, NoPrep, int h) {
     // Rows 8h .. 8h + 7 of 8 elements: nibble k of qh[4h ..] holds index bits 8-10 and, in bit 3,
     // the sign of the row's delta.
-    const __m256i nib = _mm256_and_si256(
-        _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(iq::LoadU32(b.qh + 4 * h))),
-                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-        _mm256_set1_epi32(15));
-    const __m256i idx = _mm256_or_si256(
-        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qs + 8 * h))),
-        _mm256_slli_epi32(_mm256_and_si256(nib, _mm256_set1_epi32(7)), 8));
+    const __m256i nib =
+        Fields8(iq::LoadU32(b.qh + 4 * h), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), 15);
+    const __m256i idx = Indices8(b.qs + 8 * h, _mm256_and_si256(nib, _mm256_set1_epi32(7)));
     return Iq1Step(idx, _mm256_test_epi32_mask(nib, _mm256_set1_epi32(8)),
                    OddScales(iq::LoadU16(b.scales + 2 * h), ShiftsPer16x3(), 7));
   }
