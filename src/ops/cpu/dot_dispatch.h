@@ -12,12 +12,12 @@
 
 namespace QWENRT_CPU_NAMESPACE {
 
-// Calls f.template operator()<ntok>() for 1 <= ntok <= kMaxDotTokens; nothing otherwise.
-template <typename F>
+// Calls f.template operator()<ntok>() for 1 <= ntok <= Max; nothing otherwise.
+template <int Max = kMaxDotTokens, typename F>
 inline void ForNtok(int ntok, F&& f) {
   [&]<int... I>(std::integer_sequence<int, I...>) {
     (void)((ntok == I + 1 && (f.template operator()<I + 1>(), true)) || ...);
-  }(std::make_integer_sequence<int, kMaxDotTokens>{});
+  }(std::make_integer_sequence<int, Max>{});
 }
 
 }  // namespace QWENRT_CPU_NAMESPACE

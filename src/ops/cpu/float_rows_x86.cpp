@@ -1,4 +1,4 @@
-// The float rows x tokens tile (float_rows.h) with AVX-512: 1 or 2 rows x up to 8 tokens, one
+// The float rows x tokens tile (float_rows.h) with AVX-512: 1 or 4 rows x up to 6 tokens, one
 // 16-lane accumulator per (row, token), the last n % 16 elements by masked loads into the same
 // accumulators, one horizontal sum at the end. Other levels answer null (their per-row DotFloat of
 // vec_dot_x86.cpp / vec_dot_scalar.cpp serves).
@@ -54,24 +54,31 @@ struct BF16 {
   }
 };
 
-// R rows x NT tokens over elements [i0, i1) of n. The accumulators start at zero (i0 == 0) or from
-// keep[r * NT + t], and go back there unless i1 == n, where the masked tail and the horizontal sums
-// end them: splitting n into passes leaves every (row, token)'s sequence of FMAs unchanged.
+// R rows x NT tokens over elements [i0, i1) of n, the tokens from an NT-token panel. The
+// accumulators start at zero (i0 == 0) or from keep[r * NT + t], and go back there unless i1 == n,
+// where the tail (weights by masked loads, the panel's zero padding) and the horizontal sums end
+// them: splitting n into passes leaves every (row, token)'s sequence of FMAs unchanged.
 template <typename W, int R, int NT>
-void Tile(const uint8_t* w, size_t row_bytes, const float* const* x, int64_t i0, int64_t i1,
-          int64_t n, __m512* keep, float* out, int64_t out_stride) {
+void Tile(const uint8_t* w, size_t row_bytes, const float* panel, int64_t i0, int64_t i1, int64_t n,
+          __m512* keep, float* out, int64_t out_stride) {
   __m512 acc[R][NT];
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < NT; ++t) acc[r][t] = i0 == 0 ? _mm512_setzero_ps() : keep[r * NT + t];
   }
+  const auto step = [&](const __m512 (&wv)[R], const float* q) {
+    for (int t = 0; t < NT; ++t) {
+      __m512 xv = _mm512_loadu_ps(q + t * 16);
+      // One load per activation vector, kept in a register for the R FMAs: folded into each FMA
+      // as a memory operand (GCC's choice) it is loaded R times and the load ports limit the tile.
+      asm("" : "+v"(xv));
+      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
+    }
+  };
   int64_t i = i0;
   for (; i + 16 <= i1; i += 16) {
     __m512 wv[R];
     for (int r = 0; r < R; ++r) wv[r] = W::Load(w + r * row_bytes, i);
-    for (int t = 0; t < NT; ++t) {
-      const __m512 xv = _mm512_loadu_ps(x[t] + i);
-      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
-    }
+    step(wv, panel + i * NT);
   }
   if (i1 < n) {  // a pass of whole steps: i == i1
     for (int r = 0; r < R; ++r) {
@@ -83,10 +90,7 @@ void Tile(const uint8_t* w, size_t row_bytes, const float* const* x, int64_t i0,
     const auto m = static_cast<__mmask16>((1u << (n - i)) - 1);
     __m512 wv[R];
     for (int r = 0; r < R; ++r) wv[r] = W::Load(w + r * row_bytes, i, m);
-    for (int t = 0; t < NT; ++t) {
-      const __m512 xv = _mm512_maskz_loadu_ps(m, x[t] + i);
-      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
-    }
+    step(wv, panel + i * NT);
   }
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < NT; ++t) out[t * out_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
@@ -94,31 +98,29 @@ void Tile(const uint8_t* w, size_t row_bytes, const float* const* x, int64_t i0,
 }
 
 template <typename W>
-void Rows(const uint8_t* w, size_t row_bytes, int nrows, const uint8_t* a, size_t a_stride,
-          int ntok, int64_t n, float* out, int64_t out_stride) {
-  const float* x[kMaxDotTokens];
-  for (int t = 0; t < ntok && t < kMaxDotTokens; ++t)
-    x[t] = reinterpret_cast<const float*>(a + t * a_stride);
-  ForNtok(ntok, [&]<int NT>() {
-    // Rows per tile: two share each activation load when there are tokens enough to keep the FMA
-    // unit busy; at one or two tokens one row at a time streams the weights fastest (measured: F16
+void Rows(const uint8_t* w, size_t row_bytes, int nrows, const float* panel, int ntok, int64_t n,
+          float* out, int64_t out_stride) {
+  ForNtok<kFloatTileTokens>(ntok, [&]<int NT>() {
+    // Rows per tile: four share each activation load when there are tokens enough to keep the FMA
+    // units busy; at one or two tokens one row at a time streams the weights fastest (measured: F16
     // decode of the 0.8B shape 15.0 t/s with one row, 12.4 with eight rows in flight).
-    constexpr int R = NT <= 2 ? 1 : 2;
-    // Passes over the elements: with several tokens, 1024 at a time, so the tokens' activations
-    // (8 x 4 KiB) stay in L1 while the tile's rows stream past them; each (row, token) still sums
-    // the same way whatever the tile's shape or passes.
+    constexpr int R = NT <= 2 ? 1 : 4;
+    // Passes over the elements: with several tokens, 1024 at a time, so the panel's slice (6 x 4
+    // KiB) stays in L1 while the tile's rows stream past it; each (row, token) still sums the same
+    // way whatever the tile's shape or passes.
     const int64_t pass = NT <= 2 ? n : 1024;
-    __m512 keep[16 * kMaxDotTokens];  // nrows <= 16
+    __m512 keep[16 * kFloatTileTokens];  // nrows <= 16
     for (int64_t i0 = 0; i0 < n; i0 += pass) {
       const int64_t i1 = std::min(n, i0 + pass);
       int r = 0;
       for (; r + R <= nrows; r += R) {
-        Tile<W, R, NT>(w + r * row_bytes, row_bytes, x, i0, i1, n, keep + r * NT, out + r,
+        Tile<W, R, NT>(w + r * row_bytes, row_bytes, panel, i0, i1, n, keep + r * NT, out + r,
                        out_stride);
       }
-      if (r < nrows)
-        Tile<W, 1, NT>(w + r * row_bytes, row_bytes, x, i0, i1, n, keep + r * NT, out + r,
+      for (; r < nrows; ++r) {
+        Tile<W, 1, NT>(w + r * row_bytes, row_bytes, panel, i0, i1, n, keep + r * NT, out + r,
                        out_stride);
+      }
     }
   });
 }
@@ -140,5 +142,17 @@ FloatRowsKernel FloatRowsKernelFor(gguf::Type type) {
 #else
 FloatRowsKernel FloatRowsKernelFor(gguf::Type) { return nullptr; }
 #endif
+
+void PackPanel(const float* x, int64_t x_stride, int ntok, int64_t n, float* panel) {
+  const int64_t steps = PanelElems(n) / 16;
+  for (int64_t s = 0; s < steps; ++s) {
+    for (int t = 0; t < ntok; ++t) {
+      float* dst = panel + (s * ntok + t) * 16;
+      const int64_t i = s * 16, m = std::min<int64_t>(16, n - i);
+      std::copy(x + t * x_stride + i, x + t * x_stride + i + m, dst);
+      std::fill(dst + m, dst + 16, 0.0f);
+    }
+  }
+}
 
 }  // namespace QWENRT_CPU_NAMESPACE

@@ -21,7 +21,8 @@ namespace {
 constexpr int64_t kRowTile = 16;  // weight rows per tile: 16 x 3584 Q4_K = 32 KiB at most in practice
 static_assert(kRowTile == kPackRows, "a tile of a packed matrix is one group of interleaved rows");
 
-enum ActFormat { kActF32 = 0, kActQ8K = 1, kActQ8_0 = 2, kActFormats = 3 };
+// kActPanel: f32 rows as panels of kFloatTileTokens tokens (float_rows.h), for the float tile.
+enum ActFormat { kActF32 = 0, kActQ8K = 1, kActQ8_0 = 2, kActPanel = 3, kActFormats = 4 };
 
 struct Job {
   const WeightMatrix* w;
@@ -29,7 +30,7 @@ struct Job {
   PackedKernel packed;  // non-null when w->packed is used instead of w->data
   FloatRowsKernel rows_kernel;  // non-null for float weights where this level has the tile kernel
   size_t group_bytes;   // bytes of one packed group (16 rows)
-  const uint8_t* act;  // [T] activation rows of act_stride bytes
+  const uint8_t* act;  // [T] activation rows of act_stride bytes; panels: one per act_stride bytes
   size_t act_stride;
   float* y;            // [T, rows]
   int64_t tile_begin;  // first global tile index of this matrix
@@ -82,10 +83,11 @@ void RunTile(const Batch& batch, int64_t global_tile) {
   const WeightMatrix& w = *job.w;
   const int64_t r0 = (global_tile - job.tile_begin) * kRowTile, r1 = std::min(w.rows, r0 + kRowTile);
   if (job.rows_kernel != nullptr) {
-    for (int64_t t0 = 0; t0 < batch.T; t0 += kMaxDotTokens) {
-      const int ntok = static_cast<int>(std::min<int64_t>(kMaxDotTokens, batch.T - t0));
-      job.rows_kernel(w.data + r0 * w.row_bytes, w.row_bytes, static_cast<int>(r1 - r0), job.act + t0 * job.act_stride,
-                      job.act_stride, ntok, w.cols, job.y + t0 * w.rows + r0, w.rows);
+    for (int64_t t0 = 0; t0 < batch.T; t0 += kFloatTileTokens) {
+      const int ntok = static_cast<int>(std::min<int64_t>(kFloatTileTokens, batch.T - t0));
+      const auto* panel = reinterpret_cast<const float*>(job.act + t0 / kFloatTileTokens * job.act_stride);
+      job.rows_kernel(w.data + r0 * w.row_bytes, w.row_bytes, static_cast<int>(r1 - r0), panel, ntok, w.cols,
+                      job.y + t0 * w.rows + r0, w.rows);
     }
     return;
   }
@@ -107,24 +109,49 @@ void RunTile(const Batch& batch, int64_t global_tile) {
   }
 }
 
-// Converts x: [T, cols] into `format` rows at dst (stride bytes each), in parallel when large.
+// Converted units of T tokens: rows, or panels of up to kFloatTileTokens tokens.
+int64_t Units(ActFormat format, int64_t T) {
+  return format == kActPanel ? (T + kFloatTileTokens - 1) / kFloatTileTokens : T;
+}
+
+// Bytes of one converted unit at dst (a Q8_K / Q8_0 row, or a panel of kFloatTileTokens tokens).
+size_t ActStride(ActFormat format, int64_t cols) {
+  if (format == kActPanel) return static_cast<size_t>(kFloatTileTokens * PanelElems(cols)) * sizeof(float);
+  return static_cast<size_t>(RowBytes(format == kActQ8K ? gguf::Type::Q8_K : gguf::Type::Q8_0, cols));
+}
+
+// Converts unit u (tokens [u * per, min(T, (u + 1) * per))) of x: [T, cols] into `format` at dst.
+void ConvertUnit(ActFormat format, const float* x, int64_t T, int64_t cols, uint8_t* dst, size_t stride,
+                 int64_t u) {
+  if (format == kActPanel) {
+    const int64_t t0 = u * kFloatTileTokens;
+    const int ntok = static_cast<int>(std::min<int64_t>(kFloatTileTokens, T - t0));
+    PackPanel(x + t0 * cols, cols, ntok, cols, reinterpret_cast<float*>(dst + u * stride));
+  } else if (format == kActQ8K) {
+    cpu::QuantizeRowQ8K(x + u * cols, dst + u * stride, cols);
+  } else {
+    QuantizeRowQ8_0(x + u * cols, dst + u * stride, cols);
+  }
+}
+
+// Converts x: [T, cols] into `format` units at dst (stride bytes each), in parallel when large.
 void ConvertActivations(ActFormat format, const float* x, int64_t T, int64_t cols, uint8_t* dst, size_t stride,
                         ThreadPool& pool) {
-  void (*quantize)(const float*, void*, int64_t) = format == kActQ8K ? cpu::QuantizeRowQ8K : QuantizeRowQ8_0;
+  const int64_t units = Units(format, T);
   if (T * cols <= 16384) {  // a few tokens: cheaper inline than waking the pool
-    for (int64_t t = 0; t < T; ++t) quantize(x + t * cols, dst + t * stride, cols);
+    for (int64_t u = 0; u < units; ++u) ConvertUnit(format, x, T, cols, dst, stride, u);
     return;
   }
   struct Q {
-    void (*fn)(const float*, void*, int64_t);
+    ActFormat format;
     const float* x;
+    int64_t T, cols;
     uint8_t* dst;
     size_t stride;
-    int64_t cols;
-  } q{quantize, x, dst, stride, cols};
+  } q{format, x, T, cols, dst, stride};
   const Q* qp = &q;  // one-pointer capture: fits std::function's inline storage (no allocation)
-  pool.ParallelFor(T, [qp](int64_t b, int64_t e, int) {
-    for (int64_t t = b; t < e; ++t) qp->fn(qp->x + t * qp->cols, qp->dst + t * qp->stride, qp->cols);
+  pool.ParallelFor(units, [qp](int64_t b, int64_t e, int) {
+    for (int64_t u = b; u < e; ++u) ConvertUnit(qp->format, qp->x, qp->T, qp->cols, qp->dst, qp->stride, u);
   });
 }
 
@@ -135,8 +162,8 @@ void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys
   Batch batch;
   batch.n = 0;
   batch.T = T;
-  const uint8_t* act[kActFormats] = {reinterpret_cast<const uint8_t*>(x), nullptr, nullptr};
-  size_t stride[kActFormats] = {static_cast<size_t>(ws[0].cols) * sizeof(float), 0, 0};
+  const uint8_t* act[kActFormats] = {reinterpret_cast<const uint8_t*>(x), nullptr, nullptr, nullptr};
+  size_t stride[kActFormats] = {static_cast<size_t>(ws[0].cols) * sizeof(float), 0, 0, 0};
   int64_t tiles = 0;
   for (int i = 0; i < n; ++i) {
     const WeightMatrix& w = ws[i];
@@ -144,15 +171,20 @@ void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys
     ActFormat format;
     // Precondition violations (CheckWeightMatrix, equal cols) leave that output unwritten.
     if (w.rows <= 0 || w.cols != ws[0].cols || !KernelFor(w.type, &kernel, &format)) continue;
-    if (act[format] == nullptr) {
-      stride[format] = static_cast<size_t>(RowBytes(format == kActQ8K ? gguf::Type::Q8_K : gguf::Type::Q8_0, w.cols));
-      uint8_t* dst = Scratch(format, stride[format] * static_cast<size_t>(T));
-      ConvertActivations(format, x, T, w.cols, dst, stride[format], pool);
-      act[format] = dst;
-    }
     const PackedKernel packed = w.packed != nullptr ? PackedKernelOf(w.type) : nullptr;
     const size_t group_bytes = packed != nullptr ? PackedBytes(w.type, w.cols, kPackRows) : 0;
     const FloatRowsKernel rows_kernel = packed == nullptr ? FloatRowsKernelFor(w.type) : nullptr;
+    if (rows_kernel != nullptr) format = kActPanel;
+    if (act[format] == nullptr) {
+      stride[format] = ActStride(format, w.cols);
+      if (format == kActPanel && T == 1 && w.cols % 16 == 0) {
+        act[format] = reinterpret_cast<const uint8_t*>(x);  // one token's panel is its row
+      } else {
+        uint8_t* dst = Scratch(format, stride[format] * static_cast<size_t>(Units(format, T)));
+        ConvertActivations(format, x, T, w.cols, dst, stride[format], pool);
+        act[format] = dst;
+      }
+    }
     batch.jobs[batch.n++] = Job{&w, kernel, packed, rows_kernel, group_bytes, act[format], stride[format], ys[i], tiles};
     tiles += (w.rows + kRowTile - 1) / kRowTile;
   }
