@@ -95,6 +95,12 @@ BENCHMARK(BM_MatMul)
     ->Args({1024, 3584, 1, kQ6, 2})
     ->Args({1024, 3584, 64, kQ6, 1})
     ->Args({1024, 3584, 64, kQ6, 2})
+    // Eight sessions' decode step (qwenrt-bench parallel): T = 8 on the packed copies, and the tied
+    // Q6_K LM head (248320 x 1024) alone and at 8.
+    ->Args({3584, 1024, 8, kQ4, 2})
+    ->Args({1024, 3584, 8, kQ6, 2})
+    ->Args({248320, 1024, 1, kQ6, 2})
+    ->Args({248320, 1024, 8, kQ6, 2})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

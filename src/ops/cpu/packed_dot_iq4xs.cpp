@@ -34,6 +34,7 @@ void Tile(const PackedIQ4XS* x, const BlockQ8K* const* y, int64_t nb, float* out
     __m512i sum[NT];
     for (int t = 0; t < NT; ++t) sum[t] = _mm512_setzero_si512();
     for (int s = 0; s < 8; ++s) {
+      PrefetchAhead<NT>(x + b, s);
       __m512i q[8];  // q[k]: elements 32s + 4k .. 4k + 3 of the 16 rows, as u8
       for (int j = 0; j < 4; ++j) {
         const __m512i v = _mm512_loadu_si512(X.qs[s][j]);

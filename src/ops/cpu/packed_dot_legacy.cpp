@@ -83,6 +83,7 @@ void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out,
   for (int64_t b = 0; b < nb; ++b) {
     const Record<K>& X = x[b];
     for (int s = 0; s < 8; ++s) {
+      PrefetchAhead<NT>(x + b, s);
       __m512i q[8];  // q[k]: elements 4k .. 4k + 3 of block s of the 16 rows, as u8
       if constexpr (K == Kind::kQ8_0) {
         for (int k = 0; k < 8; ++k) q[k] = _mm512_loadu_si512(X.qs[s][k]);

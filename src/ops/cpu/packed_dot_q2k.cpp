@@ -43,6 +43,7 @@ void Tile(const PackedQ2K* x, const BlockQ8K* const* y, int64_t nb, float* out, 
     __m512i s1[NT];
     for (int t = 0; t < NT; ++t) s1[t] = _mm512_setzero_si512();
     for (int p = 0; p < 8; ++p) {
+      PrefetchAhead<NT>(x + b, p);
       const __m512i l0 = _mm512_loadu_si512(X.lo[p][0]), l1 = _mm512_loadu_si512(X.lo[p][1]);
       const __m512i u[8] = {Quad<0>(l0), Quad<1>(l0), Quad<2>(l0), Quad<3>(l0),
                             Quad<0>(l1), Quad<1>(l1), Quad<2>(l1), Quad<3>(l1)};

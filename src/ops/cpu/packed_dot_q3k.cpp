@@ -41,6 +41,7 @@ void Tile(const PackedQ3K* x, const BlockQ8K* const* y, int64_t nb, float* out, 
     __m512i sum[NT];
     for (int t = 0; t < NT; ++t) sum[t] = _mm512_setzero_si512();
     for (int p = 0; p < 8; ++p) {
+      PrefetchAhead<NT>(x + b, p);
       const __m512i l0 = _mm512_loadu_si512(X.pairs[p].lo[0]), l1 = _mm512_loadu_si512(X.pairs[p].lo[1]);
       const __m512i h = _mm512_loadu_si512(X.pairs[p].hi);
       const __m512i u[8] = {Quad<0>(l0, h), Quad<1>(l0, h), Quad<2>(l0, h), Quad<3>(l0, h),

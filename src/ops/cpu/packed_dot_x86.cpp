@@ -38,6 +38,7 @@ void KWithMins(const Record* x, const BlockQ8K* const* y, int64_t nb, float* out
     __m512i s1[NT];
     for (int t = 0; t < NT; ++t) s1[t] = _mm512_setzero_si512();
     for (int s = 0; s < 8; ++s) {
+      PrefetchAhead<NT>(x + b, s);
       __m512i q[8];
       for (int j = 0; j < 4; ++j) {
         const __m512i v = Load(X.qs[s][j]);
@@ -74,6 +75,7 @@ void Q6K(const PackedQ6K* x, const BlockQ8K* const* y, int64_t nb, float* out, i
     __m512i sum[NT];
     for (int t = 0; t < NT; ++t) sum[t] = _mm512_setzero_si512();
     for (int p = 0; p < 8; ++p) {
+      PrefetchAhead<NT>(x + b, p);
       // Lanes r: (scale 2p, scale 2p+1) of row r as int16; as int32 for the groups; times -32 for the offset.
       const __m512i pv = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(X.scales[p])));
       const __m512i sc[2] = {_mm512_srai_epi32(_mm512_slli_epi32(pv, 16), 16), _mm512_srai_epi32(pv, 16)};
