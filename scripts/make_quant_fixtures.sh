@@ -38,6 +38,11 @@ done
   --tensor-type 'attn_qkv=q8_0' --tensor-type 'attn_v=q8_0' \
   "$TMP/tiny4.gguf" "$OUT/tiny4-ud-iq4xs.gguf" IQ4_XS 1 > "$TMP/log" 2>&1 || { cat "$TMP/log"; exit 1; }
 
+# A MoE file as the peer's MXFP4_MOE type writes it (gpt-oss style: routed experts MXFP4, the rest
+# Q8_0), from the shared fixtures' MoE model.
+"$Q" --allow-requantize tests/data/tinymoe-s1-q4km.gguf "$OUT/tinymoe-mxfp4moe.gguf" MXFP4_MOE 1 \
+  > "$TMP/log" 2>&1 || { cat "$TMP/log"; exit 1; }
+
 # A split copy of micro-q4_0 (one tensor per part is too many files: 20 tensors per part).
 rm -f "$OUT"/micro-q4_0-split-*.gguf
 "$PEER/bin/llama-gguf-split" --split --split-max-tensors 20 "$OUT/micro-q4_0.gguf" "$OUT/micro-q4_0-split" \
@@ -50,7 +55,7 @@ python3 scripts/quant_fixture_refs.py "$OUT"
 # f32 model's tests/data/logits/micro-s1-f32.seqB.exact.f32).
 eval_ref() { "$CLI" eval --model "$1" --tokens tests/data/tokens/seqB.txt --out "$2" --backend ref > /dev/null; }
 for f in "$OUT"/micro-q4_0.gguf "$OUT"/micro-q4_1.gguf "$OUT"/micro-q5_0.gguf "$OUT"/micro-q5_1.gguf \
-         "$OUT"/micro-iq4_nl.gguf "$OUT"/micro-mxfp4.gguf "$OUT"/tiny4-*.gguf; do
+         "$OUT"/micro-iq4_nl.gguf "$OUT"/micro-mxfp4.gguf "$OUT"/tiny4-*.gguf "$OUT"/tinymoe-mxfp4moe.gguf; do
   eval_ref "$f" "${f%.gguf}.seqB.ref.f32"
 done
 eval_ref "$TMP/tiny4.gguf" "$OUT/tiny4-q4km-parent.seqB.ref.f32"

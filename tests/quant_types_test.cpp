@@ -128,6 +128,7 @@ const Fixture kFixtures[] = {
     {"tiny4-q2_k", "quant/tiny4-q4km-parent.seqB.ref.f32", 1.1 * 0.970},
     {"tiny4-q3_k", "quant/tiny4-q4km-parent.seqB.ref.f32", 1.3 * 0.742},
     {"tiny4-ud-iq4xs", "quant/tiny4-q4km-parent.seqB.ref.f32", 1.3 * 0.269},
+    {"tinymoe-mxfp4moe", "logits/tinymoe-s1-q4km.seqB.exact.f32", 1.3 * 0.205},  // MXFP4 routed experts
 };
 
 // The fixtures README's fast-path bar for dense models: mean|d|/std <= 1.25 x the peer's 0.0571 (its
