@@ -186,17 +186,20 @@ TEST_CASE("packed kernels give every token the same bits for every token count",
     for (int t = 0; t < cpu::kMaxDotTokens; ++t) QuantizeAct(type, x.data() + t * cols, a.data() + t * stride, cols);
     std::vector<float> alone(static_cast<size_t>(cpu::kMaxDotTokens * kPackRows), NAN);
     for (int t = 0; t < cpu::kMaxDotTokens; ++t) {
-      k(packed.data(), a.data() + t * stride, stride, 1, cols, alone.data() + t * kPackRows, kPackRows, rows);
+      k(packed.data(), a.data() + t * stride, stride, 1, cols, alone.data() + t * kPackRows, kPackRows, rows, true);
     }
     for (int ntok = 1; ntok <= cpu::kMaxDotTokens; ++ntok) {
       for (int t0 = 0; t0 + ntok <= cpu::kMaxDotTokens; ++t0) {
         CAPTURE(ntok, t0);
         std::vector<float> tile(static_cast<size_t>(ntok * kPackRows), NAN);
-        k(packed.data(), a.data() + t0 * stride, stride, ntok, cols, tile.data(), kPackRows, rows);
-        for (int t = 0; t < ntok; ++t) {
-          REQUIRE(std::memcmp(tile.data() + t * kPackRows, alone.data() + (t0 + t) * kPackRows,
-                              rows * sizeof(float)) == 0);
-          for (int r = rows; r < kPackRows; ++r) REQUIRE(std::isnan(tile[t * kPackRows + r]));  // not stored
+        for (const bool stream : {false, true}) {  // prefetching or not: the same bits
+          std::fill(tile.begin(), tile.end(), NAN);
+          k(packed.data(), a.data() + t0 * stride, stride, ntok, cols, tile.data(), kPackRows, rows, stream);
+          for (int t = 0; t < ntok; ++t) {
+            REQUIRE(std::memcmp(tile.data() + t * kPackRows, alone.data() + (t0 + t) * kPackRows,
+                                rows * sizeof(float)) == 0);
+            for (int r = rows; r < kPackRows; ++r) REQUIRE(std::isnan(tile[t * kPackRows + r]));  // not stored
+          }
         }
       }
     }

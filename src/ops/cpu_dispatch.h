@@ -128,8 +128,8 @@
 // The packed kernels' signature (cpu::PackedKernel, packed.h).
 #define QWENRT_PACKED_DOT_PARAMS                                                                        \
   (const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out, int64_t out_stride, \
-   int nrows)
-#define QWENRT_PACKED_DOT_ARGS (w, a, a_stride, ntok, n, out, out_stride, nrows)
+   int nrows, bool stream)
+#define QWENRT_PACKED_DOT_ARGS (w, a, a_stride, ntok, n, out, out_stride, nrows, stream)
 
 namespace qwenrt::cpu_dispatch {
 

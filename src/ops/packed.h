@@ -179,9 +179,11 @@ namespace QWENRT_CPU_NAMESPACE {
 // Packed kernel: for t < ntok (1 <= ntok <= kMaxDotTokens of vec_dot.h) and r < nrows (<= 16):
 //   out[t * out_stride + r] = dot(row r of the 16-row group at `w`, activation row a + t * a_stride)
 // over n elements (n / 256 records at w). Activations: Q8_K rows for the K-quants, Q8_0 rows for
-// the 32-element block types (the formats their file-layout kernels take).
+// the 32-element block types (the formats their file-layout kernels take). `stream`: the group comes
+// from memory, not from cache (the first token tile of a matmul): the SIMD tiles then prefetch ahead
+// (the result does not depend on it).
 using PackedKernel = void (*)(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                              int64_t out_stride, int nrows);
+                              int64_t out_stride, int nrows, bool stream);
 // The Q8_K activation rows of a packed kernel call's ntok tokens (1 <= ntok <= kMaxDotTokens).
 struct PackedTokens {
   const BlockQ8K* y[kMaxDotTokens];
@@ -203,38 +205,38 @@ void PortablePackedDot(int ntok, int nrows, int64_t nb, float* out, int64_t out_
   }
 }
 void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                      int64_t out_stride, int nrows);
+                      int64_t out_stride, int nrows, bool stream);
 void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                      int64_t out_stride, int nrows);
+                      int64_t out_stride, int nrows, bool stream);
 // Q5_K against Q8_K rows: SIMD with AVX-512 VNNI (cpu/packed_dot_x86.cpp, Q4_K's tile plus the fifth
 // bits), else portable (cpu/packed_dot_q5k.cpp).
 void DotPackedQ5K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                      int64_t out_stride, int nrows);
+                      int64_t out_stride, int nrows, bool stream);
 // Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 / Q8_0 against Q8_0 rows (cpu/packed_dot_legacy.cpp): SIMD with
 // AVX-512 VNNI, else portable.
 void DotPackedQ4_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows);
+                        int64_t out_stride, int nrows, bool stream);
 void DotPackedQ4_1_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows);
+                        int64_t out_stride, int nrows, bool stream);
 void DotPackedQ5_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows);
+                        int64_t out_stride, int nrows, bool stream);
 void DotPackedQ5_1_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows);
+                        int64_t out_stride, int nrows, bool stream);
 void DotPackedQ8_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows);
+                        int64_t out_stride, int nrows, bool stream);
 void DotPackedIQ4NL_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                         int64_t out_stride, int nrows);
+                         int64_t out_stride, int nrows, bool stream);
 void DotPackedMXFP4_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                         int64_t out_stride, int nrows);
+                         int64_t out_stride, int nrows, bool stream);
 // Q2_K against Q8_K rows (cpu/packed_dot_q2k.cpp): SIMD with AVX-512 VNNI, else portable.
 void DotPackedQ2K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                      int64_t out_stride, int nrows);
+                      int64_t out_stride, int nrows, bool stream);
 // Q3_K against Q8_K rows (cpu/packed_dot_q3k.cpp): SIMD with AVX-512 VNNI, else portable.
 void DotPackedQ3K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                      int64_t out_stride, int nrows);
+                      int64_t out_stride, int nrows, bool stream);
 // IQ4_XS against Q8_K rows (cpu/packed_dot_iq4xs.cpp): SIMD with AVX-512 VNNI, else portable.
 void DotPackedIQ4XS_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows);
+                        int64_t out_stride, int nrows, bool stream);
 // True when the packed kernels above are the SIMD ones (AVX-512 VNNI, AVX2); with only the portable
 // versions, packing would make the matmul slower, and the loader leaves the weights as they are.
 bool PackedKernelsFast();

@@ -96,7 +96,7 @@ void RunTile(const Batch& batch, int64_t global_tile) {
     for (int64_t t0 = 0; t0 < batch.T; t0 += kMaxDotTokens) {
       const int ntok = static_cast<int>(std::min<int64_t>(kMaxDotTokens, batch.T - t0));
       job.packed(group, job.act + t0 * job.act_stride, job.act_stride, ntok, w.cols, job.y + t0 * w.rows + r0,
-                 w.rows, static_cast<int>(r1 - r0));
+                 w.rows, static_cast<int>(r1 - r0), /*stream=*/t0 == 0);
     }
     return;
   }

@@ -144,7 +144,7 @@ void Q6KHalf(const PackedQ6K* x, const BlockQ8K* const* y, int64_t nb, int h, fl
 }  // namespace
 
 void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                      int64_t out_stride, int nrows) {
+                      int64_t out_stride, int nrows, bool stream) {
   const PackedTokens tok(a, a_stride, ntok);
   const auto* x = reinterpret_cast<const PackedQ4K*>(w);
   for (int h = 0; h < 2 && kHalf * h < nrows; ++h) {
@@ -152,7 +152,7 @@ void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
   }
 }
 void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                      int64_t out_stride, int nrows) {
+                      int64_t out_stride, int nrows, bool stream) {
   const PackedTokens tok(a, a_stride, ntok);
   const auto* x = reinterpret_cast<const PackedQ6K*>(w);
   for (int h = 0; h < 2 && kHalf * h < nrows; ++h) {

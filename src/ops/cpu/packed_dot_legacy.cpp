@@ -74,7 +74,7 @@ inline __m512 Scales(const Record<K>& X, int s) {
 }
 
 template <Kind K, int NT>
-void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out, int64_t out_stride, int nrows) {
+void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out, int64_t out_stride, int nrows, bool stream) {
   __m512 accf[NT];
   for (int t = 0; t < NT; ++t) accf[t] = _mm512_setzero_ps();
   const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -83,7 +83,7 @@ void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out,
   for (int64_t b = 0; b < nb; ++b) {
     const Record<K>& X = x[b];
     for (int s = 0; s < 8; ++s) {
-      PrefetchAhead<NT>(x + b, s);
+      PrefetchAhead<NT>(stream, x + b, s);
       __m512i q[8];  // q[k]: elements 4k .. 4k + 3 of block s of the 16 rows, as u8
       if constexpr (K == Kind::kQ8_0) {
         for (int k = 0; k < 8; ++k) q[k] = _mm512_loadu_si512(X.qs[s][k]);
@@ -123,11 +123,11 @@ void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out,
 
 template <Kind K>
 void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out, int64_t out_stride,
-         int nrows) {
+         int nrows, bool stream) {
   const BlockQ8_0* y[kMaxDotTokens];
   for (int t = 0; t < ntok && t < kMaxDotTokens; ++t) y[t] = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride);
   const auto* x = reinterpret_cast<const Record<K>*>(w);
-  ForNtok(ntok, [&]<int NT>() { Tile<K, NT>(x, y, n / kQK_K, out, out_stride, nrows); });
+  ForNtok(ntok, [&]<int NT>() { Tile<K, NT>(x, y, n / kQK_K, out, out_stride, nrows, stream); });
 }
 #else
 // The portable form: per (row, token) the same integer sums, combined as ref::VecDot*_Q8_0 does.
@@ -156,7 +156,7 @@ float Scale(const Record<K>& x, int s, int r) {
 
 template <Kind K>
 void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out, int64_t out_stride,
-         int nrows) {
+         int nrows, bool stream) {
   const int64_t nb = n / kQK_K;
   const auto* x = reinterpret_cast<const Record<K>*>(w);
   for (int t = 0; t < ntok; ++t) {
@@ -189,32 +189,32 @@ void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t 
 }  // namespace
 
 void DotPackedQ4_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows) {
-  Dot<Kind::kQ4_0>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+                        int64_t out_stride, int nrows, bool stream) {
+  Dot<Kind::kQ4_0>(w, a, a_stride, ntok, n, out, out_stride, nrows, stream);
 }
 void DotPackedQ4_1_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows) {
-  Dot<Kind::kQ4_1>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+                        int64_t out_stride, int nrows, bool stream) {
+  Dot<Kind::kQ4_1>(w, a, a_stride, ntok, n, out, out_stride, nrows, stream);
 }
 void DotPackedQ5_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows) {
-  Dot<Kind::kQ5_0>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+                        int64_t out_stride, int nrows, bool stream) {
+  Dot<Kind::kQ5_0>(w, a, a_stride, ntok, n, out, out_stride, nrows, stream);
 }
 void DotPackedQ5_1_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows) {
-  Dot<Kind::kQ5_1>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+                        int64_t out_stride, int nrows, bool stream) {
+  Dot<Kind::kQ5_1>(w, a, a_stride, ntok, n, out, out_stride, nrows, stream);
 }
 void DotPackedIQ4NL_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                         int64_t out_stride, int nrows) {
-  Dot<Kind::kIQ4NL>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+                         int64_t out_stride, int nrows, bool stream) {
+  Dot<Kind::kIQ4NL>(w, a, a_stride, ntok, n, out, out_stride, nrows, stream);
 }
 void DotPackedMXFP4_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                         int64_t out_stride, int nrows) {
-  Dot<Kind::kMXFP4>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+                         int64_t out_stride, int nrows, bool stream) {
+  Dot<Kind::kMXFP4>(w, a, a_stride, ntok, n, out, out_stride, nrows, stream);
 }
 void DotPackedQ8_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows) {
-  Dot<Kind::kQ8_0>(w, a, a_stride, ntok, n, out, out_stride, nrows);
+                        int64_t out_stride, int nrows, bool stream) {
+  Dot<Kind::kQ8_0>(w, a, a_stride, ntok, n, out, out_stride, nrows, stream);
 }
 
 }  // namespace QWENRT_CPU_NAMESPACE

@@ -33,7 +33,7 @@ inline __m512i Quad(__m512i lo, __m512i hi) {
 }
 
 template <int NT>
-void Tile(const PackedQ3K* x, const BlockQ8K* const* y, int64_t nb, float* out, int64_t out_stride, int nrows) {
+void Tile(const PackedQ3K* x, const BlockQ8K* const* y, int64_t nb, float* out, int64_t out_stride, int nrows, bool stream) {
   __m512 accf[NT];
   for (int t = 0; t < NT; ++t) accf[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -41,7 +41,7 @@ void Tile(const PackedQ3K* x, const BlockQ8K* const* y, int64_t nb, float* out, 
     __m512i sum[NT];
     for (int t = 0; t < NT; ++t) sum[t] = _mm512_setzero_si512();
     for (int p = 0; p < 8; ++p) {
-      PrefetchAhead<NT>(x + b, p);
+      PrefetchAhead<NT>(stream, x + b, p);
       const __m512i l0 = _mm512_loadu_si512(X.pairs[p].lo[0]), l1 = _mm512_loadu_si512(X.pairs[p].lo[1]);
       const __m512i h = _mm512_loadu_si512(X.pairs[p].hi);
       const __m512i u[8] = {Quad<0>(l0, h), Quad<1>(l0, h), Quad<2>(l0, h), Quad<3>(l0, h),
@@ -69,12 +69,12 @@ void Tile(const PackedQ3K* x, const BlockQ8K* const* y, int64_t nb, float* out, 
 }  // namespace
 
 void DotPackedQ3K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                      int64_t out_stride, int nrows) {
+                      int64_t out_stride, int nrows, bool stream) {
   const PackedTokens tok(a, a_stride, ntok);
   const auto* x = reinterpret_cast<const PackedQ3K*>(w);
   const int64_t nb = n / kQK_K;
 #if QWENRT_PACKED_X86
-  ForNtok(ntok, [&]<int NT>() { Tile<NT>(x, tok.y, nb, out, out_stride, nrows); });
+  ForNtok(ntok, [&]<int NT>() { Tile<NT>(x, tok.y, nb, out, out_stride, nrows, stream); });
 #else
   // The portable form: per (row, token) the same integer sums, combined as ref::VecDotQ3K_Q8K does.
   PortablePackedDot(ntok, nrows, nb, out, out_stride, [&](int t, int r, int64_t b) {

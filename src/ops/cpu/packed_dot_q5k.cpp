@@ -9,7 +9,7 @@
 namespace QWENRT_CPU_NAMESPACE {
 
 void DotPackedQ5K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n,
-                      float* out, int64_t out_stride, int nrows) {
+                      float* out, int64_t out_stride, int nrows, bool stream) {
   const PackedTokens tok(a, a_stride, ntok);
   const auto* x = reinterpret_cast<const PackedQ5K*>(w);
   PortablePackedDot(ntok, nrows, n / kQK_K, out, out_stride, [&](int t, int r, int64_t b) {

@@ -9,7 +9,7 @@
 namespace QWENRT_CPU_NAMESPACE {
 
 void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                      int64_t out_stride, int nrows) {
+                      int64_t out_stride, int nrows, bool stream) {
   const int64_t nb = n / kQK_K;
   const auto* x = reinterpret_cast<const PackedQ4K*>(w);
   for (int t = 0; t < ntok; ++t) {
@@ -38,7 +38,7 @@ void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
 }
 
 void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                      int64_t out_stride, int nrows) {
+                      int64_t out_stride, int nrows, bool stream) {
   const int64_t nb = n / kQK_K;
   const auto* x = reinterpret_cast<const PackedQ6K*>(w);
   for (int t = 0; t < ntok; ++t) {
