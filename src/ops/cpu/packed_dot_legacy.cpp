@@ -73,8 +73,8 @@ inline __m512 Scales(const Record<K>& X, int s) {
   }
 }
 
-template <Kind K, int NT>
-void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out, int64_t out_stride, int nrows, bool stream) {
+template <Kind K, int NT, bool kPrefetch>
+void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out, int64_t out_stride, int nrows) {
   __m512 accf[NT];
   for (int t = 0; t < NT; ++t) accf[t] = _mm512_setzero_ps();
   const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -83,7 +83,7 @@ void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out,
   for (int64_t b = 0; b < nb; ++b) {
     const Record<K>& X = x[b];
     for (int s = 0; s < 8; ++s) {
-      PrefetchAhead<NT>(stream, x + b, s);
+      PrefetchAhead<NT, kPrefetch>(x + b, s);
       __m512i q[8];  // q[k]: elements 4k .. 4k + 3 of block s of the 16 rows, as u8
       if constexpr (K == Kind::kQ8_0) {
         for (int k = 0; k < 8; ++k) q[k] = _mm512_loadu_si512(X.qs[s][k]);
@@ -127,7 +127,9 @@ void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t 
   const BlockQ8_0* y[kMaxDotTokens];
   for (int t = 0; t < ntok && t < kMaxDotTokens; ++t) y[t] = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride);
   const auto* x = reinterpret_cast<const Record<K>*>(w);
-  ForNtok(ntok, [&]<int NT>() { Tile<K, NT>(x, y, n / kQK_K, out, out_stride, nrows, stream); });
+  ForNtok(ntok, [&]<int NT>() {
+    ByStream(stream, [&]<bool P>() { Tile<K, NT, P>(x, y, n / kQK_K, out, out_stride, nrows); });
+  });
 }
 #else
 // The portable form: per (row, token) the same integer sums, combined as ref::VecDot*_Q8_0 does.
