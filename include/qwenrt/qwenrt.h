@@ -200,10 +200,10 @@ typedef struct qwenrt_model_options {
    * changes the weights silently (docs/gguf.md); a read file cannot be reached. Costs the file's size
    * in memory and a full read at load. qwenrt_model_load_ex only (memory loads copy anyway). */
   bool read_file;
-  /* Keep a row-interleaved copy of the Q4_K / Q6_K (and, with AVX-512 VNNI, Q4_0 / IQ4_NL / Q8_0 /
-   * IQ4_XS / Q3_K) matrices for the CPU's register-tiled matmul: faster prefill and decode on AVX2 /
-   * AVX-512 machines for about the matrices' size in memory (docs/performance.md). Logits are close
-   * to, not bit-identical with, an unpacked load's. */
+  /* Keep a row-interleaved copy of the Q4_K / Q6_K (and, with AVX-512 VNNI, Q2_K / Q3_K / Q5_K /
+   * IQ4_XS / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 / Q8_0) matrices for the CPU's register-tiled
+   * matmul: faster prefill and decode on AVX2 / AVX-512 machines for about the matrices' size in
+   * memory (docs/performance.md). Logits are close to, not bit-identical with, an unpacked load's. */
   bool pack_weights;
   /* Bounds of the chat template engine: the template comes from the file and the conversation from
    * the caller, so both are bounded (docs/chat-template.md, "Limits"). A limit reached is an
