@@ -117,38 +117,44 @@ __attribute__((noinline)) uint64_t Int8Dots(int64_t iters, int seed, int32_t* si
 #endif
 }
 
-// `iters` rounds of independent f32 FMA chains (24 x 16 lanes with AVX-512, 12 x 8 with AVX2+FMA);
-// returns the FMAs counted (each 2 flops).
-__attribute__((noinline)) uint64_t F32Fmas(int64_t iters, int seed, float* sink) {
-#if defined(__AVX512F__)
-  const __m512 m = _mm512_set1_ps(1.0f + 1e-7f * static_cast<float>(seed)), c = _mm512_set1_ps(1e-9f);
-  __m512 a[24];
-  for (auto& x : a) x = _mm512_set1_ps(1.0f);
+// `iters` rounds of N independent chains x = fma(x, m, c) of vector type V (unrolled, so the chains
+// stay in registers); returns their sum.
+template <int N, typename V, typename Fma, typename Add>
+V FmaChains(int64_t iters, V m, V c, V one, Fma fma, Add add) {
+  V a[N];
+  for (auto& x : a) x = one;
   for (int64_t i = 0; i < iters; ++i) {
 #pragma GCC unroll 24
-    for (auto& x : a) x = _mm512_fmadd_ps(x, m, c);
+    for (auto& x : a) x = fma(x, m, c);
   }
-  __m512 t = a[0];
-  for (int k = 1; k < 24; ++k) t = _mm512_add_ps(t, a[k]);
+  V t = a[0];
+  for (int k = 1; k < N; ++k) t = add(t, a[k]);
+  return t;
+}
+
+// `iters` rounds of independent f32 FMA chains (24 x 16 lanes with AVX-512, 12 x 8 with AVX2+FMA);
+// returns the FMAs counted (each 2 flops). Not inlined, as Int8Dots.
+__attribute__((noinline)) uint64_t F32Fmas(int64_t iters, int seed, float* sink) {
+  const float mul = 1.0f + 1e-7f * static_cast<float>(seed);
+#if defined(__AVX512F__)
+  const __m512 t = FmaChains<24>(
+      iters, _mm512_set1_ps(mul), _mm512_set1_ps(1e-9f), _mm512_set1_ps(1.0f),
+      [](__m512 x, __m512 m, __m512 c) { return _mm512_fmadd_ps(x, m, c); },
+      [](__m512 x, __m512 y) { return _mm512_add_ps(x, y); });
   *sink = _mm512_reduce_add_ps(t);
   return static_cast<uint64_t>(iters) * 24 * 16;
 #elif defined(__AVX2__) && defined(__FMA__)
-  const __m256 m = _mm256_set1_ps(1.0f + 1e-7f * static_cast<float>(seed)), c = _mm256_set1_ps(1e-9f);
-  __m256 a[12];
-  for (auto& x : a) x = _mm256_set1_ps(1.0f);
-  for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-    for (auto& x : a) x = _mm256_fmadd_ps(x, m, c);
-  }
-  __m256 t = a[0];
-  for (int k = 1; k < 12; ++k) t = _mm256_add_ps(t, a[k]);
+  const __m256 t = FmaChains<12>(
+      iters, _mm256_set1_ps(mul), _mm256_set1_ps(1e-9f), _mm256_set1_ps(1.0f),
+      [](__m256 x, __m256 m, __m256 c) { return _mm256_fmadd_ps(x, m, c); },
+      [](__m256 x, __m256 y) { return _mm256_add_ps(x, y); });
   alignas(32) float v[8];
   _mm256_store_ps(v, t);
   *sink = v[0] + v[7];
   return static_cast<uint64_t>(iters) * 12 * 8;
 #else
   float acc = 1.0f;
-  for (int64_t i = 0; i < iters * 16; ++i) acc = acc * (1.0f + 1e-7f * static_cast<float>(seed)) + 1e-9f;
+  for (int64_t i = 0; i < iters * 16; ++i) acc = acc * mul + 1e-9f;
   *sink = acc;
   return static_cast<uint64_t>(iters) * 16;
 #endif
