@@ -10,6 +10,7 @@
 
 #include "ops/matmul.h"
 #include "ops/cpu/float_rows.h"
+#include "ops/cpu/prefetch.h"
 #include "ops/cpu_namespace.h"
 #include "ops/packed.h"
 #include "ops/vec_dot.h"
@@ -20,6 +21,8 @@ namespace {
 
 constexpr int64_t kRowTile = 16;  // weight rows per tile: 16 x 3584 Q4_K = 32 KiB at most in practice
 static_assert(kRowTile == kPackRows, "a tile of a packed matrix is one group of interleaved rows");
+// File-layout rows: how far ahead of the row being computed its successor is prefetched.
+constexpr int64_t kRowsAhead = 2;
 
 // kActPanel: f32 rows as panels of kFloatTileTokens tokens (float_rows.h), for the float tile.
 enum ActFormat { kActF32 = 0, kActQ8K = 1, kActQ8_0 = 2, kActPanel = 3, kActFormats = 4 };
@@ -104,6 +107,8 @@ void RunTile(const Batch& batch, int64_t global_tile) {
     const int ntok = static_cast<int>(std::min<int64_t>(kMaxDotTokens, batch.T - t0));
     const uint8_t* a = job.act + t0 * job.act_stride;
     for (int64_t r = r0; r < r1; ++r) {
+      // The first token tile reads the rows from memory: ask for the row kRowsAhead on meanwhile.
+      if (t0 == 0 && r + kRowsAhead < w.rows) PrefetchLines(w.data + (r + kRowsAhead) * w.row_bytes, w.row_bytes);
       job.kernel(w.data + r * w.row_bytes, a, job.act_stride, ntok, w.cols, job.y + t0 * w.rows + r, w.rows);
     }
   }
