@@ -153,9 +153,10 @@ void Attention(const AttentionShape& s, const float* q, const KvView& k, const K
   if (s.T <= 0) return;
   const int64_t group = s.H / s.Hkv;
   const int64_t blocks = (s.T + kAttentionTokBlock - 1) / kAttentionTokBlock;
-  // Too few (token block, KV head) items to keep the pool busy (decode): split the heads of a
-  // group too; each row's arithmetic is the same either way, only the K/V reads repeat.
-  const int64_t head_parts = blocks * s.Hkv >= 2 * pool.size() && group <= kAttentionMaxGroup ? 1 : group;
+  // Too few (token block, KV head) items to give every thread one (decode on a many-core pool):
+  // split the heads of a group too; each row's arithmetic is the same either way, only the K/V
+  // reads (and their widening from f16) repeat, once per part.
+  const int64_t head_parts = blocks * s.Hkv >= pool.size() && group <= kAttentionMaxGroup ? 1 : group;
   // Everything the workers need behind one pointer: keeps the std::function allocation-free.
   const Args args{s, q, k, v, out, scores, rows, s.n_past + s.T, group, head_parts,
                   1.0f / std::sqrt(static_cast<float>(s.Dh))};
