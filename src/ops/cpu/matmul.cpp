@@ -125,7 +125,8 @@ size_t ActStride(ActFormat format, int64_t cols) {
   return static_cast<size_t>(RowBytes(format == kActQ8K ? gguf::Type::Q8_K : gguf::Type::Q8_0, cols));
 }
 
-// Converts unit u (tokens [u * per, min(T, (u + 1) * per))) of x: [T, cols] into `format` at dst.
+// Converts unit u of x: [T, cols] into `format` at dst: token u's row, or the panel of tokens
+// [6u, min(T, 6u + 6)) (kFloatTileTokens = 6).
 void ConvertUnit(ActFormat format, const float* x, int64_t T, int64_t cols, uint8_t* dst, size_t stride,
                  int64_t u) {
   if (format == kActPanel) {
