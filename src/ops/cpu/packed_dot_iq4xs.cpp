@@ -34,7 +34,7 @@ void Tile(const PackedIQ4XS* x, const BlockQ8K* const* y, int64_t nb, float* out
     __m512i sum[NT];
     for (int t = 0; t < NT; ++t) sum[t] = _mm512_setzero_si512();
     for (int s = 0; s < 8; ++s) {
-      PrefetchAhead<NT, kPrefetch>(x + b, s);
+      PrefetchAhead<kPrefetch>(x + b, s);
       __m512i q[8];  // q[k]: elements 32s + 4k .. 4k + 3 of the 16 rows, as u8
       for (int j = 0; j < 4; ++j) {
         const __m512i v = _mm512_loadu_si512(X.qs[s][j]);
@@ -67,9 +67,7 @@ void DotPackedIQ4XS_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int
   const auto* x = reinterpret_cast<const PackedIQ4XS*>(w);
   const int64_t nb = n / kQK_K;
 #if QWENRT_PACKED_X86
-  ForNtok(ntok, [&]<int NT>() {
-    ByStream(stream, [&]<bool P>() { Tile<NT, P>(x, tok.y, nb, out, out_stride, nrows); });
-  });
+  ForTile(ntok, stream, [&]<int NT, bool P>() { Tile<NT, P>(x, tok.y, nb, out, out_stride, nrows); });
 #else
   // The portable form: per (row, token) the same integer sums, combined as ref::VecDotIQ4XS_Q8K does.
   PortablePackedDot(ntok, nrows, nb, out, out_stride, [&](int t, int r, int64_t b) {

@@ -83,7 +83,7 @@ void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out,
   for (int64_t b = 0; b < nb; ++b) {
     const Record<K>& X = x[b];
     for (int s = 0; s < 8; ++s) {
-      PrefetchAhead<NT, kPrefetch>(x + b, s);
+      PrefetchAhead<kPrefetch>(x + b, s);
       __m512i q[8];  // q[k]: elements 4k .. 4k + 3 of block s of the 16 rows, as u8
       if constexpr (K == Kind::kQ8_0) {
         for (int k = 0; k < 8; ++k) q[k] = _mm512_loadu_si512(X.qs[s][k]);
@@ -127,9 +127,7 @@ void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t 
   const BlockQ8_0* y[kMaxDotTokens];
   for (int t = 0; t < ntok && t < kMaxDotTokens; ++t) y[t] = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride);
   const auto* x = reinterpret_cast<const Record<K>*>(w);
-  ForNtok(ntok, [&]<int NT>() {
-    ByStream(stream, [&]<bool P>() { Tile<K, NT, P>(x, y, n / kQK_K, out, out_stride, nrows); });
-  });
+  ForTile(ntok, stream, [&]<int NT, bool P>() { Tile<K, NT, P>(x, y, n / kQK_K, out, out_stride, nrows); });
 }
 #else
 // The portable form: per (row, token) the same integer sums, combined as ref::VecDot*_Q8_0 does.

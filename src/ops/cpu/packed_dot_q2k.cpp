@@ -43,7 +43,7 @@ void Tile(const PackedQ2K* x, const BlockQ8K* const* y, int64_t nb, float* out, 
     __m512i s1[NT];
     for (int t = 0; t < NT; ++t) s1[t] = _mm512_setzero_si512();
     for (int p = 0; p < 8; ++p) {
-      PrefetchAhead<NT, kPrefetch>(x + b, p);
+      PrefetchAhead<kPrefetch>(x + b, p);
       const __m512i l0 = _mm512_loadu_si512(X.lo[p][0]), l1 = _mm512_loadu_si512(X.lo[p][1]);
       const __m512i u[8] = {Quad<0>(l0), Quad<1>(l0), Quad<2>(l0), Quad<3>(l0),
                             Quad<0>(l1), Quad<1>(l1), Quad<2>(l1), Quad<3>(l1)};
@@ -75,9 +75,7 @@ void DotPackedQ2K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
   const auto* x = reinterpret_cast<const PackedQ2K*>(w);
   const int64_t nb = n / kQK_K;
 #if QWENRT_PACKED_X86
-  ForNtok(ntok, [&]<int NT>() {
-    ByStream(stream, [&]<bool P>() { Tile<NT, P>(x, tok.y, nb, out, out_stride, nrows); });
-  });
+  ForTile(ntok, stream, [&]<int NT, bool P>() { Tile<NT, P>(x, tok.y, nb, out, out_stride, nrows); });
 #else
   // The portable form: per (row, token) the same integer sums, combined as ref::VecDotQ2K_Q8K does.
   PortablePackedDot(ntok, nrows, nb, out, out_stride, [&](int t, int r, int64_t b) {

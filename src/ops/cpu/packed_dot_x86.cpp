@@ -38,7 +38,7 @@ void KWithMins(const Record* x, const BlockQ8K* const* y, int64_t nb, float* out
     __m512i s1[NT];
     for (int t = 0; t < NT; ++t) s1[t] = _mm512_setzero_si512();
     for (int s = 0; s < 8; ++s) {
-      PrefetchAhead<NT, kPrefetch>(x + b, s);
+      PrefetchAhead<kPrefetch>(x + b, s);
       __m512i q[8];
       for (int j = 0; j < 4; ++j) {
         const __m512i v = Load(X.qs[s][j]);
@@ -75,7 +75,7 @@ void Q6K(const PackedQ6K* x, const BlockQ8K* const* y, int64_t nb, float* out, i
     __m512i sum[NT];
     for (int t = 0; t < NT; ++t) sum[t] = _mm512_setzero_si512();
     for (int p = 0; p < 8; ++p) {
-      PrefetchAhead<NT, kPrefetch>(x + b, p);
+      PrefetchAhead<kPrefetch>(x + b, p);
       // Lanes r: (scale 2p, scale 2p+1) of row r as int16; as int32 for the groups; times -32 for the offset.
       const __m512i pv = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(X.scales[p])));
       const __m512i sc[2] = {_mm512_srai_epi32(_mm512_slli_epi32(pv, 16), 16), _mm512_srai_epi32(pv, 16)};
@@ -116,25 +116,23 @@ void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
                       int64_t out_stride, int nrows, bool stream) {
   const PackedTokens tok(a, a_stride, ntok);
   const auto* x = reinterpret_cast<const PackedQ4K*>(w);
-  ForNtok(ntok, [&]<int NT>() {
-    ByStream(stream, [&]<bool P>() { KWithMins<PackedQ4K, NT, P>(x, tok.y, n / kQK_K, out, out_stride, nrows); });
+  ForTile(ntok, stream, [&]<int NT, bool P>() {
+    KWithMins<PackedQ4K, NT, P>(x, tok.y, n / kQK_K, out, out_stride, nrows);
   });
 }
 void DotPackedQ5K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows, bool stream) {
   const PackedTokens tok(a, a_stride, ntok);
   const auto* x = reinterpret_cast<const PackedQ5K*>(w);
-  ForNtok(ntok, [&]<int NT>() {
-    ByStream(stream, [&]<bool P>() { KWithMins<PackedQ5K, NT, P>(x, tok.y, n / kQK_K, out, out_stride, nrows); });
+  ForTile(ntok, stream, [&]<int NT, bool P>() {
+    KWithMins<PackedQ5K, NT, P>(x, tok.y, n / kQK_K, out, out_stride, nrows);
   });
 }
 void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
                       int64_t out_stride, int nrows, bool stream) {
   const PackedTokens tok(a, a_stride, ntok);
   const auto* x = reinterpret_cast<const PackedQ6K*>(w);
-  ForNtok(ntok, [&]<int NT>() {
-    ByStream(stream, [&]<bool P>() { Q6K<NT, P>(x, tok.y, n / kQK_K, out, out_stride, nrows); });
-  });
+  ForTile(ntok, stream, [&]<int NT, bool P>() { Q6K<NT, P>(x, tok.y, n / kQK_K, out, out_stride, nrows); });
 }
 
 bool PackedKernelsFast() { return true; }

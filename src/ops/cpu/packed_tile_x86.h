@@ -10,6 +10,8 @@
 #include <cstring>
 #include <utility>
 
+#include "ops/cpu/dot_dispatch.h"
+#include "ops/cpu/prefetch.h"
 #include "ops/cpu_namespace.h"
 
 // GCC 12's AVX-512 headers start some intrinsics from an "undefined" register it then reports as
@@ -93,36 +95,36 @@ inline void AddSuperBlockMins(const __m512i* s1, const __m512i* mp, const uint16
   }
 }
 
-// Prefetches part `part` (of 8) of the record two ahead of `x`. With several tokens a record takes
-// long enough to compute that the hardware prefetcher no longer keeps the loads in flight: the
-// tile then waited on memory and computed in turn (at 8 tokens the Q6_K LM head ran at 13.5 GB/s
-// against 19.4 with one; with this, 18.4). One token streams fast enough without (measured: the
-// 0.8B shape's matmuls 25.9 ms without, 27.2 ms with).
-// The prefetch is an asm statement: a loop of _mm_prefetch with run-time bounds is a loop without
-// side effects to GCC, which deleted it (no prefetch left in the object, and no warning). Not
-// prefetch.h's PrefetchLines: its byte count computed per part made the T = 8 matmuls 37.4 ms
-// against 33-35.
-template <int NT, bool kPrefetch, typename Record>
+// Prefetches part `part` (of 8) of the record two ahead of `x` when kPrefetch. With several tokens
+// a record takes long enough to compute that the hardware prefetcher no longer keeps the loads in
+// flight: the tile then waited on memory and computed in turn (at 8 tokens the Q6_K LM head ran at
+// 13.5 GB/s against 19.4 with one; with this, 18.4). The loop's bounds are compile-time: with
+// PrefetchLines' run-time byte count per part the T = 8 matmuls took 37.4 ms against 33-35.
+template <bool kPrefetch, typename Record>
 inline void PrefetchAhead(const Record* x, int part) {
-  if constexpr (NT >= 2 && kPrefetch) {
+  if constexpr (kPrefetch) {
     constexpr int kLines = (sizeof(Record) + 63) / 64, kPerPart = (kLines + 7) / 8;
     const char* next = reinterpret_cast<const char*>(x + 2);
-    for (int i = part * kPerPart; i < (part + 1) * kPerPart && i < kLines; ++i) {
-      __asm__ volatile("prefetcht0 %0" : : "m"(next[64 * i]));
-    }
+    for (int i = part * kPerPart; i < (part + 1) * kPerPart && i < kLines; ++i) PrefetchLine(next + 64 * i);
   }
 }
 
-// Runs tile.template operator()<kPrefetch>() with kPrefetch = stream: each tile is compiled with and
-// without the prefetch, so prefill's token tiles after the first (the group then in cache) run the
-// plain loop (with a run-time flag in the loop, the Q4_K tile took 12% more of a 512-token prefill).
+// Runs tile.template operator()<NT, kPrefetch>() for NT = ntok (1..kMaxDotTokens) and kPrefetch =
+// stream && NT >= 2. Each tile is compiled with and without the prefetch, so prefill's token tiles
+// after the first (the group then in cache) run the plain loop (with a run-time flag in the loop,
+// the Q4_K tile took 12% more of a 512-token prefill); one token streams fast enough without (the
+// 0.8B shape's matmuls 25.9 ms without, 27.2 ms with).
 template <typename F>
-inline void ByStream(bool stream, F&& tile) {
-  if (stream) {
-    tile.template operator()<true>();
-  } else {
-    tile.template operator()<false>();
-  }
+inline void ForTile(int ntok, bool stream, F&& tile) {
+  ForNtok(ntok, [&]<int NT>() {
+    if constexpr (NT >= 2) {
+      if (stream) {
+        tile.template operator()<NT, true>();
+        return;
+      }
+    }
+    tile.template operator()<NT, false>();
+  });
 }
 
 // out[t * out_stride + r] = acc[t] lane r, for r < nrows (the padded rows of a group are not stored).

@@ -11,20 +11,23 @@
 
 namespace QWENRT_CPU_NAMESPACE {
 
-// Prefetches the cache lines of [p, p + bytes) into L1. An asm statement per line: a loop of
-// _mm_prefetch / __builtin_prefetch with run-time bounds is free of side effects to GCC, which
-// deleted it (no prefetch left in the object, and no warning).
+// Prefetches the cache line of p into L1. An asm statement: a loop of _mm_prefetch /
+// __builtin_prefetch with run-time bounds is free of side effects to GCC, which deleted it (no
+// prefetch left in the object, and no warning).
+inline void PrefetchLine(const void* p) {
+#if defined(__x86_64__) || defined(__i386__)
+  __asm__ volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
+#elif defined(__aarch64__)
+  __asm__ volatile("prfm pldl1keep, %0" : : "Q"(*static_cast<const char*>(p)));
+#else
+  (void)p;
+#endif
+}
+
+// Prefetches the cache lines of [p, p + bytes).
 inline void PrefetchLines(const void* p, size_t bytes) {
   const char* c = static_cast<const char*>(p);
-  for (size_t i = 0; i < bytes; i += 64) {
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ volatile("prefetcht0 %0" : : "m"(c[i]));
-#elif defined(__aarch64__)
-    __asm__ volatile("prfm pldl1keep, %0" : : "Q"(c[i]));
-#else
-    (void)c;
-#endif
-  }
+  for (size_t i = 0; i < bytes; i += 64) PrefetchLine(c + i);
 }
 
 }  // namespace QWENRT_CPU_NAMESPACE
