@@ -5,8 +5,8 @@
 #include <random>
 #include <vector>
 
-#include "ops/conv.h"
 #include "base/thread_pool.h"
+#include "ops/conv.h"
 
 namespace qwenrt {
 namespace {
@@ -34,10 +34,18 @@ void BM_CausalConvSilu(benchmark::State& st) {
       benchmark::Counter(double(s.T) * double(st.iterations()), benchmark::Counter::kIsRate);
 }
 
-BENCHMARK_TEMPLATE(BM_CausalConvSilu, false)->Args({1, 1})->Args({512, 1})
-    ->ArgNames({"T", "threads"})->UseRealTime();
-BENCHMARK_TEMPLATE(BM_CausalConvSilu, true)->Args({1, 1})->Args({512, 1})->Args({1, 2})
-    ->Args({512, 2})->ArgNames({"T", "threads"})->UseRealTime();
+BENCHMARK_TEMPLATE(BM_CausalConvSilu, false)
+    ->Args({1, 1})
+    ->Args({512, 1})
+    ->ArgNames({"T", "threads"})
+    ->UseRealTime();
+BENCHMARK_TEMPLATE(BM_CausalConvSilu, true)
+    ->Args({1, 1})
+    ->Args({512, 1})
+    ->Args({1, 2})
+    ->Args({512, 2})
+    ->ArgNames({"T", "threads"})
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace qwenrt

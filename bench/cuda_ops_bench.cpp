@@ -1,8 +1,8 @@
-// Kernel timings of the CUDA ops (src/ops/cuda_ops.h) at Qwen3.5-like shapes: RMSNorm, the dequantizing
-// mat-vec per weight type (decode T = 1 and a small batch), the token-serial gated delta rule.
-// Each benchmark uploads its inputs once and times 200 back-to-back launches with CUDA events
-// (kernel time only); reported: time per launch, achieved GB/s of the bytes the kernel must move.
-// Built without CUDA (or run without a device) it only says so.
+// Kernel timings of the CUDA ops (src/ops/cuda_ops.h) at Qwen3.5-like shapes: RMSNorm, the
+// dequantizing mat-vec per weight type (decode T = 1 and a small batch), the token-serial gated
+// delta rule. Each benchmark uploads its inputs once and times 200 back-to-back launches with CUDA
+// events (kernel time only); reported: time per launch, achieved GB/s of the bytes the kernel must
+// move. Built without CUDA (or run without a device) it only says so.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -58,23 +58,29 @@ void Report(benchmark::State& state, const Status& s, const cuda::KernelTiming& 
 
 void BM_RmsNorm(benchmark::State& state) {
   const int64_t rows = state.range(0), n = state.range(1);
-  std::vector<float> x = Random(static_cast<size_t>(rows * n), -1, 1), w(static_cast<size_t>(n), 1.0f),
-                     y(x.size());
+  std::vector<float> x = Random(static_cast<size_t>(rows * n), -1, 1),
+                     w(static_cast<size_t>(n), 1.0f), y(x.size());
   for (auto _ : state) {
     cuda::KernelTiming t{kIters, 0.0};
     Status s = cuda::RmsNorm(x.data(), w.data(), y.data(), rows, n, 1e-6f, &t);
     Report(state, s, t, 4.0 * (2.0 * rows * n + n));
   }
 }
-BENCHMARK(BM_RmsNorm)->Args({1, 1024})->Args({1, 4096})->Args({512, 4096})
-    ->Iterations(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RmsNorm)
+    ->Args({1, 1024})
+    ->Args({1, 4096})
+    ->Args({512, 4096})
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_DequantMatVec(benchmark::State& state) {
   const auto type = static_cast<gguf::Type>(state.range(0));
   const int64_t cols = state.range(1), rows = state.range(2), T = state.range(3);
   std::vector<uint8_t> wb = RandomWeights(type, cols, rows);
   WeightMatrix w = MakeWeightMatrix(type, cols, rows, wb.data());
-  std::vector<float> x = Random(static_cast<size_t>(T * cols), -1, 1), y(static_cast<size_t>(T * rows));
+  std::vector<float> x = Random(static_cast<size_t>(T * cols), -1, 1),
+                     y(static_cast<size_t>(T * rows));
   state.SetLabel(gguf::TypeName(type));
   for (auto _ : state) {
     cuda::KernelTiming t{kIters, 0.0};
@@ -84,30 +90,44 @@ void BM_DequantMatVec(benchmark::State& state) {
 }
 // Args: type id, cols, rows, T. 4096 x 4096 per type; the 0.8B tied LM head (Q6_K, V = 248320).
 BENCHMARK(BM_DequantMatVec)
-    ->Args({0, 4096, 4096, 1})->Args({1, 4096, 4096, 1})->Args({30, 4096, 4096, 1})
-    ->Args({8, 4096, 4096, 1})->Args({12, 4096, 4096, 1})->Args({13, 4096, 4096, 1})
-    ->Args({14, 4096, 4096, 1})->Args({12, 4096, 4096, 8})->Args({14, 1024, 248320, 1})
-    ->Iterations(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+    ->Args({0, 4096, 4096, 1})
+    ->Args({1, 4096, 4096, 1})
+    ->Args({30, 4096, 4096, 1})
+    ->Args({8, 4096, 4096, 1})
+    ->Args({12, 4096, 4096, 1})
+    ->Args({13, 4096, 4096, 1})
+    ->Args({14, 4096, 4096, 1})
+    ->Args({12, 4096, 4096, 8})
+    ->Args({14, 1024, 248320, 1})
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_GatedDeltaRecurrent(benchmark::State& state) {
   const GatedDeltaShape s{state.range(0), 16, 32, 128, 128};
-  const size_t nqk = static_cast<size_t>(s.T * s.Hk * s.Dk), nv = static_cast<size_t>(s.T * s.Hv * s.Dv);
-  std::vector<float> q = Random(nqk, -0.1f, 0.1f), k = Random(nqk, -0.1f, 0.1f), v = Random(nv, -1, 1);
+  const size_t nqk = static_cast<size_t>(s.T * s.Hk * s.Dk),
+               nv = static_cast<size_t>(s.T * s.Hv * s.Dv);
+  std::vector<float> q = Random(nqk, -0.1f, 0.1f), k = Random(nqk, -0.1f, 0.1f),
+                     v = Random(nv, -1, 1);
   std::vector<float> g = Random(static_cast<size_t>(s.T * s.Hv), -1, 0),
                      beta = Random(static_cast<size_t>(s.T * s.Hv), 0.1f, 0.9f);
   std::vector<float> st = Random(static_cast<size_t>(s.Hv * s.Dv * s.Dk), -0.1f, 0.1f), out(nv);
   for (auto _ : state) {
     cuda::KernelTiming t{kIters, 0.0};
-    Status status = cuda::GatedDeltaRecurrent(s, q.data(), k.data(), v.data(), g.data(), beta.data(),
-                                              st.data(), out.data(), &t);
+    Status status = cuda::GatedDeltaRecurrent(s, q.data(), k.data(), v.data(), g.data(),
+                                              beta.data(), st.data(), out.data(), &t);
     // State read + written once, inputs read once, output written once.
     Report(state, status, t, 4.0 * (2.0 * st.size() + 2.0 * nqk + 2.0 * nv + 2.0 * s.T * s.Hv));
     state.counters["tok/s"] = s.T / (t.ms * 1e-3);
   }
 }
 // T = 1 (decode), 64 (one prefill chunk); Hk 16, Hv 32, Dk = Dv = 128.
-BENCHMARK(BM_GatedDeltaRecurrent)->Arg(1)->Arg(64)
-    ->Iterations(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GatedDeltaRecurrent)
+    ->Arg(1)
+    ->Arg(64)
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace qwenrt
@@ -118,7 +138,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   auto name = qwenrt::CudaDeviceName();
-  std::printf("cuda_ops_bench on %s\n", name.ok() ? name->c_str() : name.status().ToString().c_str());
+  std::printf("cuda_ops_bench on %s\n",
+              name.ok() ? name->c_str() : name.status().ToString().c_str());
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

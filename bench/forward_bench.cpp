@@ -4,8 +4,8 @@
 //   tg64:  decode 64 tokens one at a time after a 16-token prompt (the prompt is not timed).
 // Counters: tokens/s. Backend cpu (threads = QWENRT_BENCH_THREADS or nproc); ref once for pp128
 // to give a cpu/ref ratio; cuda (pp512, pp128, tg64 after 16 and after 2048 tokens) when a device
-// is present. Select with --benchmark_filter (e.g. 'cuda'). The model is QWENRT_BENCH_MODEL, else /tmp/qwenrt-bench-0.8b.gguf,
-// written once (about a minute) when it is missing.
+// is present. Select with --benchmark_filter (e.g. 'cuda'). The model is QWENRT_BENCH_MODEL, else
+// /tmp/qwenrt-bench-0.8b.gguf, written once (about a minute) when it is missing.
 //
 //   ./build/bench/forward_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
@@ -17,13 +17,13 @@
 #include <thread>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "bench_threads.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/recurrent_state.h"
 #include "testing/synth_model.h"
-#include "base/thread_pool.h"
 
 namespace qwenrt {
 namespace {
@@ -56,7 +56,8 @@ const Model* BenchModel() {
     }
     auto loaded = Model::Load(path);
     if (!loaded.ok()) {
-      std::fprintf(stderr, "load %s failed: %s\n", path.c_str(), loaded.status().ToString().c_str());
+      std::fprintf(stderr, "load %s failed: %s\n", path.c_str(),
+                   loaded.status().ToString().c_str());
       return std::shared_ptr<const Model>();
     }
     return std::shared_ptr<const Model>(std::move(loaded).value());
@@ -73,7 +74,8 @@ struct Rig {
   std::vector<int32_t> tokens;
 };
 
-bool MakeRig(benchmark::State& st, BackendKind kind, int64_t n_tokens, int64_t chunk_min, Rig* rig) {
+bool MakeRig(benchmark::State& st, BackendKind kind, int64_t n_tokens, int64_t chunk_min,
+             Rig* rig) {
   const Model* model = BenchModel();
   if (model == nullptr) {
     st.SkipWithError("no benchmark model");
@@ -120,9 +122,10 @@ void BM_Prefill(benchmark::State& st) {
     }
     benchmark::DoNotOptimize(rig.logits.data());
   }
-  st.counters["tokens/s"] =
-      benchmark::Counter(double(st.range(0)) * double(st.iterations()), benchmark::Counter::kIsRate);
-  st.counters["threads"] = kKind == BackendKind::kCpu ? Pool().size() : 1;  // ref, cuda: one host thread
+  st.counters["tokens/s"] = benchmark::Counter(double(st.range(0)) * double(st.iterations()),
+                                               benchmark::Counter::kIsRate);
+  st.counters["threads"] =
+      kKind == BackendKind::kCpu ? Pool().size() : 1;  // ref, cuda: one host thread
 }
 
 // Args: {n_prompt, n_decode}.
@@ -139,7 +142,8 @@ void BM_Decode(benchmark::State& st) {
     Status s = Forward(*rig.ctx, *rig.kv, *rig.rec, all.first(n_prompt), false, rig.logits.data());
     st.ResumeTiming();
     for (int64_t i = 0; s.ok() && i < n_decode; ++i) {
-      s = Forward(*rig.ctx, *rig.kv, *rig.rec, all.subspan(n_prompt + i, 1), false, rig.logits.data());
+      s = Forward(*rig.ctx, *rig.kv, *rig.rec, all.subspan(n_prompt + i, 1), false,
+                  rig.logits.data());
       benchmark::DoNotOptimize(rig.logits.data());
     }
     if (!s.ok()) {
@@ -179,8 +183,8 @@ BENCHMARK_TEMPLATE(BM_Prefill, BackendKind::kRef)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-// The GPU (skipped with an error line when there is no CUDA device): exact f32 path, weights decoded
-// on the fly, split-invariant like a Session runs it.
+// The GPU (skipped with an error line when there is no CUDA device): exact f32 path, weights
+// decoded on the fly, split-invariant like a Session runs it.
 BENCHMARK_TEMPLATE(BM_Prefill, BackendKind::kCuda)
     ->Name("pp/cuda")
     ->ArgNames({"tokens", "chunk_min"})

@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "ops/gated_delta.h"
 #include "base/thread_pool.h"
+#include "ops/gated_delta.h"
 
 namespace qwenrt {
 namespace {
@@ -41,8 +41,8 @@ void BM_GatedDelta(benchmark::State& st) {
       ref::GatedDelta(s, q.data(), k.data(), v.data(), g.data(), beta.data(), state.data(),
                       out.data());
     } else if constexpr (kForm == Form::kRecurrent) {
-      cpu::GatedDeltaRecurrent(s, q.data(), k.data(), v.data(), g.data(), beta.data(),
-                               state.data(), out.data(), pool);
+      cpu::GatedDeltaRecurrent(s, q.data(), k.data(), v.data(), g.data(), beta.data(), state.data(),
+                               out.data(), pool);
     } else {
       cpu::GatedDeltaChunk(s, q.data(), k.data(), v.data(), g.data(), beta.data(), state.data(),
                            out.data(), pool);
@@ -66,8 +66,12 @@ void Args(benchmark::internal::Benchmark* b) {
   b->UseRealTime();
 }
 
-BENCHMARK_TEMPLATE(BM_GatedDelta, Form::kRef)->Args({1, 16, 1})->Args({64, 16, 1})
-    ->Args({512, 16, 1})->ArgNames({"T", "Hv", "threads"})->UseRealTime();
+BENCHMARK_TEMPLATE(BM_GatedDelta, Form::kRef)
+    ->Args({1, 16, 1})
+    ->Args({64, 16, 1})
+    ->Args({512, 16, 1})
+    ->ArgNames({"T", "Hv", "threads"})
+    ->UseRealTime();
 BENCHMARK_TEMPLATE(BM_GatedDelta, Form::kRecurrent)->Apply(Args);
 BENCHMARK_TEMPLATE(BM_GatedDelta, Form::kChunk)->Apply(Args);
 

@@ -1,6 +1,7 @@
-// Matmul benchmarks at Qwen3.5-0.8B shapes: ref::MatMul vs cpu::MatMul on random Q4_K / Q6_K weights,
-// decode (T = 1) and prefill (T = 64). Reports weight bandwidth (bytes of weights read per second,
-// counted once per call) and tokens/s. Threads: all hardware threads unless QWENRT_BENCH_THREADS is set.
+// Matmul benchmarks at Qwen3.5-0.8B shapes: ref::MatMul vs cpu::MatMul on random Q4_K / Q6_K
+// weights, decode (T = 1) and prefill (T = 64). Reports weight bandwidth (bytes of weights read per
+// second, counted once per call) and tokens/s. Threads: all hardware threads unless
+// QWENRT_BENCH_THREADS is set.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -10,11 +11,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/thread_pool.h"
+#include "bench_threads.h"
 #include "ops/matmul.h"
 #include "ops/packed.h"
 #include "ops/quant.h"
-#include "bench_threads.h"
-#include "base/thread_pool.h"
 
 namespace qwenrt {
 namespace {
@@ -56,23 +57,34 @@ void BM_MatMul(benchmark::State& state) {
   std::vector<uint8_t> p;
   if (packed) {
     p.resize(PackedBytes(type, cols, rows));
-    PackGroups(type, wm.data, wm.row_bytes, cols, rows, 0, (rows + kPackRows - 1) / kPackRows, p.data());
+    PackGroups(type, wm.data, wm.row_bytes, cols, rows, 0, (rows + kPackRows - 1) / kPackRows,
+               p.data());
     wm.packed = p.data();
   }
   for (auto _ : state) {
-    if (cpu) cpu::MatMul(wm, x.data(), y.data(), T, Pool());
-    else ref::MatMul(wm, x.data(), y.data(), T);
+    if (cpu)
+      cpu::MatMul(wm, x.data(), y.data(), T, Pool());
+    else
+      ref::MatMul(wm, x.data(), y.data(), T);
     benchmark::DoNotOptimize(y.data());
   }
   const double bytes = static_cast<double>(wm.row_bytes) * static_cast<double>(rows);
-  state.counters["weight_GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(T), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["GMAC/s"] = benchmark::Counter(1e-9 * rows * cols * T, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string(packed ? "cpu packed" : cpu ? "cpu" : "ref") + " threads=" + std::to_string(cpu ? Pool().size() : 1));
+  state.counters["weight_GB/s"] =
+      benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(T), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GMAC/s"] =
+      benchmark::Counter(1e-9 * rows * cols * T, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string(packed ? "cpu packed"
+                             : cpu  ? "cpu"
+                                    : "ref") +
+                 " threads=" + std::to_string(cpu ? Pool().size() : 1));
 }
 
-constexpr int64_t kQ4 = static_cast<int64_t>(gguf::Type::Q4_K), kQ5 = static_cast<int64_t>(gguf::Type::Q5_K),
-                  kQ6 = static_cast<int64_t>(gguf::Type::Q6_K), kIQ4XS = static_cast<int64_t>(gguf::Type::IQ4_XS);
+constexpr int64_t kQ4 = static_cast<int64_t>(gguf::Type::Q4_K),
+                  kQ5 = static_cast<int64_t>(gguf::Type::Q5_K),
+                  kQ6 = static_cast<int64_t>(gguf::Type::Q6_K),
+                  kIQ4XS = static_cast<int64_t>(gguf::Type::IQ4_XS);
 
 // ffn_gate / ffn_up: 3584 x 1024; ffn_down: 1024 x 3584 (Q4_K and Q6_K layers).
 BENCHMARK(BM_MatMul)
@@ -123,7 +135,8 @@ const ModelMatrices& Matrices08b() {
       mm.mats.push_back(wm);
       mm.bytes += mm.data.back().size();
       mm.packed.emplace_back(PackedBytes(type, cols, rows));
-      PackGroups(type, wm.data, wm.row_bytes, cols, rows, 0, (rows + kPackRows - 1) / kPackRows, mm.packed.back().data());
+      PackGroups(type, wm.data, wm.row_bytes, cols, rows, 0, (rows + kPackRows - 1) / kPackRows,
+                 mm.packed.back().data());
       wm.packed = mm.packed.back().data();
       mm.packed_mats.push_back(wm);
     };
@@ -171,12 +184,15 @@ void BM_Model08bMatmuls(benchmark::State& state) {
     for (const auto& w : mats) cpu::MatMul(w, x.data(), y.data(), T, Pool());
     benchmark::DoNotOptimize(y.data());
   }
-  state.counters["weight_GB/s"] =
-      benchmark::Counter(static_cast<double>(m.bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(T), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["int8_GOP/s"] = benchmark::Counter(2e-9 * static_cast<double>(macs) * static_cast<double>(T),
-                                                    benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string(state.range(1) != 0 ? "cpu packed" : "cpu") + " threads=" + std::to_string(Pool().size()) +
+  state.counters["weight_GB/s"] = benchmark::Counter(static_cast<double>(m.bytes) * 1e-9,
+                                                     benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(T), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["int8_GOP/s"] =
+      benchmark::Counter(2e-9 * static_cast<double>(macs) * static_cast<double>(T),
+                         benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string(state.range(1) != 0 ? "cpu packed" : "cpu") +
+                 " threads=" + std::to_string(Pool().size()) +
                  " weights=" + std::to_string(m.bytes >> 20) + "MiB");
 }
 BENCHMARK(BM_Model08bMatmuls)

@@ -1,19 +1,18 @@
 // qwenrt-bench: scripted workloads on a model file. `pp` / `tg` / `speed` (tool_speed.cpp) measure
-// prefill and decode like llama-bench, optionally beside it. `multiturn` runs a chat on random token ids,
-// re-sending the whole history every turn (as a chat server does), and reports per turn how much
-// was reused from the session and the time to first token, plus a full re-prefill of the last turn
-// for comparison. Not a timed test: numbers depend on the (shared) machine.
+// prefill and decode like llama-bench, optionally beside it. `multiturn` runs a chat on random
+// token ids, re-sending the whole history every turn (as a chat server does), and reports per turn
+// how much was reused from the session and the time to first token, plus a full re-prefill of the
+// last turn for comparison. Not a timed test: numbers depend on the (shared) machine.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "ops/cpu_dispatch.h"
 #include "session/session.h"
@@ -22,22 +21,30 @@ namespace qwenrt {
 namespace {
 
 const char kUsage[] =
-    "usage: qwenrt-bench pp|tg|speed -m FILE [-p N] [-n N] [-t T] [-r R] [--peer DIR] [--json]  (see pp --help)\n"
-    "       qwenrt-bench grammar --vocab V.gguf DIR|FILE...  (MaskBench masks; see grammar --help)\n"
-    "       qwenrt-bench constrained -m FILE [-n N] [-t T] [-r R] [--schema S.json | --tools]  (see --help)\n"
-    "       qwenrt-bench parallel -m FILE [--sessions N,...] [--prompt P] [--shared-prefix S] [--gen G]\n"
+    "usage: qwenrt-bench pp|tg|speed -m FILE [-p N] [-n N] [-t T] [-r R] [--peer DIR] [--json]  "
+    "(see pp --help)\n"
+    "       qwenrt-bench grammar --vocab V.gguf DIR|FILE...  (MaskBench masks; see grammar "
+    "--help)\n"
+    "       qwenrt-bench constrained -m FILE [-n N] [-t T] [-r R] [--schema S.json | --tools]  "
+    "(see --help)\n"
+    "       qwenrt-bench parallel -m FILE [--sessions N,...] [--prompt P] [--shared-prefix S] "
+    "[--gen G]\n"
     "                             [-t T] [--peer DIR] [--json]  (see parallel --help)\n"
     "       qwenrt-bench roof [-t T]  (read GB/s and int8 GOP/s of this machine)\n"
     "       qwenrt-bench multiturn --model M.gguf [--history N] [--new K] [--turns T] [--reply R]\n"
-    "                              [--reasoning-stripped] [--backend cpu|ref|cuda] [--threads N] [--ubatch U]\n"
+    "                              [--reasoning-stripped] [--backend cpu|ref|cuda] [--threads N] "
+    "[--ubatch U]\n"
     "                              [--chunked] [--seed S] [--json]\n"
     "  --history N           tokens of the first prompt (default 784)\n"
     "  --new K               new user tokens per later turn (default 25)\n"
     "  --turns T             turns (default 3)\n"
     "  --reply R             tokens generated per turn (default 32)\n"
-    "  --reasoning-stripped  re-send the history as a template that drops reasoning would: the last 2\n"
-    "                        prompt tokens and the reply are replaced by different tokens (R/2 of them)\n"
-    "  --chunked             CPU: chunked delta rule (split_invariant off): resumed and full prefills\n"
+    "  --reasoning-stripped  re-send the history as a template that drops reasoning would: the "
+    "last 2\n"
+    "                        prompt tokens and the reply are replaced by different tokens (R/2 of "
+    "them)\n"
+    "  --chunked             CPU: chunked delta rule (split_invariant off): resumed and full "
+    "prefills\n"
     "                        then agree within rounding instead of bit for bit\n";
 
 struct Args {
@@ -91,8 +98,8 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* err) {
         *err = std::string("unknown backend '") + v + "' (cpu, ref or cuda)";
         return false;
       }
-    } else if (k == "--history" || k == "--new" || k == "--turns" || k == "--reply" || k == "--threads" ||
-               k == "--ubatch" || k == "--seed") {
+    } else if (k == "--history" || k == "--new" || k == "--turns" || k == "--reply" ||
+               k == "--threads" || k == "--ubatch" || k == "--seed") {
       if (!value(&v)) return false;
       int64_t lo = (k == "--history" || k == "--turns" || k == "--ubatch") ? 1 : 0;
       if (!ParseInt(v, lo, &n)) {
@@ -165,7 +172,8 @@ int RunMultiturn(const Args& a) {
     auto t0 = std::chrono::steady_clock::now();
     Status st = s->Feed(prompt, {}, &r);
     if (!st.ok()) {
-      std::fprintf(stderr, "qwenrt-bench: turn %lld: %s\n", static_cast<long long>(t + 1), st.ToString().c_str());
+      std::fprintf(stderr, "qwenrt-bench: turn %lld: %s\n", static_cast<long long>(t + 1),
+                   st.ToString().c_str());
       return 1;
     }
     int32_t first = Argmax(s->last_logits().data(), V);  // what a sampler would do first
@@ -202,7 +210,8 @@ int RunMultiturn(const Args& a) {
     // The next request re-sends the whole history plus a new user message.
     std::vector<int32_t> next;
     if (a.stripped) {
-      next.assign(prompt.begin(), prompt.end() - std::min<int64_t>(2, static_cast<int64_t>(prompt.size())));
+      next.assign(prompt.begin(),
+                  prompt.end() - std::min<int64_t>(2, static_cast<int64_t>(prompt.size())));
       std::vector<int32_t> answer = random_tokens(std::max<int64_t>(1, a.reply / 2));
       next.insert(next.end(), answer.begin(), answer.end());
     } else {
@@ -260,8 +269,8 @@ int RunMultiturn(const Args& a) {
     for (const auto& t : turns)
       std::printf("turn %lld: %lld prompt tokens, %lld reused, %lld prefilled, ttft %.1f ms\n",
                   static_cast<long long>(t["turn"]), static_cast<long long>(t["prompt_tokens"]),
-                  static_cast<long long>(t["reused_tokens"]), static_cast<long long>(t["prefilled_tokens"]),
-                  static_cast<double>(t["ttft_ms"]));
+                  static_cast<long long>(t["reused_tokens"]),
+                  static_cast<long long>(t["prefilled_tokens"]), static_cast<double>(t["ttft_ms"]));
     std::printf("full re-prefill of the last turn: %.1f ms, logits %s (max |diff| %.3g)\n", full_ms,
                 identical ? "identical" : "differ", max_diff);
     if (a.turns >= 2) std::printf("turn-2 / turn-1 ttft: %.3f\n", turn2_ttft / turn1_ttft);
@@ -274,10 +283,11 @@ int RunMultiturn(const Args& a) {
 
 namespace qwenrt::bench {
 int RunSpeed(int argc, char** argv);  // tool_speed.cpp: pp / tg / speed
-int RunGrammar(int argc, char** argv);  // tool_grammar.cpp: constrained-decoding masks on MaskBench files
+int RunGrammar(int argc,
+               char** argv);  // tool_grammar.cpp: constrained-decoding masks on MaskBench files
 int RunConstrained(int argc, char** argv);  // tool_constrained.cpp: constrained vs free decode rate
-int RunParallel(int argc, char** argv);  // tool_parallel.cpp: many sessions through one Engine
-int RunRoof(int argc, char** argv);     // tool_roof.cpp: read bandwidth and int8 dot throughput
+int RunParallel(int argc, char** argv);     // tool_parallel.cpp: many sessions through one Engine
+int RunRoof(int argc, char** argv);         // tool_roof.cpp: read bandwidth and int8 dot throughput
 }  // namespace qwenrt::bench
 
 int main(int argc, char** argv) {
@@ -285,7 +295,8 @@ int main(int argc, char** argv) {
     std::fputs(qwenrt::kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
-  if (std::strcmp(argv[1], "pp") == 0 || std::strcmp(argv[1], "tg") == 0 || std::strcmp(argv[1], "speed") == 0) {
+  if (std::strcmp(argv[1], "pp") == 0 || std::strcmp(argv[1], "tg") == 0 ||
+      std::strcmp(argv[1], "speed") == 0) {
     return qwenrt::bench::RunSpeed(argc, argv);
   }
   if (std::strcmp(argv[1], "grammar") == 0) return qwenrt::bench::RunGrammar(argc, argv);
@@ -295,8 +306,10 @@ int main(int argc, char** argv) {
     // tool_roof.cpp is compiled for the highest CPU kernel level (bench/CMakeLists.txt).
     const auto& top = qwenrt::cpu_dispatch::Levels().back();
     if (!top.runnable) {
-      std::fprintf(stderr, "qwenrt-bench roof: the probes are built for the %s level, which this CPU cannot run\n",
-                   top.name);
+      std::fprintf(
+          stderr,
+          "qwenrt-bench roof: the probes are built for the %s level, which this CPU cannot run\n",
+          top.name);
       return 1;
     }
     return qwenrt::bench::RunRoof(argc, argv);

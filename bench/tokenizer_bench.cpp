@@ -63,7 +63,8 @@ const gguf::File* RealVocab() {
     Vocab r;
     r.bytes = Unxz(kData + "/tokenizer/qwen35-vocab.gguf.xz");
     gguf::Error err;
-    if (!r.bytes.empty()) r.file = gguf::File::FromMemory(r.bytes.data(), r.bytes.size(), false, &err);
+    if (!r.bytes.empty())
+      r.file = gguf::File::FromMemory(r.bytes.data(), r.bytes.size(), false, &err);
     return r;
   }();
   return v.file ? &*v.file : nullptr;
@@ -98,7 +99,8 @@ void BM_Encode(benchmark::State& state, const gguf::File* (*vocab)(), bool cache
     (*tok)->Encode(text, SpecialTokens::kAll, &ids);
     benchmark::DoNotOptimize(ids.data());
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(text.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(text.size()));
   state.counters["tokens"] = static_cast<double>(ids.size());
 }
 
@@ -110,13 +112,18 @@ void BM_Decode(benchmark::State& state) {
   }
   const auto ids = (*tok)->Encode(Corpus(), true);
   for (auto _ : state) benchmark::DoNotOptimize((*tok)->Decode(ids, true));
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(Corpus().size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(Corpus().size()));
 }
 
-BENCHMARK_CAPTURE(BM_Encode, real248k_cache_nfc, RealVocab, true, true)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Encode, real248k_nocache_nfc, RealVocab, false, true)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Encode, real248k_cache_nonfc, RealVocab, true, false)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Encode, fixture512_cache_nfc, FixtureVocab, true, true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Encode, real248k_cache_nfc, RealVocab, true, true)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Encode, real248k_nocache_nfc, RealVocab, false, true)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Encode, real248k_cache_nonfc, RealVocab, true, false)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Encode, fixture512_cache_nfc, FixtureVocab, true, true)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Decode)->Unit(benchmark::kMillisecond);
 
 }  // namespace

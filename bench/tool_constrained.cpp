@@ -22,8 +22,10 @@ namespace {
 const char kConstrainedUsage[] =
     "usage: qwenrt-bench constrained -m FILE [-n TOKENS] [-t THREADS] [-r REPS]\n"
     "                                [--schema FILE.json | --tools] [--temp T]\n"
-    "  -n default 64, -t default all cores, -r default 3. The constraint: a JSON Schema (default: an\n"
-    "  object with a string, an integer and an array of strings), or --tools (tool_choice required\n"
+    "  -n default 64, -t default all cores, -r default 3. The constraint: a JSON Schema (default: "
+    "an\n"
+    "  object with a string, an integer and an array of strings), or --tools (tool_choice "
+    "required\n"
     "  with a two-function tool list). --temp: sampling temperature (default 0 = greedy).\n";
 
 constexpr const char* kDefaultSchema = R"({"type": "object", "properties": {
@@ -101,9 +103,8 @@ int RunConstrained(int argc, char** argv) {
     std::fprintf(stderr, "qwenrt-bench constrained: %s\n", trie.status().ToString().c_str());
     return 1;
   }
-  const double trie_ms = std::chrono::duration<double, std::milli>(
-                             std::chrono::steady_clock::now() - t_trie)
-                             .count();
+  const double trie_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_trie).count();
   ChatSessionParams sp;
   sp.session.n_threads = threads;
   auto chat = ChatSession::Create(*chat_model, sp);

@@ -7,15 +7,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <vector>
-
-#include <ctime>
-#include <nlohmann/json.hpp>
 #include <utility>
+#include <vector>
 
 #include "chat/constraint/grammar.h"
 #include "chat/constraint/matcher.h"
@@ -28,16 +27,20 @@ namespace qwenrt::bench {
 namespace {
 
 const char kGrammarUsage[] =
-    "usage: qwenrt-bench grammar --vocab FILE.gguf DIR|FILE... [--json-lines OUT] [--compact] [--limit N]\n"
+    "usage: qwenrt-bench grammar --vocab FILE.gguf DIR|FILE... [--json-lines OUT] [--compact] "
+    "[--limit N]\n"
     "       [--cpu-time] [--slow-us US]\n"
-    "  --cpu-time: mask and compile times in this thread's CPU time (a shared machine's preemption left out)\n"
+    "  --cpu-time: mask and compile times in this thread's CPU time (a shared machine's preemption "
+    "left out)\n"
     "  --slow-us US: print each mask slower than US with the text before it (stderr)\n"
-    "  FILE: a MaskBench file ({\"schema\", \"tests\": [{\"data\", \"valid\"}]}); DIR: every *.json in it\n";
+    "  FILE: a MaskBench file ({\"schema\", \"tests\": [{\"data\", \"valid\"}]}); DIR: every "
+    "*.json in it\n";
 
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
+  const size_t i =
+      std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
   return v[i];
 }
 
@@ -50,7 +53,9 @@ double NowMs() {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
   }
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
@@ -67,15 +72,26 @@ int RunGrammar(int argc, char** argv) {
   double slow_us = -1;
   for (int i = 2; i < argc; ++i) {
     const std::string k = argv[i];
-    if (k == "--vocab" && i + 1 < argc) vocab = argv[++i];
-    else if (k == "--json-lines" && i + 1 < argc) json_lines = argv[++i];
-    else if (k == "--limit" && i + 1 < argc) limit = std::stoul(argv[++i]);
-    else if (k == "--compact") compact = true;
-    else if (k == "--cpu-time") g_cpu_time = true;
-    else if (k == "--slow-us" && i + 1 < argc) slow_us = std::stod(argv[++i]);
-    else if (k == "-h" || k == "--help") { std::fputs(kGrammarUsage, stdout); return 0; }
-    else if (!k.empty() && k[0] == '-') { std::fprintf(stderr, "unknown option %s\n%s", k.c_str(), kGrammarUsage); return 2; }
-    else inputs.push_back(k);
+    if (k == "--vocab" && i + 1 < argc)
+      vocab = argv[++i];
+    else if (k == "--json-lines" && i + 1 < argc)
+      json_lines = argv[++i];
+    else if (k == "--limit" && i + 1 < argc)
+      limit = std::stoul(argv[++i]);
+    else if (k == "--compact")
+      compact = true;
+    else if (k == "--cpu-time")
+      g_cpu_time = true;
+    else if (k == "--slow-us" && i + 1 < argc)
+      slow_us = std::stod(argv[++i]);
+    else if (k == "-h" || k == "--help") {
+      std::fputs(kGrammarUsage, stdout);
+      return 0;
+    } else if (!k.empty() && k[0] == '-') {
+      std::fprintf(stderr, "unknown option %s\n%s", k.c_str(), kGrammarUsage);
+      return 2;
+    } else
+      inputs.push_back(k);
   }
   if (vocab.empty() || inputs.empty()) {
     std::fputs(kGrammarUsage, stderr);
@@ -124,7 +140,8 @@ int RunGrammar(int argc, char** argv) {
       return 1;
     }
   }
-  int passing = 0, compile_errors = 0, validation_errors = 0, invalidation_errors = 0, inconsistent = 0;
+  int passing = 0, compile_errors = 0, validation_errors = 0, invalidation_errors = 0,
+      inconsistent = 0;
   std::vector<double> mask_us_all, compile_ms_all;
   std::vector<uint32_t> bits;
   JsonSchemaOptions sopt;
@@ -192,7 +209,8 @@ int RunGrammar(int argc, char** argv) {
         const bool advanced = m.Accept(id);
         if (allowed != advanced) {
           ++inconsistent;
-          line["inconsistent"].push_back({{"test", test_index}, {"token", at}, {"id", id}, {"mask", allowed}});
+          line["inconsistent"].push_back(
+              {{"test", test_index}, {"token", at}, {"id", id}, {"mask", allowed}});
         }
         if (!allowed || !advanced) {
           accepted = false;
@@ -203,13 +221,17 @@ int RunGrammar(int argc, char** argv) {
       if (accepted != valid) {
         const std::string kind = valid ? "validation_error" : "invalidation_error";
         if (outcome == "pass" || kind == "invalidation_error") outcome = kind;
-        failures.push_back({{"test", test_index}, {"valid", valid}, {"token", at}, {"text", text.substr(0, 300)}});
+        failures.push_back(
+            {{"test", test_index}, {"valid", valid}, {"token", at}, {"text", text.substr(0, 300)}});
       }
       ++test_index;
     }
-    if (outcome == "pass") ++passing;
-    else if (outcome == "validation_error") ++validation_errors;
-    else ++invalidation_errors;
+    if (outcome == "pass")
+      ++passing;
+    else if (outcome == "validation_error")
+      ++validation_errors;
+    else
+      ++invalidation_errors;
     mask_us_all.insert(mask_us_all.end(), mask_us.begin(), mask_us.end());
     line["outcome"] = outcome;
     if (!failures.empty()) line["failures"] = failures;
@@ -220,15 +242,20 @@ int RunGrammar(int argc, char** argv) {
   }
   if (out != stdout) std::fclose(out);
   const size_t n = files.size();
-  std::printf("files %zu  passing %d (%.1f%%)  compile errors %d  validation errors %d  invalidation errors %d\n", n,
-              passing, n ? 100.0 * passing / static_cast<double>(n) : 0.0, compile_errors, validation_errors,
-              invalidation_errors);
-  std::printf("mask us: p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (%zu masks)\n", Percentile(mask_us_all, 0.5),
-              Percentile(mask_us_all, 0.9), Percentile(mask_us_all, 0.99),
-              mask_us_all.empty() ? 0.0 : *std::max_element(mask_us_all.begin(), mask_us_all.end()), mask_us_all.size());
-  std::printf("compile ms: p50 %.2f  p99 %.2f   (token trie %.0f ms, once)\n", Percentile(compile_ms_all, 0.5),
-              Percentile(compile_ms_all, 0.99), trie_ms);
-  if (inconsistent) std::printf("INTERNAL: %d tokens where mask and Accept disagree\n", inconsistent);
+  std::printf(
+      "files %zu  passing %d (%.1f%%)  compile errors %d  validation errors %d  invalidation "
+      "errors %d\n",
+      n, passing, n ? 100.0 * passing / static_cast<double>(n) : 0.0, compile_errors,
+      validation_errors, invalidation_errors);
+  std::printf("mask us: p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (%zu masks)\n",
+              Percentile(mask_us_all, 0.5), Percentile(mask_us_all, 0.9),
+              Percentile(mask_us_all, 0.99),
+              mask_us_all.empty() ? 0.0 : *std::max_element(mask_us_all.begin(), mask_us_all.end()),
+              mask_us_all.size());
+  std::printf("compile ms: p50 %.2f  p99 %.2f   (token trie %.0f ms, once)\n",
+              Percentile(compile_ms_all, 0.5), Percentile(compile_ms_all, 0.99), trie_ms);
+  if (inconsistent)
+    std::printf("INTERNAL: %d tokens where mask and Accept disagree\n", inconsistent);
   return invalidation_errors == 0 && inconsistent == 0 ? 0 : 1;
 }
 

@@ -7,15 +7,15 @@
 //   the last session's first token to the last session's end: the steps where all N decode),
 //   per-session decode tokens/s (mean of each session's own), time to first token p50/p99 (from
 //   submission, queueing and the batched prefill included), prefill tokens/s of the whole batch,
-//   the tokens prefilled in all, and the memory held (KV caches, recurrent states, checkpoints of the
-//   N sessions + the engine's scratch; a page or snapshot shared by several sessions counted once).
-//   With --shared-prefix S > 0 the S shared tokens are prefilled once, into a root session that the
-//   N sessions are forked from (ChatSession::Fork: KV pages shared copy-on-write, the recurrent state
-//   copied): each session then prefills only its own P - S tokens. That prefill of the prefix is
-//   reported on its own line; it is not in the TTFTs (a host prefills its system prompt once), and the
-//   joining session of the TTFT line below and the sessions it joins are forked from it too.
-//   Then the time to first token of one session joining an engine busy with max(N)-1 decoding
-//   sessions, against the same session on an idle engine.
+//   the tokens prefilled in all, and the memory held (KV caches, recurrent states, checkpoints of
+//   the N sessions + the engine's scratch; a page or snapshot shared by several sessions counted
+//   once). With --shared-prefix S > 0 the S shared tokens are prefilled once, into a root session
+//   that the N sessions are forked from (ChatSession::Fork: KV pages shared copy-on-write, the
+//   recurrent state copied): each session then prefills only its own P - S tokens. That prefill of
+//   the prefix is reported on its own line; it is not in the TTFTs (a host prefills its system
+//   prompt once), and the joining session of the TTFT line below and the sessions it joins are
+//   forked from it too. Then the time to first token of one session joining an engine busy with
+//   max(N)-1 decoding sessions, against the same session on an idle engine.
 // Not a timed test: compare ratios measured in one run on the same (shared) machine.
 #include <algorithm>
 #include <atomic>
@@ -41,8 +41,10 @@ const char kParallelUsage[] =
     "                             [--gen G] [-t THREADS] [--step-tokens B] [--peer DIR] [--json]\n"
     "  defaults: --sessions 1,2,4,8,16 --prompt 128 --shared-prefix 0 --gen 64 -t all cores\n"
     "  --step-tokens B  the engine's per-step token budget (default 512)\n"
-    "  --no-pack   load without the packed weight copies (as qwenrt-bench pp/tg: packed by default)\n"
-    "  --peer DIR  also run DIR/bin/llama-batched-bench -npp P -ntg G -npl N,... on the same file\n";
+    "  --no-pack   load without the packed weight copies (as qwenrt-bench pp/tg: packed by "
+    "default)\n"
+    "  --peer DIR  also run DIR/bin/llama-batched-bench -npp P -ntg G -npl N,... on the same "
+    "file\n";
 
 struct ParallelArgs {
   std::string model, peer;
@@ -125,10 +127,10 @@ struct Row {
   int64_t n = 0;
   double aggregate_tg = 0, per_session_tg = 0, prefill = 0, ttft_p50 = 0, ttft_p99 = 0;
   double memory_mib = 0, one_session_mib = 0;  // one_session: the first session's own state
-  double engine_mib = 0;  // the engine's scratch (in memory_mib)
+  double engine_mib = 0;                       // the engine's scratch (in memory_mib)
   double adds_mib = 0;    // mean per session: its own KV pages, recurrent state and checkpoints
-  int64_t prefilled = 0;    // tokens run through the model, the shared prefix included
-  double prefix_ms = 0;     // prefilling the shared prefix once (0: no shared prefix)
+  int64_t prefilled = 0;  // tokens run through the model, the shared prefix included
+  double prefix_ms = 0;   // prefilling the shared prefix once (0: no shared prefix)
   double peer_tg = 0, peer_pp = 0;  // 0: not measured
 };
 
@@ -165,7 +167,8 @@ std::vector<int32_t> Prompt(const ParallelArgs& a, int64_t n_vocab, uint32_t who
 }
 
 // The root holding the shared prefix (prefilled once), or null without one; *ms: its prefill time.
-StatusOr<std::unique_ptr<ChatSession>> PrefixRoot(const ParallelArgs& a, const std::shared_ptr<const ChatModel>& cm,
+StatusOr<std::unique_ptr<ChatSession>> PrefixRoot(const ParallelArgs& a,
+                                                  const std::shared_ptr<const ChatModel>& cm,
                                                   const std::vector<int32_t>& prompt, double* ms) {
   if (a.shared == 0) return std::unique_ptr<ChatSession>();
   QWENRT_ASSIGN_OR_RETURN(auto root, ChatSession::Create(cm, SessionParamsFor(a)));
@@ -176,7 +179,8 @@ StatusOr<std::unique_ptr<ChatSession>> PrefixRoot(const ParallelArgs& a, const s
 }
 
 // A new session: forked from the root (sharing its prefix) when there is one.
-StatusOr<std::unique_ptr<ChatSession>> NewSession(const ParallelArgs& a, const std::shared_ptr<const ChatModel>& cm,
+StatusOr<std::unique_ptr<ChatSession>> NewSession(const ParallelArgs& a,
+                                                  const std::shared_ptr<const ChatModel>& cm,
                                                   const std::unique_ptr<ChatSession>& root) {
   if (root) return root->Fork();
   return ChatSession::Create(cm, SessionParamsFor(a));
@@ -195,7 +199,8 @@ StatusOr<Row> RunN(const ParallelArgs& a, const std::shared_ptr<const ChatModel>
   Row r;
   r.n = n;
   // The shared prefix, prefilled once into the root every session is forked from.
-  QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<ChatSession> root, PrefixRoot(a, cm, prompts[0], &r.prefix_ms));
+  QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<ChatSession> root,
+                          PrefixRoot(a, cm, prompts[0], &r.prefix_ms));
   if (root) r.prefilled += root->report().feed.prefilled_tokens;
   for (int64_t i = 0; i < n; ++i) {
     QWENRT_ASSIGN_OR_RETURN(auto c, NewSession(a, cm, root));
@@ -225,12 +230,14 @@ StatusOr<Row> RunN(const ParallelArgs& a, const std::shared_ptr<const ChatModel>
     r.prefilled += rep.feed.prefilled_tokens;
     held += held_by(*c);
     const Session& s = c->session();
-    r.adds_mib += static_cast<double>(s.kv_unique_bytes() + s.checkpoint_unique_bytes() + s.state_bytes()) /
-                  (1024.0 * 1024.0 * static_cast<double>(n));
+    r.adds_mib +=
+        static_cast<double>(s.kv_unique_bytes() + s.checkpoint_unique_bytes() + s.state_bytes()) /
+        (1024.0 * 1024.0 * static_cast<double>(n));
   }
   {
     const Session& s = chats[0]->session();
-    r.one_session_mib = static_cast<double>(s.kv_bytes() + s.checkpoint_bytes() + s.state_bytes()) / (1024.0 * 1024.0);
+    r.one_session_mib = static_cast<double>(s.kv_bytes() + s.checkpoint_bytes() + s.state_bytes()) /
+                        (1024.0 * 1024.0);
   }
   // Each turn's end, from its own report (its feed started at submission, t0).
   double last_end = 0;
@@ -239,7 +246,8 @@ StatusOr<Row> RunN(const ParallelArgs& a, const std::shared_ptr<const ChatModel>
     last_end = std::max(last_end, (rep.ttft_ms + rep.decode_ms) / 1000.0);
   }
   const double last_first = *std::max_element(firsts.begin(), firsts.end());
-  r.aggregate_tg = last_end > last_first ? static_cast<double>(n * (a.gen - 1)) / (last_end - last_first) : 0;
+  r.aggregate_tg =
+      last_end > last_first ? static_cast<double>(n * (a.gen - 1)) / (last_end - last_first) : 0;
   r.prefill = last_first > 0 ? static_cast<double>(n * (a.prompt - a.shared)) / last_first : 0;
   r.ttft_p50 = Percentile(ttft, 0.5);
   r.ttft_p99 = Percentile(ttft, 0.99);
@@ -249,7 +257,8 @@ StatusOr<Row> RunN(const ParallelArgs& a, const std::shared_ptr<const ChatModel>
 
 // TTFT (ms) of one new session on an idle engine, and joining one busy with `busy` decoding
 // sessions.
-StatusOr<std::pair<double, double>> JoinTtft(const ParallelArgs& a, const std::shared_ptr<const ChatModel>& cm,
+StatusOr<std::pair<double, double>> JoinTtft(const ParallelArgs& a,
+                                             const std::shared_ptr<const ChatModel>& cm,
                                              int64_t busy) {
   EngineParams ep;
   ep.n_threads = a.threads;
@@ -280,7 +289,8 @@ StatusOr<std::pair<double, double>> JoinTtft(const ParallelArgs& a, const std::s
   };
   for (int64_t i = 0; i < busy; ++i) {
     QWENRT_ASSIGN_OR_RETURN(auto c, NewSession(a, cm, root));
-    QWENRT_ASSIGN_OR_RETURN(auto t, engine->SubmitTokens(*c, prompts[static_cast<size_t>(i)], forever));
+    QWENRT_ASSIGN_OR_RETURN(auto t,
+                            engine->SubmitTokens(*c, prompts[static_cast<size_t>(i)], forever));
     chats.push_back(std::move(c));
     turns.push_back(std::move(t));
   }
@@ -307,11 +317,13 @@ bool RunPeer(const ParallelArgs& a, std::vector<Row>* rows, std::string* err) {
     npl += std::to_string(r.n);
     most = std::max(most, r.n);
   }
-  const int threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads =
+      a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
   const int64_t ctx = most * (a.prompt + a.gen) + 16;
-  const std::string cmd = "'" + a.peer + "/bin/llama-batched-bench' -m '" + a.model + "' -c " + std::to_string(ctx) +
-                          " -b 2048 -ub 512 -npp " + std::to_string(a.prompt) + " -ntg " + std::to_string(a.gen) +
-                          " -npl " + npl + " -t " + std::to_string(threads) + (a.shared > 0 ? " -pps" : "") +
+  const std::string cmd = "'" + a.peer + "/bin/llama-batched-bench' -m '" + a.model + "' -c " +
+                          std::to_string(ctx) + " -b 2048 -ub 512 -npp " +
+                          std::to_string(a.prompt) + " -ntg " + std::to_string(a.gen) + " -npl " +
+                          npl + " -t " + std::to_string(threads) + (a.shared > 0 ? " -pps" : "") +
                           " --output-format jsonl 2>/dev/null";
   std::FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) {
@@ -380,7 +392,8 @@ int RunParallel(int argc, char** argv) {
     std::fprintf(stderr, "qwenrt-bench: %s\n", err.c_str());
     peer_failed = true;
   }
-  const int threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads =
+      a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
   const double single = rows.front().n == 1 ? rows.front().aggregate_tg : 0;
   if (a.json) {
     nlohmann::ordered_json out = {{"model", a.model},
@@ -416,17 +429,22 @@ int RunParallel(int argc, char** argv) {
     std::printf("%s\n", out.dump(2).c_str());
     return peer_failed ? 1 : 0;
   }
-  std::printf("model %s (%s), %d threads, prompt %lld (shared %lld), gen %lld, step budget %lld\n", a.model.c_str(),
-              (*loaded)->packed_bytes() > 0 ? "packed weights" : "file-layout weights",
-              threads, static_cast<long long>(a.prompt), static_cast<long long>(a.shared),
+  std::printf("model %s (%s), %d threads, prompt %lld (shared %lld), gen %lld, step budget %lld\n",
+              a.model.c_str(),
+              (*loaded)->packed_bytes() > 0 ? "packed weights" : "file-layout weights", threads,
+              static_cast<long long>(a.prompt), static_cast<long long>(a.shared),
               static_cast<long long>(a.gen), static_cast<long long>(a.step_tokens));
-  std::printf("| N | aggregate tg t/s | vs N=1 | per-session tg t/s | prefill t/s | TTFT p50 ms | TTFT p99 ms | "
-              "prefilled | memory MiB | one session MiB |%s\n",
-              a.peer.empty() ? "" : " peer tg t/s | ratio | peer pp t/s |");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|%s\n", a.peer.empty() ? "" : "---|---|---|");
+  std::printf(
+      "| N | aggregate tg t/s | vs N=1 | per-session tg t/s | prefill t/s | TTFT p50 ms | TTFT p99 "
+      "ms | "
+      "prefilled | memory MiB | one session MiB |%s\n",
+      a.peer.empty() ? "" : " peer tg t/s | ratio | peer pp t/s |");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|%s\n",
+              a.peer.empty() ? "" : "---|---|---|");
   for (const Row& r : rows) {
-    std::printf("| %lld | %.2f | %.2fx | %.2f | %.1f | %.0f | %.0f | %lld | %.1f | %.1f |", static_cast<long long>(r.n),
-                r.aggregate_tg, single > 0 ? r.aggregate_tg / single : 0.0, r.per_session_tg, r.prefill, r.ttft_p50,
+    std::printf("| %lld | %.2f | %.2fx | %.2f | %.1f | %.0f | %.0f | %lld | %.1f | %.1f |",
+                static_cast<long long>(r.n), r.aggregate_tg,
+                single > 0 ? r.aggregate_tg / single : 0.0, r.per_session_tg, r.prefill, r.ttft_p50,
                 r.ttft_p99, static_cast<long long>(r.prefilled), r.memory_mib, r.one_session_mib);
     if (!a.peer.empty()) {
       if (r.peer_tg > 0) {
@@ -439,15 +457,21 @@ int RunParallel(int argc, char** argv) {
   }
   if (a.shared > 0) {
     for (const Row& r : rows) {
-      std::printf("N=%lld: the shared prefix of %lld tokens prefilled once in %.0f ms; memory %.1f MiB = engine scratch "
-                  "%.1f + the rest; one session alone %.1f MiB, each session adds %.1f MiB: 2 x one + N x adds = %.1f MiB\n",
-                  static_cast<long long>(r.n), static_cast<long long>(a.shared), r.prefix_ms, r.memory_mib, r.engine_mib,
-                  r.one_session_mib, r.adds_mib, 2 * r.one_session_mib + static_cast<double>(r.n) * r.adds_mib);
+      std::printf(
+          "N=%lld: the shared prefix of %lld tokens prefilled once in %.0f ms; memory %.1f MiB = "
+          "engine scratch "
+          "%.1f + the rest; one session alone %.1f MiB, each session adds %.1f MiB: 2 x one + N x "
+          "adds = %.1f MiB\n",
+          static_cast<long long>(r.n), static_cast<long long>(a.shared), r.prefix_ms, r.memory_mib,
+          r.engine_mib, r.one_session_mib, r.adds_mib,
+          2 * r.one_session_mib + static_cast<double>(r.n) * r.adds_mib);
     }
   }
-  std::printf("TTFT of a session joining an engine with %lld decoding sessions: %.0f ms (idle engine: %.0f ms, %.2fx)\n",
-              static_cast<long long>(std::max<int64_t>(most - 1, 1)), join->second, join->first,
-              join->first > 0 ? join->second / join->first : 0.0);
+  std::printf(
+      "TTFT of a session joining an engine with %lld decoding sessions: %.0f ms (idle engine: %.0f "
+      "ms, %.2fx)\n",
+      static_cast<long long>(std::max<int64_t>(most - 1, 1)), join->second, join->first,
+      join->first > 0 ? join->second / join->first : 0.0);
   return peer_failed ? 1 : 0;
 }
 

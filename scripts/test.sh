@@ -11,13 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-# The C/C++ sources under FORMAT_PATHS must be clang-formatted (scripts/format-check.sh). Until the
-# tree has been reformatted once, only the folders that already are; after that: FORMAT_PATHS=(.)
-FORMAT_PATHS=(examples/cli examples/chat_repl src/chat capi bench/tool_speed.cpp tests/chat_test.cpp
-              tests/chat_parity_test.cpp tests/capi_busy_test.cpp tests/capi_constraint_test.cpp tests/capi_tool_choice_test.cpp
-              tests/vocab_fixtures.h)
+# Every C, C++ and CUDA source of the tree must be clang-formatted (scripts/format-check.sh; a
+# difference fails the run). QWENRT_SKIP_FORMAT=1 skips the check.
 if [ "${QWENRT_SKIP_FORMAT:-0}" != 1 ]; then
-  bash scripts/format-check.sh "${FORMAT_PATHS[@]}"
+  bash scripts/format-check.sh
 fi
 
 tb=$(date +%s)

@@ -6,9 +6,8 @@
 // ASan: scripts/sanitize.sh). After a failed feed the session must be exact: its transcript a
 // prefix of the prompt (the C API's documented state after an error) and a retry without failure
 // bit-identical to a run that never failed. The operator new here counts calls on every thread.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -70,8 +69,12 @@ void* operator new[](std::size_t n, std::align_val_t a) {
   if (void* p = AllocAligned(n, a)) return p;
   throw std::bad_alloc();
 }
-void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { return AllocAligned(n, a); }
-void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { return AllocAligned(n, a); }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return AllocAligned(n, a);
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return AllocAligned(n, a);
+}
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
@@ -161,10 +164,12 @@ long Sweep(Fn fn, Check check) {
 
 TEST_CASE("tokenize and render: every allocation failure is OUT_OF_MEMORY", "[alloc]") {
   Model model;
-  const std::string text = "<|im_start|>user\nHello, world! e\xCC\x81 \xE4\xB8\xAD\xE6\x96\x87 12345<|im_end|>";
+  const std::string text =
+      "<|im_start|>user\nHello, world! e\xCC\x81 \xE4\xB8\xAD\xE6\x96\x87 12345<|im_end|>";
   std::vector<int32_t> want(256);
   size_t n_want = 0;
-  REQUIRE(qwenrt_tokenize(model.m, text.data(), text.size(), true, want.data(), want.size(), &n_want) == QWENRT_OK);
+  REQUIRE(qwenrt_tokenize(model.m, text.data(), text.size(), true, want.data(), want.size(),
+                          &n_want) == QWENRT_OK);
   want.resize(n_want);
   std::vector<int32_t> got(256);
   const long n_tok = Sweep(
@@ -190,10 +195,11 @@ TEST_CASE("chat render: every allocation failure is OUT_OF_MEMORY", "[alloc][ren
   std::vector<char> ref(8192), out(8192);
   size_t needed = 0;
   REQUIRE(qwenrt_chat_render(model.m, &chat, ref.data(), ref.size(), &needed) == QWENRT_OK);
-  const long n_render = Sweep([&] { return qwenrt_chat_render(model.m, &chat, out.data(), out.size(), &needed); },
-                              [&](qwenrt_status st, long) {
-                                if (st == QWENRT_OK) CHECK(std::strcmp(out.data(), ref.data()) == 0);
-                              });
+  const long n_render =
+      Sweep([&] { return qwenrt_chat_render(model.m, &chat, out.data(), out.size(), &needed); },
+            [&](qwenrt_status st, long) {
+              if (st == QWENRT_OK) CHECK(std::strcmp(out.data(), ref.data()) == 0);
+            });
   WARN("allocations: render " << n_render);
   CHECK(n_render > 0);
 }
@@ -244,7 +250,8 @@ TEST_CASE("a two-turn chat feed: every allocation failure is OUT_OF_MEMORY and t
           // The documented state after an error: an exact prefix of the prompt.
           REQUIRE((IsPrefix(t, tokens2) || t == tokens1));
           (t == tokens1 ? unchanged : advanced)++;
-          REQUIRE(qwenrt_session_feed(s, tokens2.data(), tokens2.size(), &report) == QWENRT_OK);  // retry
+          REQUIRE(qwenrt_session_feed(s, tokens2.data(), tokens2.size(), &report) ==
+                  QWENRT_OK);  // retry
         }
         REQUIRE(Tokens(s) == tokens2);
         const std::vector<float> l = Logits(s);
@@ -259,7 +266,8 @@ TEST_CASE("a two-turn chat feed: every allocation failure is OUT_OF_MEMORY and t
 // Generation after turn 2's feed: sampling, streaming, decoding, one token at a time. After a
 // failure the session must hold a prefix of what a clean run generates, with exact state: feeding
 // the clean run's whole transcript then computes nothing new and gives its logits.
-TEST_CASE("generation: every allocation failure is OUT_OF_MEMORY and the session exact", "[alloc][generate-oom]") {
+TEST_CASE("generation: every allocation failure is OUT_OF_MEMORY and the session exact",
+          "[alloc][generate-oom]") {
   Model model;
   qwenrt_session_params p = qwenrt_session_default_params();
   p.n_threads = 1;
@@ -308,7 +316,8 @@ TEST_CASE("generation: every allocation failure is OUT_OF_MEMORY and the session
         REQUIRE(std::memcmp(l.data(), logits.data(), l.size() * sizeof(float)) == 0);
       });
   qwenrt_session_free(s);
-  WARN("generation: " << n_gen << " allocations; " << failed_midway << " failures after some tokens");
+  WARN("generation: " << n_gen << " allocations; " << failed_midway
+                      << " failures after some tokens");
   CHECK(n_gen > 0);
 }
 
@@ -367,22 +376,26 @@ void SweepChatTurn(const char* tools_json) {
   CHECK(n_chat > 0);
 }
 
-TEST_CASE("a chat turn: every allocation failure is OUT_OF_MEMORY and the session exact", "[alloc][chat-oom]") {
+TEST_CASE("a chat turn: every allocation failure is OUT_OF_MEMORY and the session exact",
+          "[alloc][chat-oom]") {
   SweepChatTurn(nullptr);
 }
 
 // With tools the request holds JSON documents (the parsed tools_json, tool-call arguments): this
 // sweep found nlohmann::json allocating inside its noexcept destructor (it terminated the host when
 // that allocation failed), which is why the library has its own JSON type (src/text/json.h).
-TEST_CASE("a chat turn with tools: every allocation failure is OUT_OF_MEMORY", "[alloc][tools-oom]") {
+TEST_CASE("a chat turn with tools: every allocation failure is OUT_OF_MEMORY",
+          "[alloc][tools-oom]") {
   SweepChatTurn(R"([{"type": "function", "function": {"name": "get_weather", "parameters": )"
                 R"({"type": "object", "properties": {"city": {"type": "string"}}}}}])");
 }
 
 // A JSON Schema compile (parse, $ref resolution, allOf merging, the GBNF and its automaton): each
 // failure is OUT_OF_MEMORY, each success a usable constraint.
-TEST_CASE("a JSON Schema compile: every allocation failure is OUT_OF_MEMORY", "[alloc][schema-oom]") {
-  const std::string schema = R"({"$defs": {"pos": {"type": "integer", "minimum": 1, "maximum": 120}},
+TEST_CASE("a JSON Schema compile: every allocation failure is OUT_OF_MEMORY",
+          "[alloc][schema-oom]") {
+  const std::string schema =
+      R"({"$defs": {"pos": {"type": "integer", "minimum": 1, "maximum": 120}},
     "type": "object", "additionalProperties": false, "required": ["name", "age"],
     "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"$ref": "#/$defs/pos"},
       "tags": {"type": "array", "items": {"enum": ["a", "b", 3, null]}, "maxItems": 3},
@@ -392,7 +405,8 @@ TEST_CASE("a JSON Schema compile: every allocation failure is OUT_OF_MEMORY", "[
   const long n = Sweep(
       [&] {
         qwenrt_constraint* c = nullptr;
-        const qwenrt_status st = qwenrt_constraint_compile(QWENRT_CONSTRAINT_JSON_SCHEMA, schema.data(), schema.size(), &c);
+        const qwenrt_status st = qwenrt_constraint_compile(QWENRT_CONSTRAINT_JSON_SCHEMA,
+                                                           schema.data(), schema.size(), &c);
         if (st == QWENRT_OK) {
           REQUIRE(c != nullptr);
         } else {

@@ -1,8 +1,8 @@
 /* capi_engine_test: the qwenrt_engine C API on the tiny fixture model, in C99: host threads submit
- * chat turns of their own sessions to one engine and get the replies qwenrt_session_chat gives alone;
- * a session in a turn is busy for every other call; one session's cancel or bad input leaves the
- * others alone; freeing a session during its turn, and the engine with turns running, is safe. Run
- * under ThreadSanitizer by scripts/sanitize.sh. */
+ * chat turns of their own sessions to one engine and get the replies qwenrt_session_chat gives
+ * alone; a session in a turn is busy for every other call; one session's cancel or bad input leaves
+ * the others alone; freeing a session during its turn, and the engine with turns running, is safe.
+ * Run under ThreadSanitizer by scripts/sanitize.sh. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
@@ -19,13 +19,13 @@
 
 static int g_failures = 0;
 
-#define EXPECT(cond)                                                                             \
-  do {                                                                                           \
-    if (!(cond)) {                                                                               \
-      fprintf(stderr, "%s:%d: FAILED: %s\n  last error: %s\n", __FILE__, __LINE__, #cond,         \
-              qwenrt_last_error());                                                              \
-      ++g_failures;                                                                              \
-    }                                                                                            \
+#define EXPECT(cond)                                                                      \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
+      fprintf(stderr, "%s:%d: FAILED: %s\n  last error: %s\n", __FILE__, __LINE__, #cond, \
+              qwenrt_last_error());                                                       \
+      ++g_failures;                                                                       \
+    }                                                                                     \
   } while (0)
 #define ASSERT_OK(call)                                                                          \
   do {                                                                                           \
@@ -44,8 +44,8 @@ typedef struct {
   size_t len;
 } buffer;
 
-static bool append(qwenrt_piece_kind kind, const char *text, size_t len, void *user_data) {
-  buffer *b = (buffer *)user_data;
+static bool append(qwenrt_piece_kind kind, const char* text, size_t len, void* user_data) {
+  buffer* b = (buffer*)user_data;
   (void)kind;
   if (b->len + len < CAP) {
     memcpy(b->text + b->len, text, len);
@@ -56,8 +56,8 @@ static bool append(qwenrt_piece_kind kind, const char *text, size_t len, void *u
 }
 
 /* Cancels its own session's turn at the first piece (a callback may call qwenrt_session_cancel). */
-static qwenrt_session *g_cancel_me;
-static bool cancel_at_first(qwenrt_piece_kind kind, const char *text, size_t len, void *user_data) {
+static qwenrt_session* g_cancel_me;
+static bool cancel_at_first(qwenrt_piece_kind kind, const char* text, size_t len, void* user_data) {
   (void)kind;
   (void)text;
   (void)len;
@@ -65,12 +65,12 @@ static bool cancel_at_first(qwenrt_piece_kind kind, const char *text, size_t len
   return qwenrt_session_cancel(g_cancel_me) == QWENRT_OK;
 }
 
-static qwenrt_model *g_model;
-static qwenrt_engine *g_engine;
+static qwenrt_model* g_model;
+static qwenrt_engine* g_engine;
 
-static qwenrt_session *NewSession(int32_t n_ctx) {
+static qwenrt_session* NewSession(int32_t n_ctx) {
   qwenrt_session_params p = qwenrt_session_default_params();
-  qwenrt_session *s = NULL;
+  qwenrt_session* s = NULL;
   p.backend = QWENRT_BACKEND_CPU;
   p.n_threads = 1;
   p.n_ctx = n_ctx;
@@ -89,7 +89,7 @@ typedef struct {
   buffer out;
 } request;
 
-static void MakeRequest(request *r, int index, const char *prompt, int max_tokens) {
+static void MakeRequest(request* r, int index, const char* prompt, int max_tokens) {
   memset(r, 0, sizeof *r);
   r->index = index;
   snprintf(r->prompt, sizeof r->prompt, "%s", prompt);
@@ -115,9 +115,9 @@ typedef struct {
   buffer alone;
 } host;
 
-static void *Host(void *arg) {
-  host *h = (host *)arg;
-  qwenrt_session *s = NewSession(0);
+static void* Host(void* arg) {
+  host* h = (host*)arg;
+  qwenrt_session* s = NewSession(0);
   qwenrt_report report = {.struct_size = sizeof(qwenrt_report)};
   h->status = qwenrt_engine_submit_chat(g_engine, s, &h->req.chat, &h->req.sp, &h->req.gp);
   if (h->status == QWENRT_OK) h->status = qwenrt_session_wait_turn(s, &report);
@@ -130,7 +130,7 @@ int main(void) {
   ASSERT_OK(qwenrt_model_load(MODEL_PATH, NULL, &g_model));
   {
     qwenrt_engine_params bad = qwenrt_engine_default_params();
-    qwenrt_engine *e = NULL;
+    qwenrt_engine* e = NULL;
     bad.step_tokens = 0;
     EXPECT(qwenrt_engine_create(g_model, &bad, &e) == QWENRT_INVALID_ARGUMENT && e == NULL);
     EXPECT(qwenrt_engine_create(NULL, NULL, &e) == QWENRT_INVALID_ARGUMENT);
@@ -155,7 +155,7 @@ int main(void) {
     }
     for (i = 0; i < N_HOSTS; ++i) pthread_join(threads[i], NULL);
     for (i = 0; i < N_HOSTS; ++i) {
-      qwenrt_session *s = NewSession(0);
+      qwenrt_session* s = NewSession(0);
       request alone;
       EXPECT(hosts[i].status == QWENRT_OK);
       MakeRequest(&alone, i, hosts[i].req.prompt, hosts[i].req.max_tokens);
@@ -177,22 +177,26 @@ int main(void) {
     ra.gp.callback = cancel_at_first;
     MakeRequest(&rb, 1, "A short one", 6);
     MakeRequest(&rs, 2, "This prompt is far too long for a context of twelve tokens", 4);
-    EXPECT(qwenrt_session_turn_done(a, &done) == QWENRT_INVALID_ARGUMENT);  /* nothing submitted */
+    EXPECT(qwenrt_session_turn_done(a, &done) == QWENRT_INVALID_ARGUMENT); /* nothing submitted */
     EXPECT(qwenrt_session_wait_turn(a, NULL) == QWENRT_INVALID_ARGUMENT);
     ASSERT_OK(qwenrt_engine_submit_chat(g_engine, a, &ra.chat, &ra.sp, &ra.gp));
     ASSERT_OK(qwenrt_engine_submit_chat(g_engine, b, &rb.chat, &rb.sp, &rb.gp));
-    EXPECT(qwenrt_engine_submit_chat(g_engine, small, &rs.chat, &rs.sp, &rs.gp) == QWENRT_CONTEXT_FULL);
-    EXPECT(qwenrt_engine_submit_chat(g_engine, a, &ra.chat, &ra.sp, &ra.gp) == QWENRT_INVALID_ARGUMENT);
+    EXPECT(qwenrt_engine_submit_chat(g_engine, small, &rs.chat, &rs.sp, &rs.gp) ==
+           QWENRT_CONTEXT_FULL);
+    EXPECT(qwenrt_engine_submit_chat(g_engine, a, &ra.chat, &ra.sp, &ra.gp) ==
+           QWENRT_INVALID_ARGUMENT);
     EXPECT(qwenrt_session_reset(a) == QWENRT_INVALID_ARGUMENT); /* busy while its turn runs */
     {
       const qwenrt_status st = qwenrt_session_wait_turn(a, &report);
-      if (st != QWENRT_CANCELLED) fprintf(stderr, "status %s, %d tokens\n", qwenrt_status_string(st), (int)report.generated_tokens);
+      if (st != QWENRT_CANCELLED)
+        fprintf(stderr, "status %s, %d tokens\n", qwenrt_status_string(st),
+                (int)report.generated_tokens);
       EXPECT(st == QWENRT_CANCELLED);
     }
     EXPECT(qwenrt_session_wait_turn(b, &report) == QWENRT_OK);
     EXPECT(report.generated_tokens == 6);
     EXPECT(qwenrt_session_turn_done(b, &done) == QWENRT_INVALID_ARGUMENT); /* collected */
-    EXPECT(qwenrt_session_reset(a) == QWENRT_OK); /* free again */
+    EXPECT(qwenrt_session_reset(a) == QWENRT_OK);                          /* free again */
     /* A session freed during its turn, and the engine freed with a turn running. */
     MakeRequest(&ra, 3, "Again", 500);
     MakeRequest(&rb, 4, "And again", 500);
@@ -202,7 +206,8 @@ int main(void) {
     qwenrt_engine_free(g_engine);
     EXPECT(qwenrt_session_turn_done(b, &done) == QWENRT_OK && done);
     {
-      const qwenrt_status st = qwenrt_session_wait_turn(b, NULL); /* cancelled, unless it ended first */
+      const qwenrt_status st =
+          qwenrt_session_wait_turn(b, NULL); /* cancelled, unless it ended first */
       EXPECT(st == QWENRT_CANCELLED || st == QWENRT_OK);
     }
     EXPECT(qwenrt_session_reset(b) == QWENRT_OK);

@@ -1,5 +1,6 @@
-/* Compiles qwenrt.h as strict C99 (-Wall -Wextra -Werror -pedantic) and checks the calls that need no
- * model: versions, status names, default params, the last-error contract and NULL-argument handling. */
+/* Compiles qwenrt.h as strict C99 (-Wall -Wextra -Werror -pedantic) and checks the calls that need
+ * no model: versions, status names, default params, the last-error contract and NULL-argument
+ * handling. */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,12 +8,12 @@
 
 static int failures = 0;
 
-#define EXPECT(cond)                                                  \
-  do {                                                                \
-    if (!(cond)) {                                                    \
+#define EXPECT(cond)                                                      \
+  do {                                                                    \
+    if (!(cond)) {                                                        \
       fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                     \
-    }                                                                 \
+      ++failures;                                                         \
+    }                                                                     \
   } while (0)
 
 /* A declaration the deprecation macro must accept in C. */
@@ -25,9 +26,10 @@ int main(void) {
   qwenrt_sampling_params smp = qwenrt_sampling_default_params();
   qwenrt_generate_params gp = qwenrt_generate_default_params();
   qwenrt_chat chat = qwenrt_chat_default();
-  qwenrt_model *model = NULL;
+  qwenrt_model* model = NULL;
 
-  sprintf(expect_version, "%d.%d.%d", QWENRT_VERSION_MAJOR, QWENRT_VERSION_MINOR, QWENRT_VERSION_PATCH);
+  sprintf(expect_version, "%d.%d.%d", QWENRT_VERSION_MAJOR, QWENRT_VERSION_MINOR,
+          QWENRT_VERSION_PATCH);
   EXPECT(strcmp(qwenrt_version(), expect_version) == 0);
   EXPECT(qwenrt_abi_version() == QWENRT_ABI_VERSION);
 
@@ -37,12 +39,14 @@ int main(void) {
   EXPECT(strcmp(qwenrt_status_string((qwenrt_status)99), "UNKNOWN") == 0);
   EXPECT(QWENRT_BUFFER_TOO_SMALL == 7 && QWENRT_CANCELLED == 9);
 
-  EXPECT(mp.struct_size == sizeof(qwenrt_model_params) && !mp.check_tensors && !mp.progress_callback);
+  EXPECT(mp.struct_size == sizeof(qwenrt_model_params) && !mp.check_tensors &&
+         !mp.progress_callback);
   EXPECT(sp.struct_size == sizeof(qwenrt_session_params) && sp.n_ctx == 0 &&
          sp.backend == QWENRT_BACKEND_AUTO && sp.history_mode == QWENRT_HISTORY_TEMPLATE);
   EXPECT(smp.struct_size == sizeof(qwenrt_sampling_params) && smp.temperature == 0.0f &&
          smp.top_p == 1.0f);
-  EXPECT(gp.struct_size == sizeof(qwenrt_generate_params) && gp.max_tokens > 0 && gp.callback == NULL);
+  EXPECT(gp.struct_size == sizeof(qwenrt_generate_params) && gp.max_tokens > 0 &&
+         gp.callback == NULL);
   EXPECT(chat.struct_size == sizeof(qwenrt_chat) && chat.enable_thinking &&
          chat.add_generation_prompt && chat.n_messages == 0);
 

@@ -1,8 +1,8 @@
-/* capi_test: the C ABI end to end on the tiny fixture model, in C99: a two-turn chat whose report shows
- * turn 2 reusing turn 1 (and whose logits equal a full re-prefill), struct_size compatibility, and
- * misuse (NULL and freed handles, wrong struct_size, bad UTF-8, empty conversation, context full,
- * damaged saved sessions, cancel) returning specific statuses and messages. Also run under ASan
- * (see docs/readme-capi.md). */
+/* capi_test: the C ABI end to end on the tiny fixture model, in C99: a two-turn chat whose report
+ * shows turn 2 reusing turn 1 (and whose logits equal a full re-prefill), struct_size
+ * compatibility, and misuse (NULL and freed handles, wrong struct_size, bad UTF-8, empty
+ * conversation, context full, damaged saved sessions, cancel) returning specific statuses and
+ * messages. Also run under ASan (see docs/readme-capi.md). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
@@ -22,23 +22,23 @@
 static int g_failures = 0;
 static int g_checks = 0;
 
-#define EXPECT(cond)                                                                     \
-  do {                                                                                   \
-    ++g_checks;                                                                          \
-    if (!(cond)) {                                                                       \
+#define EXPECT(cond)                                                                      \
+  do {                                                                                    \
+    ++g_checks;                                                                           \
+    if (!(cond)) {                                                                        \
       fprintf(stderr, "%s:%d: FAILED: %s\n  last error: %s\n", __FILE__, __LINE__, #cond, \
-              qwenrt_last_error());                                                      \
-      ++g_failures;                                                                      \
-    }                                                                                    \
+              qwenrt_last_error());                                                       \
+      ++g_failures;                                                                       \
+    }                                                                                     \
   } while (0)
 
 /* Expects `call` to return `status` with a last error mentioning `needle` (NULL: any message). */
-static void CheckStatus(qwenrt_status got, qwenrt_status want, const char *needle, const char *call,
+static void CheckStatus(qwenrt_status got, qwenrt_status want, const char* needle, const char* call,
                         int line) {
   ++g_checks;
   if (got != want) {
-    fprintf(stderr, "%s:%d: FAILED: %s returned %s, expected %s\n  last error: %s\n", __FILE__, line,
-            call, qwenrt_status_string(got), qwenrt_status_string(want), qwenrt_last_error());
+    fprintf(stderr, "%s:%d: FAILED: %s returned %s, expected %s\n  last error: %s\n", __FILE__,
+            line, call, qwenrt_status_string(got), qwenrt_status_string(want), qwenrt_last_error());
     ++g_failures;
   } else if (got != QWENRT_OK && qwenrt_last_error()[0] == '\0') {
     fprintf(stderr, "%s:%d: FAILED: %s: no last error text\n", __FILE__, line, call);
@@ -51,17 +51,17 @@ static void CheckStatus(qwenrt_status got, qwenrt_status want, const char *needl
 }
 #define EXPECT_STATUS(call, status, needle) CheckStatus((call), (status), (needle), #call, __LINE__)
 
-#define ASSERT_OK(call)                                                                 \
-  do {                                                                                  \
-    qwenrt_status s_ = (call);                                                          \
-    if (s_ != QWENRT_OK) {                                                              \
+#define ASSERT_OK(call)                                                                \
+  do {                                                                                 \
+    qwenrt_status s_ = (call);                                                         \
+    if (s_ != QWENRT_OK) {                                                             \
       fprintf(stderr, "%s:%d: FATAL: %s returned %s: %s\n", __FILE__, __LINE__, #call, \
-              qwenrt_status_string(s_), qwenrt_last_error());                           \
-      exit(1);                                                                          \
-    }                                                                                   \
+              qwenrt_status_string(s_), qwenrt_last_error());                          \
+      exit(1);                                                                         \
+    }                                                                                  \
   } while (0)
 
-static qwenrt_message Msg(qwenrt_role role, const char *content) {
+static qwenrt_message Msg(qwenrt_role role, const char* content) {
   qwenrt_message m;
   memset(&m, 0, sizeof m);
   m.struct_size = sizeof m;
@@ -84,14 +84,14 @@ typedef struct Collector {
   char reasoning[1 << 15];
   size_t n_reasoning;
   int pieces;
-  int stop_after; /* return false after this many pieces (0 = never) */
-  qwenrt_session *cancel_session; /* call qwenrt_session_cancel after `stop_after` pieces instead */
+  int stop_after;                 /* return false after this many pieces (0 = never) */
+  qwenrt_session* cancel_session; /* call qwenrt_session_cancel after `stop_after` pieces instead */
 } Collector;
 
-static bool Collect(qwenrt_piece_kind kind, const char *text, size_t len, void *user_data) {
-  Collector *c = (Collector *)user_data;
-  char *dst = kind == QWENRT_PIECE_REASONING ? c->reasoning : c->content;
-  size_t *n = kind == QWENRT_PIECE_REASONING ? &c->n_reasoning : &c->n_content;
+static bool Collect(qwenrt_piece_kind kind, const char* text, size_t len, void* user_data) {
+  Collector* c = (Collector*)user_data;
+  char* dst = kind == QWENRT_PIECE_REASONING ? c->reasoning : c->content;
+  size_t* n = kind == QWENRT_PIECE_REASONING ? &c->n_reasoning : &c->n_content;
   if (kind == QWENRT_PIECE_TOOL_CALL) return true;
   if (text[len] != '\0') ++g_failures, fprintf(stderr, "piece not NUL-terminated\n");
   if (*n + len + 1 < sizeof c->content) {
@@ -110,32 +110,32 @@ static bool Collect(qwenrt_piece_kind kind, const char *text, size_t len, void *
   return true;
 }
 
-static char *GetReply(qwenrt_session *s, qwenrt_piece_kind kind) {
+static char* GetReply(qwenrt_session* s, qwenrt_piece_kind kind) {
   size_t needed = 0;
-  char *buf;
+  char* buf;
   qwenrt_status st = qwenrt_session_get_reply(s, kind, NULL, 0, &needed);
   EXPECT(st == QWENRT_BUFFER_TOO_SMALL && needed >= 1);
-  buf = (char *)malloc(needed);
+  buf = (char*)malloc(needed);
   ASSERT_OK(qwenrt_session_get_reply(s, kind, buf, needed, &needed));
   return buf;
 }
 
-static int ArgMax(const float *x, size_t n) {
+static int ArgMax(const float* x, size_t n) {
   size_t i, best = 0;
   for (i = 1; i < n; ++i)
     if (x[i] > x[best]) best = i;
   return (int)best;
 }
 
-static qwenrt_model *LoadModel(void) {
-  qwenrt_model *m = NULL;
+static qwenrt_model* LoadModel(void) {
+  qwenrt_model* m = NULL;
   ASSERT_OK(qwenrt_model_load(MODEL_PATH, NULL, &m));
   return m;
 }
 
 /* split_invariant: a reused prefix must give logits bit-identical to a full recompute. */
-static qwenrt_session *NewSession(qwenrt_model *model, int n_ctx) {
-  qwenrt_session *s = NULL;
+static qwenrt_session* NewSession(qwenrt_model* model, int n_ctx) {
+  qwenrt_session* s = NULL;
   qwenrt_session_params sp = qwenrt_session_default_params();
   sp.n_ctx = n_ctx;
   sp.n_threads = 2;
@@ -152,23 +152,23 @@ typedef struct Progress {
   int cancel_at; /* return false on this call (0 = never) */
 } Progress;
 
-static bool OnProgress(float p, void *user_data) {
-  Progress *pr = (Progress *)user_data;
+static bool OnProgress(float p, void* user_data) {
+  Progress* pr = (Progress*)user_data;
   ++pr->calls;
   if (p < pr->last) ++g_failures, fprintf(stderr, "progress went backwards\n");
   pr->last = p;
   return pr->cancel_at == 0 || pr->calls < pr->cancel_at;
 }
 
-static unsigned char *ReadFile(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  unsigned char *buf;
+static unsigned char* ReadFile(const char* path, size_t* size) {
+  FILE* f = fopen(path, "rb");
+  unsigned char* buf;
   long n;
   if (f == NULL) return NULL;
   fseek(f, 0, SEEK_END);
   n = ftell(f);
   fseek(f, 0, SEEK_SET);
-  buf = (unsigned char *)malloc((size_t)n);
+  buf = (unsigned char*)malloc((size_t)n);
   if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
     free(buf);
     fclose(f);
@@ -179,12 +179,12 @@ static unsigned char *ReadFile(const char *path, size_t *size) {
   return buf;
 }
 
-/* Load options (qwenrt_model_options, by pointer): a read (not mapped) file gives the same logits as
- * a mapped one, packed weights close ones, and the template engine's limits reach renders. */
-static void Logits5(qwenrt_model *model, float *out, size_t n) {
-  qwenrt_session *s = NewSession(model, 64);
+/* Load options (qwenrt_model_options, by pointer): a read (not mapped) file gives the same logits
+ * as a mapped one, packed weights close ones, and the template engine's limits reach renders. */
+static void Logits5(qwenrt_model* model, float* out, size_t n) {
+  qwenrt_session* s = NewSession(model, 64);
   const int32_t prompt[5] = {1, 2, 3, 4, 5};
-  const float *l = NULL;
+  const float* l = NULL;
   size_t nl = 0;
   ASSERT_OK(qwenrt_session_feed(s, prompt, 5, NULL));
   ASSERT_OK(qwenrt_session_get_logits(s, &l, &nl));
@@ -194,8 +194,9 @@ static void Logits5(qwenrt_model *model, float *out, size_t n) {
 }
 
 static void TestModelOptions(void) {
-  qwenrt_model *mapped = NULL, *read = NULL, *packed = NULL, *tight = NULL, *shallow = NULL, *small = NULL;
-  qwenrt_model *bad = NULL;
+  qwenrt_model *mapped = NULL, *read = NULL, *packed = NULL, *tight = NULL, *shallow = NULL,
+               *small = NULL;
+  qwenrt_model* bad = NULL;
   qwenrt_model_options o;
   qwenrt_message msg = Msg(QWENRT_ROLE_USER, "Hello there, how are you today?");
   qwenrt_chat chat = qwenrt_chat_default();
@@ -234,28 +235,33 @@ static void TestModelOptions(void) {
   o.template_max_output_bytes = 0;
   o.template_max_value_depth = 1; /* messages are a list of dicts: depth 2 */
   ASSERT_OK(qwenrt_model_load_ex(MODEL_PATH, NULL, &o, &shallow));
-  EXPECT_STATUS(qwenrt_chat_render(shallow, &chat, buf, sizeof buf, &needed), QWENRT_INVALID_ARGUMENT,
-                "max_value_depth");
+  EXPECT_STATUS(qwenrt_chat_render(shallow, &chat, buf, sizeof buf, &needed),
+                QWENRT_INVALID_ARGUMENT, "max_value_depth");
   o.template_max_value_depth = 0;
   o.template_max_bytes = 100; /* the template is larger: the model loads, its chats are refused */
   {
     size_t size = 0;
-    unsigned char *bytes = ReadFile(MODEL_PATH, &size);
+    unsigned char* bytes = ReadFile(MODEL_PATH, &size);
     EXPECT(bytes != NULL);
     ASSERT_OK(qwenrt_model_load_from_memory_ex(bytes, size, NULL, &o, &small));
     free(bytes);
   }
-  EXPECT_STATUS(qwenrt_chat_render(small, &chat, buf, sizeof buf, &needed), QWENRT_UNSUPPORTED, "max_template_bytes");
+  EXPECT_STATUS(qwenrt_chat_render(small, &chat, buf, sizeof buf, &needed), QWENRT_UNSUPPORTED,
+                "max_template_bytes");
 
   o.template_max_bytes = 0;
   o.template_max_value_depth = -1;
-  EXPECT_STATUS(qwenrt_model_load_ex(MODEL_PATH, NULL, &o, &bad), QWENRT_INVALID_ARGUMENT, "template_max_value_depth");
+  EXPECT_STATUS(qwenrt_model_load_ex(MODEL_PATH, NULL, &o, &bad), QWENRT_INVALID_ARGUMENT,
+                "template_max_value_depth");
   EXPECT(bad == NULL);
   o.template_max_value_depth = 0;
   o.struct_size = 3; /* smaller than struct_size itself */
-  EXPECT_STATUS(qwenrt_model_load_ex(MODEL_PATH, NULL, &o, &bad), QWENRT_INVALID_ARGUMENT, "struct_size");
-  EXPECT_STATUS(qwenrt_model_load_ex(NULL, NULL, NULL, &bad), QWENRT_INVALID_ARGUMENT, "path is NULL");
-  EXPECT_STATUS(qwenrt_model_load_from_memory_ex(NULL, 0, NULL, NULL, &bad), QWENRT_INVALID_ARGUMENT, "data is NULL");
+  EXPECT_STATUS(qwenrt_model_load_ex(MODEL_PATH, NULL, &o, &bad), QWENRT_INVALID_ARGUMENT,
+                "struct_size");
+  EXPECT_STATUS(qwenrt_model_load_ex(NULL, NULL, NULL, &bad), QWENRT_INVALID_ARGUMENT,
+                "path is NULL");
+  EXPECT_STATUS(qwenrt_model_load_from_memory_ex(NULL, 0, NULL, NULL, &bad),
+                QWENRT_INVALID_ARGUMENT, "data is NULL");
   EXPECT(bad == NULL);
 
   qwenrt_model_free(mapped);
@@ -272,7 +278,7 @@ static void TestModel(void) {
   qwenrt_model_info info, info2;
   Progress pr = {0, 0.0f, 0};
   size_t size = 0;
-  unsigned char *bytes;
+  unsigned char* bytes;
 
   mp.progress_callback = OnProgress;
   mp.progress_user_data = &pr;
@@ -311,7 +317,7 @@ static void TestModel(void) {
   pr.calls = 0;
   pr.last = 0.0f;
   pr.cancel_at = 1;
-  mem_model = (qwenrt_model *)&pr; /* must be reset to NULL on error */
+  mem_model = (qwenrt_model*)&pr; /* must be reset to NULL on error */
   EXPECT_STATUS(qwenrt_model_load(MODEL_PATH, &mp, &mem_model), QWENRT_CANCELLED, "cancel");
   EXPECT(mem_model == NULL);
 
@@ -334,11 +340,11 @@ static void TestModel(void) {
 
 /* ---- text ------------------------------------------------------------------------------------ */
 
-static void TestText(qwenrt_model *model) {
+static void TestText(qwenrt_model* model) {
   int32_t tokens[64];
   size_t n = 0, needed = 0;
   char text[256];
-  const char *hello = "Hello world, h\xC3\xA9llo!";
+  const char* hello = "Hello world, h\xC3\xA9llo!";
   qwenrt_message msgs[2];
   qwenrt_chat chat = qwenrt_chat_default();
   char rendered[512];
@@ -351,8 +357,8 @@ static void TestText(qwenrt_model *model) {
   EXPECT_STATUS(qwenrt_tokenize(model, hello, strlen(hello), false, NULL, 0, &needed),
                 QWENRT_BUFFER_TOO_SMALL, "");
   EXPECT(needed == n);
-  EXPECT_STATUS(qwenrt_detokenize(model, tokens, n, false, text, 4, &needed), QWENRT_BUFFER_TOO_SMALL,
-                "");
+  EXPECT_STATUS(qwenrt_detokenize(model, tokens, n, false, text, 4, &needed),
+                QWENRT_BUFFER_TOO_SMALL, "");
   EXPECT(needed == strlen(hello) + 1);
   /* Special tokens only when asked. */
   ASSERT_OK(qwenrt_tokenize(model, "<|im_start|>", 12, true, tokens, 64, &n));
@@ -360,13 +366,14 @@ static void TestText(qwenrt_model *model) {
   ASSERT_OK(qwenrt_tokenize(model, "<|im_start|>", 12, false, tokens, 64, &n));
   EXPECT(n > 1);
   /* Bad input. */
-  EXPECT_STATUS(qwenrt_tokenize(model, "ab\xC3(", 4, false, tokens, 64, &n), QWENRT_INVALID_ARGUMENT,
-                "UTF-8");
+  EXPECT_STATUS(qwenrt_tokenize(model, "ab\xC3(", 4, false, tokens, 64, &n),
+                QWENRT_INVALID_ARGUMENT, "UTF-8");
   EXPECT_STATUS(qwenrt_tokenize(model, "\xED\xA0\x80", 3, false, tokens, 64, &n),
                 QWENRT_INVALID_ARGUMENT, "UTF-8"); /* a surrogate */
-  EXPECT_STATUS(qwenrt_tokenize(model, "\xC0\xAF", 2, false, tokens, 64, &n), QWENRT_INVALID_ARGUMENT,
-                "UTF-8"); /* overlong */
-  EXPECT_STATUS(qwenrt_tokenize(NULL, "a", 1, false, tokens, 64, &n), QWENRT_INVALID_ARGUMENT, "NULL");
+  EXPECT_STATUS(qwenrt_tokenize(model, "\xC0\xAF", 2, false, tokens, 64, &n),
+                QWENRT_INVALID_ARGUMENT, "UTF-8"); /* overlong */
+  EXPECT_STATUS(qwenrt_tokenize(NULL, "a", 1, false, tokens, 64, &n), QWENRT_INVALID_ARGUMENT,
+                "NULL");
   tokens[0] = 512;
   EXPECT_STATUS(qwenrt_detokenize(model, tokens, 1, false, text, sizeof text, &needed),
                 QWENRT_INVALID_ARGUMENT, "512");
@@ -376,26 +383,31 @@ static void TestText(qwenrt_model *model) {
   chat.messages = msgs;
   chat.n_messages = 1;
   ASSERT_OK(qwenrt_chat_render(model, &chat, rendered, sizeof rendered, &needed));
-  EXPECT(strcmp(rendered, "<|im_start|>user\nHello world<|im_end|>\n<|im_start|>assistant\n<think>\n") ==
-         0);
+  EXPECT(strcmp(rendered,
+                "<|im_start|>user\nHello world<|im_end|>\n<|im_start|>assistant\n<think>\n") == 0);
   EXPECT(needed == strlen(rendered) + 1);
   chat.enable_thinking = false;
   ASSERT_OK(qwenrt_chat_render(model, &chat, rendered, sizeof rendered, &needed));
-  EXPECT(strcmp(rendered, "<|im_start|>user\nHello world<|im_end|>\n<|im_start|>assistant\n<think>\n\n"
-                          "</think>\n\n") == 0);
-  EXPECT_STATUS(qwenrt_chat_render(model, &chat, rendered, 8, &needed), QWENRT_BUFFER_TOO_SMALL, "");
+  EXPECT(strcmp(rendered,
+                "<|im_start|>user\nHello world<|im_end|>\n<|im_start|>assistant\n<think>\n\n"
+                "</think>\n\n") == 0);
+  EXPECT_STATUS(qwenrt_chat_render(model, &chat, rendered, 8, &needed), QWENRT_BUFFER_TOO_SMALL,
+                "");
   EXPECT(needed == strlen(rendered) + 1 || needed > 8);
-  /* A tool loop (spec tokenizer-and-chat.md 6.7): reasoning of the turn after the last query is kept,
-   * the call is serialised with Python spellings, the tool result becomes a user turn. */
+  /* A tool loop (spec tokenizer-and-chat.md 6.7): reasoning of the turn after the last query is
+   * kept, the call is serialised with Python spellings, the tool result becomes a user turn. */
   {
     qwenrt_message tool_msgs[4];
     qwenrt_tool_call call = {"get_weather", "{\"city\": \"Paris\", \"metric\": true}"};
     char big[8192];
-    const char *tail =
+    const char* tail =
         "<|im_start|>user\nWeather in Paris?<|im_end|>\n"
-        "<|im_start|>assistant\n<think>\nNeed the tool.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
-        "<parameter=city>\nParis\n</parameter>\n<parameter=metric>\nTrue\n</parameter>\n</function>\n"
-        "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n{\"temp\": 20}\n</tool_response>"
+        "<|im_start|>assistant\n<think>\nNeed the "
+        "tool.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
+        "<parameter=city>\nParis\n</parameter>\n<parameter=metric>\nTrue\n</parameter>\n</"
+        "function>\n"
+        "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n{\"temp\": "
+        "20}\n</tool_response>"
         "<|im_end|>\n<|im_start|>assistant\n<think>\n";
     tool_msgs[0] = Msg(QWENRT_ROLE_SYSTEM, "Be brief.");
     tool_msgs[1] = Msg(QWENRT_ROLE_USER, "Weather in Paris?");
@@ -407,23 +419,24 @@ static void TestText(qwenrt_model *model) {
     chat.messages = tool_msgs;
     chat.n_messages = 4;
     chat.enable_thinking = true;
-    chat.tools_json = "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
-                      "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}}]";
+    chat.tools_json =
+        "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
+        "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}}]";
     ASSERT_OK(qwenrt_chat_render(model, &chat, big, sizeof big, &needed));
     EXPECT(strncmp(big, "<|im_start|>system\n# Tools\n", 27) == 0);
     EXPECT(strstr(big, "\n\nBe brief.<|im_end|>\n") != NULL);
     EXPECT(strlen(big) > strlen(tail) && strcmp(big + strlen(big) - strlen(tail), tail) == 0);
     call.arguments_json = "[1, 2]";
-    EXPECT_STATUS(qwenrt_chat_render(model, &chat, big, sizeof big, &needed), QWENRT_INVALID_ARGUMENT,
-                  "object");
+    EXPECT_STATUS(qwenrt_chat_render(model, &chat, big, sizeof big, &needed),
+                  QWENRT_INVALID_ARGUMENT, "object");
     call.arguments_json = "{\"city\": ";
-    EXPECT_STATUS(qwenrt_chat_render(model, &chat, big, sizeof big, &needed), QWENRT_INVALID_ARGUMENT,
-                  "JSON");
+    EXPECT_STATUS(qwenrt_chat_render(model, &chat, big, sizeof big, &needed),
+                  QWENRT_INVALID_ARGUMENT, "JSON");
     tool_msgs[1].n_tool_calls = 1; /* tool calls on a user message */
     tool_msgs[1].tool_calls = &call;
     call.arguments_json = NULL;
-    EXPECT_STATUS(qwenrt_chat_render(model, &chat, big, sizeof big, &needed), QWENRT_INVALID_ARGUMENT,
-                  "assistant");
+    EXPECT_STATUS(qwenrt_chat_render(model, &chat, big, sizeof big, &needed),
+                  QWENRT_INVALID_ARGUMENT, "assistant");
     chat.tools_json = NULL;
     chat.messages = msgs;
   }
@@ -448,36 +461,37 @@ static void TestText(qwenrt_model *model) {
 /* ---- the two-turn chat ---------------------------------------------------------------------- */
 
 /* Renders + tokenizes `chat` (to compare with a full re-prefill). */
-static int32_t *Tokens(qwenrt_model *model, const qwenrt_chat *chat, size_t *n) {
+static int32_t* Tokens(qwenrt_model* model, const qwenrt_chat* chat, size_t* n) {
   size_t needed = 0;
-  char *text;
-  int32_t *tokens;
+  char* text;
+  int32_t* tokens;
   EXPECT_STATUS(qwenrt_chat_render(model, chat, NULL, 0, &needed), QWENRT_BUFFER_TOO_SMALL, "");
-  text = (char *)malloc(needed);
+  text = (char*)malloc(needed);
   ASSERT_OK(qwenrt_chat_render(model, chat, text, needed, &needed));
-  tokens = (int32_t *)malloc(needed * sizeof(int32_t));
+  tokens = (int32_t*)malloc(needed * sizeof(int32_t));
   ASSERT_OK(qwenrt_tokenize(model, text, needed - 1, true, tokens, needed, n));
   free(text);
   return tokens;
 }
 
-static void TestTwoTurnChat(qwenrt_model *model) {
+static void TestTwoTurnChat(qwenrt_model* model) {
   qwenrt_session *s = NewSession(model, 0), *fresh, *forked = NULL, *loaded;
   qwenrt_message msgs[3];
   qwenrt_chat chat = qwenrt_chat_default();
   qwenrt_generate_params gp = qwenrt_generate_default_params();
   qwenrt_report r1 = NewReport(), r2 = NewReport(), rf = NewReport(), rl = NewReport();
-  Collector *col = (Collector *)calloc(1, sizeof(Collector));
+  Collector* col = (Collector*)calloc(1, sizeof(Collector));
   char *reply1, *reasoning1, *reply2, *reply_fork, *reply_loaded;
   const float *logits, *logits_fresh;
-  size_t n_vocab = 0, n_vocab2 = 0, n_prompt1 = 0, n_prompt2 = 0, i, n_held = 0, blob_size = 0, nck = 0;
+  size_t n_vocab = 0, n_vocab2 = 0, n_prompt1 = 0, n_prompt2 = 0, i, n_held = 0, blob_size = 0,
+         nck = 0;
   int32_t *prompt1, *prompt2, *held;
   int64_t positions[64];
-  void *blob;
+  void* blob;
   int same = 1;
   int64_t held_after_turn1;
   char line[512];
-  const char *path = "capi_test_session.bin";
+  const char* path = "capi_test_session.bin";
 
   msgs[0] = Msg(QWENRT_ROLE_USER, "Hello! Who are you?");
   chat.messages = msgs;
@@ -501,7 +515,7 @@ static void TestTwoTurnChat(qwenrt_model *model) {
     qwenrt_stop_reason stop = QWENRT_STOP_NONE;
     ASSERT_OK(qwenrt_session_generate(s, NULL, &gp, &stop));
     EXPECT(stop == QWENRT_STOP_MAX_TOKENS || stop == QWENRT_STOP_EOG);
-    held = (int32_t *)malloc(4096 * sizeof(int32_t));
+    held = (int32_t*)malloc(4096 * sizeof(int32_t));
     ASSERT_OK(qwenrt_session_get_tokens(s, held, 4096, &n_held));
     EXPECT(n_held > n_prompt1 || qwenrt_model_token_is_eog(model, first));
     if (n_held > n_prompt1) EXPECT(held[n_prompt1] == first); /* greedy = argmax */
@@ -514,7 +528,7 @@ static void TestTwoTurnChat(qwenrt_model *model) {
   EXPECT(r1.stop_reason == QWENRT_STOP_MAX_TOKENS || r1.stop_reason == QWENRT_STOP_EOG);
   reply1 = GetReply(s, QWENRT_PIECE_CONTENT);
   reasoning1 = GetReply(s, QWENRT_PIECE_REASONING);
-  EXPECT(strcmp(reply1, col->content) == 0);     /* the reply is what was streamed */
+  EXPECT(strcmp(reply1, col->content) == 0); /* the reply is what was streamed */
   EXPECT(strcmp(reasoning1, col->reasoning) == 0);
   EXPECT(col->pieces == 0 || col->n_reasoning > 0 || col->n_content > 0);
 
@@ -523,13 +537,15 @@ static void TestTwoTurnChat(qwenrt_model *model) {
   ASSERT_OK(qwenrt_session_fork(s, &forked));
   EXPECT(qwenrt_session_n_tokens(forked) == held_after_turn1);
   {
-    /* KV storage: F16 by default on the CPU; converting to F32 there is exact (the fork goes on). */
+    /* KV storage: F16 by default on the CPU; converting to F32 there is exact (the fork goes on).
+     */
     qwenrt_kv_type kt = QWENRT_KV_Q8_0;
     qwenrt_backend be = QWENRT_BACKEND_AUTO;
     ASSERT_OK(qwenrt_session_get_backend(forked, &be));
     ASSERT_OK(qwenrt_session_get_kv_type(forked, &kt));
     EXPECT(kt == (be == QWENRT_BACKEND_CPU ? QWENRT_KV_F16 : QWENRT_KV_F32));
-    EXPECT_STATUS(qwenrt_session_set_kv_type(forked, (qwenrt_kv_type)7), QWENRT_INVALID_ARGUMENT, "qwenrt_kv_type");
+    EXPECT_STATUS(qwenrt_session_set_kv_type(forked, (qwenrt_kv_type)7), QWENRT_INVALID_ARGUMENT,
+                  "qwenrt_kv_type");
     EXPECT_STATUS(qwenrt_session_get_kv_type(forked, NULL), QWENRT_INVALID_ARGUMENT, "NULL");
     ASSERT_OK(qwenrt_session_set_kv_type(forked, QWENRT_KV_F32));
     ASSERT_OK(qwenrt_session_get_kv_type(forked, &kt));
@@ -552,16 +568,17 @@ static void TestTwoTurnChat(qwenrt_model *model) {
   EXPECT(r2.reused_tokens > 0 && r2.reused_tokens + r2.prefilled_tokens == r2.prompt_tokens);
   EXPECT(r2.common_prefix >= r2.reused_tokens && r2.common_prefix < r2.prompt_tokens);
   EXPECT(r2.checkpoint_pos == r2.reused_tokens);
-  /* The generation prompt of turn 1 ends with "assistant\n<think>\n"; the re-rendered turn 2 diverges
-   * right after "assistant\n", and a checkpoint lies within the last few prompt tokens. */
+  /* The generation prompt of turn 1 ends with "assistant\n<think>\n"; the re-rendered turn 2
+   * diverges right after "assistant\n", and a checkpoint lies within the last few prompt tokens. */
   EXPECT(r2.reused_tokens >= (int64_t)n_prompt1 - 8 && r2.reused_tokens <= (int64_t)n_prompt1);
   ASSERT_OK(qwenrt_session_get_report_line(s, line, sizeof line, &n_held));
   EXPECT(strstr(line, "prefill") != NULL);
-  printf("turn 1: prompt %lld prefilled %lld; turn 2: prompt %lld reused %lld prefilled %lld "
-         "(checkpoint %lld)\n  trace: %s\n",
-         (long long)r1.prompt_tokens, (long long)r1.prefilled_tokens, (long long)r2.prompt_tokens,
-         (long long)r2.reused_tokens, (long long)r2.prefilled_tokens, (long long)r2.checkpoint_pos,
-         line);
+  printf(
+      "turn 1: prompt %lld prefilled %lld; turn 2: prompt %lld reused %lld prefilled %lld "
+      "(checkpoint %lld)\n  trace: %s\n",
+      (long long)r1.prompt_tokens, (long long)r1.prefilled_tokens, (long long)r2.prompt_tokens,
+      (long long)r2.reused_tokens, (long long)r2.prefilled_tokens, (long long)r2.checkpoint_pos,
+      line);
 
   /* Its logits equal a full re-prefill of the same tokens in a fresh session. */
   ASSERT_OK(qwenrt_session_get_logits(s, &logits, &n_vocab));
@@ -610,7 +627,7 @@ static void TestTwoTurnChat(qwenrt_model *model) {
   /* A damaged blob is refused and leaves the session unchanged. */
   {
     int64_t before = qwenrt_session_n_tokens(loaded);
-    unsigned char *b = (unsigned char *)blob;
+    unsigned char* b = (unsigned char*)blob;
     b[blob_size / 2] ^= 0x5A;
     EXPECT_STATUS(qwenrt_session_load_memory(loaded, blob, blob_size), QWENRT_BAD_FORMAT, NULL);
     EXPECT(qwenrt_session_n_tokens(loaded) == before);
@@ -633,7 +650,8 @@ static void TestTwoTurnChat(qwenrt_model *model) {
     EXPECT(found);
     for (k = 1; k < nck; ++k) EXPECT(positions[k - 1] < positions[k]);
   }
-  EXPECT_STATUS(qwenrt_session_get_checkpoints(loaded, positions, 0, &nck), QWENRT_BUFFER_TOO_SMALL, "");
+  EXPECT_STATUS(qwenrt_session_get_checkpoints(loaded, positions, 0, &nck), QWENRT_BUFFER_TOO_SMALL,
+                "");
   ASSERT_OK(qwenrt_session_set_checkpoint_budget(loaded, 1));
   rl = NewReport();
   ASSERT_OK(qwenrt_session_get_report(loaded, &rl));
@@ -660,17 +678,18 @@ static void TestTwoTurnChat(qwenrt_model *model) {
 
 /* ---- transcript history: turn 2 appends to the exact tokens of turn 1 ----------------------- */
 
-static void TestTranscriptHistory(qwenrt_model *model) {
+static void TestTranscriptHistory(qwenrt_model* model) {
   qwenrt_session *s = NULL, *loaded = NULL;
   qwenrt_session_params sp = qwenrt_session_default_params();
   qwenrt_message msgs[5];
   qwenrt_chat chat = qwenrt_chat_default();
   qwenrt_generate_params gp = qwenrt_generate_default_params();
   qwenrt_report r = NewReport();
-  int32_t *before = (int32_t *)malloc(4096 * sizeof(int32_t)), *after = (int32_t *)malloc(4096 * sizeof(int32_t));
+  int32_t *before = (int32_t*)malloc(4096 * sizeof(int32_t)),
+          *after = (int32_t*)malloc(4096 * sizeof(int32_t));
   size_t n_before = 0, n_after = 0, blob_size = 0;
   char *reply, *reply2;
-  void *blob;
+  void* blob;
   int64_t turn1_prompt;
 
   sp.history_mode = QWENRT_HISTORY_TRANSCRIPT;
@@ -694,7 +713,8 @@ static void TestTranscriptHistory(qwenrt_model *model) {
   EXPECT(r.reused_tokens == (int64_t)n_before && r.common_prefix == (int64_t)n_before);
   EXPECT(r.prefilled_tokens == r.prompt_tokens - (int64_t)n_before && r.prefilled_tokens > 3);
   ASSERT_OK(qwenrt_session_get_tokens(s, after, 4096, &n_after));
-  EXPECT(n_after == (size_t)r.prompt_tokens && memcmp(after, before, n_before * sizeof(int32_t)) == 0);
+  EXPECT(n_after == (size_t)r.prompt_tokens &&
+         memcmp(after, before, n_before * sizeof(int32_t)) == 0);
   ASSERT_OK(qwenrt_session_generate(s, NULL, &gp, NULL));
 
   /* The transcript bookkeeping survives save / load: turn 3 in another session appends again. */
@@ -739,8 +759,8 @@ typedef struct new_session_params {
   uint64_t future_field;
 } new_session_params;
 
-static void TestStructSize(qwenrt_model *model) {
-  qwenrt_session *s = NULL;
+static void TestStructSize(qwenrt_model* model) {
+  qwenrt_session* s = NULL;
   old_session_params old_p;
   new_session_params new_p;
   qwenrt_session_params p = qwenrt_session_default_params();
@@ -748,7 +768,7 @@ static void TestStructSize(qwenrt_model *model) {
   qwenrt_chat chat = qwenrt_chat_default();
   int32_t tokens[64];
   unsigned char report_bytes[sizeof(qwenrt_report) + 16];
-  qwenrt_report *rp = (qwenrt_report *)(void *)report_bytes;
+  qwenrt_report* rp = (qwenrt_report*)(void*)report_bytes;
   size_t k;
   int untouched = 1;
 
@@ -756,7 +776,7 @@ static void TestStructSize(qwenrt_model *model) {
   old_p.struct_size = sizeof old_p;
   old_p.n_ctx = 16;
   old_p.n_threads = 1;
-  ASSERT_OK(qwenrt_session_create(model, (const qwenrt_session_params *)(const void *)&old_p, &s));
+  ASSERT_OK(qwenrt_session_create(model, (const qwenrt_session_params*)(const void*)&old_p, &s));
   memset(tokens, 0, sizeof tokens);
   EXPECT_STATUS(qwenrt_session_feed(s, tokens, 17, NULL), QWENRT_CONTEXT_FULL, "16");
   ASSERT_OK(qwenrt_session_feed(s, tokens, 16, NULL));
@@ -813,7 +833,7 @@ static void TestStructSize(qwenrt_model *model) {
     EXPECT((st == QWENRT_OK) == (cuda != NULL));
     {
       /* Which backend a session runs on; AUTO resolves to CUDA when that session can be made. */
-      qwenrt_session *autos = NULL;
+      qwenrt_session* autos = NULL;
       qwenrt_backend b = QWENRT_BACKEND_AUTO;
       ASSERT_OK(qwenrt_session_get_backend(ref, &b));
       EXPECT(b == QWENRT_BACKEND_REF);
@@ -827,7 +847,8 @@ static void TestStructSize(qwenrt_model *model) {
       ASSERT_OK(qwenrt_session_create(model, &p, &autos));
       ASSERT_OK(qwenrt_session_get_backend(autos, &b));
       EXPECT(b == (cuda != NULL ? QWENRT_BACKEND_CUDA : QWENRT_BACKEND_CPU));
-      EXPECT_STATUS(qwenrt_session_get_backend(autos, NULL), QWENRT_INVALID_ARGUMENT, "backend is NULL");
+      EXPECT_STATUS(qwenrt_session_get_backend(autos, NULL), QWENRT_INVALID_ARGUMENT,
+                    "backend is NULL");
       EXPECT_STATUS(qwenrt_session_get_backend(NULL, &b), QWENRT_INVALID_ARGUMENT, "NULL");
       qwenrt_session_free(autos);
     }
@@ -853,7 +874,8 @@ static void TestStructSize(qwenrt_model *model) {
     big.c = chat;
     big.c.struct_size = sizeof big;
     big.extra = 7;
-    EXPECT_STATUS(qwenrt_session_feed_chat(s, &big.c, NULL), QWENRT_INVALID_ARGUMENT, "does not know");
+    EXPECT_STATUS(qwenrt_session_feed_chat(s, &big.c, NULL), QWENRT_INVALID_ARGUMENT,
+                  "does not know");
     big.extra = 0;
     ASSERT_OK(qwenrt_session_feed_chat(s, &big.c, NULL));
   }
@@ -873,26 +895,28 @@ static void TestStructSize(qwenrt_model *model) {
   qwenrt_session_free(s);
 }
 
-/* ---- misuse ----------------------------------------------------------------------------------- */
+/* ---- misuse -----------------------------------------------------------------------------------
+ */
 
-static void TestMisuse(qwenrt_model *model) {
+static void TestMisuse(qwenrt_model* model) {
   qwenrt_session *s = NewSession(model, 32), *freed = NewSession(model, 0), *out = NULL;
   qwenrt_message msgs[2];
   qwenrt_chat chat = qwenrt_chat_default();
   qwenrt_report r = NewReport();
   qwenrt_sampling_params sp = qwenrt_sampling_default_params();
   qwenrt_generate_params gp = qwenrt_generate_default_params();
-  const float *logits = NULL;
+  const float* logits = NULL;
   size_t n = 0;
   int32_t bad_token = 100000, tokens[40];
   char buf[64];
-  const char *stops[1] = {"bad \xFF stop"};
+  const char* stops[1] = {"bad \xFF stop"};
   char long_text[400];
 
   /* NULL handles. */
   EXPECT_STATUS(qwenrt_session_create(NULL, NULL, &out), QWENRT_INVALID_ARGUMENT, "model is NULL");
   EXPECT(out == NULL);
-  EXPECT_STATUS(qwenrt_session_feed(NULL, tokens, 1, NULL), QWENRT_INVALID_ARGUMENT, "session is NULL");
+  EXPECT_STATUS(qwenrt_session_feed(NULL, tokens, 1, NULL), QWENRT_INVALID_ARGUMENT,
+                "session is NULL");
   EXPECT_STATUS(qwenrt_session_feed_chat(NULL, &chat, NULL), QWENRT_INVALID_ARGUMENT, "NULL");
   EXPECT_STATUS(qwenrt_session_generate(NULL, NULL, NULL, NULL), QWENRT_INVALID_ARGUMENT, "NULL");
   EXPECT_STATUS(qwenrt_session_reset(NULL), QWENRT_INVALID_ARGUMENT, "NULL");
@@ -910,9 +934,9 @@ static void TestMisuse(qwenrt_model *model) {
   EXPECT_STATUS(qwenrt_session_cancel(freed), QWENRT_INVALID_ARGUMENT, "freed");
   EXPECT(qwenrt_session_n_tokens(freed) == -1);
   qwenrt_session_free(freed); /* a double free is detected and ignored */
-  EXPECT_STATUS(qwenrt_session_reset((qwenrt_session *)(void *)model), QWENRT_INVALID_ARGUMENT,
+  EXPECT_STATUS(qwenrt_session_reset((qwenrt_session*)(void*)model), QWENRT_INVALID_ARGUMENT,
                 "is a qwenrt_model");
-  EXPECT_STATUS(qwenrt_model_get_info((const qwenrt_model *)(const void *)s, NULL),
+  EXPECT_STATUS(qwenrt_model_get_info((const qwenrt_model*)(const void*)s, NULL),
                 QWENRT_INVALID_ARGUMENT, NULL);
 
   /* Bad arguments. */
@@ -948,7 +972,8 @@ static void TestMisuse(qwenrt_model *model) {
     memset(deep + 60000, ']', 60000);
     deep[120000] = '\0';
     chat.tools_json = deep;
-    EXPECT_STATUS(qwenrt_session_feed_chat(s, &chat, NULL), QWENRT_INVALID_ARGUMENT, "nests deeper");
+    EXPECT_STATUS(qwenrt_session_feed_chat(s, &chat, NULL), QWENRT_INVALID_ARGUMENT,
+                  "nests deeper");
   }
   chat.tools_json = NULL;
   EXPECT(qwenrt_session_n_tokens(s) == 0); /* nothing was fed by the failures above */
@@ -964,10 +989,12 @@ static void TestMisuse(qwenrt_model *model) {
   msgs[0] = Msg(QWENRT_ROLE_USER, "Hi");
   ASSERT_OK(qwenrt_session_feed_chat(s, &chat, NULL));
   sp.struct_size = 0;
-  EXPECT_STATUS(qwenrt_session_generate(s, &sp, NULL, NULL), QWENRT_INVALID_ARGUMENT, "struct_size");
+  EXPECT_STATUS(qwenrt_session_generate(s, &sp, NULL, NULL), QWENRT_INVALID_ARGUMENT,
+                "struct_size");
   sp = qwenrt_sampling_default_params();
   sp.temperature = -1.0f;
-  EXPECT_STATUS(qwenrt_session_generate(s, &sp, NULL, NULL), QWENRT_INVALID_ARGUMENT, "temperature");
+  EXPECT_STATUS(qwenrt_session_generate(s, &sp, NULL, NULL), QWENRT_INVALID_ARGUMENT,
+                "temperature");
   sp.temperature = 0.7f;
   sp.top_p = 2.0f;
   EXPECT_STATUS(qwenrt_session_generate(s, &sp, NULL, NULL), QWENRT_INVALID_ARGUMENT, "top_p");
@@ -975,7 +1002,8 @@ static void TestMisuse(qwenrt_model *model) {
   gp.n_stop_strings = 1;
   EXPECT_STATUS(qwenrt_session_generate(s, NULL, &gp, NULL), QWENRT_INVALID_ARGUMENT, "UTF-8");
   gp.stop_strings = NULL;
-  EXPECT_STATUS(qwenrt_session_generate(s, NULL, &gp, NULL), QWENRT_INVALID_ARGUMENT, "stop_strings");
+  EXPECT_STATUS(qwenrt_session_generate(s, NULL, &gp, NULL), QWENRT_INVALID_ARGUMENT,
+                "stop_strings");
   gp = qwenrt_generate_default_params();
   gp.max_tokens = 1000; /* n_ctx 32: stops at the context limit, not an error */
   {
@@ -995,18 +1023,19 @@ static void TestMisuse(qwenrt_model *model) {
   qwenrt_session_free(s);
 }
 
-/* ---- cancel ----------------------------------------------------------------------------------- */
+/* ---- cancel -----------------------------------------------------------------------------------
+ */
 
 typedef struct CancelRun {
-  qwenrt_session *session;
+  qwenrt_session* session;
   qwenrt_status status;
   int started;     /* atomics (GCC builtins): the callback has run */
   int cancel_sent; /* the main thread has called qwenrt_session_cancel */
   int done;        /* the generation returned */
 } CancelRun;
 
-static bool SlowPiece(qwenrt_piece_kind kind, const char *text, size_t len, void *user_data) {
-  CancelRun *run = (CancelRun *)user_data;
+static bool SlowPiece(qwenrt_piece_kind kind, const char* text, size_t len, void* user_data) {
+  CancelRun* run = (CancelRun*)user_data;
   struct timespec ts = {0, 1000000};
   (void)kind, (void)text, (void)len;
   __atomic_store_n(&run->started, 1, __ATOMIC_SEQ_CST);
@@ -1014,8 +1043,8 @@ static bool SlowPiece(qwenrt_piece_kind kind, const char *text, size_t len, void
   return true;
 }
 
-static void *GenerateThread(void *arg) {
-  CancelRun *run = (CancelRun *)arg;
+static void* GenerateThread(void* arg) {
+  CancelRun* run = (CancelRun*)arg;
   qwenrt_generate_params gp = qwenrt_generate_default_params();
   gp.max_tokens = -1;
   gp.callback = SlowPiece;
@@ -1025,12 +1054,12 @@ static void *GenerateThread(void *arg) {
   return NULL;
 }
 
-static void TestCancel(qwenrt_model *model) {
-  qwenrt_session *s = NewSession(model, 2048);
+static void TestCancel(qwenrt_model* model) {
+  qwenrt_session* s = NewSession(model, 2048);
   qwenrt_message msgs[1];
   qwenrt_chat chat = qwenrt_chat_default();
   qwenrt_generate_params gp = qwenrt_generate_default_params();
-  Collector *col = (Collector *)calloc(1, sizeof(Collector));
+  Collector* col = (Collector*)calloc(1, sizeof(Collector));
   CancelRun run;
   pthread_t th;
   struct timespec ts = {0, 1000000};
@@ -1071,7 +1100,8 @@ static void TestCancel(qwenrt_model *model) {
   memset(&run, 0, sizeof run);
   run.session = s;
   EXPECT(pthread_create(&th, NULL, GenerateThread, &run) == 0);
-  while (!__atomic_load_n(&run.started, __ATOMIC_SEQ_CST) && !__atomic_load_n(&run.done, __ATOMIC_SEQ_CST))
+  while (!__atomic_load_n(&run.started, __ATOMIC_SEQ_CST) &&
+         !__atomic_load_n(&run.done, __ATOMIC_SEQ_CST))
     nanosleep(&ts, NULL);
   EXPECT(__atomic_load_n(&run.started, __ATOMIC_SEQ_CST)); /* a piece was streamed */
   ASSERT_OK(qwenrt_session_cancel(s));
@@ -1088,18 +1118,19 @@ static void TestCancel(qwenrt_model *model) {
   qwenrt_session_free(s);
 }
 
-/* ---- two sessions on one model in parallel ---------------------------------------------------- */
+/* ---- two sessions on one model in parallel ----------------------------------------------------
+ */
 
 typedef struct ParallelRun {
-  qwenrt_model *model;
+  qwenrt_model* model;
   int32_t tokens[256];
   size_t n_tokens;
   qwenrt_status status;
 } ParallelRun;
 
-static void *ChatThread(void *arg) {
-  ParallelRun *run = (ParallelRun *)arg;
-  qwenrt_session *s = NULL;
+static void* ChatThread(void* arg) {
+  ParallelRun* run = (ParallelRun*)arg;
+  qwenrt_session* s = NULL;
   qwenrt_message msgs[1];
   qwenrt_chat chat = qwenrt_chat_default();
   qwenrt_generate_params gp = qwenrt_generate_default_params();
@@ -1111,14 +1142,15 @@ static void *ChatThread(void *arg) {
   gp.max_tokens = 16;
   run->status = qwenrt_session_create(run->model, &sp, &s);
   if (run->status == QWENRT_OK) run->status = qwenrt_session_chat(s, &chat, NULL, &gp, NULL);
-  if (run->status == QWENRT_OK) run->status = qwenrt_session_get_tokens(s, run->tokens, 256, &run->n_tokens);
+  if (run->status == QWENRT_OK)
+    run->status = qwenrt_session_get_tokens(s, run->tokens, 256, &run->n_tokens);
   qwenrt_session_free(s);
   return NULL;
 }
 
 /* Two sessions on one model on two threads give what one session gives alone. */
-static void TestParallel(qwenrt_model *model) {
-  ParallelRun *runs = (ParallelRun *)calloc(3, sizeof(ParallelRun));
+static void TestParallel(qwenrt_model* model) {
+  ParallelRun* runs = (ParallelRun*)calloc(3, sizeof(ParallelRun));
   pthread_t ta, tb;
   runs[0].model = runs[1].model = runs[2].model = model;
   ChatThread(&runs[2]); /* sequential reference */
@@ -1127,15 +1159,17 @@ static void TestParallel(qwenrt_model *model) {
   pthread_join(ta, NULL);
   pthread_join(tb, NULL);
   EXPECT(runs[0].status == QWENRT_OK && runs[1].status == QWENRT_OK && runs[2].status == QWENRT_OK);
-  EXPECT(runs[2].n_tokens > 0 && runs[0].n_tokens == runs[2].n_tokens && runs[1].n_tokens == runs[2].n_tokens);
+  EXPECT(runs[2].n_tokens > 0 && runs[0].n_tokens == runs[2].n_tokens &&
+         runs[1].n_tokens == runs[2].n_tokens);
   EXPECT(memcmp(runs[0].tokens, runs[2].tokens, runs[2].n_tokens * sizeof(int32_t)) == 0);
   EXPECT(memcmp(runs[1].tokens, runs[2].tokens, runs[2].n_tokens * sizeof(int32_t)) == 0);
   free(runs);
 }
 
-/* Varied text (the f32 micro model does not just repeat newlines): what get_reply returns is exactly
- * what was streamed, every piece is valid UTF-8, and reasoning and content are told apart. */
-static int ValidUtf8(const char *s, size_t n) {
+/* Varied text (the f32 micro model does not just repeat newlines): what get_reply returns is
+ * exactly what was streamed, every piece is valid UTF-8, and reasoning and content are told apart.
+ */
+static int ValidUtf8(const char* s, size_t n) {
   size_t i = 0;
   while (i < n) {
     unsigned char c = (unsigned char)s[i];
@@ -1153,21 +1187,21 @@ typedef struct Utf8Check {
   int pieces, bad;
 } Utf8Check;
 
-static bool CheckPiece(qwenrt_piece_kind kind, const char *text, size_t len, void *user_data) {
-  Utf8Check *u = (Utf8Check *)user_data;
+static bool CheckPiece(qwenrt_piece_kind kind, const char* text, size_t len, void* user_data) {
+  Utf8Check* u = (Utf8Check*)user_data;
   (void)kind;
   ++u->pieces;
   u->bad += !ValidUtf8(text, len);
   return true;
 }
 
-static void TestVariedText(qwenrt_model *tiny) {
-  qwenrt_model *micro = NULL;
-  qwenrt_session *s;
+static void TestVariedText(qwenrt_model* tiny) {
+  qwenrt_model* micro = NULL;
+  qwenrt_session* s;
   qwenrt_message msgs[1];
   qwenrt_chat chat = qwenrt_chat_default();
   qwenrt_generate_params gp = qwenrt_generate_default_params();
-  Collector *col = (Collector *)calloc(1, sizeof(Collector));
+  Collector* col = (Collector*)calloc(1, sizeof(Collector));
   qwenrt_report r = NewReport();
   char *content, *reasoning;
   int pass;
@@ -1226,8 +1260,8 @@ static void TestVariedText(qwenrt_model *tiny) {
   /* A session saved with one model is refused by a session of another. */
   {
     size_t size = 0;
-    void *blob;
-    qwenrt_session *other = NewSession(tiny, 0);
+    void* blob;
+    qwenrt_session* other = NewSession(tiny, 0);
     EXPECT_STATUS(qwenrt_session_save_memory(s, NULL, 0, &size), QWENRT_BUFFER_TOO_SMALL, NULL);
     blob = malloc(size);
     ASSERT_OK(qwenrt_session_save_memory(s, blob, size, &size));
@@ -1242,7 +1276,7 @@ static void TestVariedText(qwenrt_model *tiny) {
 }
 
 int main(void) {
-  qwenrt_model *model;
+  qwenrt_model* model;
   TestModel();
   TestModelOptions();
   model = LoadModel();

@@ -1,9 +1,9 @@
-// Checkpoint placement, prefill batch planning and the LRU store, on hand-made snapshots (no model).
-#include <catch2/catch.hpp>
-
-#include <vector>
-
+// Checkpoint placement, prefill batch planning and the LRU store, on hand-made snapshots (no
+// model).
 #include "session/checkpoint.h"
+
+#include <catch2/catch.hpp>
+#include <vector>
 
 namespace qwenrt {
 namespace {
@@ -34,7 +34,8 @@ TEST_CASE("PlanCheckpointPositions places end, end-tail, requested and every-K",
   CHECK(PlanCheckpointPositions(10, 10, req, 4, 64).empty());
 }
 
-TEST_CASE("PlanPrefill cuts on absolute ubatch multiples and exactly at checkpoints", "[checkpoint]") {
+TEST_CASE("PlanPrefill cuts on absolute ubatch multiples and exactly at checkpoints",
+          "[checkpoint]") {
   std::vector<int64_t> cps = {3, 70, 130};
   auto b = PlanPrefill(0, 130, 64, cps);
   REQUIRE(b.size() == 5);
@@ -92,17 +93,18 @@ TEST_CASE("CheckpointStore finds the newest at or before a position", "[checkpoi
   CHECK(s.bytes() == 0);
 }
 
-TEST_CASE("CheckpointStore evicts least recently used, never the newest of a turn first", "[checkpoint]") {
+TEST_CASE("CheckpointStore evicts least recently used, never the newest of a turn first",
+          "[checkpoint]") {
   CheckpointStore<FakeSnapshot> s(300);
   s.Put(10, 1, {100, 1});
   s.Put(20, 1, {100, 2});  // newest of turn 1
   s.Put(30, 2, {100, 3});
   CHECK(s.bytes() == 300);
   CHECK(s.evictions() == 0);
-  s.FindAtOrBefore(10);     // 10 becomes most recently used, but it is not protected
-  s.Put(40, 2, {100, 4});   // over budget: victims are 10 and 30 (unprotected); 30 is the LRU
+  s.FindAtOrBefore(10);    // 10 becomes most recently used, but it is not protected
+  s.Put(40, 2, {100, 4});  // over budget: victims are 10 and 30 (unprotected); 30 is the LRU
   CHECK(Positions(s) == std::vector<int64_t>{10, 20, 40});
-  s.Put(50, 3, {100, 5});   // unprotected left: 10 only
+  s.Put(50, 3, {100, 5});  // unprotected left: 10 only
   CHECK(Positions(s) == std::vector<int64_t>{20, 40, 50});
   // Only "newest of a turn" snapshots are left: the least recently used goes, but never turn 3's.
   s.set_budget(100);

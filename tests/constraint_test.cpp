@@ -3,7 +3,6 @@
 // huge enums, mask == Accept on every token (the trie walk against the direct byte walk), a
 // property test on random schemas, MaskBench samples, and the real Qwen3.5 vocabulary.
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,8 +12,6 @@
 #include <string>
 #include <vector>
 
-
-#include "vocab_fixtures.h"
 #include "chat/constraint/grammar.h"
 #include "chat/constraint/matcher.h"
 #include "chat/constraint/number_range.h"
@@ -22,8 +19,9 @@
 #include "chat/constraint/tool_grammar.h"
 #include "chat/tool_call.h"
 #include "qwenrt/gguf.hpp"
-#include "text/tokenizer.h"
 #include "test_util.h"
+#include "text/tokenizer.h"
+#include "vocab_fixtures.h"
 
 namespace qwenrt {
 namespace {
@@ -112,8 +110,8 @@ bool TokenWalk(const std::shared_ptr<const Grammar>& g, const Tokenizer& tok,
 }
 
 // After each prefix of `text`, the mask must equal "Accept(t) succeeds" for every token t.
-void CheckMaskExact(const std::shared_ptr<const Grammar>& g, const std::shared_ptr<const TokenTrie>& trie,
-                    const std::string& text) {
+void CheckMaskExact(const std::shared_ptr<const Grammar>& g,
+                    const std::shared_ptr<const TokenTrie>& trie, const std::string& text) {
   std::vector<uint32_t> bits;
   for (size_t cut = 0; cut <= text.size(); cut += std::max<size_t>(1, text.size() / 7)) {
     Matcher m(g, trie);
@@ -163,7 +161,8 @@ name ::= [A-Z] [a-z]* # trailing comment
   CHECK_FALSE(Matches(ml, "b"));
 }
 
-TEST_CASE("GBNF: a llama.cpp-style JSON grammar (empty first alternative, multi-line groups)", "[constraint]") {
+TEST_CASE("GBNF: a llama.cpp-style JSON grammar (empty first alternative, multi-line groups)",
+          "[constraint]") {
   auto g = Gbnf(R"(root   ::= object
 value  ::= object | array | string | number | ("true" | "false" | "null") ws
 object ::=
@@ -187,7 +186,8 @@ ws ::= | " " | "\n" [ \t]{0,20}
 }
 
 TEST_CASE("GBNF: recursion, CanEnd and Done", "[constraint]") {
-  auto g = Gbnf("root ::= list\nlist ::= \"[\" (item (\",\" item)*)? \"]\"\nitem ::= [0-9]+ | list\n");
+  auto g =
+      Gbnf("root ::= list\nlist ::= \"[\" (item (\",\" item)*)? \"]\"\nitem ::= [0-9]+ | list\n");
   CHECK(Matches(g, "[]"));
   CHECK(Matches(g, "[1,[2,[3,[]]],45]"));
   CHECK_FALSE(Matches(g, "[1,[2]"));
@@ -227,13 +227,15 @@ TEST_CASE("GBNF: malformed grammars give positioned errors", "[constraint]") {
   CHECK(err("root ::= (\"a\" \n").find("missing ')'") != std::string::npos);
   CHECK(err("root ::= \"a\"{3,1}\n").find("n < m") != std::string::npos);
   CHECK(err("root ::= root \"a\" | \"b\"\n") == "left recursion through rule 'root'");
-  CHECK(err("root ::= x? root \"a\" | \"b\"\nx ::= \"x\"\n") == "left recursion through rule 'root'");
+  CHECK(err("root ::= x? root \"a\" | \"b\"\nx ::= \"x\"\n") ==
+        "left recursion through rule 'root'");
   CHECK(err("root ::= \"\\q\"\n").find("unknown escape") != std::string::npos);
   // The source's bytes quoted in a message: what is not printable ASCII or valid UTF-8 is \xNN
   // (constraint_fuzz found raw 0xFF and a raw byte after a backslash in messages).
   CHECK(err("root ::= \"(\" \xFF\xFF\n") == "line 1, column 14: unexpected character '\\xFF'");
   CHECK(err("root ::= \"\\\x8E\"\n") == "line 1, column 11: unknown escape '\\\\x8E'");
-  CHECK(err("root ::= \"a\" \xC3\xA9\n").find("'\\xC3'") != std::string::npos);  // one byte of a character
+  CHECK(err("root ::= \"a\" \xC3\xA9\n").find("'\\xC3'") !=
+        std::string::npos);  // one byte of a character
   GrammarLimits small;
   small.max_elements = 1000;
   auto big = Grammar::FromGbnf("root ::= \"a\"{5000}\n", small);
@@ -281,7 +283,9 @@ TEST_CASE("regex constraints", "[constraint]") {
   CHECK_FALSE(Matches(*r, "bob"));
   auto dot = Grammar::FromRegex("a.c|[^x-z]{2}");
   REQUIRE(dot.ok());
-  CHECK(Matches(*dot, "a\xC3\xA9" "c"));
+  CHECK(Matches(*dot,
+                "a\xC3\xA9"
+                "c"));
   CHECK(Matches(*dot, "ab"));
   CHECK_FALSE(Matches(*dot, "a\nc"));
   CHECK_FALSE(Matches(*dot, "ay"));
@@ -291,11 +295,14 @@ TEST_CASE("regex constraints", "[constraint]") {
     CHECK_FALSE(g.ok());
   }
   CHECK(Grammar::FromRegex("(?=a)b").status().message().find("lookaround") != std::string::npos);
-  // Python's `re` reads \d as any Unicode digit and {,n} as a quantifier: stay inside what both agree on.
+  // Python's `re` reads \d as any Unicode digit and {,n} as a quantifier: stay inside what both
+  // agree on.
   auto nd = Grammar::FromRegex("\\D[^\\d]");
   REQUIRE(nd.ok());
   CHECK(Matches(*nd, "ab"));
-  CHECK_FALSE(Matches(*nd, "\xD9\xA3" "b"));  // ARABIC-INDIC DIGIT THREE
+  CHECK_FALSE(Matches(*nd,
+                      "\xD9\xA3"
+                      "b"));  // ARABIC-INDIC DIGIT THREE
   CHECK_FALSE(Matches(*nd, "a\xD9\xA3"));
   CHECK(Grammar::FromRegex("a{,5}").status().message().find("{,n}") != std::string::npos);
   CHECK(Grammar::FromRegex("(a)\\1").status().message().find("backreference") != std::string::npos);
@@ -324,7 +331,8 @@ TEST_CASE("integer ranges are exact", "[constraint]") {
 }
 
 TEST_CASE("JSON Schema: objects, required, additionalProperties", "[constraint]") {
-  auto g = Schema(R"({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer",
+  auto g = Schema(
+      R"({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer",
       "minimum": 0, "maximum": 150}, "tags": {"type": "array", "items": {"type": "string"}}},
       "required": ["name"], "additionalProperties": false})");
   CHECK(Matches(g, R"({"name": "Ann"})"));
@@ -338,7 +346,8 @@ TEST_CASE("JSON Schema: objects, required, additionalProperties", "[constraint]"
   CHECK_FALSE(Matches(g, R"({"name": "Ann",})"));
 
   // Other keys are allowed by default but may not spell a declared key (with its own schema).
-  auto open = Schema(R"({"type": "object", "properties": {"a": {"type": "integer"}, "ab": {"type": "integer"}}})");
+  auto open = Schema(
+      R"({"type": "object", "properties": {"a": {"type": "integer"}, "ab": {"type": "integer"}}})");
   CHECK(Matches(open, R"({"a": 1, "x": "anything", "abc": [1, {"k": null}]})"));
   CHECK(Matches(open, R"({"b": true})"));
   CHECK(Matches(open, R"({})"));
@@ -347,7 +356,8 @@ TEST_CASE("JSON Schema: objects, required, additionalProperties", "[constraint]"
   CHECK_FALSE(Matches(open, R"({"x": 1, "a": "str"})"));
 
   // Few properties: any order, each at most once, required ones present.
-  auto order = Schema(R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"},
+  auto order =
+      Schema(R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"},
       "c": {"type": "boolean"}}, "required": ["a", "c"], "additionalProperties": false})");
   CHECK(Matches(order, R"({"c": true, "a": 1})"));
   CHECK(Matches(order, R"({"b": "x", "c": false, "a": 2})"));
@@ -359,7 +369,8 @@ TEST_CASE("JSON Schema: objects, required, additionalProperties", "[constraint]"
   CHECK(Matches(typed, R"({"x": 1.5, "y": -2e3})"));
   CHECK_FALSE(Matches(typed, R"({"x": "1"})"));
 
-  auto compact = Schema(R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})", true);
+  auto compact = Schema(
+      R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})", true);
   CHECK(Matches(compact, R"({"a":1})"));
   CHECK_FALSE(Matches(compact, R"({"a": 1})"));
 }
@@ -389,7 +400,8 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
   // A huge enum compiles and is exact.
   Json big = Json::object();
   big["enum"] = Json::array();
-  for (int i = 0; i < 3000; ++i) big["enum"].push_back(std::string("v").append(std::to_string(i * 7)));
+  for (int i = 0; i < 3000; ++i)
+    big["enum"].push_back(std::string("v").append(std::to_string(i * 7)));
   auto h = Schema(big.dump());
   CHECK(Matches(h, "\"v0\""));
   CHECK(Matches(h, "\"v20993\""));
@@ -403,7 +415,7 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
   CHECK(Matches(str, "\"\\ud83d\\ude00x\""));  // a surrogate pair is one character
   CHECK_FALSE(Matches(str, "\"a\""));
   CHECK_FALSE(Matches(str, "\"abcd\""));
-  CHECK_FALSE(Matches(str, "\"\\ud83dx\""));   // a lone surrogate is not JSON text we emit
+  CHECK_FALSE(Matches(str, "\"\\ud83dx\""));  // a lone surrogate is not JSON text we emit
 
   auto pat = Schema(R"({"type": "string", "pattern": "^[a-z]+-\\d{2}$"})");
   CHECK(Matches(pat, "\"abc-12\""));
@@ -439,17 +451,20 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
   auto email = Schema(R"({"type": "string", "format": "email"})");
   CHECK(Matches(email, "\"a.b+c@example.co.uk\""));
   CHECK_FALSE(Matches(email, "\"a@b\""));
-  CHECK(SchemaError(R"({"type": "string", "format": "color"})").find("format") != std::string::npos);
+  CHECK(SchemaError(R"({"type": "string", "format": "color"})").find("format") !=
+        std::string::npos);
 }
 
 TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword", "[constraint]") {
-  auto tree = Schema(R"({"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
+  auto tree =
+      Schema(R"({"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
       "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["v"],
       "additionalProperties": false}}, "$ref": "#/$defs/node"})");
   CHECK(Matches(tree, R"({"v": 1, "kids": [{"v": 2}, {"v": 3, "kids": [{"v": 4, "kids": []}]}]})"));
   CHECK_FALSE(Matches(tree, R"({"v": 1, "kids": [{"w": 2}]})"));
 
-  auto any = Schema(R"({"anyOf": [{"type": "string", "maxLength": 2}, {"type": "integer", "minimum": 5}]})");
+  auto any = Schema(
+      R"({"anyOf": [{"type": "string", "maxLength": 2}, {"type": "integer", "minimum": 5}]})");
   CHECK(Matches(any, "\"ab\""));
   CHECK(Matches(any, "7"));
   CHECK_FALSE(Matches(any, "\"abc\""));
@@ -457,9 +472,11 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
 
   auto one = Schema(R"({"oneOf": [{"type": "string"}, {"type": "null"}]})");
   CHECK(Matches(one, "null"));
-  CHECK(SchemaError(R"({"oneOf": [{"type": "integer"}, {"type": "number"}]})").find("oneOf") != std::string::npos);
+  CHECK(SchemaError(R"({"oneOf": [{"type": "integer"}, {"type": "number"}]})").find("oneOf") !=
+        std::string::npos);
 
-  auto all = Schema(R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+  auto all = Schema(
+      R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
       {"properties": {"b": {"type": "string"}}, "required": ["b"]}]})");
   CHECK(Matches(all, R"({"a": 1, "b": "x"})"));
   CHECK(Matches(all, R"({"b": "x", "a": 1, "c": null})"));
@@ -468,15 +485,17 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
 
   // additionalProperties sees only its own schema's properties: merging would widen it.
   CHECK(SchemaError(R"({"allOf": [{"properties": {"a": {}}, "additionalProperties": false},
-      {"properties": {"b": {}}}]})").find("additionalProperties") != std::string::npos);
-  CHECK(SchemaError(R"({"allOf": [{"type": "array", "items": false}, {"prefixItems": [{}]}]})").find("items") !=
-        std::string::npos);
+      {"properties": {"b": {}}}]})")
+            .find("additionalProperties") != std::string::npos);
+  CHECK(SchemaError(R"({"allOf": [{"type": "array", "items": false}, {"prefixItems": [{}]}]})")
+            .find("items") != std::string::npos);
   // not: the exact forms compile, the others name the keyword.
   auto not_null = Schema(R"({"type": "object", "properties": {"x": {"not": {"type": "null"}}}})");
   CHECK(Matches(not_null, R"({"x": 1})"));
   CHECK(Matches(not_null, R"({"x": [null]})"));
   CHECK_FALSE(Matches(not_null, R"({"x": null})"));
-  auto not_num = Schema(R"({"type": ["integer", "string", "boolean"], "not": {"type": ["number", "boolean"]}})");
+  auto not_num = Schema(
+      R"({"type": ["integer", "string", "boolean"], "not": {"type": ["number", "boolean"]}})");
   CHECK(Matches(not_num, R"("a")"));
   CHECK_FALSE(Matches(not_num, "1"));
   CHECK_FALSE(Matches(not_num, "true"));
@@ -485,9 +504,12 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
   CHECK_FALSE(Matches(not_not, "2"));
   CHECK(Matches(Schema(R"({"type": "string", "not": false})"), R"("s")"));
   CHECK(SchemaError(R"({"not": true})").find("not") != std::string::npos);
-  CHECK(SchemaError(R"({"not": {"type": "integer"}})").find("not: excluding integers") != std::string::npos);
-  CHECK(SchemaError(R"({"properties": {"x": {"not": {"enum": [1]}}}})").find("#/properties/x: not: not supported") == 0);
-  CHECK(SchemaError(R"({"type": "array", "uniqueItems": true})") == "#: uniqueItems: not supported");
+  CHECK(SchemaError(R"({"not": {"type": "integer"}})").find("not: excluding integers") !=
+        std::string::npos);
+  CHECK(SchemaError(R"({"properties": {"x": {"not": {"enum": [1]}}}})")
+            .find("#/properties/x: not: not supported") == 0);
+  CHECK(SchemaError(R"({"type": "array", "uniqueItems": true})") ==
+        "#: uniqueItems: not supported");
   CHECK(SchemaError(R"({"$ref": "#/$defs/missing"})").find("$ref") != std::string::npos);
   CHECK(SchemaError(R"({"$ref": "http://example.com/s.json"})").find("$ref") != std::string::npos);
   auto pp = Schema(R"({"type": "object", "properties": {"id": {"type": "integer"}},
@@ -495,11 +517,15 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
   CHECK(Matches(pp, R"({"id": 1, "x-foo": "a", "x-b": "c"})"));
   CHECK_FALSE(Matches(pp, R"({"id": 1, "x-foo": 2})"));
   CHECK_FALSE(Matches(pp, R"({"x-Foo": "a"})"));
-  CHECK(SchemaError(R"({"type": "object", "properties": {"x-a": {}}, "patternProperties": {"^x": {}}})")
-            .find("patternProperties: declared property 'x-a' matches a pattern") != std::string::npos);
-  CHECK(SchemaError(R"({"type": "object", "propertyNames": {"maxLength": 3}})") == "#: propertyNames: not supported");
+  CHECK(SchemaError(
+            R"({"type": "object", "properties": {"x-a": {}}, "patternProperties": {"^x": {}}})")
+            .find("patternProperties: declared property 'x-a' matches a pattern") !=
+        std::string::npos);
+  CHECK(SchemaError(R"({"type": "object", "propertyNames": {"maxLength": 3}})") ==
+        "#: propertyNames: not supported");
   CHECK(SchemaError("{not json").find("not valid JSON") != std::string::npos);
-  auto maxp = Schema(R"({"type": "object", "properties": {"a": {}, "b": {}}, "additionalProperties": false,
+  auto maxp =
+      Schema(R"({"type": "object", "properties": {"a": {}, "b": {}}, "additionalProperties": false,
       "maxProperties": 2})");
   CHECK(Matches(maxp, R"({"a": 1, "b": 2})"));
   CHECK(SchemaError(R"({"type": "object", "properties": {"a": {}, "b": {}}, "maxProperties": 1})")
@@ -535,22 +561,31 @@ TEST_CASE("JSON Schema: multipleOf on integers is exact", "[constraint]") {
     CHECK_FALSE(Matches(g, "007"));
     CHECK_FALSE(Matches(g, "5.0"));  // refused (sound): multiples are spelled as integers
   }
-  CHECK(Matches(Schema(R"({"type": "integer", "multipleOf": 7})"), "700000000000000000000001") == false);
+  CHECK(Matches(Schema(R"({"type": "integer", "multipleOf": 7})"), "700000000000000000000001") ==
+        false);
   CHECK(Matches(Schema(R"({"type": "integer", "multipleOf": 7})"), "700000000000000000000000007"));
-  CHECK(SchemaError(R"({"type": "number", "multipleOf": 0.5})").find("multipleOf") != std::string::npos);
+  CHECK(SchemaError(R"({"type": "number", "multipleOf": 0.5})").find("multipleOf") !=
+        std::string::npos);
   CHECK(SchemaError(R"({"type": "integer", "multipleOf": 3, "minimum": 5})").find("multipleOf") !=
         std::string::npos);
-  CHECK(SchemaError(R"({"enum": [3, 4], "multipleOf": 3})").find("multipleOf") != std::string::npos);
+  CHECK(SchemaError(R"({"enum": [3, 4], "multipleOf": 3})").find("multipleOf") !=
+        std::string::npos);
 }
 
 TEST_CASE("partial UTF-8 across tokens and tokens spanning terminals", "[constraint]") {
-  // Token 0 = first byte of 'é', 1 = its second byte, 2 = "é" whole, 3 = `"a": "`, 4 = `"}`, 5 = `{`.
-  auto trie = *TokenTrie::FromTokens({"\xC3", "\xA9", "\xC3\xA9", "\"a\": \"", "\"}", "{", "x", ""});
-  auto g = Schema(R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": 1}}, "required": ["a"],
+  // Token 0 = first byte of 'é', 1 = its second byte, 2 = "é" whole, 3 = `"a": "`, 4 = `"}`, 5 =
+  // `{`.
+  auto trie =
+      *TokenTrie::FromTokens({"\xC3", "\xA9", "\xC3\xA9", "\"a\": \"", "\"}", "{", "x", ""});
+  auto g = Schema(
+      R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": 1}}, "required": ["a"],
       "additionalProperties": false})");
   Matcher m(g, trie);
   std::vector<uint32_t> bits;
-  auto allowed = [&](int t) { m.FillMask(&bits); return static_cast<bool>((bits[0] >> t) & 1); };
+  auto allowed = [&](int t) {
+    m.FillMask(&bits);
+    return static_cast<bool>((bits[0] >> t) & 1);
+  };
   CHECK(allowed(5));
   CHECK_FALSE(allowed(3));
   REQUIRE(m.Accept(5));
@@ -580,7 +615,8 @@ TEST_CASE("mask equals Accept on every token of the fixture vocabulary", "[const
   CHECK(TokenWalk(g, tok, trie, Dumps(ParseJson(text))));
   CheckMaskExact(g, trie, Dumps(ParseJson(text)));
   // Counted strings (the plain-character chain) and free keys (plain subtrees below a boundary).
-  auto counted = Schema(R"({"type": "object", "properties": {"s": {"type": "string", "minLength": 2, "maxLength": 5}},
+  auto counted = Schema(
+      R"({"type": "object", "properties": {"s": {"type": "string", "minLength": 2, "maxLength": 5}},
       "additionalProperties": {"type": "string"}})");
   const std::string ctext = R"({"s": "ab\u00e9", "other key": "free text \"quoted\" here"})";
   CHECK(TokenWalk(counted, tok, trie, ctext));
@@ -592,10 +628,12 @@ TEST_CASE("mask equals Accept on every token of the fixture vocabulary", "[const
 TEST_CASE("a matcher over its memory budget compacts instead of refusing", "[constraint]") {
   auto trie = FixtureTrie();
   const auto& tok = FixtureTokenizer();
-  auto g = Schema(R"({"type": "array", "items": {"type": "object", "properties": {"key": {"type": "string"},
+  auto g = Schema(
+      R"({"type": "array", "items": {"type": "object", "properties": {"key": {"type": "string"},
       "value": {"type": "string", "maxLength": 12}}, "required": ["key"]}})");
   Json data = Json::array();
-  for (int i = 0; i < 40; ++i) data.push_back({{"key", "k-" + std::to_string(i)}, {"value", "v\u00e9-" + std::to_string(i)}});
+  for (int i = 0; i < 40; ++i)
+    data.push_back({{"key", "k-" + std::to_string(i)}, {"value", "v\u00e9-" + std::to_string(i)}});
   const std::string text = Dumps(data);
   std::vector<int32_t> ids;
   tok.Encode(text, SpecialTokens::kNone, &ids);
@@ -649,7 +687,8 @@ struct Gen {
         s["required"] = Json::array();
         const int n = Int(1, 4);
         for (int i = 0; i < n; ++i) {
-          const std::string k = fmt::format("k{}", i);  // not "k" + ...: GCC 12 -Wrestrict false positive
+          const std::string k =
+              fmt::format("k{}", i);  // not "k" + ...: GCC 12 -Wrestrict false positive
           s["properties"][k] = RandomSchema(depth + 1);
           if (Int(0, 1)) s["required"].push_back(k);
         }
@@ -695,11 +734,23 @@ struct Gen {
 
   // A change that makes the instance invalid (false when this schema offers none).
   bool Mutate(const Json& s, Json* v) {
-    if (s.contains("enum")) { *v = "not-in-enum"; return true; }
+    if (s.contains("enum")) {
+      *v = "not-in-enum";
+      return true;
+    }
     const std::string t = s["type"].get<std::string>();
-    if (t == "integer") { *v = Int(0, 1) ? s["maximum"].get<int>() + Int(1, 9) : s["minimum"].get<int>() - Int(1, 9); return true; }
-    if (t == "boolean") { *v = "true"; return true; }
-    if (t == "string") { *v = std::string(s["maxLength"].get<size_t>() + 1, 'q'); return true; }
+    if (t == "integer") {
+      *v = Int(0, 1) ? s["maximum"].get<int>() + Int(1, 9) : s["minimum"].get<int>() - Int(1, 9);
+      return true;
+    }
+    if (t == "boolean") {
+      *v = "true";
+      return true;
+    }
+    if (t == "string") {
+      *v = std::string(s["maxLength"].get<size_t>() + 1, 'q');
+      return true;
+    }
     if (t == "array") {
       if (!v->empty() && Int(0, 1)) {
         const size_t i = static_cast<size_t>(Int(0, static_cast<int>(v->size()) - 1));
@@ -709,13 +760,21 @@ struct Gen {
       return true;
     }
     switch (Int(0, 2)) {
-      case 0: (*v)["zz_extra"] = 1; return true;
+      case 0:
+        (*v)["zz_extra"] = 1;
+        return true;
       case 1:
-        if (!s["required"].empty()) { v->erase(s["required"][0].get<std::string>()); return true; }
+        if (!s["required"].empty()) {
+          v->erase(s["required"][0].get<std::string>());
+          return true;
+        }
         (*v)["zz_extra"] = 1;
         return true;
       default: {
-        if (v->empty()) { (*v)["zz_extra"] = 1; return true; }
+        if (v->empty()) {
+          (*v)["zz_extra"] = 1;
+          return true;
+        }
         auto it = v->begin();
         std::advance(it, Int(0, static_cast<int>(v->size()) - 1));
         return Mutate(s["properties"][it.key()], &it.value());
@@ -752,7 +811,8 @@ bool RunCalls(const std::shared_ptr<const Grammar>& g, const std::string& text) 
   return m.CanEnd();
 }
 
-TEST_CASE("tool-call grammar: markup, verbatim and JSON values, markers only as special tokens", "[constraint]") {
+TEST_CASE("tool-call grammar: markup, verbatim and JSON values, markers only as special tokens",
+          "[constraint]") {
   const Json tools = ParseJson(R"([
     {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
       "city": {"type": "string", "description": "free text"},
@@ -767,7 +827,8 @@ TEST_CASE("tool-call grammar: markup, verbatim and JSON values, markers only as 
   const auto param = [](const std::string& k, const std::string& v) {
     return "<parameter=" + k + ">\n" + v + "\n</parameter>\n";
   };
-  const std::string call = open + "f>\n" + param("city", "New <York>\nline 2") + param("n", "7") + close;
+  const std::string call =
+      open + "f>\n" + param("city", "New <York>\nline 2") + param("n", "7") + close;
   CHECK(RunCalls(*g, "\n\n" + call));
   CHECK(RunCalls(*g, call + "\n" + open + "g>\n" + close));  // two calls
   const std::string full = open + "f>\n" + param("city", "x") + param("unit", "f") +
@@ -787,9 +848,12 @@ TEST_CASE("tool-call grammar: markup, verbatim and JSON values, markers only as 
   CHECK_FALSE(RunCalls(*g, open + "f>\n" + param("city", "a</b") + param("n", "7") + close));
   CHECK_FALSE(RunCalls(*g, open + "f>\n" + param("city", "a") + close));  // n is required
   CHECK_FALSE(RunCalls(*g, open + "f>\n" + param("city", "a") + param("n", "10") + close));
-  CHECK_FALSE(RunCalls(*g, open + "f>\n" + param("city", "a") + param("unit", "k") + param("n", "1") + close));
-  CHECK_FALSE(RunCalls(*g, open + "f>\n" + param("city", "a") + param("tags", R"(["a<b"])") + param("n", "1") + close));
-  CHECK_FALSE(RunCalls(*g, open + "f>\n" + param("n", "1") + param("city", "a") + close));  // schema order
+  CHECK_FALSE(RunCalls(
+      *g, open + "f>\n" + param("city", "a") + param("unit", "k") + param("n", "1") + close));
+  CHECK_FALSE(RunCalls(*g, open + "f>\n" + param("city", "a") + param("tags", R"(["a<b"])") +
+                               param("n", "1") + close));
+  CHECK_FALSE(
+      RunCalls(*g, open + "f>\n" + param("n", "1") + param("city", "a") + close));  // schema order
   CHECK_FALSE(RunCalls(*g, open + "h>\n" + close));
   CHECK_FALSE(RunCalls(*g, "text" + call));
   CHECK_FALSE(RunCalls(*g, call.substr(0, call.size() - 1)));  // not closed
@@ -815,7 +879,8 @@ TEST_CASE("tool-call grammar: markup, verbatim and JSON values, markers only as 
   CHECK_FALSE(RunCalls(*f, call));
   // The mask equals Accept on every token of a real tokenizer, the special tokens included.
   const auto& ids = FixtureTokenizer().special_ids();
-  auto real = ToolCallGrammar(tools, {ToolChoiceMode::kRequired, ""}, ids.tool_call, ids.tool_call_end);
+  auto real =
+      ToolCallGrammar(tools, {ToolChoiceMode::kRequired, ""}, ids.tool_call, ids.tool_call_end);
   REQUIRE(real.ok());
   CheckMaskExact(*real, FixtureTrie(), "\n" + full);
 
@@ -824,18 +889,22 @@ TEST_CASE("tool-call grammar: markup, verbatim and JSON values, markers only as 
     REQUIRE_FALSE(r.ok());
     return r.status().message();
   };
-  CHECK(error(R"([{"name": "f", "parameters": {"properties": {"s": {"type": "string", "maxLength": 3}}}}])")
-            .find("maxLength") != std::string::npos);
+  CHECK(
+      error(
+          R"([{"name": "f", "parameters": {"properties": {"s": {"type": "string", "maxLength": 3}}}}])")
+          .find("maxLength") != std::string::npos);
   CHECK(error(R"([{"name": "a>b"}])").find("a>b") != std::string::npos);
-  CHECK(error(R"([{"name": "f", "parameters": {"properties": {}, "required": ["x"]}}])").find("'x'") !=
-        std::string::npos);
+  CHECK(error(R"([{"name": "f", "parameters": {"properties": {}, "required": ["x"]}}])")
+            .find("'x'") != std::string::npos);
   CHECK(error(R"([{"name": "f", "parameters": {"properties": {"x": {"not": {}}}}}])").find("not") !=
         std::string::npos);
-  CHECK(error(R"([{"name": "f"}])", {ToolChoiceMode::kFunction, "q"}).find("'q'") != std::string::npos);
+  CHECK(error(R"([{"name": "f"}])", {ToolChoiceMode::kFunction, "q"}).find("'q'") !=
+        std::string::npos);
   CHECK(error("[]").find("no tools") != std::string::npos);
 }
 
-TEST_CASE("property: random instances of random schemas accepted, mutated ones rejected", "[constraint]") {
+TEST_CASE("property: random instances of random schemas accepted, mutated ones rejected",
+          "[constraint]") {
   const auto& tok = FixtureTokenizer();
   auto trie = FixtureTrie();
   Gen gen{std::mt19937(1234)};
@@ -861,7 +930,8 @@ TEST_CASE("property: random instances of random schemas accepted, mutated ones r
 
 using test::RealVocabGguf;
 
-TEST_CASE("MaskBench samples on the real vocabulary: no invalid instance accepted", "[constraint][real]") {
+TEST_CASE("MaskBench samples on the real vocabulary: no invalid instance accepted",
+          "[constraint][real]") {
   TokenizerOptions o;
   o.nfc = false;
   auto tok = Tokenizer::FromGguf(RealVocabGguf(), o);
@@ -882,8 +952,10 @@ TEST_CASE("MaskBench samples on the real vocabulary: no invalid instance accepte
     for (const auto& t : doc["tests"]) {
       INFO(e.path().filename().string() << ": " << Dumps(t["data"]));
       const bool accepted = TokenWalk(*g, **tok, *trie, Dumps(t["data"]));
-      if (!t["valid"].get<bool>()) CHECK_FALSE(accepted);
-      else CHECK(accepted);
+      if (!t["valid"].get<bool>())
+        CHECK_FALSE(accepted);
+      else
+        CHECK(accepted);
     }
   }
   CHECK(files >= 10);

@@ -6,17 +6,17 @@
 // Tolerance cpu vs ref: 1e-6 relative to max |y|. Same products and summation order (FMA
 // contraction aside); the CPU exp is a polynomial with relative error < 2e-7 instead of libm's.
 // The state is copied data and must match exactly.
-#include <catch2/catch.hpp>
+#include "ops/conv.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "alloc_counter.h"
-#include "ops/conv.h"
-#include "test_util.h"
 #include "base/thread_pool.h"
+#include "test_util.h"
 
 namespace qwenrt {
 namespace {
@@ -68,7 +68,8 @@ using test::RelErr;
 
 TEST_CASE("ref::CausalConvSilu matches a hand-computed token", "[ref]") {
   // One channel, Kc = 4: state (oldest first) = [1, -2, 0.5], taps [0.5, 0.25, -1, 2], x = 0.3.
-  // u = 0.5*1 + 0.25*(-2) + (-1)*0.5 + 2*0.3 = 0.1; y = 0.1 / (1 + e^-0.1); state -> [-2, 0.5, 0.3].
+  // u = 0.5*1 + 0.25*(-2) + (-1)*0.5 + 2*0.3 = 0.1; y = 0.1 / (1 + e^-0.1); state -> [-2, 0.5,
+  // 0.3].
   ThreadPool pool(1);
   for (bool cpu : {false, true}) {
     INFO((cpu ? "cpu" : "ref"));

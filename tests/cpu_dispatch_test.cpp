@@ -1,11 +1,12 @@
-// The CPU kernels chosen at run time (ops/cpu_dispatch.h): the choice rule, and every ISA level this
-// machine runs checked on its own, in one process: each multi-token dot kernel against the scalar
-// reference dot on odd sizes, QuantizeRowQ8K bit-identical to the reference, and the forward pass
-// split-invariant bit for bit (prefill at once == token by token == uneven ubatches) on the tiny
-// fixture models. The other op tests (matmul_test, gated_delta_test, ...) run once per level too:
-// tests/cpu_levels.cmake registers them again with QWENRT_CPU_ISA set.
-#include <catch2/catch.hpp>
+// The CPU kernels chosen at run time (ops/cpu_dispatch.h): the choice rule, and every ISA level
+// this machine runs checked on its own, in one process: each multi-token dot kernel against the
+// scalar reference dot on odd sizes, QuantizeRowQ8K bit-identical to the reference, and the forward
+// pass split-invariant bit for bit (prefill at once == token by token == uneven ubatches) on the
+// tiny fixture models. The other op tests (matmul_test, gated_delta_test, ...) run once per level
+// too: tests/cpu_levels.cmake registers them again with QWENRT_CPU_ISA set.
+#include "ops/cpu_dispatch.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -14,7 +15,6 @@
 #include <vector>
 
 #include "model_test_util.h"
-#include "ops/cpu_dispatch.h"
 #include "ops/cpu_features.h"
 #include "ops/quant.h"
 #include "ops/quant_iq.h"
@@ -47,7 +47,8 @@ void ForEachLevel(Fn fn) {
   CHECK(ran >= 1);
 }
 
-// Random well-formed weight rows: random quant bytes, fp16 scales small enough that values are O(0.1).
+// Random well-formed weight rows: random quant bytes, fp16 scales small enough that values are
+// O(0.1).
 std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<uint8_t> data(static_cast<size_t>(RowBytes(type, cols) * rows));
@@ -59,10 +60,15 @@ std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uin
     case gguf::Type::F32:
       for (int64_t i = 0; i < n; ++i) reinterpret_cast<float*>(data.data())[i] = nd(rng);
       break;
-    case gguf::Type::F16: for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToFp16(nd(rng)); break;
-    case gguf::Type::BF16: for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToBf16(nd(rng)); break;
+    case gguf::Type::F16:
+      for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToFp16(nd(rng));
+      break;
+    case gguf::Type::BF16:
+      for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToBf16(nd(rng));
+      break;
     case gguf::Type::Q8_0:
-      for (int64_t i = 0; i < nb; ++i) reinterpret_cast<BlockQ8_0*>(data.data())[i].d = Fp32ToFp16(ud(rng));
+      for (int64_t i = 0; i < nb; ++i)
+        reinterpret_cast<BlockQ8_0*>(data.data())[i].d = Fp32ToFp16(ud(rng));
       break;
     case gguf::Type::Q4_K:
       for (int64_t i = 0; i < nb; ++i) {
@@ -77,20 +83,34 @@ std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uin
       }
       break;
     case gguf::Type::Q6_K:
-      for (int64_t i = 0; i < nb; ++i) reinterpret_cast<BlockQ6K*>(data.data())[i].d = Fp32ToFp16(0.1f * ud(rng));
+      for (int64_t i = 0; i < nb; ++i)
+        reinterpret_cast<BlockQ6K*>(data.data())[i].d = Fp32ToFp16(0.1f * ud(rng));
       break;
     default: {
-      // The other block types: every fp16 scale of each block set to a value of O(1e-3) (random bytes
-      // would give NaN and infinity); MXFP4's shared exponent and IQ1_M's scale nibbles likewise.
+      // The other block types: every fp16 scale of each block set to a value of O(1e-3) (random
+      // bytes would give NaN and infinity); MXFP4's shared exponent and IQ1_M's scale nibbles
+      // likewise.
       const size_t bb = static_cast<size_t>(RowBytes(type, BlockElems(type)));
       std::vector<size_t> halves;  // offsets of fp16 fields in a block
       switch (type) {
-        case gguf::Type::Q4_1: halves = {offsetof(BlockQ4_1, d), offsetof(BlockQ4_1, m)}; break;
-        case gguf::Type::Q5_1: halves = {offsetof(BlockQ5_1, d), offsetof(BlockQ5_1, m)}; break;
-        case gguf::Type::Q2_K: halves = {offsetof(BlockQ2K, d), offsetof(BlockQ2K, dmin)}; break;
-        case gguf::Type::Q3_K: halves = {offsetof(BlockQ3K, d)}; break;
-        case gguf::Type::MXFP4: case gguf::Type::IQ1_M: break;
-        default: halves = {0}; break;  // d first: Q4_0 Q5_0 IQ4_NL IQ4_XS IQ2_* IQ3_* IQ1_S
+        case gguf::Type::Q4_1:
+          halves = {offsetof(BlockQ4_1, d), offsetof(BlockQ4_1, m)};
+          break;
+        case gguf::Type::Q5_1:
+          halves = {offsetof(BlockQ5_1, d), offsetof(BlockQ5_1, m)};
+          break;
+        case gguf::Type::Q2_K:
+          halves = {offsetof(BlockQ2K, d), offsetof(BlockQ2K, dmin)};
+          break;
+        case gguf::Type::Q3_K:
+          halves = {offsetof(BlockQ3K, d)};
+          break;
+        case gguf::Type::MXFP4:
+        case gguf::Type::IQ1_M:
+          break;
+        default:
+          halves = {0};
+          break;  // d first: Q4_0 Q5_0 IQ4_NL IQ4_XS IQ2_* IQ3_* IQ1_S
       }
       for (int64_t i = 0; i < nb; ++i) {
         uint8_t* blk = data.data() + static_cast<size_t>(i) * bb;
@@ -98,12 +118,15 @@ std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uin
           const uint16_t d = Fp32ToFp16(ud(rng));
           std::memcpy(blk + off, &d, 2);
         }
-        if (type == gguf::Type::MXFP4) blk[offsetof(BlockMXFP4, e)] = static_cast<uint8_t>(118 + rng() % 4);
+        if (type == gguf::Type::MXFP4)
+          blk[offsetof(BlockMXFP4, e)] = static_cast<uint8_t>(118 + rng() % 4);
         if (type == gguf::Type::IQ1_M) {
           // The fp16 scale is the top nibbles of the four little-endian u16 of `scales`.
           const uint16_t d = Fp32ToFp16(ud(rng));
           auto* sc = blk + offsetof(BlockIQ1M, scales);
-          for (int k = 0; k < 4; ++k) sc[2 * k + 1] = static_cast<uint8_t>((sc[2 * k + 1] & 0x0F) | (((d >> (4 * k)) & 0x0F) << 4));
+          for (int k = 0; k < 4; ++k)
+            sc[2 * k + 1] =
+                static_cast<uint8_t>((sc[2 * k + 1] & 0x0F) | (((d >> (4 * k)) & 0x0F) << 4));
         }
       }
       break;
@@ -116,7 +139,7 @@ struct DotCase {
   gguf::Type type;
   cpu::DotKernel kernel;
   float (*ref)(const void* w, const void* a, int64_t n);  // on the kernel's activation format
-  gguf::Type act;                                          // F32, Q8_K or Q8_0
+  gguf::Type act;                                         // F32, Q8_K or Q8_0
 };
 
 float RefF32(const void* w, const void* a, int64_t n) {
@@ -131,7 +154,8 @@ float RefBF16(const void* w, const void* a, int64_t n) {
 
 // The grid i-quants' kernels of the level in use (they are reached through IQuantDotKernel).
 template <gguf::Type T>
-void IQuantDot(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out, int64_t out_stride) {
+void IQuantDot(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+               int64_t out_stride) {
   cpu::IQuantDotKernel(T)(w, a, a_stride, ntok, n, out, out_stride);
 }
 
@@ -191,7 +215,8 @@ void CheckDots(const DotCase& c, int64_t rows, int64_t cols) {
     const uint8_t* wr = w.data() + r * wb;
     REQUIRE(ref::DequantizeRow(c.type, wr, wf.data(), cols));
     for (int ntok = 1; ntok <= max_tok; ++ntok) {
-      std::vector<float> out(static_cast<size_t>(3 * ntok), NAN);  // out_stride 3: the gaps stay NaN
+      std::vector<float> out(static_cast<size_t>(3 * ntok),
+                             NAN);  // out_stride 3: the gaps stay NaN
       c.kernel(wr, a.data(), ab, ntok, cols, out.data(), 3);
       for (int t = 0; t < ntok; ++t) {
         CAPTURE(r, ntok, t);
@@ -207,7 +232,8 @@ void CheckDots(const DotCase& c, int64_t rows, int64_t cols) {
 
 TEST_CASE("the ISA level is the best runnable one at or below QWENRT_CPU_ISA", "[cpu]") {
   const auto* table = cpu_dispatch::Levels()[0].table;
-  const Level levels[] = {{"baseline", table, true}, {"avx2", table, false}, {"avx512", table, true}};
+  const Level levels[] = {
+      {"baseline", table, true}, {"avx2", table, false}, {"avx512", table, true}};
   CHECK(std::string(cpu_dispatch::Choose(levels, nullptr).name) == "avx512");
   CHECK(std::string(cpu_dispatch::Choose(levels, "avx512").name) == "avx512");
   CHECK(std::string(cpu_dispatch::Choose(levels, "avx2").name) == "baseline");  // avx2 not runnable
@@ -219,9 +245,10 @@ TEST_CASE("the ISA level is the best runnable one at or below QWENRT_CPU_ISA", "
   CHECK(&cpu_dispatch::Active() == &cpu_dispatch::Choose(cpu_dispatch::Levels(), cap));
   CHECK_FALSE(cpu_dispatch::UseLevel("no-such-level"));
   std::string names;
-  for (const Level& l : cpu_dispatch::Levels()) names += std::string(" ") + l.name + (l.runnable ? "" : "(no)");
-  WARN("ISA levels:" << names << "; in use: " << cpu_dispatch::Active().name << " (" << cpu::DotKernelIsa()
-                     << ", QWENRT_CPU_ISA=" << (cap ? cap : "unset") << ")");
+  for (const Level& l : cpu_dispatch::Levels())
+    names += std::string(" ") + l.name + (l.runnable ? "" : "(no)");
+  WARN("ISA levels:" << names << "; in use: " << cpu_dispatch::Active().name << " ("
+                     << cpu::DotKernelIsa() << ", QWENRT_CPU_ISA=" << (cap ? cap : "unset") << ")");
   CHECK(cpu_dispatch::Levels()[0].runnable);
 }
 
@@ -231,9 +258,10 @@ TEST_CASE("cpuid detection agrees with the compiler's runtime checks", "[cpu]") 
   const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                   __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
   CHECK(f.x86_64_v3 == v3);
-  const bool v4_vnni = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                       __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512vnni");
+  const bool v4_vnni = v3 && __builtin_cpu_supports("avx512f") &&
+                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512cd") &&
+                       __builtin_cpu_supports("avx512vnni");
   CHECK(f.avx512_vnni == v4_vnni);
 }
 #endif
@@ -242,7 +270,7 @@ TEST_CASE("every ISA level's dot kernels match the reference dots on odd sizes",
   ForEachLevel([](const Level&) {
     for (const DotCase& c : kDotCases) {
       for (int64_t rows : {1, 5}) CheckDots(c, rows, 768);
-      CheckDots(c, 3, 1280);  // 5 super-blocks
+      CheckDots(c, 3, 1280);                              // 5 super-blocks
       if (c.act == gguf::Type::F32) CheckDots(c, 3, 37);  // the float kernels' scalar tails
     }
   });

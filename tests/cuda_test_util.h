@@ -2,21 +2,20 @@
 // of GPU cases on machines without a device, and seeded random inputs.
 #pragma once
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 #include "ops/cuda_device.h"
 
 // Ends a GPU test case, with a warning that says so, when no CUDA device is present.
-#define QWENRT_SKIP_WITHOUT_GPU()              \
-  do {                                         \
-    if (!::qwenrt::CudaAvailable()) {          \
-      WARN("no CUDA device: skipped");         \
-      return;                                  \
-    }                                          \
+#define QWENRT_SKIP_WITHOUT_GPU()      \
+  do {                                 \
+    if (!::qwenrt::CudaAvailable()) {  \
+      WARN("no CUDA device: skipped"); \
+      return;                          \
+    }                                  \
   } while (0)
 
 namespace qwenrt::test {

@@ -3,17 +3,17 @@
 // ChatSession::Chat alone, with joins and leaves between steps, chunked prefill next to decoding
 // sessions, a cancelled session and one whose context fills up next to the others, and hosts
 // submitting from several threads.
+#include "chat/engine.h"
+
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 #include "chat/chat_session.h"
-#include "chat/engine.h"
 #include "model/forward.h"
 #include "session_test_util.h"
 #include "test_util.h"
@@ -62,7 +62,8 @@ Seq NewSeq(const ModelConfig& c) {
   return Seq{std::move(*kv), std::move(*rec), {}};
 }
 
-std::unique_ptr<ForwardContext> NewContext(const Model& m, ThreadPool& pool, int64_t ubatch, int64_t seqs) {
+std::unique_ptr<ForwardContext> NewContext(const Model& m, ThreadPool& pool, int64_t ubatch,
+                                           int64_t seqs) {
   ForwardContext::Options o;
   o.max_ubatch = ubatch;
   o.max_sequences = seqs;
@@ -74,15 +75,17 @@ std::unique_ptr<ForwardContext> NewContext(const Model& m, ThreadPool& pool, int
 
 }  // namespace
 
-TEST_CASE("ForwardBatch: each sequence's logits are bit-identical to running it alone, in any position",
-          "[cpu][batch]") {
+TEST_CASE(
+    "ForwardBatch: each sequence's logits are bit-identical to running it alone, in any position",
+    "[cpu][batch]") {
   auto model = TinyModel();
   const ModelConfig& c = model->config();
   const int64_t V = c.n_vocab;
   ThreadPool pool(2);
   // Three sequences: a prefill of 13, a prefill of 5 with all logits, and a single token, then
   // two decode steps each. Ubatches of 8 rows: the batch is cut inside sequences.
-  const std::vector<std::vector<int32_t>> prompts = {RandomTokens(13, 1), RandomTokens(5, 2), RandomTokens(1, 3)};
+  const std::vector<std::vector<int32_t>> prompts = {RandomTokens(13, 1), RandomTokens(5, 2),
+                                                     RandomTokens(1, 3)};
   const std::vector<bool> all = {false, true, false};
 
   // Alone: each sequence on its own context.
@@ -109,7 +112,8 @@ TEST_CASE("ForwardBatch: each sequence's logits are bit-identical to running it 
     for (size_t j = 0; j < 3; ++j) {
       const size_t i = order[j];
       seqs[i].logits.resize(static_cast<size_t>((all[i] ? prompts[i].size() : 1) * V));
-      steps[j] = SequenceStep{&seqs[i].kv, &seqs[i].rec, prompts[i], all[i], seqs[i].logits.data(), OkStatus()};
+      steps[j] = SequenceStep{&seqs[i].kv, &seqs[i].rec,          prompts[i],
+                              all[i],      seqs[i].logits.data(), OkStatus()};
     }
     REQUIRE(ForwardBatch(*ctx, steps).ok());
     for (size_t i = 0; i < 3; ++i) CHECK(SameBits(seqs[i].logits, alone[i][0]));
@@ -118,11 +122,13 @@ TEST_CASE("ForwardBatch: each sequence's logits are bit-identical to running it 
       for (size_t j = 0; j < 3; ++j) {
         const size_t i = order[j];
         seqs[i].logits.resize(static_cast<size_t>(V));
-        steps[j] = SequenceStep{&seqs[i].kv, &seqs[i].rec, std::span<const int32_t>(&toks[k], 1), false,
-                                seqs[i].logits.data(), OkStatus()};
+        steps[j] =
+            SequenceStep{&seqs[i].kv, &seqs[i].rec,          std::span<const int32_t>(&toks[k], 1),
+                         false,       seqs[i].logits.data(), OkStatus()};
       }
       REQUIRE(ForwardBatch(*ctx, steps).ok());
-      for (size_t i = 0; i < 3; ++i) CHECK(SameBits(seqs[i].logits, alone[i][static_cast<size_t>(k + 1)]));
+      for (size_t i = 0; i < 3; ++i)
+        CHECK(SameBits(seqs[i].logits, alone[i][static_cast<size_t>(k + 1)]));
     }
   }
 }
@@ -149,7 +155,8 @@ TEST_CASE("ForwardBatch: a bad step gets its own error and the others run", "[cp
   CHECK(ForwardBatch(*ctx, twice).code() == StatusCode::kInvalidArgument);
   CHECK(twice[0].status.ok());
   CHECK(a.kv.size() == 4);
-  std::vector<SequenceStep> three(3, SequenceStep{&b.kv, &b.rec, good, false, b.logits.data(), OkStatus()});
+  std::vector<SequenceStep> three(
+      3, SequenceStep{&b.kv, &b.rec, good, false, b.logits.data(), OkStatus()});
   CHECK(ForwardBatch(*ctx, three).code() == StatusCode::kInvalidArgument);
   CHECK(b.kv.size() == 4);
 }
@@ -184,7 +191,8 @@ GenerateRequest Gen(uint64_t seed, int64_t max_tokens, std::string* streamed) {
   g.max_tokens = max_tokens;
   g.sampling.temperature = 1.5f;
   g.sampling.seed = seed;
-  for (int32_t e : TinyChatModel()->tokenizer().eog_ids()) g.sampling.logit_bias.push_back({e, -1e9f});
+  for (int32_t e : TinyChatModel()->tokenizer().eog_ids())
+    g.sampling.logit_bias.push_back({e, -1e9f});
   g.on_piece = [streamed](PieceKind, std::string_view text) {
     streamed->append(text);
     return true;
@@ -201,9 +209,13 @@ struct Result {
 };
 
 Result Collect(const ChatSession& s, Status st, std::string streamed) {
-  return Result{st, s.session().transcript(), s.state().reply_content, std::move(streamed),
-                std::vector<float>(s.session().last_logits().begin(), s.session().last_logits().end()),
-                s.report().stop_reason};
+  return Result{
+      st,
+      s.session().transcript(),
+      s.state().reply_content,
+      std::move(streamed),
+      std::vector<float>(s.session().last_logits().begin(), s.session().last_logits().end()),
+      s.report().stop_reason};
 }
 
 void CheckSame(const Result& alone, const Result& batched) {
@@ -223,13 +235,16 @@ std::string LongPrompt() {
 
 }  // namespace
 
-TEST_CASE("Engine: turns batched with joins, leaves and chunked prefill equal each turn alone", "[cpu][engine]") {
+TEST_CASE("Engine: turns batched with joins, leaves and chunked prefill equal each turn alone",
+          "[cpu][engine]") {
   struct Job {
     std::string prompt;
     uint64_t seed;
     int64_t max_tokens;
   };
-  const std::vector<Job> jobs = {{"Hello there", 1, 12}, {"What is two plus two?", 2, 5}, {LongPrompt(), 3, 8},
+  const std::vector<Job> jobs = {{"Hello there", 1, 12},
+                                 {"What is two plus two?", 2, 5},
+                                 {LongPrompt(), 3, 8},
                                  {"Short", 4, 10}};
   std::vector<Result> alone;
   for (const Job& j : jobs) {
@@ -254,7 +269,8 @@ TEST_CASE("Engine: turns batched with joins, leaves and chunked prefill equal ea
   std::vector<std::shared_ptr<EngineTurn>> turns;
   for (size_t i = 0; i < jobs.size(); ++i) chats.push_back(NewChat());
   const auto submit = [&](size_t i) {
-    auto t = (*engine)->Submit(*chats[i], Request(jobs[i].prompt), Gen(jobs[i].seed, jobs[i].max_tokens, &streamed[i]));
+    auto t = (*engine)->Submit(*chats[i], Request(jobs[i].prompt),
+                               Gen(jobs[i].seed, jobs[i].max_tokens, &streamed[i]));
     REQUIRE(t.ok());
     turns.push_back(*t);
   };
@@ -275,20 +291,24 @@ TEST_CASE("Engine: turns batched with joins, leaves and chunked prefill equal ea
   CHECK(chats[0]->Reset().ok());
 }
 
-TEST_CASE("Engine: constrained turns keep their own constraint state in a batch and equal each turn alone",
-          "[cpu][engine][constraint]") {
+TEST_CASE(
+    "Engine: constrained turns keep their own constraint state in a batch and equal each turn "
+    "alone",
+    "[cpu][engine][constraint]") {
   JsonSchemaOptions compact;
   compact.compact = true;
-  auto schema = Grammar::FromJsonSchema(R"({"type": "object", "additionalProperties": false, "required": ["ok", "n"],
+  auto schema = Grammar::FromJsonSchema(
+      R"({"type": "object", "additionalProperties": false, "required": ["ok", "n"],
       "properties": {"ok": {"type": "boolean"}, "n": {"type": "integer", "minimum": 0, "maximum": 99}}})",
-                                        compact);
+      compact);
   auto regex = Grammar::FromRegex("(yes|no) [0-9]{3}");
   REQUIRE(schema.ok());
   REQUIRE(regex.ok());
   const std::vector<std::shared_ptr<const Grammar>> constraints = {*schema, nullptr, *regex};
   const auto gen = [&](size_t i, std::string* streamed) {
     GenerateRequest g = Gen(10 + i, 40, streamed);
-    if (constraints[i] != nullptr) g.sampling.logit_bias.clear();  // the end comes where the constraint is complete
+    if (constraints[i] != nullptr)
+      g.sampling.logit_bias.clear();  // the end comes where the constraint is complete
     g.constraint = constraints[i];
     return g;
   };
@@ -385,13 +405,15 @@ TEST_CASE("Engine: a cancelled turn and one whose context fills up end alone; th
   CHECK(cancelled->Chat(Request("Count to ten"), Gen(7, 3, &again)).ok());
 }
 
-TEST_CASE("Engine: hosts on several threads submit turns to one engine worker", "[cpu][engine][threads]") {
+TEST_CASE("Engine: hosts on several threads submit turns to one engine worker",
+          "[cpu][engine][threads]") {
   const int kHosts = 4;
   std::vector<Result> alone(kHosts);
   for (int i = 0; i < kHosts; ++i) {
     auto s = NewChat();
     std::string st;
-    alone[i] = Collect(*s, s->Chat(Request("Thread " + std::to_string(i)), Gen(10 + i, 6, &st)), st);
+    alone[i] =
+        Collect(*s, s->Chat(Request("Thread " + std::to_string(i)), Gen(10 + i, 6, &st)), st);
     REQUIRE(alone[i].status.ok());
   }
   EngineParams ep;
@@ -406,7 +428,8 @@ TEST_CASE("Engine: hosts on several threads submit turns to one engine worker", 
   for (int i = 0; i < kHosts; ++i) {
     hosts.emplace_back([&, i] {
       std::string st;
-      auto t = (*engine)->Submit(*chats[i], Request("Thread " + std::to_string(i)), Gen(10 + i, 6, &st));
+      auto t =
+          (*engine)->Submit(*chats[i], Request("Thread " + std::to_string(i)), Gen(10 + i, 6, &st));
       if (!t.ok()) {
         batched[i].status = t.status();
         return;

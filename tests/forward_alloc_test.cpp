@@ -27,7 +27,8 @@ TEST_CASE("steady-state Forward does not allocate", "[ref][cpu]") {
 
       const long before = g_allocations.load();
       for (int i = 0; i < 10; ++i) {
-        REQUIRE(Forward(*ctx, kv, rec, std::span(seq.data() + 33 + i, 1), false, logits.data()).ok());
+        REQUIRE(
+            Forward(*ctx, kv, rec, std::span(seq.data() + 33 + i, 1), false, logits.data()).ok());
       }
       REQUIRE(Forward(*ctx, kv, rec, std::span(seq.data() + 43, 32), true, logits.data()).ok());
       CHECK(g_allocations.load() - before == 0);

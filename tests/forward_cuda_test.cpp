@@ -1,11 +1,15 @@
-// The CUDA forward pass and CUDA sessions: golden logits on every fixture (the exact-math bar of the
-// reference path), prefill == token-by-token decode bit for bit, the device state mirror following
-// the host state through truncation, restore and reset, sessions (turn 2 == full re-prefill, fork,
-// save/load), and cancellation from another thread. Without a device every GPU case skips with
-// "no CUDA device: skipped"; the UNSUPPORTED error of a CUDA context is checked everywhere.
-#include <catch2/catch.hpp>
+// The CUDA forward pass and CUDA sessions: golden logits on every fixture (the exact-math bar of
+// the reference path), prefill == token-by-token decode bit for bit, the device state mirror
+// following the host state through truncation, restore and reset, sessions (turn 2 == full
+// re-prefill, fork, save/load), and cancellation from another thread. Without a device every GPU
+// case skips with "no CUDA device: skipped"; the UNSUPPORTED error of a CUDA context is checked
+// everywhere.
+#include "model/forward_cuda.h"
+
+#include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -16,12 +20,9 @@
 #include <utility>
 #include <vector>
 
-#include <unistd.h>
-
-#include "model/forward_cuda.h"
-#include "ops/cuda_device.h"
 #include "cuda_test_util.h"
 #include "model_test_util.h"
+#include "ops/cuda_device.h"
 #include "qwenrt/qwenrt.h"
 #include "session/session.h"
 #include "session_test_util.h"
@@ -103,8 +104,10 @@ class FakeMirror final : public StateMirror {
   }
 };
 
-TEST_CASE("RecurrentState: accessors never fetch; Fetch, Copy, CopyFrom, move and Reset follow the mirror",
-          "[cuda][state]") {
+TEST_CASE(
+    "RecurrentState: accessors never fetch; Fetch, Copy, CopyFrom, move and Reset follow the "
+    "mirror",
+    "[cuda][state]") {
   auto model = Fixture("micro-s1-f32");
   RecurrentState a = RecurrentState::Create(model->config()).value();
   REQUIRE(a.n_layers() > 0);
@@ -167,7 +170,8 @@ TEST_CASE("A CUDA context is UNSUPPORTED without a device, and works with one", 
   WARN("CUDA device: " << CudaDeviceName().value());
 }
 
-TEST_CASE("CUDA golden logits meet the exact-math bar and match the reference path", "[cuda][golden]") {
+TEST_CASE("CUDA golden logits meet the exact-math bar and match the reference path",
+          "[cuda][golden]") {
   QWENRT_SKIP_WITHOUT_GPU();
   for (const char* name : {"micro-s1-f32", "tiny-s1-q4km", "tinymoe-s1-q4km"}) {
     auto model = Fixture(name);
@@ -182,8 +186,8 @@ TEST_CASE("CUDA golden logits meet the exact-math bar and match the reference pa
       const auto want = ref.Run(tokens);
       const Distance d = Compare(got, exact, V), dr = Compare(got, want, V);
       INFO(name << " " << seq);
-      WARN(name << " " << seq << " cuda: max|d|/max|exact| = " << d.max_rel << ", top-1 = " << d.top1
-                << "; vs ref: max rel " << dr.max_rel << ", top-1 " << dr.top1);
+      WARN(name << " " << seq << " cuda: max|d|/max|exact| = " << d.max_rel << ", top-1 = "
+                << d.top1 << "; vs ref: max rel " << dr.max_rel << ", top-1 " << dr.top1);
       CHECK(d.max_rel <= 1e-3);
       CHECK(dr.max_rel <= 1e-4);
     }
@@ -209,7 +213,8 @@ TEST_CASE("CUDA: prefill == token by token == uneven pieces, bit for bit", "[cud
   }
 }
 
-TEST_CASE("CUDA: decode by graph replay equals eager decode, across KV growth (recapture)", "[cuda]") {
+TEST_CASE("CUDA: decode by graph replay equals eager decode, across KV growth (recapture)",
+          "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
   auto model = Fixture("tiny-s1-q4km");
   const int64_t V = model->config().n_vocab;
@@ -219,7 +224,8 @@ TEST_CASE("CUDA: decode by graph replay equals eager decode, across KV growth (r
     options.graphs = graphs;
     auto cuda = CudaForward::Create(*model, options).value();
     KvCacheOptions pages;
-    pages.page_rows = 8;  // the host cache grows 8 positions at a time, the device mirror 8 -> 16 -> 32 -> 64
+    pages.page_rows =
+        8;  // the host cache grows 8 positions at a time, the device mirror 8 -> 16 -> 32 -> 64
     KvCache kv = KvCache::Create(model->config(), 0, /*initial_capacity=*/8, pages).value();
     RecurrentState rec = RecurrentState::Create(model->config()).value();
     std::vector<float> all(tokens.size() * static_cast<size_t>(V));
@@ -236,7 +242,8 @@ TEST_CASE("CUDA: decode by graph replay equals eager decode, across KV growth (r
   CHECK(Same(whole.Run(tokens), replayed));
 }
 
-TEST_CASE("CUDA: the device mirror follows the host state (truncate, restore, reset, swap)", "[cuda]") {
+TEST_CASE("CUDA: the device mirror follows the host state (truncate, restore, reset, swap)",
+          "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
   auto model = Fixture("tiny-s1-q4km");
   const int64_t V = model->config().n_vocab;
@@ -301,8 +308,9 @@ bool SameState(RecurrentState& a, RecurrentState& b) {
   return true;
 }
 
-TEST_CASE("CUDA: checkpoint copies stay on the device, move, restore exactly and survive the context",
-          "[cuda]") {
+TEST_CASE(
+    "CUDA: checkpoint copies stay on the device, move, restore exactly and survive the context",
+    "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
   auto model = Fixture("tiny-s1-q4km");
   const int64_t V = model->config().n_vocab;
@@ -406,7 +414,8 @@ TEST_CASE("CUDA sessions honour cancellation from another thread", "[cuda][sessi
   FeedOptions o;
   o.cancel = &cancel;
   o.progress = [&](int64_t done, int64_t) {
-    if (done >= 64) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // give the stopper time
+    if (done >= 64)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // give the stopper time
     return true;
   };
   std::thread stopper([&] {

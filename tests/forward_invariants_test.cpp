@@ -1,22 +1,22 @@
-// Invariants of the forward pass on each path: how a sequence is split into ubatches does not change
-// the logits; errors leave the KV cache and recurrent state untouched; the cache grows and truncates
-// without losing contents.
+// Invariants of the forward pass on each path: how a sequence is split into ubatches does not
+// change the logits; errors leave the KV cache and recurrent state untouched; the cache grows and
+// truncates without losing contents.
 //
 // Tolerances. Reference path: every op works row by row in a fixed order (matmul rows, norms, the
-// token-serial delta rule, attention per query), so any split gives bit-identical results (measured:
-// 0); we allow 1e-6·max|logit| as slack for the compiler. CPU path with the recurrent delta rule
-// (gdn_chunk_min_tokens = ∞): also row-independent (per-row Q8_K activation quantization, per-query
-// attention), so the same bound holds (measured: 0). CPU path with the default chunked delta rule for
-// ubatches >= cpu::kGatedDeltaChunkMinTokens: the chunk form reassociates the sums of the recurrence (docs/spec/qwen35-architecture.md §10), so different
-// splits differ by f32 rounding: 4e-6·max|logit| on the f32 model (bound: 1e-4). On the Q4_K_M models
-// the Q8_K activation quantization amplifies any such perturbation (an activation that crosses a
-// rounding boundary moves by a full quantization step): measured max|Δ| 1–2e-2·max|logit|, mean|Δ|/std
-// 5–7e-3, which is the same effect as chunked-vs-recurrent on one split (1.5e-2 mean/std) and well
-// below the quantization noise of either form against exact math (5e-2). Bound there: max 0.1,
-// mean/std 0.02, top-1 >= 0.95.
-#include <thread>
-
+// token-serial delta rule, attention per query), so any split gives bit-identical results
+// (measured: 0); we allow 1e-6·max|logit| as slack for the compiler. CPU path with the recurrent
+// delta rule (gdn_chunk_min_tokens = ∞): also row-independent (per-row Q8_K activation
+// quantization, per-query attention), so the same bound holds (measured: 0). CPU path with the
+// default chunked delta rule for ubatches >= cpu::kGatedDeltaChunkMinTokens: the chunk form
+// reassociates the sums of the recurrence (docs/spec/qwen35-architecture.md §10), so different
+// splits differ by f32 rounding: 4e-6·max|logit| on the f32 model (bound: 1e-4). On the Q4_K_M
+// models the Q8_K activation quantization amplifies any such perturbation (an activation that
+// crosses a rounding boundary moves by a full quantization step): measured max|Δ|
+// 1–2e-2·max|logit|, mean|Δ|/std 5–7e-3, which is the same effect as chunked-vs-recurrent on one
+// split (1.5e-2 mean/std) and well below the quantization noise of either form against exact math
+// (5e-2). Bound there: max 0.1, mean/std 0.02, top-1 >= 0.95.
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "model_test_util.h"
 
@@ -39,7 +39,8 @@ struct PathCase {
   const char* name;
 };
 
-const PathCase kPaths[] = {  // not constexpr: reads the default threshold
+const PathCase kPaths[] = {
+    // not constexpr: reads the default threshold
     {BackendKind::kRef, 64, 1e-6, "ref"},
     {BackendKind::kCpu, INT64_MAX, 1e-6, "cpu recurrent"},
     {BackendKind::kCpu, BackendOptions().gdn_chunk_min_tokens, 1e-4, "cpu chunked"},
@@ -58,12 +59,14 @@ TEST_CASE("prefill at once == one token at a time == uneven ubatches", "[ref][cp
       r.Reset();
       const auto one_by_one = r.Run(seq_b, {1});
       // Chunked form on a quantized model: see the tolerance note at the top.
-      const bool loose = p.chunk_min < INT64_MAX && std::string(m).find("q4km") != std::string::npos;
-      auto check_close = [&](const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+      const bool loose =
+          p.chunk_min < INT64_MAX && std::string(m).find("q4km") != std::string::npos;
+      auto check_close = [&](const std::vector<float>& got, const std::vector<float>& want,
+                             const char* what) {
         const double d = MaxRel(got, want);
         const Distance dd = Compare(got, want, model->config().n_vocab);
-        WARN(m << " " << p.name << ": " << what << " max|d|/max = " << d << " mean|d|/std = "
-               << dd.mean_over_std << " top-1 = " << dd.top1);
+        WARN(m << " " << p.name << ": " << what << " max|d|/max = " << d
+               << " mean|d|/std = " << dd.mean_over_std << " top-1 = " << dd.top1);
         if (loose) {
           CHECK(d <= 0.1);
           CHECK(dd.mean_over_std <= 0.02);
@@ -98,9 +101,11 @@ TEST_CASE("errors leave the state unchanged", "[ref][cpu]") {
     INFO(BackendName(kind));
     Runner r(model, kind);
     const auto seq = ReadTokens("tokens/seqB.txt");
-    const std::vector<int32_t> head(seq.begin(), seq.begin() + 20), tail(seq.begin() + 20, seq.end());
-    // The same split (20, rest) without the errors: the CPU default runs the chunked delta rule, whose
-    // result depends on the split, and on this MoE fixture a last-bit change can flip an expert choice.
+    const std::vector<int32_t> head(seq.begin(), seq.begin() + 20),
+        tail(seq.begin() + 20, seq.end());
+    // The same split (20, rest) without the errors: the CPU default runs the chunked delta rule,
+    // whose result depends on the split, and on this MoE fixture a last-bit change can flip an
+    // expert choice.
     const auto expect = r.Run(seq, {20, static_cast<int64_t>(seq.size())});
     r.Reset();
     r.Run(head);
@@ -115,8 +120,10 @@ TEST_CASE("errors leave the state unchanged", "[ref][cpu]") {
     const std::vector<int32_t> negative = {-1};
     CHECK(Forward(*r.ctx, *r.kv, *r.rec, negative, false, logits.data()).code() ==
           StatusCode::kInvalidArgument);
-    CHECK(Forward(*r.ctx, *r.kv, *r.rec, {}, false, logits.data()).code() == StatusCode::kInvalidArgument);
-    CHECK(Forward(*r.ctx, *r.kv, *r.rec, tail, false, nullptr).code() == StatusCode::kInvalidArgument);
+    CHECK(Forward(*r.ctx, *r.kv, *r.rec, {}, false, logits.data()).code() ==
+          StatusCode::kInvalidArgument);
+    CHECK(Forward(*r.ctx, *r.kv, *r.rec, tail, false, nullptr).code() ==
+          StatusCode::kInvalidArgument);
     CHECK(r.kv->size() == 20);
     for (int64_t g = 0; g < before.n_layers(); ++g) {
       CHECK(std::equal(before.conv(g), before.conv(g) + before.conv_floats(), r.rec->conv(g)));
@@ -156,7 +163,8 @@ TEST_CASE("KV cache grows, copies and truncates without losing contents", "[ref]
 
   // Snapshot at 100 (KV copy + recurrent copy), continue, then restore and redo: same logits.
   r.Reset();
-  const std::vector<int32_t> first(seq.begin(), seq.begin() + 100), second(seq.begin() + 100, seq.end());
+  const std::vector<int32_t> first(seq.begin(), seq.begin() + 100),
+      second(seq.begin() + 100, seq.end());
   r.Run(first);
   KvCache kv_snap = r.kv->Copy().value();
   RecurrentState rec_snap = r.rec->Copy().value();
@@ -208,7 +216,8 @@ TEST_CASE("one Model shared by two threads gives the single-thread results", "[c
 namespace qwenrt::test {
 namespace {
 
-TEST_CASE("last-token logits equal the last row of all logits, across internal ubatches", "[ref][cpu]") {
+TEST_CASE("last-token logits equal the last row of all logits, across internal ubatches",
+          "[ref][cpu]") {
   auto model = LoadFixture("tiny-s1-q4km");
   const int64_t V = model->config().n_vocab;
   const auto seq = ReadTokens("tokens/seqB.txt");

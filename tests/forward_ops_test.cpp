@@ -1,11 +1,10 @@
 // The forward pass's own ops (attention.h, norm.h, rope.h, moe.h): the CPU attention against the
 // reference, and the reference ops against hand-computed values. The op x backend table is
 // ops_backend_test.cpp.
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "ops/attention.h"
 #include "ops/moe.h"
@@ -36,8 +35,10 @@ TEST_CASE("cpu::Attention matches ref (GQA, causal over cache + batch)", "[cpu]"
     for (int64_t n_past : {0, 5, 300}) {
       const AttentionShape s{T, n_past, 6, 2, 40};
       const int64_t n = n_past + T;
-      const auto q = Random(T * s.H * s.Dh, 7), k = Random(n * s.Hkv * s.Dh, 8), v = Random(n * s.Hkv * s.Dh, 9);
-      std::vector<float> o_ref(q.size()), o_cpu(q.size()), sc(n), sc_cpu(pool.size() * cpu::AttentionScoreFloats(n, s.H / s.Hkv));
+      const auto q = Random(T * s.H * s.Dh, 7), k = Random(n * s.Hkv * s.Dh, 8),
+                 v = Random(n * s.Hkv * s.Dh, 9);
+      std::vector<float> o_ref(q.size()), o_cpu(q.size()), sc(n),
+          sc_cpu(pool.size() * cpu::AttentionScoreFloats(n, s.H / s.Hkv));
       ref::Attention(s, q.data(), k.data(), v.data(), o_ref.data(), sc.data());
       cpu::Attention(s, q.data(), k.data(), v.data(), o_cpu.data(), sc_cpu.data(), pool);
       INFO("T " << T << " n_past " << n_past);
@@ -49,7 +50,8 @@ TEST_CASE("cpu::Attention matches ref (GQA, causal over cache + batch)", "[cpu]"
   for (const AttentionShape s : {AttentionShape{9, 3, 2 * (cpu::kAttentionMaxGroup + 1), 2, 24},
                                  AttentionShape{17, 2, 12, 3, 33}}) {
     const int64_t n = s.n_past + s.T;
-    const auto q = Random(s.T * s.H * s.Dh, 17), k = Random(n * s.Hkv * s.Dh, 18), v = Random(n * s.Hkv * s.Dh, 19);
+    const auto q = Random(s.T * s.H * s.Dh, 17), k = Random(n * s.Hkv * s.Dh, 18),
+               v = Random(n * s.Hkv * s.Dh, 19);
     std::vector<float> o_ref(q.size()), o_cpu(q.size()), o_one(q.size()), sc(n),
         sc_cpu(pool.size() * cpu::AttentionScoreFloats(n, s.H / s.Hkv));
     ref::Attention(s, q.data(), k.data(), v.data(), o_ref.data(), sc.data());
@@ -57,8 +59,8 @@ TEST_CASE("cpu::Attention matches ref (GQA, causal over cache + batch)", "[cpu]"
     CHECK(MaxAbsDiff(o_ref, o_cpu) <= 1e-5);
     for (int64_t t = 0; t < s.T; ++t) {
       const AttentionShape one{1, s.n_past + t, s.H, s.Hkv, s.Dh};
-      cpu::Attention(one, q.data() + t * s.H * s.Dh, k.data(), v.data(), o_one.data() + t * s.H * s.Dh, sc_cpu.data(),
-                     pool);
+      cpu::Attention(one, q.data() + t * s.H * s.Dh, k.data(), v.data(),
+                     o_one.data() + t * s.H * s.Dh, sc_cpu.data(), pool);
     }
     CHECK(o_one == o_cpu);
   }
@@ -87,7 +89,8 @@ TEST_CASE("norms, rope, routing, f16 rounding", "[ref][cpu]") {
   ref::L2Norm(l.data(), 2, 2, 1e-6f);
   CHECK(l == std::vector<float>{0.6f, 0.8f, 0, 0});
 
-  // Rope: position 0 is the identity; pair (i, i + R/2) rotates by p * base^(-2i/R); dims >= R kept.
+  // Rope: position 0 is the identity; pair (i, i + R/2) rotates by p * base^(-2i/R); dims >= R
+  // kept.
   std::vector<bool> uses(2, true);
   RopeParams rp{4, 100.0f, 1.0f, &uses};
   std::vector<float> h = {1, 1, 0, 0, 9, 9};  // one head, Dh = 6, R = 4

@@ -12,18 +12,18 @@
 //   rounding differs more, but stays f32-level and bounded per chunk. Observed: <= 1e-6 (after
 //   summing gamma in double; an f32 cumsum gave 7e-5 with strong decays).
 // Relative to the max |value| rather than element-wise because single outputs can be near zero.
-#include <catch2/catch.hpp>
+#include "ops/gated_delta.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 #include "alloc_counter.h"
-#include "ops/gated_delta.h"
-#include "test_util.h"
 #include "base/thread_pool.h"
+#include "test_util.h"
 
 namespace qwenrt {
 namespace {
@@ -79,10 +79,14 @@ enum class Form { kRef, kRecurrent, kChunk, kDispatch };
 
 const char* FormName(Form f) {
   switch (f) {
-    case Form::kRef: return "ref";
-    case Form::kRecurrent: return "recurrent";
-    case Form::kChunk: return "chunk";
-    case Form::kDispatch: return "cpu::GatedDelta";
+    case Form::kRef:
+      return "ref";
+    case Form::kRecurrent:
+      return "recurrent";
+    case Form::kChunk:
+      return "chunk";
+    case Form::kDispatch:
+      return "cpu::GatedDelta";
   }
   return "?";
 }
@@ -100,10 +104,18 @@ void RunRange(Form form, const Inputs& in, int64_t t0, int64_t t1, std::vector<f
   const float* b = in.beta.data() + t0 * s.Hv;
   float* o = out.data() + t0 * s.Hv * s.Dv;
   switch (form) {
-    case Form::kRef: ref::GatedDelta(s, q, k, v, g, b, state.data(), o); break;
-    case Form::kRecurrent: cpu::GatedDeltaRecurrent(s, q, k, v, g, b, state.data(), o, pool); break;
-    case Form::kChunk: cpu::GatedDeltaChunk(s, q, k, v, g, b, state.data(), o, pool); break;
-    case Form::kDispatch: cpu::GatedDelta(s, q, k, v, g, b, state.data(), o, pool); break;
+    case Form::kRef:
+      ref::GatedDelta(s, q, k, v, g, b, state.data(), o);
+      break;
+    case Form::kRecurrent:
+      cpu::GatedDeltaRecurrent(s, q, k, v, g, b, state.data(), o, pool);
+      break;
+    case Form::kChunk:
+      cpu::GatedDeltaChunk(s, q, k, v, g, b, state.data(), o, pool);
+      break;
+    case Form::kDispatch:
+      cpu::GatedDelta(s, q, k, v, g, b, state.data(), o, pool);
+      break;
   }
 }
 
@@ -130,8 +142,8 @@ void CheckClose(const Result& got, const Result& want, double tol) {
 }
 
 TEST_CASE("ref::GatedDelta matches a hand-computed step", "[ref]") {
-  // Dk = 2, Dv = 1, one token: S = [1, 2]^T, alpha = 0.5, k = [1, 0], beta = 0.5, v = 3, q = [1, 1].
-  // S <- 0.5 S = [0.5, 1]; r = 3 - 0.5 = 2.5; S += k * 0.5 * 2.5 = [1.75, 1]; o = 2.75.
+  // Dk = 2, Dv = 1, one token: S = [1, 2]^T, alpha = 0.5, k = [1, 0], beta = 0.5, v = 3, q = [1,
+  // 1]. S <- 0.5 S = [0.5, 1]; r = 3 - 0.5 = 2.5; S += k * 0.5 * 2.5 = [1.75, 1]; o = 2.75.
   const GatedDeltaShape s{1, 1, 1, 2, 1};
   const float q[] = {1, 1}, k[] = {1, 0}, v[] = {3}, g[] = {std::log(0.5f)}, b[] = {0.5f};
   float state[] = {1, 2}, out[1];
@@ -191,8 +203,8 @@ TEST_CASE("thread count does not change the result", "[cpu]") {
 
 TEST_CASE("split invariance: T at once == uneven pieces carrying the state", "[ref][cpu]") {
   ThreadPool pool(2);
-  for (const GatedDeltaShape s : {GatedDeltaShape{300, 2, 4, 32, 32},
-                                  GatedDeltaShape{150, 2, 4, 128, 128}}) {
+  for (const GatedDeltaShape s :
+       {GatedDeltaShape{300, 2, 4, 32, 32}, GatedDeltaShape{150, 2, 4, 128, 128}}) {
     const Inputs in = MakeInputs(s, 7);
     for (Form f : {Form::kRef, Form::kRecurrent, Form::kChunk, Form::kDispatch}) {
       INFO(FormName(f) << " Dk=" << s.Dk);
@@ -241,7 +253,8 @@ TEST_CASE("extreme decays: strong (|gamma| > 600 within a chunk) and none", "[re
 
 TEST_CASE("value head h uses key head h % Hk (tiled), not h / (Hv / Hk)", "[ref][cpu]") {
   // Hk = 2, Hv = 4: tiled maps value heads 0,1,2,3 to key heads 0,1,0,1; grouped would give
-  // 0,0,1,1. Each value head is recomputed alone (Hk = Hv = 1) with the key head chosen by each rule.
+  // 0,0,1,1. Each value head is recomputed alone (Hk = Hv = 1) with the key head chosen by each
+  // rule.
   ThreadPool pool(2);
   const GatedDeltaShape s{20, 2, 4, 32, 16};
   const Inputs in = MakeInputs(s, 99);
@@ -289,8 +302,8 @@ TEST_CASE("steady-state cpu calls do not allocate", "[cpu]") {
   const Inputs in = MakeInputs(s, 21);
   std::vector<float> state = in.state, out(s.T * s.Hv * s.Dv);
   auto run_all = [&] {
-    cpu::GatedDeltaRecurrent(s, in.q.data(), in.k.data(), in.v.data(), in.g.data(),
-                             in.beta.data(), state.data(), out.data(), pool);
+    cpu::GatedDeltaRecurrent(s, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
+                             state.data(), out.data(), pool);
     cpu::GatedDeltaChunk(s, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
                          state.data(), out.data(), pool);
     cpu::GatedDelta(s, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),

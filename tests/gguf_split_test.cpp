@@ -1,10 +1,10 @@
-// Split GGUF files as llama-gguf-split writes them (tests/data/quant/micro-q4_0-split-0000k-of-00003.gguf,
-// a 3-part split of micro-q4_0.gguf): opening the first part finds the others, the model gives the
-// unsplit file's logits bit for bit, and a missing, renamed or mismatched part is a specific error.
-#include <catch2/catch.hpp>
-
+// Split GGUF files as llama-gguf-split writes them
+// (tests/data/quant/micro-q4_0-split-0000k-of-00003.gguf, a 3-part split of micro-q4_0.gguf):
+// opening the first part finds the others, the model gives the unsplit file's logits bit for bit,
+// and a missing, renamed or mismatched part is a specific error.
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -19,13 +19,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Part(int k) { return DataPath("quant/micro-q4_0-split-0000" + std::to_string(k) + "-of-00003.gguf"); }
+std::string Part(int k) {
+  return DataPath("quant/micro-q4_0-split-0000" + std::to_string(k) + "-of-00003.gguf");
+}
 
 // A fresh directory under the temp dir, removed at scope exit.
 struct TempDir {
   fs::path path;
   TempDir() {
-    path = fs::temp_directory_path() / ("qwenrt-split-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    path = fs::temp_directory_path() /
+           ("qwenrt-split-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -103,7 +106,8 @@ TEST_CASE("missing, renamed and mismatched split parts are specific errors", "[s
     TempDir d;
     const std::string first = d.Put(Part(1), "m-00001-of-00003.gguf");
     d.Put(Part(2), "m-00002-of-00003.gguf");
-    d.Put(DataPath("quant/micro-q4_0.gguf"), "m-00003-of-00003.gguf");  // a whole file: split.count 1
+    d.Put(DataPath("quant/micro-q4_0.gguf"),
+          "m-00003-of-00003.gguf");  // a whole file: split.count 1
     gguf::Error err;
     CHECK_FALSE(gguf::File::Open(first, &err).has_value());
     CHECK(err.code == gguf::ErrorCode::kSplitPart);

@@ -1,26 +1,25 @@
 // Tests of the header-only GGUF reader and writer: round trips of every value type, the three
-// fixture models, one malformed file per checklist item (docs/spec/gguf-and-quants.md §5, items 1-21,
-// 27, 28), and exhaustive truncation / byte-corruption loops that must fail cleanly.
-#include <catch2/catch.hpp>
+// fixture models, one malformed file per checklist item (docs/spec/gguf-and-quants.md §5, items
+// 1-21, 27, 28), and exhaustive truncation / byte-corruption loops that must fail cleanly.
+#include "qwenrt/gguf.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <nlohmann/json.hpp>
-
 #include "model/gguf_status.h"
-#include "qwenrt/gguf.hpp"
 #include "qwenrt/gguf_writer.hpp"
 
 namespace gguf = qwenrt::gguf;
@@ -73,8 +72,10 @@ gguf::Writer SmallWriter() {
   w.AddTensor("a.weight", gguf::Type::F32, {8, 3}, a.data(), a.size() * 4);
   std::vector<uint8_t> q(2 * 34, 0);  // two Q8_0 blocks: {64, 1}
   for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<uint8_t>(i * 7);
-  q[0] = 0x00; q[1] = 0x3c;  // d = 1.0
-  q[34] = 0x00; q[35] = 0xbc;  // d = -1.0
+  q[0] = 0x00;
+  q[1] = 0x3c;  // d = 1.0
+  q[34] = 0x00;
+  q[35] = 0xbc;  // d = -1.0
   w.AddTensor("q.weight", gguf::Type::Q8_0, {64, 1}, q.data(), q.size());
   std::vector<float> n(5, 1.0f);
   w.AddTensor("n.weight", gguf::Type::F32, {5}, n.data(), n.size() * 4);
@@ -88,7 +89,8 @@ std::vector<uint8_t> SmallFile() {
 }
 
 // A file with one KV record built raw (type id + payload) and nothing else.
-std::vector<uint8_t> OneRawKv(std::string_view key, gguf::ValueType t, const std::vector<uint8_t>& payload) {
+std::vector<uint8_t> OneRawKv(std::string_view key, gguf::ValueType t,
+                              const std::vector<uint8_t>& payload) {
   gguf::Writer w;
   w.AddRaw(key, static_cast<uint32_t>(t), payload);
   return w.Build();
@@ -169,8 +171,8 @@ TEST_CASE("writer round trip: every value type, arrays, tensors", "[gguf]") {
 
   std::vector<float> f32(32 * 2);
   for (size_t i = 0; i < f32.size(); ++i) f32[i] = static_cast<float>(i) - 10.0f;
-  std::vector<uint8_t> f16(16 * 2 * 2 * 2, 0x11), bf16(16 * 2, 0x22), q8(34 * 2, 0x33), q4k(144 * 3, 0x44),
-      q5k(176, 0x55), q6k(210 * 2, 0x66);
+  std::vector<uint8_t> f16(16 * 2 * 2 * 2, 0x11), bf16(16 * 2, 0x22), q8(34 * 2, 0x33),
+      q4k(144 * 3, 0x44), q5k(176, 0x55), q6k(210 * 2, 0x66);
   w.AddTensor("t.f32", gguf::Type::F32, {32, 2}, f32.data(), f32.size() * 4);
   w.AddTensor("t.f16", gguf::Type::F16, {16, 2, 2}, f16.data(), f16.size());
   w.AddTensor("t.bf16", gguf::Type::BF16, {16}, bf16.data(), bf16.size());
@@ -191,20 +193,42 @@ TEST_CASE("writer round trip: every value type, arrays, tensors", "[gguf]") {
   CHECK(f->metadata().size() == 22);  // 21 + general.alignment
   CHECK(f->metadata()[0].first == "general.alignment");
 
-  uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32; float f32v; bool b;
-  uint64_t u64; int64_t i64; double d; std::string s;
-  REQUIRE(f->GetU8("u8", &u8, &err)); CHECK(u8 == 200);
-  REQUIRE(f->GetI8("i8", &i8, &err)); CHECK(i8 == -100);
-  REQUIRE(f->GetU16("u16", &u16, &err)); CHECK(u16 == 60000);
-  REQUIRE(f->GetI16("i16", &i16, &err)); CHECK(i16 == -30000);
-  REQUIRE(f->GetU32("u32", &u32, &err)); CHECK(u32 == 4000000000u);
-  REQUIRE(f->GetI32("i32", &i32, &err)); CHECK(i32 == -2000000000);
-  REQUIRE(f->GetF32("f32", &f32v, &err)); CHECK(f32v == 1.5f);
-  REQUIRE(f->GetBool("bool", &b, &err)); CHECK(b);
-  REQUIRE(f->GetString("str", &s, &err)); CHECK(s == std::string("h\0llo", 5));
-  REQUIRE(f->GetU64("u64", &u64, &err)); CHECK(u64 == 18000000000000000000ull);
-  REQUIRE(f->GetI64("i64", &i64, &err)); CHECK(i64 == -9000000000000000000ll);
-  REQUIRE(f->GetF64("f64", &d, &err)); CHECK(d == -2.25);
+  uint8_t u8;
+  int8_t i8;
+  uint16_t u16;
+  int16_t i16;
+  uint32_t u32;
+  int32_t i32;
+  float f32v;
+  bool b;
+  uint64_t u64;
+  int64_t i64;
+  double d;
+  std::string s;
+  REQUIRE(f->GetU8("u8", &u8, &err));
+  CHECK(u8 == 200);
+  REQUIRE(f->GetI8("i8", &i8, &err));
+  CHECK(i8 == -100);
+  REQUIRE(f->GetU16("u16", &u16, &err));
+  CHECK(u16 == 60000);
+  REQUIRE(f->GetI16("i16", &i16, &err));
+  CHECK(i16 == -30000);
+  REQUIRE(f->GetU32("u32", &u32, &err));
+  CHECK(u32 == 4000000000u);
+  REQUIRE(f->GetI32("i32", &i32, &err));
+  CHECK(i32 == -2000000000);
+  REQUIRE(f->GetF32("f32", &f32v, &err));
+  CHECK(f32v == 1.5f);
+  REQUIRE(f->GetBool("bool", &b, &err));
+  CHECK(b);
+  REQUIRE(f->GetString("str", &s, &err));
+  CHECK(s == std::string("h\0llo", 5));
+  REQUIRE(f->GetU64("u64", &u64, &err));
+  CHECK(u64 == 18000000000000000000ull);
+  REQUIRE(f->GetI64("i64", &i64, &err));
+  CHECK(i64 == -9000000000000000000ll);
+  REQUIRE(f->GetF64("f64", &d, &err));
+  CHECK(d == -2.25);
 
   const gguf::Value* v = f->Find("a_u8");
   REQUIRE(v != nullptr);
@@ -212,8 +236,8 @@ TEST_CASE("writer round trip: every value type, arrays, tensors", "[gguf]") {
   CHECK(v->element_type() == gguf::ValueType::U8);
   CHECK(v->size() == 3);
   CHECK(v->At<uint8_t>(2) == 255);
-  CHECK(v->At<uint8_t>(3) == 0);      // out of range
-  CHECK(v->At<int8_t>(0) == 0);       // wrong element type
+  CHECK(v->At<uint8_t>(3) == 0);  // out of range
+  CHECK(v->At<int8_t>(0) == 0);   // wrong element type
   CHECK(f->Find("a_i16")->At<int16_t>(0) == -1);
   CHECK(f->Find("a_f64")->At<double>(0) == 3.5);
   CHECK(f->Find("a_i64")->size() == 0);
@@ -356,7 +380,8 @@ TEST_CASE("fixture models parse with the expected keys and shapes", "[gguf]") {
       CHECK(u32("ssm.group_count") == j["lin_k_heads"].get<int64_t>());
       CHECK(u32("ssm.time_step_rank") == j["lin_v_heads"].get<int64_t>());
       CHECK(u32("ssm.state_size") == j["lin_k_dim"].get<int64_t>());
-      CHECK(u32("ssm.inner_size") == j["lin_v_heads"].get<int64_t>() * j["lin_v_dim"].get<int64_t>());
+      CHECK(u32("ssm.inner_size") ==
+            j["lin_v_heads"].get<int64_t>() * j["lin_v_dim"].get<int64_t>());
       CHECK(u32("ssm.conv_kernel") == j["conv"].get<int64_t>());
       CHECK(u32("full_attention_interval") == j["interval"].get<int64_t>());
       float eps = 0, base = 0;
@@ -614,8 +639,8 @@ TEST_CASE("[9] strings with huge lengths", "[gguf][malformed]") {
   p.push_back('a');
   Append<uint64_t>(&p, 500);
   p.resize(p.size() + 16, 'b');
-  CHECK(ExpectError(OneRawKv("arr", gguf::ValueType::ARRAY, p), ErrorCode::kBadString).find("element 1") !=
-        std::string::npos);
+  CHECK(ExpectError(OneRawKv("arr", gguf::ValueType::ARRAY, p), ErrorCode::kBadString)
+            .find("element 1") != std::string::npos);
 }
 
 TEST_CASE("[10] bad general.alignment", "[gguf][malformed]") {
@@ -632,7 +657,8 @@ TEST_CASE("[10] bad general.alignment", "[gguf][malformed]") {
   for (uint32_t a : {0u, 3u, 48u, 0xffffffffu}) {
     gguf::Writer w;
     w.AddU32("general.alignment", a);
-    CHECK(ExpectError(w.Build(), ErrorCode::kBadAlignment).find(std::to_string(a)) != std::string::npos);
+    CHECK(ExpectError(w.Build(), ErrorCode::kBadAlignment).find(std::to_string(a)) !=
+          std::string::npos);
   }
   for (uint32_t a : {1u, 8u, 256u}) {  // valid powers of two, honoured for the data layout
     gguf::Writer w(a);
@@ -780,7 +806,8 @@ TEST_CASE("[17] invalid, removed and unsupported tensor types", "[gguf][malforme
   CHECK(ExpectError(with_type(43), ErrorCode::kBadTensorType).find("43") != std::string::npos);
   ExpectError(with_type(0xffffffffu), ErrorCode::kBadTensorType);  // -1
   for (uint32_t removed : {4u, 5u, 31u, 32u, 33u, 36u, 37u, 38u}) {
-    CHECK(ExpectError(with_type(removed), ErrorCode::kBadTensorType).find("removed") != std::string::npos);
+    CHECK(ExpectError(with_type(removed), ErrorCode::kBadTensorType).find("removed") !=
+          std::string::npos);
   }
   for (gguf::Type t : {gguf::Type::Q8_1, gguf::Type::Q8_K, gguf::Type::TQ2_0, gguf::Type::I32,
                        gguf::Type::F64, gguf::Type::NVFP4}) {
@@ -790,7 +817,8 @@ TEST_CASE("[17] invalid, removed and unsupported tensor types", "[gguf][malforme
   }
   // A tool may read files with types qwenrt cannot compute with.
   gguf::Writer w;
-  w.AddTensorRaw("t.weight", static_cast<uint32_t>(gguf::Type::TQ1_0), {256}, std::vector<uint8_t>(54));
+  w.AddTensorRaw("t.weight", static_cast<uint32_t>(gguf::Type::TQ1_0), {256},
+                 std::vector<uint8_t>(54));
   gguf::ParseOptions lenient;
   lenient.require_supported_types = false;
   gguf::Error err;
@@ -803,8 +831,10 @@ TEST_CASE("[17] invalid, removed and unsupported tensor types", "[gguf][malforme
 }
 
 TEST_CASE("[18] ne0 not a multiple of the block size", "[gguf][malformed]") {
-  const std::vector<std::pair<gguf::Type, int64_t>> cases = {
-      {gguf::Type::Q4_K, 100}, {gguf::Type::Q6_K, 257}, {gguf::Type::Q8_0, 48}, {gguf::Type::Q5_K, 128}};
+  const std::vector<std::pair<gguf::Type, int64_t>> cases = {{gguf::Type::Q4_K, 100},
+                                                             {gguf::Type::Q6_K, 257},
+                                                             {gguf::Type::Q8_0, 48},
+                                                             {gguf::Type::Q5_K, 128}};
   for (auto [type, ne0] : cases) {
     gguf::Writer w;
     w.AddTensorRaw("w", static_cast<uint32_t>(type), {ne0, 2}, std::vector<uint8_t>(1024));
@@ -863,7 +893,8 @@ TEST_CASE("[21] data beyond the end of the file", "[gguf][malformed]") {
   const size_t data_start = static_cast<size_t>(f->data_offset());
   // Missing padding after the last tensor is fine; one byte less is not.
   CHECK(Parse(std::vector<uint8_t>(b.begin(), b.begin() + data_end), &err).has_value());
-  CHECK(ExpectError(std::vector<uint8_t>(b.begin(), b.begin() + data_end - 1), ErrorCode::kDataOutOfBounds)
+  CHECK(ExpectError(std::vector<uint8_t>(b.begin(), b.begin() + data_end - 1),
+                    ErrorCode::kDataOutOfBounds)
             .find("'n.weight'") != std::string::npos);
   // The data section itself starting past the end: one tensor info ends at 24 + 33 = 57, so the
   // data section starts at 64; a 60-byte file holds all records but not the data start.
@@ -873,7 +904,8 @@ TEST_CASE("[21] data beyond the end of the file", "[gguf][malformed]") {
     std::vector<uint8_t> c = w.Build();
     REQUIRE(c.size() == 96);
     c.resize(60);
-    CHECK(ExpectError(c, ErrorCode::kDataOutOfBounds).find("data section starts at 64") != std::string::npos);
+    CHECK(ExpectError(c, ErrorCode::kDataOutOfBounds).find("data section starts at 64") !=
+          std::string::npos);
   }
   CHECK(data_start % 32 == 0);
   // Offsets that overflow when added to data_start.
@@ -894,7 +926,8 @@ TEST_CASE("[28] split files are rejected from memory", "[gguf][malformed]") {
     w.AddU16("split.no", 0);
     w.AddU16("split.count", 3);
     w.AddI32("split.tensors.count", 10);
-    CHECK(ExpectError(w.Build(), ErrorCode::kSplitFile).find("part 1 of a 3-part split") != std::string::npos);
+    CHECK(ExpectError(w.Build(), ErrorCode::kSplitFile).find("part 1 of a 3-part split") !=
+          std::string::npos);
   }
   {
     gguf::Writer w;  // a single "split" is an ordinary file
@@ -932,14 +965,14 @@ TEST_CASE("[27] deep check finds non-finite data and block scales", "[gguf][malf
     CHECK(err.message.find("element 7") != std::string::npos);
   }
   const Case cases[] = {
-      {gguf::Type::F16, 8, 2 * 5, 0x7c00},       // +inf
-      {gguf::Type::F16, 8, 2 * 5, 0xfe00},       // NaN
-      {gguf::Type::BF16, 8, 2 * 3, 0x7fc0},      // NaN
-      {gguf::Type::BF16, 8, 2 * 3, 0xff80},      // -inf
-      {gguf::Type::Q8_0, 64, 34 + 0, 0x7c00},    // d of block 1
-      {gguf::Type::Q4_K, 512, 144 + 0, 0x7e00},  // d
-      {gguf::Type::Q4_K, 512, 144 + 2, 0xfc00},  // dmin
-      {gguf::Type::Q5_K, 512, 176 + 2, 0x7c01},  // dmin
+      {gguf::Type::F16, 8, 2 * 5, 0x7c00},         // +inf
+      {gguf::Type::F16, 8, 2 * 5, 0xfe00},         // NaN
+      {gguf::Type::BF16, 8, 2 * 3, 0x7fc0},        // NaN
+      {gguf::Type::BF16, 8, 2 * 3, 0xff80},        // -inf
+      {gguf::Type::Q8_0, 64, 34 + 0, 0x7c00},      // d of block 1
+      {gguf::Type::Q4_K, 512, 144 + 0, 0x7e00},    // d
+      {gguf::Type::Q4_K, 512, 144 + 2, 0xfc00},    // dmin
+      {gguf::Type::Q5_K, 512, 176 + 2, 0x7c01},    // dmin
       {gguf::Type::Q6_K, 512, 210 + 208, 0x7c00},  // d
   };
   for (const Case& c : cases) {
@@ -962,7 +995,8 @@ TEST_CASE("[27] deep check finds non-finite data and block scales", "[gguf][malf
   }
   // Quant payload bytes (not scales) may hold any bit pattern.
   std::vector<uint8_t> q(34, 0xff);
-  q[0] = 0; q[1] = 0x3c;
+  q[0] = 0;
+  q[1] = 0x3c;
   gguf::Writer w;
   w.AddTensor("t", gguf::Type::Q8_0, {32}, q.data(), q.size());
   gguf::Error err;

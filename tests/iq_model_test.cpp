@@ -2,10 +2,9 @@
 // with the peer's quantizer: every matrix in the type, the tied head IQ3_S where the type needs an
 // importance matrix): they load and hold the type; the reference path reproduces its stored logits;
 // the CPU path (Q8_K activations) is within the fast-path bar of tests/data/README.md against the
-// reference (mean|d|/std <= 1.25 x the peer's 0.0571 on tiny seqB; top-1 agreement at least 0.8, see
-// below); with the recurrent delta rule, CPU prefill equals token-by-token decode bit for bit.
+// reference (mean|d|/std <= 1.25 x the peer's 0.0571 on tiny seqB; top-1 agreement at least 0.8,
+// see below); with the recurrent delta rule, CPU prefill equals token-by-token decode bit for bit.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <map>
 #include <string>
@@ -16,10 +15,10 @@
 namespace qwenrt::test {
 namespace {
 
-constexpr double kPeerMeanOverStd = 0.0571;  // tests/data/README.md: the peer's fast path, tiny seqB
+constexpr double kPeerMeanOverStd =
+    0.0571;  // tests/data/README.md: the peer's fast path, tiny seqB
 
 const char* const kTypes[] = {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S"};
-
 
 TEST_CASE("i-quant fixtures hold their type in every matrix", "[golden]") {
   for (const char* type : kTypes) {
@@ -59,12 +58,13 @@ TEST_CASE("i-quant fixtures: golden logits, reference and CPU paths", "[golden][
     Runner cpu(model, BackendKind::kCpu);
     const auto prefill = cpu.Run(tokens);
     const Distance dc = Compare(prefill, golden, V);
-    WARN(type << " CPU vs ref: max|d|/max = " << dc.max_rel << ", mean|d|/std = " << dc.mean_over_std
-              << ", top-1 = " << dc.top1);
+    WARN(type << " CPU vs ref: max|d|/max = " << dc.max_rel
+              << ", mean|d|/std = " << dc.mean_over_std << ", top-1 = " << dc.top1);
     CHECK(dc.mean_over_std <= 1.25 * kPeerMeanOverStd);
-    // The README's top-1 bar is the peer's agreement on its own run of the same file, which its tools
-    // here cannot produce for a given token list. These random 4-layer models have many near-tied
-    // logits (measured 0.82-0.95 at this error level), so the floor is 0.8 of the 40 rows.
+    // The README's top-1 bar is the peer's agreement on its own run of the same file, which its
+    // tools here cannot produce for a given token list. These random 4-layer models have many
+    // near-tied logits (measured 0.82-0.95 at this error level), so the floor is 0.8 of the 40
+    // rows.
     CHECK(dc.top1 >= 0.8);
 
     // With the recurrent delta rule at every length the CPU path does not depend on the split.

@@ -4,7 +4,6 @@
 // against the scalar dots for every token count and odd block counts / strides; cpu::MatMul against
 // ref::MatMul within the activation-rounding bound; the embedding lookup.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -27,24 +26,34 @@
 namespace qwenrt {
 namespace {
 
-const gguf::Type kIqTypes[] = {gguf::Type::IQ1_S,   gguf::Type::IQ1_M,   gguf::Type::IQ2_XXS, gguf::Type::IQ2_XS,
-                               gguf::Type::IQ2_S,   gguf::Type::IQ3_XXS, gguf::Type::IQ3_S};
+const gguf::Type kIqTypes[] = {gguf::Type::IQ1_S,  gguf::Type::IQ1_M, gguf::Type::IQ2_XXS,
+                               gguf::Type::IQ2_XS, gguf::Type::IQ2_S, gguf::Type::IQ3_XXS,
+                               gguf::Type::IQ3_S};
 
 using RefDotFn = float (*)(const void*, const void*, int64_t);
 RefDotFn RefDot(gguf::Type t) {
   switch (t) {
-    case gguf::Type::IQ1_S: return ref::VecDotIQ1S_Q8K;
-    case gguf::Type::IQ1_M: return ref::VecDotIQ1M_Q8K;
-    case gguf::Type::IQ2_XXS: return ref::VecDotIQ2XXS_Q8K;
-    case gguf::Type::IQ2_XS: return ref::VecDotIQ2XS_Q8K;
-    case gguf::Type::IQ2_S: return ref::VecDotIQ2S_Q8K;
-    case gguf::Type::IQ3_XXS: return ref::VecDotIQ3XXS_Q8K;
-    case gguf::Type::IQ3_S: return ref::VecDotIQ3S_Q8K;
-    default: return nullptr;
+    case gguf::Type::IQ1_S:
+      return ref::VecDotIQ1S_Q8K;
+    case gguf::Type::IQ1_M:
+      return ref::VecDotIQ1M_Q8K;
+    case gguf::Type::IQ2_XXS:
+      return ref::VecDotIQ2XXS_Q8K;
+    case gguf::Type::IQ2_XS:
+      return ref::VecDotIQ2XS_Q8K;
+    case gguf::Type::IQ2_S:
+      return ref::VecDotIQ2S_Q8K;
+    case gguf::Type::IQ3_XXS:
+      return ref::VecDotIQ3XXS_Q8K;
+    case gguf::Type::IQ3_S:
+      return ref::VecDotIQ3S_Q8K;
+    default:
+      return nullptr;
   }
 }
 
-// Random blocks with a finite fp16 super-scale in [0.5e-3, 2e-3] (either sign), so values are O(0.1).
+// Random blocks with a finite fp16 super-scale in [0.5e-3, 2e-3] (either sign), so values are
+// O(0.1).
 std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<uint8_t> data(static_cast<size_t>(RowBytes(type, cols) * rows));
@@ -71,13 +80,15 @@ std::vector<float> RandomActivations(int64_t n, uint32_t seed) {
   std::normal_distribution<float> nd(0.f, 1.f);
   std::vector<float> x(static_cast<size_t>(n));
   for (float& v : x) v = nd(rng);
-  for (int64_t i = 0; i < n; i += 97) x[static_cast<size_t>(i)] *= 8.f;  // outliers, as real activations have
+  for (int64_t i = 0; i < n; i += 97)
+    x[static_cast<size_t>(i)] *= 8.f;  // outliers, as real activations have
   return x;
 }
 
 std::vector<uint8_t> Q8K(const std::vector<float>& x, int64_t T, int64_t n) {
   std::vector<uint8_t> a(static_cast<size_t>(RowBytes(gguf::Type::Q8_K, n) * T));
-  for (int64_t t = 0; t < T; ++t) QuantizeRowQ8K(x.data() + t * n, a.data() + t * RowBytes(gguf::Type::Q8_K, n), n);
+  for (int64_t t = 0; t < T; ++t)
+    QuantizeRowQ8K(x.data() + t * n, a.data() + t * RowBytes(gguf::Type::Q8_K, n), n);
   return a;
 }
 
@@ -102,7 +113,8 @@ TEST_CASE("a GGUF i-quant tensor whose row is not a whole number of blocks is re
     CAPTURE(gguf::TypeName(t));
     auto parse = [&](int64_t ne0, size_t bytes) {
       gguf::Writer w;
-      w.AddTensorRaw("blk.0.ffn_up.weight", static_cast<uint32_t>(t), {ne0, 2}, std::vector<uint8_t>(bytes));
+      w.AddTensorRaw("blk.0.ffn_up.weight", static_cast<uint32_t>(t), {ne0, 2},
+                     std::vector<uint8_t>(bytes));
       const std::vector<uint8_t> file = w.Build();
       gguf::Error err;
       auto f = gguf::File::FromMemory(file.data(), file.size(), true, &err);
@@ -156,7 +168,8 @@ TEST_CASE("i-quant reference dots equal dequantize-then-multiply", "[ref]") {
       const uint8_t* wr = w.data() + r * RowBytes(t, n);
       REQUIRE(ref::DequantizeRow(t, wr, wf.data(), n));
       double want = 0, mag = 0;
-      for (int64_t c = 0; c < n; ++c) want += double(wf[c]) * af[c], mag += std::fabs(double(wf[c]) * af[c]);
+      for (int64_t c = 0; c < n; ++c)
+        want += double(wf[c]) * af[c], mag += std::fabs(double(wf[c]) * af[c]);
       const float got = RefDot(t)(wr, a.data(), n);
       REQUIRE(mag > 0);
       CHECK(std::fabs(got - want) <= 1e-5 * mag);
@@ -172,7 +185,8 @@ TEST_CASE("i-quant CPU kernels match the reference dots for every token count", 
     for (int64_t blocks : {1, 3, 7}) {
       const int64_t n = blocks * kQK_K;
       CAPTURE(gguf::TypeName(t), blocks);
-      const auto w = RandomRows(t, 1, n, static_cast<uint32_t>(blocks) * 13 + static_cast<uint32_t>(t));
+      const auto w =
+          RandomRows(t, 1, n, static_cast<uint32_t>(blocks) * 13 + static_cast<uint32_t>(t));
       const int T = cpu::kMaxDotTokens;
       const auto x = RandomActivations(T * n, static_cast<uint32_t>(blocks));
       // Activation rows with a gap between them (stride > row size), outputs every 3rd float.
@@ -203,23 +217,27 @@ TEST_CASE("i-quant CPU kernels match the reference dots for every token count", 
 
 // cpu::MatMul against ref::MatMul (f32 activations): the difference is the Q8_K rounding of the
 // activations, at most sum_c |w_c| |x_c - xq_c| per output, plus float rounding.
-TEST_CASE("cpu::MatMul on i-quant weights matches ref::MatMul within the activation rounding", "[cpu]") {
+TEST_CASE("cpu::MatMul on i-quant weights matches ref::MatMul within the activation rounding",
+          "[cpu]") {
   ThreadPool pool(3);
   for (gguf::Type t : kIqTypes) {
-    for (auto [rows, cols, T] : {std::tuple<int64_t, int64_t, int64_t>{7, 512, 1}, {33, 768, 9}, {17, 256, 5}}) {
+    for (auto [rows, cols, T] :
+         {std::tuple<int64_t, int64_t, int64_t>{7, 512, 1}, {33, 768, 9}, {17, 256, 5}}) {
       CAPTURE(gguf::TypeName(t), rows, cols, T);
       const auto w = RandomRows(t, rows, cols, static_cast<uint32_t>(rows * 31 + T));
       const auto x = RandomActivations(T * cols, static_cast<uint32_t>(T * 7 + cols));
       const WeightMatrix wm = MakeWeightMatrix(t, cols, rows, w.data());
       REQUIRE(CheckWeightMatrix(wm).ok());
-      std::vector<float> y_cpu(static_cast<size_t>(T * rows), NAN), y_ref(static_cast<size_t>(T * rows), NAN);
+      std::vector<float> y_cpu(static_cast<size_t>(T * rows), NAN),
+          y_ref(static_cast<size_t>(T * rows), NAN);
       cpu::MatMul(wm, x.data(), y_cpu.data(), T, pool);
       ref::MatMul(wm, x.data(), y_ref.data(), T);
       const auto a = Q8K(x, T, cols);
       std::vector<float> wf(static_cast<size_t>(cols)), xq(static_cast<size_t>(cols));
       for (int64_t k = 0; k < T; ++k) {
         const float* xt = x.data() + k * cols;
-        REQUIRE(ref::DequantizeRow(gguf::Type::Q8_K, a.data() + k * RowBytes(gguf::Type::Q8_K, cols), xq.data(), cols));
+        REQUIRE(ref::DequantizeRow(
+            gguf::Type::Q8_K, a.data() + k * RowBytes(gguf::Type::Q8_K, cols), xq.data(), cols));
         for (int64_t r = 0; r < rows; ++r) {
           REQUIRE(ref::DequantizeRow(t, w.data() + r * wm.row_bytes, wf.data(), cols));
           double mag = 0, qerr = 0;
@@ -227,7 +245,8 @@ TEST_CASE("cpu::MatMul on i-quant weights matches ref::MatMul within the activat
             mag += std::fabs(double(wf[c]) * xt[c]);
             qerr += std::fabs(double(wf[c])) * std::fabs(double(xt[c]) - xq[c]);
           }
-          REQUIRE(std::fabs(double(y_cpu[k * rows + r]) - y_ref[k * rows + r]) <= qerr + 2e-5 * mag + 1e-30);
+          REQUIRE(std::fabs(double(y_cpu[k * rows + r]) - y_ref[k * rows + r]) <=
+                  qerr + 2e-5 * mag + 1e-30);
         }
       }
     }

@@ -1,12 +1,11 @@
 // The device-pointer launchers of cuda_kernels.h (src/ops/cuda/memory.cu, elementwise.cu, moe.cu,
-// causal_conv.cu, rope.cu, attention.cu) against the ref:: ops and small host oracles, on odd sizes,
-// plus the split-invariance properties the forward pass relies on: attention of T tokens in one
-// launch equals the same tokens one launch each, and the causal conv run in pieces equals one run,
-// bit for bit. Every GPU case skips with a warning when there is no CUDA device; the argument
+// causal_conv.cu, rope.cu, attention.cu) against the ref:: ops and small host oracles, on odd
+// sizes, plus the split-invariance properties the forward pass relies on: attention of T tokens in
+// one launch equals the same tokens one launch each, and the causal conv run in pieces equals one
+// run, bit for bit. Every GPU case skips with a warning when there is no CUDA device; the argument
 // checks (done before any CUDA call) run everywhere. Built without CUDA, only a stub case remains.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -15,14 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "ops/cuda_device.h"
 #include "cuda_test_util.h"
+#include "ops/cuda_device.h"
 
 #ifdef QWENRT_HAVE_CUDA
-#include "ops/conv.h"
-#include "ops/cuda_kernels.h"
 #include "ops/activations.h"
 #include "ops/attention.h"
+#include "ops/conv.h"
+#include "ops/cuda_kernels.h"
 #include "ops/gdn_split.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
@@ -36,11 +35,11 @@ namespace {
 using test::RandomFloats;
 
 // REQUIRE that a Status is OK, printing it otherwise.
-#define REQUIRE_OK(expr)                  \
-  do {                                    \
-    const ::qwenrt::Status st_ = (expr);  \
+#define REQUIRE_OK(expr)                   \
+  do {                                     \
+    const ::qwenrt::Status st_ = (expr);   \
     INFO(#expr << ": " << st_.ToString()); \
-    REQUIRE(st_.ok());                    \
+    REQUIRE(st_.ok());                     \
   } while (0)
 
 // A stream for one test case (StreamCreate / StreamDestroy are under test too).
@@ -63,7 +62,8 @@ class TestStream {
 template <typename T>
 class DeviceArray {
  public:
-  DeviceArray(const std::vector<T>& host, const TestStream& stream) : n_(host.size()), stream_(stream.get()) {
+  DeviceArray(const std::vector<T>& host, const TestStream& stream)
+      : n_(host.size()), stream_(stream.get()) {
     REQUIRE_OK(cuda::Malloc(&mem_.ptr, bytes()));
     REQUIRE_OK(cuda::CopyToDevice(mem_.ptr, host.data(), bytes(), stream_));
   }
@@ -79,7 +79,8 @@ class DeviceArray {
   }
 
  private:
-  struct Memory {  // a member, so the allocation is freed even when the constructor's REQUIRE throws
+  struct Memory {  // a member, so the allocation is freed even when the constructor's REQUIRE
+                   // throws
     void* ptr = nullptr;
     ~Memory() { cuda::Free(ptr); }
   };
@@ -90,14 +91,16 @@ class DeviceArray {
 
 // Checks got against want element-wise: error = |got - want| / max(|want|, floor), NaN/inf where
 // want is finite counting as infinite error. Prints the worst element on failure.
-void CheckClose(const std::vector<float>& got, const std::vector<float>& want, double tol, double floor,
-                const std::string& what) {
+void CheckClose(const std::vector<float>& got, const std::vector<float>& want, double tol,
+                double floor, const std::string& what) {
   REQUIRE(got.size() == want.size());
   double worst = 0.0;
   size_t worst_i = 0;
   for (size_t i = 0; i < got.size(); ++i) {
-    double err = std::fabs(double(got[i]) - double(want[i])) / std::max(std::fabs(double(want[i])), floor);
-    if (!std::isfinite(got[i]) && std::isfinite(want[i])) err = std::numeric_limits<double>::infinity();
+    double err =
+        std::fabs(double(got[i]) - double(want[i])) / std::max(std::fabs(double(want[i])), floor);
+    if (!std::isfinite(got[i]) && std::isfinite(want[i]))
+      err = std::numeric_limits<double>::infinity();
     if (!(err <= worst)) {
       worst = err;
       worst_i = i;
@@ -110,7 +113,8 @@ void CheckClose(const std::vector<float>& got, const std::vector<float>& want, d
 }
 
 // Bitwise equality, printing the first differing element.
-void CheckBitIdentical(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {
+void CheckBitIdentical(const std::vector<float>& a, const std::vector<float>& b,
+                       const std::string& what) {
   REQUIRE(a.size() == b.size());
   size_t first = a.size(), count = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -119,7 +123,8 @@ void CheckBitIdentical(const std::vector<float>& a, const std::vector<float>& b,
     }
   }
   INFO(what << ": " << count << " of " << a.size() << " elements differ; first at index " << first
-            << (count ? " (" + std::to_string(a[first]) + " vs " + std::to_string(b[first]) + ")" : std::string()));
+            << (count ? " (" + std::to_string(a[first]) + " vs " + std::to_string(b[first]) + ")"
+                      : std::string()));
   CHECK(count == 0);
 }
 
@@ -131,7 +136,8 @@ constexpr StatusCode kInvalid = StatusCode::kInvalidArgument;
 
 #ifdef QWENRT_HAVE_CUDA
 
-// --- without a device: argument checks come before any CUDA call -----------------------------------
+// --- without a device: argument checks come before any CUDA call
+// -----------------------------------
 
 TEST_CASE("cuda launchers reject bad arguments and skip empty work without touching the device",
           "[cuda]") {
@@ -176,7 +182,7 @@ TEST_CASE("cuda launchers reject bad arguments and skip empty work without touch
   CHECK(cuda::LaunchGdnGates(p, p, nullptr, p, 1, 4, nullptr).code() == kInvalid);
   CHECK(cuda::LaunchGdnGates(nullptr, nullptr, nullptr, nullptr, 0, 4, nullptr).ok());
   CHECK(cuda::LaunchCopyColumns(p, -1, 8, 0, 4, p, nullptr).code() == kInvalid);
-  CHECK(cuda::LaunchCopyColumns(p, 2, 8, 5, 4, p, nullptr).code() == kInvalid);   // 5 + 4 > 8
+  CHECK(cuda::LaunchCopyColumns(p, 2, 8, 5, 4, p, nullptr).code() == kInvalid);  // 5 + 4 > 8
   CHECK(cuda::LaunchCopyColumns(p, 2, 8, -1, 4, p, nullptr).code() == kInvalid);
   CHECK(cuda::LaunchCopyColumns(p, 2, 8, 0, -4, p, nullptr).code() == kInvalid);
   CHECK(cuda::LaunchCopyColumns(p, 2, 8, 4, 4, nullptr, nullptr).code() == kInvalid);
@@ -197,34 +203,46 @@ TEST_CASE("cuda launchers reject bad arguments and skip empty work without touch
   CHECK(cuda::LaunchAddSigmoidGated(nullptr, nullptr, nullptr, 2, 0, nullptr).ok());
 
   // Sequence ops.
-  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{-1, 8, 4}, p, p, p, p, nullptr).code() == kInvalid);
-  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{2, 0, 4}, p, p, p, p, nullptr).code() == kInvalid);
-  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{2, 8, 0}, p, p, p, p, nullptr).code() == kInvalid);
-  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{2, 8, 4}, p, p, nullptr, p, nullptr).code() == kInvalid);
-  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{2, 8, 4}, nullptr, p, p, p, nullptr).code() == kInvalid);
-  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{0, 8, 4}, nullptr, nullptr, nullptr, nullptr, nullptr).ok());
+  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{-1, 8, 4}, p, p, p, p, nullptr).code() ==
+        kInvalid);
+  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{2, 0, 4}, p, p, p, p, nullptr).code() ==
+        kInvalid);
+  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{2, 8, 0}, p, p, p, p, nullptr).code() ==
+        kInvalid);
+  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{2, 8, 4}, p, p, nullptr, p, nullptr).code() ==
+        kInvalid);
+  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{2, 8, 4}, nullptr, p, p, p, nullptr).code() ==
+        kInvalid);
+  CHECK(cuda::LaunchCausalConvSilu(CausalConvShape{0, 8, 4}, nullptr, nullptr, nullptr, nullptr,
+                                   nullptr)
+            .ok());
   CHECK(cuda::LaunchRope(p, -1, 2, 8, 0, 8, 1e4f, 1.0f, nullptr, nullptr).code() == kInvalid);
-  CHECK(cuda::LaunchRope(p, 1, 2, 8, 0, 10, 1e4f, 1.0f, nullptr, nullptr).code() == kInvalid);  // R > Dh
+  CHECK(cuda::LaunchRope(p, 1, 2, 8, 0, 10, 1e4f, 1.0f, nullptr, nullptr).code() ==
+        kInvalid);  // R > Dh
   CHECK(cuda::LaunchRope(p, 1, 2, 8, 0, -2, 1e4f, 1.0f, nullptr, nullptr).code() == kInvalid);
   CHECK(cuda::LaunchRope(nullptr, 1, 2, 8, 0, 8, 1e4f, 1.0f, &flag, nullptr).code() == kInvalid);
   CHECK(cuda::LaunchRope(nullptr, 0, 2, 8, 0, 8, 1e4f, 1.0f, nullptr, nullptr).ok());
-  CHECK(cuda::LaunchRope(nullptr, 3, 2, 8, 0, 0, 1e4f, 1.0f, nullptr, nullptr).ok());  // nothing rotates
+  CHECK(cuda::LaunchRope(nullptr, 3, 2, 8, 0, 0, 1e4f, 1.0f, nullptr, nullptr)
+            .ok());  // nothing rotates
   const AttentionShape bad_shapes[] = {{-1, 0, 4, 2, 8}, {1, -1, 4, 2, 8}, {1, 0, 0, 1, 8},
                                        {1, 0, 4, 0, 8},  {1, 0, 4, 3, 8},  {1, 0, 4, 2, 0}};
   for (const AttentionShape& s : bad_shapes) {
-    INFO("T " << s.T << " n_past " << s.n_past << " H " << s.H << " Hkv " << s.Hkv << " Dh " << s.Dh);
+    INFO("T " << s.T << " n_past " << s.n_past << " H " << s.H << " Hkv " << s.Hkv << " Dh "
+              << s.Dh);
     CHECK(cuda::LaunchAttention(s, p, p, p, p, p, 1 << 30, nullptr).code() == kInvalid);
   }
-  CHECK(cuda::LaunchAttention(AttentionShape{1, 0, 4, 2, 513}, p, p, p, p, p, 1 << 30, nullptr).code() ==
-        StatusCode::kUnsupported);
-  CHECK(cuda::LaunchAttention(AttentionShape{1, 0, 4, 2, 512}, p, nullptr, p, p, p, 1 << 30, nullptr).code() ==
-        kInvalid);
-  CHECK(cuda::LaunchAttention(AttentionShape{1, 0, 4, 2, 512}, p, p, p, p, nullptr, 1 << 30, nullptr).code() ==
-        kInvalid);  // no scratch
+  CHECK(cuda::LaunchAttention(AttentionShape{1, 0, 4, 2, 513}, p, p, p, p, p, 1 << 30, nullptr)
+            .code() == StatusCode::kUnsupported);
+  CHECK(
+      cuda::LaunchAttention(AttentionShape{1, 0, 4, 2, 512}, p, nullptr, p, p, p, 1 << 30, nullptr)
+          .code() == kInvalid);
+  CHECK(
+      cuda::LaunchAttention(AttentionShape{1, 0, 4, 2, 512}, p, p, p, p, nullptr, 1 << 30, nullptr)
+          .code() == kInvalid);  // no scratch
   CHECK(cuda::LaunchAttention(AttentionShape{1, 0, 4, 2, 64}, p, p, p, p, p, 100, nullptr).code() ==
         kInvalid);  // scratch too small for one token
-  CHECK(cuda::LaunchAttention(AttentionShape{0, 5, 4, 2, 64}, nullptr, nullptr, nullptr, nullptr, nullptr, 0,
-                              nullptr)
+  CHECK(cuda::LaunchAttention(AttentionShape{0, 5, 4, 2, 64}, nullptr, nullptr, nullptr, nullptr,
+                              nullptr, 0, nullptr)
             .ok());
 }
 
@@ -279,13 +297,15 @@ TEST_CASE("cuda memory: allocation, copies, memset and streams", "[cuda]") {
   CHECK(db.Download() == sum);
 }
 
-// --- element-wise ops ------------------------------------------------------------------------------
+// --- element-wise ops
+// ------------------------------------------------------------------------------
 
 TEST_CASE("cuda Add / SwiGlu / MulSigmoid match ref", "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
   TestStream stream;
   uint32_t seed = 10;
-  // 1 << 24 + 3 elements exceed the grid cap (65536 blocks x 256): the grid-stride loop is exercised.
+  // 1 << 24 + 3 elements exceed the grid cap (65536 blocks x 256): the grid-stride loop is
+  // exercised.
   for (int64_t n : {int64_t{1}, int64_t{129}, int64_t{100003}, (int64_t{1} << 24) + 3}) {
     INFO("n " << n);
     const size_t un = static_cast<size_t>(n);
@@ -325,8 +345,11 @@ TEST_CASE("cuda L2NormScale matches ref::L2Norm times the scale", "[cuda]") {
     float scale;
   };
   // 70000 rows exceed nothing but exercise many blocks; n = 1 and odd n test the lane loop.
-  const Case cases[] = {{7, 129, 1.0f}, {33, 128, 1.0f / std::sqrt(128.0f)}, {1, 1, 0.5f},
-                        {5, 1000, 2.0f}, {70000, 16, 0.25f}};
+  const Case cases[] = {{7, 129, 1.0f},
+                        {33, 128, 1.0f / std::sqrt(128.0f)},
+                        {1, 1, 0.5f},
+                        {5, 1000, 2.0f},
+                        {70000, 16, 0.25f}};
   uint32_t seed = 40;
   for (const Case& c : cases) {
     INFO("rows " << c.rows << " n " << c.n << " scale " << c.scale);
@@ -349,13 +372,16 @@ TEST_CASE("cuda GdnGates matches ref::GdnGates", "[cuda]") {
     const int64_t Hv = 7;
     INFO("T " << T << " Hv " << Hv);
     // alpha + dt_bias spans both softplus branches (threshold 20).
-    const std::vector<float> alpha = RandomFloats(static_cast<size_t>(T * Hv), -25.0f, 25.0f, 70 + T);
-    const std::vector<float> beta = RandomFloats(static_cast<size_t>(T * Hv), -10.0f, 10.0f, 80 + T);
+    const std::vector<float> alpha =
+        RandomFloats(static_cast<size_t>(T * Hv), -25.0f, 25.0f, 70 + T);
+    const std::vector<float> beta =
+        RandomFloats(static_cast<size_t>(T * Hv), -10.0f, 10.0f, 80 + T);
     const std::vector<float> ssm_a = RandomFloats(static_cast<size_t>(Hv), -8.0f, -0.1f, 90);
     const std::vector<float> dt_bias = RandomFloats(static_cast<size_t>(Hv), -2.0f, 2.0f, 91);
     std::vector<float> want_a = alpha, want_b = beta;
     ref::GdnGates(want_a.data(), want_b.data(), ssm_a.data(), dt_bias.data(), T, Hv);
-    DeviceArray<float> da(alpha, stream), db(beta, stream), dsa(ssm_a, stream), ddt(dt_bias, stream);
+    DeviceArray<float> da(alpha, stream), db(beta, stream), dsa(ssm_a, stream),
+        ddt(dt_bias, stream);
     REQUIRE_OK(cuda::LaunchGdnGates(da.get(), db.get(), dsa.get(), ddt.get(), T, Hv, stream.get()));
     CheckClose(da.Download(), want_a, 1e-5, 1e-30, "GdnGates alpha");
     CheckClose(db.Download(), want_b, 1e-5, 1e-30, "GdnGates beta");
@@ -370,19 +396,24 @@ TEST_CASE("cuda CopyColumns copies a column range of every row", "[cuda]") {
   };
   const Case cases[] = {{7, 129, 33, 40}, {1, 10, 0, 10}, {5, 64, 63, 1}, {300, 96, 32, 64}};
   for (const Case& c : cases) {
-    INFO("rows " << c.rows << " stride " << c.stride << " offset " << c.offset << " width " << c.width);
-    const std::vector<float> src = RandomFloats(static_cast<size_t>(c.rows * c.stride), -1.0f, 1.0f, 5);
+    INFO("rows " << c.rows << " stride " << c.stride << " offset " << c.offset << " width "
+                 << c.width);
+    const std::vector<float> src =
+        RandomFloats(static_cast<size_t>(c.rows * c.stride), -1.0f, 1.0f, 5);
     std::vector<float> want(static_cast<size_t>(c.rows * c.width));
     for (int64_t r = 0; r < c.rows; ++r) {
-      for (int64_t i = 0; i < c.width; ++i) want[r * c.width + i] = src[r * c.stride + c.offset + i];
+      for (int64_t i = 0; i < c.width; ++i)
+        want[r * c.width + i] = src[r * c.stride + c.offset + i];
     }
     DeviceArray<float> ds(src, stream), dd(std::vector<float>(want.size(), -7.0f), stream);
-    REQUIRE_OK(cuda::LaunchCopyColumns(ds.get(), c.rows, c.stride, c.offset, c.width, dd.get(), stream.get()));
+    REQUIRE_OK(cuda::LaunchCopyColumns(ds.get(), c.rows, c.stride, c.offset, c.width, dd.get(),
+                                       stream.get()));
     CheckBitIdentical(dd.Download(), want, "CopyColumns");
   }
 }
 
-// --- mixture of experts ---------------------------------------------------------------------------
+// --- mixture of experts
+// ---------------------------------------------------------------------------
 
 TEST_CASE("cuda MoeGather / MoeScatter move whole rows", "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
@@ -417,7 +448,8 @@ TEST_CASE("cuda MoeCombine and AddSigmoidGated match the forward pass's host loo
   for (int64_t T : {1, 5}) {
     const int64_t K = 3, E = 129;
     INFO("T " << T << " K " << K << " E " << E);
-    const std::vector<float> yslot = RandomFloats(static_cast<size_t>(T * K * E), -1.0f, 1.0f, 20 + T);
+    const std::vector<float> yslot =
+        RandomFloats(static_cast<size_t>(T * K * E), -1.0f, 1.0f, 20 + T);
     const std::vector<float> weights = RandomFloats(static_cast<size_t>(T * K), 0.0f, 1.0f, 30 + T);
     const std::vector<float> y = RandomFloats(static_cast<size_t>(T * E), -1.0f, 1.0f, 40 + T);
     const std::vector<float> gate = RandomFloats(static_cast<size_t>(T), -4.0f, 4.0f, 50 + T);
@@ -425,7 +457,8 @@ TEST_CASE("cuda MoeCombine and AddSigmoidGated match the forward pass's host loo
     std::vector<float> want(static_cast<size_t>(T * E), 0.0f);
     for (int64_t t = 0; t < T; ++t) {
       for (int64_t j = 0; j < K; ++j) {
-        for (int64_t e = 0; e < E; ++e) want[t * E + e] += weights[t * K + j] * yslot[(t * K + j) * E + e];
+        for (int64_t e = 0; e < E; ++e)
+          want[t * E + e] += weights[t * K + j] * yslot[(t * K + j) * E + e];
       }
     }
     DeviceArray<float> dys(yslot, stream), dw(weights, stream), dy(y, stream), dg(gate, stream);
@@ -446,7 +479,8 @@ TEST_CASE("cuda MoeCombine and AddSigmoidGated match the forward pass's host loo
   CHECK(dmix.Download() == std::vector<float>(8, 0.0f));
 }
 
-// --- causal conv -----------------------------------------------------------------------------------
+// --- causal conv
+// -----------------------------------------------------------------------------------
 
 TEST_CASE("cuda CausalConvSilu matches ref (outputs and state), T < Kc-1 included", "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
@@ -454,7 +488,8 @@ TEST_CASE("cuda CausalConvSilu matches ref (outputs and state), T < Kc-1 include
   struct Case {
     int64_t T, C, Kc;
   };
-  const Case cases[] = {{9, 129, 4}, {1, 129, 4}, {2, 129, 4}, {3, 64, 4}, {5, 33, 1}, {4, 17, 2}, {70, 300, 4}};
+  const Case cases[] = {{9, 129, 4}, {1, 129, 4}, {2, 129, 4}, {3, 64, 4},
+                        {5, 33, 1},  {4, 17, 2},  {70, 300, 4}};
   uint32_t seed = 200;
   for (const Case& c : cases) {
     INFO("T " << c.T << " C " << c.C << " Kc " << c.Kc);
@@ -468,7 +503,8 @@ TEST_CASE("cuda CausalConvSilu matches ref (outputs and state), T < Kc-1 include
     ref::CausalConvSilu(shape, x.data(), w.data(), want_state.data(), want_y.data());
     DeviceArray<float> dx(x, stream), dw(w, stream), dst(state0, stream);
     DeviceArray<float> dy(std::vector<float>(x.size(), -7.0f), stream);
-    REQUIRE_OK(cuda::LaunchCausalConvSilu(shape, dx.get(), dw.get(), dst.get(), dy.get(), stream.get()));
+    REQUIRE_OK(
+        cuda::LaunchCausalConvSilu(shape, dx.get(), dw.get(), dst.get(), dy.get(), stream.get()));
     // The rounding error of u scales with sum_j |w_j x_j| (~1-10 here), not with |u| (the GPU fuses
     // multiply-adds): floor 1 makes small (cancelled) outputs absolute. A wrong tap or state entry
     // gives errors of order 1.
@@ -478,23 +514,27 @@ TEST_CASE("cuda CausalConvSilu matches ref (outputs and state), T < Kc-1 include
   }
 }
 
-TEST_CASE("cuda CausalConvSilu in pieces 1+3+5 equals one launch of 9 tokens, bit for bit", "[cuda]") {
+TEST_CASE("cuda CausalConvSilu in pieces 1+3+5 equals one launch of 9 tokens, bit for bit",
+          "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
   TestStream stream;
   const int64_t T = 9, C = 129, Kc = 4;
   const std::vector<float> x = RandomFloats(static_cast<size_t>(T * C), -3.0f, 3.0f, 300);
   const std::vector<float> w = RandomFloats(static_cast<size_t>(C * Kc), -1.0f, 1.0f, 301);
-  const std::vector<float> state0 = RandomFloats(static_cast<size_t>(C * (Kc - 1)), -3.0f, 3.0f, 302);
+  const std::vector<float> state0 =
+      RandomFloats(static_cast<size_t>(C * (Kc - 1)), -3.0f, 3.0f, 302);
 
-  DeviceArray<float> dx(x, stream), dw(w, stream), st_whole(state0, stream), st_pieces(state0, stream);
+  DeviceArray<float> dx(x, stream), dw(w, stream), st_whole(state0, stream),
+      st_pieces(state0, stream);
   DeviceArray<float> y_whole(std::vector<float>(x.size(), -7.0f), stream);
   DeviceArray<float> y_pieces(std::vector<float>(x.size(), -7.0f), stream);
-  REQUIRE_OK(cuda::LaunchCausalConvSilu(CausalConvShape{T, C, Kc}, dx.get(), dw.get(), st_whole.get(),
-                                        y_whole.get(), stream.get()));
+  REQUIRE_OK(cuda::LaunchCausalConvSilu(CausalConvShape{T, C, Kc}, dx.get(), dw.get(),
+                                        st_whole.get(), y_whole.get(), stream.get()));
   int64_t t0 = 0;
   for (int64_t piece : {1, 3, 5}) {
-    REQUIRE_OK(cuda::LaunchCausalConvSilu(CausalConvShape{piece, C, Kc}, dx.get() + t0 * C, dw.get(),
-                                          st_pieces.get(), y_pieces.get() + t0 * C, stream.get()));
+    REQUIRE_OK(cuda::LaunchCausalConvSilu(CausalConvShape{piece, C, Kc}, dx.get() + t0 * C,
+                                          dw.get(), st_pieces.get(), y_pieces.get() + t0 * C,
+                                          stream.get()));
     t0 += piece;
   }
   REQUIRE(t0 == T);
@@ -504,12 +544,14 @@ TEST_CASE("cuda CausalConvSilu in pieces 1+3+5 equals one launch of 9 tokens, bi
   CheckBitIdentical(sp, sw, "state, pieces vs whole");
 
   std::vector<float> want_y(x.size()), want_state = state0;
-  ref::CausalConvSilu(CausalConvShape{T, C, Kc}, x.data(), w.data(), want_state.data(), want_y.data());
+  ref::CausalConvSilu(CausalConvShape{T, C, Kc}, x.data(), w.data(), want_state.data(),
+                      want_y.data());
   CheckClose(yw, want_y, 1e-5, 1.0, "outputs vs ref");
   CheckBitIdentical(sw, want_state, "state vs ref");
 }
 
-// --- rope ------------------------------------------------------------------------------------------
+// --- rope
+// ------------------------------------------------------------------------------------------
 
 TEST_CASE("cuda Rope matches ref::Rope", "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
@@ -520,13 +562,14 @@ TEST_CASE("cuda Rope matches ref::Rope", "[cuda]") {
     float freq_scale;
   };
   const Case cases[] = {
-      {5, 6, 96, 0, 64, false, 1.0f},    {5, 6, 96, 37, 96, false, 1.0f},  {5, 2, 256, 37, 64, true, 1.0f},
-      {1, 6, 256, 100000, 256, false, 0.25f}, {3, 1, 128, 262000, 32, true, 1.0f}, {2, 3, 8, 5, 2, false, 1.0f},
+      {5, 6, 96, 0, 64, false, 1.0f},      {5, 6, 96, 37, 96, false, 1.0f},
+      {5, 2, 256, 37, 64, true, 1.0f},     {1, 6, 256, 100000, 256, false, 0.25f},
+      {3, 1, 128, 262000, 32, true, 1.0f}, {2, 3, 8, 5, 2, false, 1.0f},
   };
   uint32_t seed = 400;
   for (const Case& c : cases) {
-    INFO("T " << c.T << " heads " << c.heads << " Dh " << c.Dh << " pos0 " << c.pos0 << " n_dims " << c.n_dims
-              << " partial " << c.partial_pairs << " freq_scale " << c.freq_scale);
+    INFO("T " << c.T << " heads " << c.heads << " Dh " << c.Dh << " pos0 " << c.pos0 << " n_dims "
+              << c.n_dims << " partial " << c.partial_pairs << " freq_scale " << c.freq_scale);
     const float base = 1e7f;
     std::vector<bool> uses(static_cast<size_t>(c.n_dims / 2), true);
     std::vector<uint8_t> uses_bytes(uses.size(), 1);
@@ -536,7 +579,8 @@ TEST_CASE("cuda Rope matches ref::Rope", "[cuda]") {
         uses_bytes[i] = 0;
       }
     }
-    const std::vector<float> x = RandomFloats(static_cast<size_t>(c.T * c.heads * c.Dh), -2.0f, 2.0f, seed++);
+    const std::vector<float> x =
+        RandomFloats(static_cast<size_t>(c.T * c.heads * c.Dh), -2.0f, 2.0f, seed++);
     std::vector<float> want = x;
     RopeParams p{c.n_dims, base, c.freq_scale, c.partial_pairs ? &uses : nullptr};
     ref::Rope(want.data(), c.T, c.heads, c.Dh, c.pos0, p);
@@ -551,20 +595,23 @@ TEST_CASE("cuda Rope matches ref::Rope", "[cuda]") {
     if (c.n_dims < c.Dh) {  // dims >= R pass through untouched
       bool tail_same = true;
       for (int64_t th = 0; th < c.T * c.heads; ++th) {
-        for (int64_t d = c.n_dims; d < c.Dh; ++d) tail_same = tail_same && got[th * c.Dh + d] == x[th * c.Dh + d];
+        for (int64_t d = c.n_dims; d < c.Dh; ++d)
+          tail_same = tail_same && got[th * c.Dh + d] == x[th * c.Dh + d];
       }
       CHECK(tail_same);
     }
   }
 }
 
-// --- attention -------------------------------------------------------------------------------------
+// --- attention
+// -------------------------------------------------------------------------------------
 
 struct AttentionInputs {
   std::vector<float> q, k, v;
 };
 
-// q [T, H, Dh] in [-3, 3] so that the softmax is far from uniform; k, v cache rows [n_past+T, Hkv, Dh].
+// q [T, H, Dh] in [-3, 3] so that the softmax is far from uniform; k, v cache rows [n_past+T, Hkv,
+// Dh].
 AttentionInputs MakeAttentionInputs(const AttentionShape& s, uint32_t seed) {
   AttentionInputs in;
   in.q = RandomFloats(static_cast<size_t>(s.T * s.H * s.Dh), -3.0f, 3.0f, seed);
@@ -574,7 +621,8 @@ AttentionInputs MakeAttentionInputs(const AttentionShape& s, uint32_t seed) {
 }
 
 std::vector<float> RefAttention(const AttentionShape& s, const AttentionInputs& in) {
-  std::vector<float> out(static_cast<size_t>(s.T * s.H * s.Dh)), scores(static_cast<size_t>(s.n_past + s.T));
+  std::vector<float> out(static_cast<size_t>(s.T * s.H * s.Dh)),
+      scores(static_cast<size_t>(s.n_past + s.T));
   ref::Attention(s, in.q.data(), in.k.data(), in.v.data(), out.data(), scores.data());
   return out;
 }
@@ -583,14 +631,18 @@ TEST_CASE("cuda Attention matches ref::Attention (causal, GQA)", "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
   TestStream stream;
   const AttentionShape shapes[] = {
-      {5, 0, 6, 2, 96},   {5, 37, 6, 2, 96},  {5, 0, 6, 2, 256}, {5, 37, 6, 2, 256}, {1, 0, 4, 4, 64},
-      {3, 300, 8, 2, 128}, {2, 11, 3, 1, 512}, {4, 9, 2, 1, 1},   {7, 2, 6, 3, 33},   {1, 1000, 2, 1, 256},
+      {5, 0, 6, 2, 96},    {5, 37, 6, 2, 96},
+      {5, 0, 6, 2, 256},   {5, 37, 6, 2, 256},
+      {1, 0, 4, 4, 64},    {3, 300, 8, 2, 128},
+      {2, 11, 3, 1, 512},  {4, 9, 2, 1, 1},
+      {7, 2, 6, 3, 33},    {1, 1000, 2, 1, 256},
       {3, 5000, 2, 1, 64}, {1, 4100, 4, 2, 128},  // 64 chunks of more than 64 keys
-      {70, 3, 2, 1, 32},   // more tokens than one pass of the standard scratch
+      {70, 3, 2, 1, 32},  // more tokens than one pass of the standard scratch
   };
   uint32_t seed = 500;
   for (const AttentionShape& s : shapes) {
-    INFO("T " << s.T << " n_past " << s.n_past << " H " << s.H << " Hkv " << s.Hkv << " Dh " << s.Dh);
+    INFO("T " << s.T << " n_past " << s.n_past << " H " << s.H << " Hkv " << s.Hkv << " Dh "
+              << s.Dh);
     const AttentionInputs in = MakeAttentionInputs(s, seed);
     seed += 3;
     const std::vector<float> want = RefAttention(s, in);
@@ -599,9 +651,11 @@ TEST_CASE("cuda Attention matches ref::Attention (causal, GQA)", "[cuda]") {
     // The standard scratch, and (second run) room for only 3 tokens per pass: same results.
     const int64_t full = cuda::AttentionScratchFloats(s.H, s.Dh), small = 3 * s.H * 64 * (s.Dh + 2);
     DeviceArray<float> scratch(std::vector<float>(static_cast<size_t>(full), 0.0f), stream);
-    REQUIRE_OK(cuda::LaunchAttention(s, dq.get(), dk.get(), dv.get(), dout.get(), scratch.get(), full, stream.get()));
+    REQUIRE_OK(cuda::LaunchAttention(s, dq.get(), dk.get(), dv.get(), dout.get(), scratch.get(),
+                                     full, stream.get()));
     const std::vector<float> got = dout.Download();
-    REQUIRE_OK(cuda::LaunchAttention(s, dq.get(), dk.get(), dv.get(), dout.get(), scratch.get(), small, stream.get()));
+    REQUIRE_OK(cuda::LaunchAttention(s, dq.get(), dk.get(), dv.get(), dout.get(), scratch.get(),
+                                     small, stream.get()));
     CheckBitIdentical(dout.Download(), got, "small scratch vs standard scratch");
     // Outputs are convex combinations of v in [-1, 1]; the rounding error of an output scales with
     // sum_j p_j |v_j| (<= 1), not with |out|: floor 0.1 makes small (cancelled) outputs absolute.
@@ -609,26 +663,29 @@ TEST_CASE("cuda Attention matches ref::Attention (causal, GQA)", "[cuda]") {
   }
 }
 
-TEST_CASE("cuda Attention: 9 tokens in one launch equal 9 one-token launches, bit for bit", "[cuda]") {
+TEST_CASE("cuda Attention: 9 tokens in one launch equal 9 one-token launches, bit for bit",
+          "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
   TestStream stream;
   for (int64_t Dh : {96, 256}) {
     for (int64_t n_past : {0, 37, 4090}) {  // 4090: the chunking changes at 4096 keys
       const AttentionShape whole{9, n_past, 6, 2, Dh};
       INFO("n_past " << n_past << " Dh " << Dh);
-      const AttentionInputs in = MakeAttentionInputs(whole, static_cast<uint32_t>(600 + Dh + n_past));
+      const AttentionInputs in =
+          MakeAttentionInputs(whole, static_cast<uint32_t>(600 + Dh + n_past));
       DeviceArray<float> dq(in.q, stream), dk(in.k, stream), dv(in.v, stream);
       const std::vector<float> init(in.q.size(), -7.0f);
       DeviceArray<float> out_whole(init, stream), out_steps(init, stream);
       const int64_t sf = cuda::AttentionScratchFloats(whole.H, whole.Dh);
       DeviceArray<float> scratch(std::vector<float>(static_cast<size_t>(sf), 0.0f), stream);
-      REQUIRE_OK(cuda::LaunchAttention(whole, dq.get(), dk.get(), dv.get(), out_whole.get(), scratch.get(), sf,
-                                       stream.get()));
+      REQUIRE_OK(cuda::LaunchAttention(whole, dq.get(), dk.get(), dv.get(), out_whole.get(),
+                                       scratch.get(), sf, stream.get()));
       const int64_t row = whole.H * whole.Dh;  // one token of q / out
       for (int64_t t = 0; t < whole.T; ++t) {  // decode: token t sees cache rows 0 .. n_past + t
         const AttentionShape one{1, n_past + t, whole.H, whole.Hkv, whole.Dh};
-        REQUIRE_OK(cuda::LaunchAttention(one, dq.get() + t * row, dk.get(), dv.get(), out_steps.get() + t * row,
-                                         scratch.get(), sf, stream.get()));
+        REQUIRE_OK(cuda::LaunchAttention(one, dq.get() + t * row, dk.get(), dv.get(),
+                                         out_steps.get() + t * row, scratch.get(), sf,
+                                         stream.get()));
       }
       const std::vector<float> w = out_whole.Download(), st = out_steps.Download();
       CheckBitIdentical(st, w, "one-token launches vs one launch");
@@ -653,7 +710,10 @@ namespace qwenrt {
 namespace {
 
 // Fused launches of the forward pass: each must equal its unfused form bit for bit.
-TEST_CASE("cuda fused launches equal their parts (MatMulMulti, AddRmsNorm, L2NormScaleRows, GdnSplit, GatedRmsNorm, RmsNormRows, strided MulSigmoid)", "[cuda]") {
+TEST_CASE(
+    "cuda fused launches equal their parts (MatMulMulti, AddRmsNorm, L2NormScaleRows, GdnSplit, "
+    "GatedRmsNorm, RmsNormRows, strided MulSigmoid)",
+    "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
   TestStream stream;
   const int64_t cols = 96, T = 11;
@@ -671,8 +731,8 @@ TEST_CASE("cuda fused launches equal their parts (MatMulMulti, AddRmsNorm, L2Nor
   DeviceArray<float> dx(x, stream), dw0(w0, stream), dw1(w1, stream);
   DeviceArray<uint16_t> dw2(w2, stream);
   const std::vector<float> init(static_cast<size_t>(T * 130), -7.0f);
-  DeviceArray<float> y0(init, stream), y1(init, stream), y2(init, stream), z0(init, stream), z1(init, stream),
-      z2(init, stream);
+  DeviceArray<float> y0(init, stream), y1(init, stream), y2(init, stream), z0(init, stream),
+      z1(init, stream), z2(init, stream);
   const auto* b0 = reinterpret_cast<const uint8_t*>(dw0.get());
   const auto* b1 = reinterpret_cast<const uint8_t*>(dw1.get());
   const auto* b2 = reinterpret_cast<const uint8_t*>(dw2.get());
@@ -681,28 +741,31 @@ TEST_CASE("cuda fused launches equal their parts (MatMulMulti, AddRmsNorm, L2Nor
                                         {gguf::Type::BF16, b2, cols * 2, 3, y2.get()}};
   REQUIRE_OK(cuda::LaunchMatMulMulti(targets, 3, cols, dx.get(), T, stream.get()));
   for (int64_t t = 0; t < T; ++t) {  // one token at a time, one matrix at a time
-    REQUIRE_OK(cuda::LaunchMatMul(gguf::Type::F32, b0, cols * 4, cols, 5, dx.get() + t * cols, z0.get() + t * 5, 1,
-                                  stream.get()));
+    REQUIRE_OK(cuda::LaunchMatMul(gguf::Type::F32, b0, cols * 4, cols, 5, dx.get() + t * cols,
+                                  z0.get() + t * 5, 1, stream.get()));
     REQUIRE_OK(cuda::LaunchMatMul(gguf::Type::F32, b1, cols * 4, cols, 130, dx.get() + t * cols,
                                   z1.get() + t * 130, 1, stream.get()));
-    REQUIRE_OK(cuda::LaunchMatMul(gguf::Type::BF16, b2, cols * 2, cols, 3, dx.get() + t * cols, z2.get() + t * 3,
-                                  1, stream.get()));
+    REQUIRE_OK(cuda::LaunchMatMul(gguf::Type::BF16, b2, cols * 2, cols, 3, dx.get() + t * cols,
+                                  z2.get() + t * 3, 1, stream.get()));
   }
   CheckBitIdentical(y0.Download(), z0.Download(), "MatMulMulti target 0 vs single launches");
   CheckBitIdentical(y1.Download(), z1.Download(), "MatMulMulti target 1 vs single launches");
   CheckBitIdentical(y2.Download(), z2.Download(), "MatMulMulti target 2 vs single launches");
   CHECK(cuda::LaunchMatMulMulti(targets, 0, cols, dx.get(), T, stream.get()).code() ==
         StatusCode::kInvalidArgument);
-  CHECK(cuda::LaunchMatMulMulti(targets, cuda::kMaxMatMulTargets + 1, cols, dx.get(), T, stream.get()).code() ==
-        StatusCode::kInvalidArgument);
+  CHECK(
+      cuda::LaunchMatMulMulti(targets, cuda::kMaxMatMulTargets + 1, cols, dx.get(), T, stream.get())
+          .code() == StatusCode::kInvalidArgument);
 
   // AddRmsNorm == Add then RmsNorm.
   const int64_t rows = 7, n = 1000;
   const std::vector<float> a = RandomFloats(static_cast<size_t>(rows * n), -2.0f, 2.0f, 903);
   const std::vector<float> m = RandomFloats(a.size(), -2.0f, 2.0f, 904);
   const std::vector<float> g = RandomFloats(static_cast<size_t>(n), 0.5f, 1.5f, 905);
-  DeviceArray<float> xa(a, stream), xb(a, stream), dm(m, stream), dg(g, stream), ya(a, stream), yb(a, stream);
-  REQUIRE_OK(cuda::LaunchAddRmsNorm(xa.get(), dm.get(), dg.get(), ya.get(), rows, n, 1e-6f, stream.get()));
+  DeviceArray<float> xa(a, stream), xb(a, stream), dm(m, stream), dg(g, stream), ya(a, stream),
+      yb(a, stream);
+  REQUIRE_OK(
+      cuda::LaunchAddRmsNorm(xa.get(), dm.get(), dg.get(), ya.get(), rows, n, 1e-6f, stream.get()));
   REQUIRE_OK(cuda::LaunchAdd(xb.get(), dm.get(), rows * n, stream.get()));
   REQUIRE_OK(cuda::LaunchRmsNorm(xb.get(), dg.get(), yb.get(), rows, n, 1e-6f, stream.get()));
   CheckBitIdentical(xa.Download(), xb.Download(), "AddRmsNorm: the sum");
@@ -714,29 +777,38 @@ TEST_CASE("cuda fused launches equal their parts (MatMulMulti, AddRmsNorm, L2Nor
   DeviceArray<float> dsrc(src, stream);
   const std::vector<float> zero(static_cast<size_t>(Tq * heads * dk), 0.0f);
   DeviceArray<float> fused(zero, stream), split(zero, stream);
-  REQUIRE_OK(cuda::LaunchL2NormScaleRows(dsrc.get() + offset, C, Tq, heads, dk, 1e-6f, 0.25f, fused.get(),
-                                         stream.get()));
-  REQUIRE_OK(cuda::LaunchCopyColumns(dsrc.get(), Tq, C, offset, heads * dk, split.get(), stream.get()));
+  REQUIRE_OK(cuda::LaunchL2NormScaleRows(dsrc.get() + offset, C, Tq, heads, dk, 1e-6f, 0.25f,
+                                         fused.get(), stream.get()));
+  REQUIRE_OK(
+      cuda::LaunchCopyColumns(dsrc.get(), Tq, C, offset, heads * dk, split.get(), stream.get()));
   REQUIRE_OK(cuda::LaunchL2NormScale(split.get(), Tq * heads, dk, 1e-6f, 0.25f, stream.get()));
   CheckBitIdentical(fused.Download(), split.Download(), "L2NormScaleRows vs copy + L2NormScale");
 
   // GdnSplit == two L2NormScaleRows + CopyColumns + GdnGates.
   {
-    const int64_t Tg = 3, Hk = 2, Dk = 48, Hv = 4, Dv = 40, Cq = Hk * Dk, Cv = Hv * Dv, Cg = 2 * Cq + Cv;
+    const int64_t Tg = 3, Hk = 2, Dk = 48, Hv = 4, Dv = 40, Cq = Hk * Dk, Cv = Hv * Dv,
+                  Cg = 2 * Cq + Cv;
     const std::vector<float> conv = RandomFloats(static_cast<size_t>(Tg * Cg), -1.0f, 1.0f, 907);
     const std::vector<float> ab = RandomFloats(static_cast<size_t>(Tg * Hv), -3.0f, 3.0f, 908);
     const std::vector<float> a_h = RandomFloats(static_cast<size_t>(Hv), -2.0f, -0.1f, 909);
     const std::vector<float> dt = RandomFloats(static_cast<size_t>(Hv), -1.0f, 1.0f, 910);
     DeviceArray<float> dconv(conv, stream), ssm_a(a_h, stream), dt_bias(dt, stream);
-    const std::vector<float> zq(static_cast<size_t>(Tg * Cq), 0.0f), zv(static_cast<size_t>(Tg * Cv), 0.0f);
-    DeviceArray<float> q1(zq, stream), k1(zq, stream), v1(zv, stream), al1(ab, stream), be1(ab, stream);
-    DeviceArray<float> q2(zq, stream), k2(zq, stream), v2(zv, stream), al2(ab, stream), be2(ab, stream);
-    REQUIRE_OK(cuda::LaunchGdnSplit(dconv.get(), Tg, Hk, Dk, Hv, Dv, 1e-6f, 0.125f, q1.get(), k1.get(), v1.get(),
-                                    al1.get(), be1.get(), ssm_a.get(), dt_bias.get(), stream.get()));
-    REQUIRE_OK(cuda::LaunchL2NormScaleRows(dconv.get(), Cg, Tg, Hk, Dk, 1e-6f, 0.125f, q2.get(), stream.get()));
-    REQUIRE_OK(cuda::LaunchL2NormScaleRows(dconv.get() + Cq, Cg, Tg, Hk, Dk, 1e-6f, 1.0f, k2.get(), stream.get()));
+    const std::vector<float> zq(static_cast<size_t>(Tg * Cq), 0.0f),
+        zv(static_cast<size_t>(Tg * Cv), 0.0f);
+    DeviceArray<float> q1(zq, stream), k1(zq, stream), v1(zv, stream), al1(ab, stream),
+        be1(ab, stream);
+    DeviceArray<float> q2(zq, stream), k2(zq, stream), v2(zv, stream), al2(ab, stream),
+        be2(ab, stream);
+    REQUIRE_OK(cuda::LaunchGdnSplit(dconv.get(), Tg, Hk, Dk, Hv, Dv, 1e-6f, 0.125f, q1.get(),
+                                    k1.get(), v1.get(), al1.get(), be1.get(), ssm_a.get(),
+                                    dt_bias.get(), stream.get()));
+    REQUIRE_OK(cuda::LaunchL2NormScaleRows(dconv.get(), Cg, Tg, Hk, Dk, 1e-6f, 0.125f, q2.get(),
+                                           stream.get()));
+    REQUIRE_OK(cuda::LaunchL2NormScaleRows(dconv.get() + Cq, Cg, Tg, Hk, Dk, 1e-6f, 1.0f, k2.get(),
+                                           stream.get()));
     REQUIRE_OK(cuda::LaunchCopyColumns(dconv.get(), Tg, Cg, 2 * Cq, Cv, v2.get(), stream.get()));
-    REQUIRE_OK(cuda::LaunchGdnGates(al2.get(), be2.get(), ssm_a.get(), dt_bias.get(), Tg, Hv, stream.get()));
+    REQUIRE_OK(cuda::LaunchGdnGates(al2.get(), be2.get(), ssm_a.get(), dt_bias.get(), Tg, Hv,
+                                    stream.get()));
     CheckBitIdentical(q1.Download(), q2.Download(), "GdnSplit q");
     CheckBitIdentical(k1.Download(), k2.Download(), "GdnSplit k");
     CheckBitIdentical(v1.Download(), v2.Download(), "GdnSplit v");
@@ -744,30 +816,37 @@ TEST_CASE("cuda fused launches equal their parts (MatMulMulti, AddRmsNorm, L2Nor
     CheckBitIdentical(be1.Download(), be2.Download(), "GdnSplit beta");
   }
 
-  // GatedRmsNorm == RmsNorm then SwiGlu; RmsNormRows / strided MulSigmoid == CopyColumns then the flat op.
+  // GatedRmsNorm == RmsNorm then SwiGlu; RmsNormRows / strided MulSigmoid == CopyColumns then the
+  // flat op.
   {
     const int64_t rows2 = 6, n2 = 72;
-    const std::vector<float> xo = RandomFloats(static_cast<size_t>(2 * rows2 * n2), -2.0f, 2.0f, 911);
+    const std::vector<float> xo =
+        RandomFloats(static_cast<size_t>(2 * rows2 * n2), -2.0f, 2.0f, 911);
     const std::vector<float> zz = RandomFloats(static_cast<size_t>(rows2 * n2), -3.0f, 3.0f, 912);
     const std::vector<float> gw = RandomFloats(static_cast<size_t>(n2), 0.5f, 1.5f, 913);
     const std::vector<float> flat(xo.begin(), xo.begin() + rows2 * n2);
     DeviceArray<float> dxo(xo, stream), dflat(flat, stream), dz(zz, stream), dgw(gw, stream);
     const std::vector<float> zero2(static_cast<size_t>(rows2 * n2), 0.0f);
     DeviceArray<float> out1(zero2, stream), out2(zero2, stream), col(zero2, stream);
-    REQUIRE_OK(cuda::LaunchGatedRmsNorm(dflat.get(), dgw.get(), dz.get(), out1.get(), rows2, n2, 1e-6f, stream.get()));
-    REQUIRE_OK(cuda::LaunchRmsNorm(dflat.get(), dgw.get(), out2.get(), rows2, n2, 1e-6f, stream.get()));
+    REQUIRE_OK(cuda::LaunchGatedRmsNorm(dflat.get(), dgw.get(), dz.get(), out1.get(), rows2, n2,
+                                        1e-6f, stream.get()));
+    REQUIRE_OK(
+        cuda::LaunchRmsNorm(dflat.get(), dgw.get(), out2.get(), rows2, n2, 1e-6f, stream.get()));
     REQUIRE_OK(cuda::LaunchSwiGlu(dz.get(), out2.get(), rows2 * n2, stream.get()));
     CheckBitIdentical(out1.Download(), out2.Download(), "GatedRmsNorm vs RmsNorm + SwiGlu");
 
     // xo viewed as [rows2, 2, n2]: the first halves are the rows, the second halves the gates.
-    REQUIRE_OK(cuda::LaunchRmsNormRows(dxo.get(), 2 * n2, dgw.get(), out1.get(), rows2, n2, 1e-6f, stream.get()));
+    REQUIRE_OK(cuda::LaunchRmsNormRows(dxo.get(), 2 * n2, dgw.get(), out1.get(), rows2, n2, 1e-6f,
+                                       stream.get()));
     REQUIRE_OK(cuda::LaunchCopyColumns(dxo.get(), rows2, 2 * n2, 0, n2, col.get(), stream.get()));
-    REQUIRE_OK(cuda::LaunchRmsNorm(col.get(), dgw.get(), out2.get(), rows2, n2, 1e-6f, stream.get()));
+    REQUIRE_OK(
+        cuda::LaunchRmsNorm(col.get(), dgw.get(), out2.get(), rows2, n2, 1e-6f, stream.get()));
     CheckBitIdentical(out1.Download(), out2.Download(), "RmsNormRows vs CopyColumns + RmsNorm");
     REQUIRE_OK(cuda::LaunchMulSigmoid(out1.get(), dxo.get() + n2, rows2, n2, 2 * n2, stream.get()));
     REQUIRE_OK(cuda::LaunchCopyColumns(dxo.get(), rows2, 2 * n2, n2, n2, col.get(), stream.get()));
     REQUIRE_OK(cuda::LaunchMulSigmoid(out2.get(), col.get(), rows2 * n2, stream.get()));
-    CheckBitIdentical(out1.Download(), out2.Download(), "strided MulSigmoid vs CopyColumns + MulSigmoid");
+    CheckBitIdentical(out1.Download(), out2.Download(),
+                      "strided MulSigmoid vs CopyColumns + MulSigmoid");
   }
 }
 

@@ -1,16 +1,15 @@
 // Paged KV cache (docs/kv-cache.md): the attention op over page views (cpu vs ref, every storage
 // type, page boundaries), page sharing and copy-on-write in KvCache, f16 storage bit-identical to
-// f32 on the CPU path, q8_0's bounded error, forks sharing a prefix (COW divergence, truncation into
-// a shared page, save/load, threads), the memory 16 sessions sharing a 2,000-token prompt hold, and
-// the KV storage type in session files (old files, hostile files).
+// f32 on the CPU path, q8_0's bounded error, forks sharing a prefix (COW divergence, truncation
+// into a shared page, save/load, threads), the memory 16 sessions sharing a 2,000-token prompt
+// hold, and the KV storage type in session files (old files, hostile files).
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <random>
 #include <thread>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "model_test_util.h"
 #include "ops/attention.h"
@@ -45,11 +44,13 @@ struct Paged {
   std::vector<const uint8_t*> bases;
   int64_t page_rows, row_bytes;
   KvType type;
-  Paged(KvType t, const std::vector<float>& k, const std::vector<float>& v, int64_t n, int64_t row, int64_t P)
+  Paged(KvType t, const std::vector<float>& k, const std::vector<float>& v, int64_t n, int64_t row,
+        int64_t P)
       : page_rows(P), row_bytes(KvRowBytes(t, row)), type(t) {
     for (int64_t p0 = 0; p0 < n; p0 += P) {
       const int64_t m = std::min(P, n - p0);
-      std::vector<uint8_t> page(static_cast<size_t>(2 * P * row_bytes), 0xAB);  // junk past the rows
+      std::vector<uint8_t> page(static_cast<size_t>(2 * P * row_bytes),
+                                0xAB);  // junk past the rows
       cpu::KvEncodeRows(t, k.data() + p0 * row, m, row, page.data());
       cpu::KvEncodeRows(t, v.data() + p0 * row, m, row, page.data() + P * row_bytes);
       pages.push_back(std::move(page));
@@ -57,10 +58,13 @@ struct Paged {
     for (auto& p : pages) bases.push_back(p.data());
   }
   KvView K() const { return KvView{bases.data(), 0, page_rows, row_bytes, type}; }
-  KvView V() const { return KvView{bases.data(), page_rows * row_bytes, page_rows, row_bytes, type}; }
+  KvView V() const {
+    return KvView{bases.data(), page_rows * row_bytes, page_rows, row_bytes, type};
+  }
 };
 
-TEST_CASE("paged attention: cpu == ref for every storage type, odd sizes and page boundaries", "[cpu]") {
+TEST_CASE("paged attention: cpu == ref for every storage type, odd sizes and page boundaries",
+          "[cpu]") {
   ThreadPool pool(3);
   for (int64_t Dh : {32, 40}) {
     for (KvType type : {KvType::kF32, KvType::kF16, KvType::kQ8_0}) {
@@ -72,11 +76,14 @@ TEST_CASE("paged attention: cpu == ref for every storage type, odd sizes and pag
             const int64_t n = n_past + T, row = s.Hkv * Dh;
             const auto q = Gauss(T * s.H * Dh, 1), k = Gauss(n * row, 2), v = Gauss(n * row, 3);
             const Paged paged(type, k, v, n, row, P);
-            std::vector<float> o_ref(q.size()), o_cpu(q.size()), sc(n), sc_cpu(pool.size() * cpu::AttentionScoreFloats(n, s.H / s.Hkv)),
+            std::vector<float> o_ref(q.size()), o_cpu(q.size()), sc(n),
+                sc_cpu(pool.size() * cpu::AttentionScoreFloats(n, s.H / s.Hkv)),
                 rows(pool.size() * 2 * Dh);
             ref::Attention(s, q.data(), paged.K(), paged.V(), o_ref.data(), sc.data());
-            cpu::Attention(s, q.data(), paged.K(), paged.V(), o_cpu.data(), sc_cpu.data(), rows.data(), pool);
-            INFO(KvTypeName(type) << " Dh " << Dh << " page " << P << " T " << T << " n_past " << n_past);
+            cpu::Attention(s, q.data(), paged.K(), paged.V(), o_cpu.data(), sc_cpu.data(),
+                           rows.data(), pool);
+            INFO(KvTypeName(type) << " Dh " << Dh << " page " << P << " T " << T << " n_past "
+                                  << n_past);
             CHECK(MaxAbs(o_ref, o_cpu) <= 1e-5);
             // The same values stored contiguously as f32 give the same bits (f32 is read in place,
             // f16 / q8_0 are widened into a row and then go through the same arithmetic).
@@ -105,7 +112,8 @@ TEST_CASE("KV storage: f16 round trip is exact on f16 values, q8_0 error is boun
   std::vector<float> back(x.size());
   cpu::KvEncodeRows(KvType::kF16, x.data(), n, row, h.data());
   for (int64_t j = 0; j < n; ++j)
-    cpu::KvDecode(KvType::kF16, h.data() + j * KvRowBytes(KvType::kF16, row), 0, row, back.data() + j * row);
+    cpu::KvDecode(KvType::kF16, h.data() + j * KvRowBytes(KvType::kF16, row), 0, row,
+                  back.data() + j * row);
   for (size_t i = 0; i < x.size(); ++i) {
     REQUIRE(back[i] == Fp16ToFp32(Fp32ToFp16(x[i])));
     CHECK(KvElement(KvType::kF16, h.data(), static_cast<int64_t>(i)) == back[i]);
@@ -114,8 +122,10 @@ TEST_CASE("KV storage: f16 round trip is exact on f16 values, q8_0 error is boun
   cpu::KvEncodeRows(KvType::kQ8_0, x.data(), n, row, q.data());
   double worst = 0;
   for (int64_t j = 0; j < n; ++j) {
-    cpu::KvDecode(KvType::kQ8_0, q.data() + j * KvRowBytes(KvType::kQ8_0, row), 0, row, back.data() + j * row);
-    // |error| <= half a step of d = amax / 127, plus 127 times fp16(d)'s rounding (<= d * 2^-11): 0.5625 d.
+    cpu::KvDecode(KvType::kQ8_0, q.data() + j * KvRowBytes(KvType::kQ8_0, row), 0, row,
+                  back.data() + j * row);
+    // |error| <= half a step of d = amax / 127, plus 127 times fp16(d)'s rounding (<= d * 2^-11):
+    // 0.5625 d.
     for (int64_t b = 0; b < row; b += kQK8_0) {
       float amax = 0;
       for (int64_t i = 0; i < kQK8_0; ++i) amax = std::max(amax, std::abs(x[j * row + b + i]));
@@ -130,8 +140,10 @@ TEST_CASE("KV storage: f16 round trip is exact on f16 values, q8_0 error is boun
   CHECK(KvElement(KvType::kQ8_0, q.data(), 37) == back[37]);
 }
 
-TEST_CASE("KvCache: Copy shares pages, writes copy only the shared page they touch, Truncate drops shared pages",
-          "[ref]") {
+TEST_CASE(
+    "KvCache: Copy shares pages, writes copy only the shared page they touch, Truncate drops "
+    "shared pages",
+    "[ref]") {
   auto model = LoadFixture("micro-s1-f32");
   const ModelConfig& c = model->config();
   KvCacheOptions o;
@@ -151,7 +163,8 @@ TEST_CASE("KvCache: Copy shares pages, writes copy only the shared page they tou
   };
   auto rows = [&](const KvCache& kv, int64_t n) {
     std::vector<float> out(static_cast<size_t>(2 * A * n * row));
-    for (int64_t a = 0; a < A; ++a) kv.ReadRows(a, 0, n, out.data() + 2 * a * n * row, out.data() + (2 * a + 1) * n * row);
+    for (int64_t a = 0; a < A; ++a)
+      kv.ReadRows(a, 0, n, out.data() + 2 * a * n * row, out.data() + (2 * a + 1) * n * row);
     return out;
   };
   write(parent, 0, 300, 10);  // pages 0..4, page 4 partial (256..299)
@@ -207,8 +220,9 @@ TEST_CASE("KvCache: Copy shares pages, writes copy only the shared page they tou
 }
 
 // One prefill of `tokens` from position 0 in pieces, all logits (model_test_util.h's Runner).
-std::vector<float> RunWith(std::shared_ptr<const Model> m, BackendKind kind, KvType type, int64_t page_rows,
-                           const std::vector<int32_t>& tokens, std::vector<int64_t> pieces = {}) {
+std::vector<float> RunWith(std::shared_ptr<const Model> m, BackendKind kind, KvType type,
+                           int64_t page_rows, const std::vector<int32_t>& tokens,
+                           std::vector<int64_t> pieces = {}) {
   KvCacheOptions o;
   o.type = type;
   o.page_rows = page_rows;
@@ -218,7 +232,9 @@ std::vector<float> RunWith(std::shared_ptr<const Model> m, BackendKind kind, KvT
   return r.Run(tokens, std::move(pieces));
 }
 
-TEST_CASE("CPU path: f16 KV storage gives exactly the f32-storage logits (all fixtures, pages, pieces)", "[cpu]") {
+TEST_CASE(
+    "CPU path: f16 KV storage gives exactly the f32-storage logits (all fixtures, pages, pieces)",
+    "[cpu]") {
   const auto seq = ReadTokens("tokens/seqA.txt");
   for (const char* name : {"micro-s1-f32", "tiny-s1-q4km", "tinymoe-s1-q4km"}) {
     auto m = LoadFixture(name);
@@ -247,10 +263,11 @@ TEST_CASE("q8_0 KV storage: bounded error against f16, and prefill == decode exa
     const auto f16 = RunWith(m, BackendKind::kCpu, KvType::kF16, 256, seq);
     const auto q8 = RunWith(m, BackendKind::kCpu, KvType::kQ8_0, 256, seq);
     const Distance d = Compare(q8, f16, V);
-    INFO(name << ": q8_0 vs f16 mean|d|/std " << d.mean_over_std << " max rel " << d.max_rel << " top-1 " << d.top1);
-    WARN(name << ": q8_0 vs f16 KV: mean|d|/std " << d.mean_over_std << ", max|d|/max " << d.max_rel << ", top-1 "
-              << d.top1);
-    CHECK(!Same(q8, f16));  // lossy, so the test can tell
+    INFO(name << ": q8_0 vs f16 mean|d|/std " << d.mean_over_std << " max rel " << d.max_rel
+              << " top-1 " << d.top1);
+    WARN(name << ": q8_0 vs f16 KV: mean|d|/std " << d.mean_over_std << ", max|d|/max " << d.max_rel
+              << ", top-1 " << d.top1);
+    CHECK(!Same(q8, f16));           // lossy, so the test can tell
     CHECK(d.mean_over_std <= 0.04);  // measured: micro 0.0003, tiny 0.0196
     CHECK(d.top1 >= 0.95);
     CHECK(Same(RunWith(m, BackendKind::kCpu, KvType::kQ8_0, 7, seq, {1}), q8));
@@ -295,7 +312,8 @@ Run Fresh(const SessionParams& p, const std::vector<int32_t>& tokens, int64_t ge
 
 // Feeds `tokens` (all logits) and generates into *r; no Catch2 assertion (Catch2 is not
 // thread-safe, so worker threads call this and the main thread checks the status).
-Status TryContinue(Session& s, const std::vector<int32_t>& tokens, int64_t gen, FeedReport* report, Run* r) {
+Status TryContinue(Session& s, const std::vector<int32_t>& tokens, int64_t gen, FeedReport* report,
+                   Run* r) {
   FeedOptions o;
   o.all_logits = true;
   QWENRT_RETURN_IF_ERROR(s.Feed(tokens, o, report));
@@ -307,7 +325,8 @@ Status TryContinue(Session& s, const std::vector<int32_t>& tokens, int64_t gen, 
 }
 
 // Feeds `tokens` (all logits) and generates; the rows for positions [from, N) of a fresh run.
-Run Continue(Session& s, const std::vector<int32_t>& tokens, int64_t gen, FeedReport* report = nullptr) {
+Run Continue(Session& s, const std::vector<int32_t>& tokens, int64_t gen,
+             FeedReport* report = nullptr) {
   Run r;
   const Status st = TryContinue(s, tokens, gen, report, &r);
   INFO(st.ToString());
@@ -319,7 +338,8 @@ std::vector<float> Rows(const std::vector<float>& all, int64_t from, int64_t V) 
   return std::vector<float>(all.begin() + from * V, all.end());
 }
 
-TEST_CASE("Fork shares the KV; divergence copies one page and leaves the parent bit-identical", "[cpu]") {
+TEST_CASE("Fork shares the KV; divergence copies one page and leaves the parent bit-identical",
+          "[cpu]") {
   const SessionParams p = CpuParams();
   const int64_t V = Tiny()->config().n_vocab;
   const auto prompt = RandomTokens(700, 1);  // pages 0..2, page 2 partial
@@ -347,7 +367,9 @@ TEST_CASE("Fork shares the KV; divergence copies one page and leaves the parent 
   CHECK(px.generated == want_y.generated);
 }
 
-TEST_CASE("Forks on threads: shared-prefix sessions equal unshared ones; truncation into a shared page", "[cpu]") {
+TEST_CASE(
+    "Forks on threads: shared-prefix sessions equal unshared ones; truncation into a shared page",
+    "[cpu]") {
   SessionParams p = CpuParams();
   p.checkpoint_every = 100;
   p.checkpoint_budget_bytes = int64_t{1} << 30;  // keep every snapshot
@@ -361,10 +383,11 @@ TEST_CASE("Forks on threads: shared-prefix sessions equal unshared ones; truncat
   for (int i = 0; i < kForks; ++i) {
     forks.push_back(parent->Fork().value());
     // Forks 0, 1 extend the prompt; 2, 3 diverge at 600 and 530: the KV is cut back to the shared
-    // checkpoint at 600 / 500, inside the shared pages 2 [512, 768) / 1 [256, 512), and the recurrent
-    // state restored from that (shared) snapshot.
+    // checkpoint at 600 / 500, inside the shared pages 2 [512, 768) / 1 [256, 512), and the
+    // recurrent state restored from that (shared) snapshot.
     const int64_t keep = i < 2 ? 700 : i == 2 ? 600 : 530;
-    inputs.push_back(Concat(std::vector<int32_t>(prompt.begin(), prompt.begin() + keep), RandomTokens(40, 10 + i)));
+    inputs.push_back(Concat(std::vector<int32_t>(prompt.begin(), prompt.begin() + keep),
+                            RandomTokens(40, 10 + i)));
   }
   std::vector<Run> got(kForks);
   std::vector<FeedReport> reports(kForks);
@@ -372,7 +395,8 @@ TEST_CASE("Forks on threads: shared-prefix sessions equal unshared ones; truncat
   {
     std::vector<std::thread> threads;
     for (int i = 0; i < kForks; ++i)
-      threads.emplace_back([&, i] { statuses[i] = TryContinue(*forks[i], inputs[i], 6, &reports[i], &got[i]); });
+      threads.emplace_back(
+          [&, i] { statuses[i] = TryContinue(*forks[i], inputs[i], 6, &reports[i], &got[i]); });
     for (auto& t : threads) t.join();
   }
   for (const Status& st : statuses) REQUIRE(st.ok());
@@ -392,7 +416,8 @@ TEST_CASE("Forks on threads: shared-prefix sessions equal unshared ones; truncat
   CHECK(pm.generated == want.generated);
 }
 
-TEST_CASE("A session that shares pages saves and loads (unshared) and continues bit-identically", "[cpu]") {
+TEST_CASE("A session that shares pages saves and loads (unshared) and continues bit-identically",
+          "[cpu]") {
   const SessionParams p = CpuParams();
   const int64_t V = Tiny()->config().n_vocab;
   const auto prompt = RandomTokens(600, 5);
@@ -415,7 +440,9 @@ TEST_CASE("A session that shares pages saves and loads (unshared) and continues 
   CHECK(a.generated == want.generated);
 }
 
-TEST_CASE("16 sessions sharing a 2,000-token prompt hold less than 2x one session plus what each adds", "[cpu]") {
+TEST_CASE(
+    "16 sessions sharing a 2,000-token prompt hold less than 2x one session plus what each adds",
+    "[cpu]") {
   const SessionParams p = CpuParams();
   const auto prompt = RandomTokens(2000, 8);
   constexpr int kSessions = 16;
@@ -444,10 +471,10 @@ TEST_CASE("16 sessions sharing a 2,000-token prompt hold less than 2x one sessio
     kv_held += x->kv_prorated_bytes();
     kv_adds += x->kv_unique_bytes();
   }
-  WARN("16 sessions sharing a 2000-token prompt hold " << held << " bytes (KV " << kv_held << "); one session alone "
-                                                       << one_bytes << " (KV " << one->kv_bytes()
-                                                       << "); what the 16 add " << adds << " (KV " << kv_adds
-                                                       << "); 16 unshared " << kSessions * one_bytes);
+  WARN("16 sessions sharing a 2000-token prompt hold "
+       << held << " bytes (KV " << kv_held << "); one session alone " << one_bytes << " (KV "
+       << one->kv_bytes() << "); what the 16 add " << adds << " (KV " << kv_adds
+       << "); 16 unshared " << kSessions * one_bytes);
   CHECK(kv_held <= one->kv_bytes() + kv_adds);
   CHECK(held < 2 * one_bytes + adds);
   CHECK(held <= one_bytes + adds);  // stronger: the shared prompt is held once
@@ -461,7 +488,8 @@ Sections Parse(const std::vector<uint8_t>& file) {
   auto parsed = ParseSessionFile(file, Tiny()->fingerprint());
   REQUIRE(parsed.ok());
   Sections out;
-  for (const auto& s : parsed->sections) out.emplace_back(s.tag, std::vector<uint8_t>(s.payload.begin(), s.payload.end()));
+  for (const auto& s : parsed->sections)
+    out.emplace_back(s.tag, std::vector<uint8_t>(s.payload.begin(), s.payload.end()));
   return out;
 }
 
@@ -484,7 +512,8 @@ const std::vector<uint8_t>* Find(const Sections& s, const char (&tag)[5]) {
   return nullptr;
 }
 
-TEST_CASE("Session files record the KV storage type; old f32 files load; unknown types are refused", "[cpu]") {
+TEST_CASE("Session files record the KV storage type; old f32 files load; unknown types are refused",
+          "[cpu]") {
   const auto prompt = RandomTokens(300, 9), more = RandomTokens(10, 10);
   const int64_t V = Tiny()->config().n_vocab;
   SessionParams p32 = CpuParams();
@@ -504,7 +533,8 @@ TEST_CASE("Session files record the KV storage type; old f32 files load; unknown
   const Sections sec16 = Parse(s16->SaveToMemory().value());
   std::memcpy(&t, Find(sec16, "KVTY")->data(), 4);
   CHECK(t == static_cast<uint32_t>(KvType::kF16));
-  CHECK(Find(sec16, "KVCA")->size() * 2 == Find(sec32, "KVCA")->size());  // f16 rows: half the bytes
+  CHECK(Find(sec16, "KVCA")->size() * 2 ==
+        Find(sec32, "KVCA")->size());  // f16 rows: half the bytes
 
   const auto all = Concat(prompt, more);
   const Run want = Fresh(p16, all, 4);
@@ -549,20 +579,25 @@ TEST_CASE("Session files record the KV storage type; old f32 files load; unknown
       if (tag == SectionTag("KVTY")) payload = {1, 0, 0, 0};
     check(f16_with_f32_rows, StatusCode::kBadFormat);
     Sections twice = sec16;
-    twice.insert(twice.begin() + 1, *std::find_if(sec16.begin(), sec16.end(),
-                                                  [](const auto& s) { return s.first == SectionTag("KVTY"); }));
+    twice.insert(twice.begin() + 1, *std::find_if(sec16.begin(), sec16.end(), [](const auto& s) {
+                   return s.first == SectionTag("KVTY");
+                 }));
     check(twice, StatusCode::kBadFormat);
     Sections after = sec16;  // KVTY after KVCA: the rows' type would be unknown when they are read
-    auto it = std::find_if(after.begin(), after.end(), [](const auto& s) { return s.first == SectionTag("KVTY"); });
+    auto it = std::find_if(after.begin(), after.end(),
+                           [](const auto& s) { return s.first == SectionTag("KVTY"); });
     auto kvty = *it;
     after.erase(it);
-    after.insert(std::find_if(after.begin(), after.end(), [](const auto& s) { return s.first == SectionTag("KVCA"); }) + 1,
+    after.insert(std::find_if(after.begin(), after.end(),
+                              [](const auto& s) { return s.first == SectionTag("KVCA"); }) +
+                     1,
                  kvty);
     check(after, StatusCode::kBadFormat);
   }
 }
 
-TEST_CASE("SetKvType converts what a session holds: f16 -> f32 exactly, f16 -> q8_0 within bounds", "[cpu]") {
+TEST_CASE("SetKvType converts what a session holds: f16 -> f32 exactly, f16 -> q8_0 within bounds",
+          "[cpu]") {
   const auto prompt = RandomTokens(300, 11), all = Concat(prompt, RandomTokens(10, 12));
   const int64_t V = Tiny()->config().n_vocab;
   auto s = NewSession(Tiny(), CpuParams());

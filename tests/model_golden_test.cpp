@@ -1,12 +1,11 @@
 // Golden logits: every fixture model x both token files, on the reference and the CPU path, against
 // llama.cpp's exact-math logits (tests/data/logits/*.exact.f32; see tests/data/README.md).
 // Reference path: max|Δ| <= 1e-3 · max|exact|. CPU path: the same bound, or, since it quantizes
-// activations to Q8_K for K-quant weights like llama.cpp does, the fast-path bar: mean|Δ|/std at most
-// 1.25x llama.cpp's own figure and top-1 agreement at least llama.cpp's (both measured here from the
-// llama.cpp's logits, *.peer.f32, so no rounded table value is trusted).
-#include <cstring>
-
+// activations to Q8_K for K-quant weights like llama.cpp does, the fast-path bar: mean|Δ|/std at
+// most 1.25x llama.cpp's own figure and top-1 agreement at least llama.cpp's (both measured here
+// from the llama.cpp's logits, *.peer.f32, so no rounded table value is trusted).
 #include <catch2/catch.hpp>
+#include <cstring>
 
 #include "model_test_util.h"
 

@@ -1,18 +1,17 @@
 // Model loading: the three fixtures load with the expected configuration, and broken variants of
 // them (written with gguf_writer.hpp) are refused with the specific error of the spec's checklist
 // (docs/spec/gguf-and-quants.md §5 items 11–13, 22–25, 29; docs/spec/qwen35-architecture.md §2.4).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <catch2/catch.hpp>
 
 #include "model_test_util.h"
 #include "qwenrt/gguf_writer.hpp"
@@ -49,17 +48,32 @@ std::vector<uint8_t> Encode(const gguf::Value& v) {
   } else {
     uint8_t raw[8] = {};
     switch (gguf::ValueTypeSize(v.type())) {
-      case 1: raw[0] = v.type() == ValueType::BOOL ? v.AsBool() : static_cast<uint8_t>(v.AsU8() | v.AsI8()); break;
-      case 2: { uint16_t x = v.type() == ValueType::U16 ? v.AsU16() : static_cast<uint16_t>(v.AsI16()); std::memcpy(raw, &x, 2); break; }
+      case 1:
+        raw[0] =
+            v.type() == ValueType::BOOL ? v.AsBool() : static_cast<uint8_t>(v.AsU8() | v.AsI8());
+        break;
+      case 2: {
+        uint16_t x = v.type() == ValueType::U16 ? v.AsU16() : static_cast<uint16_t>(v.AsI16());
+        std::memcpy(raw, &x, 2);
+        break;
+      }
       case 4: {
-        uint32_t x = v.type() == ValueType::U32 ? v.AsU32() : v.type() == ValueType::I32 ? static_cast<uint32_t>(v.AsI32()) : 0;
-        if (v.type() == ValueType::F32) { float f = v.AsF32(); std::memcpy(&x, &f, 4); }
+        uint32_t x = v.type() == ValueType::U32   ? v.AsU32()
+                     : v.type() == ValueType::I32 ? static_cast<uint32_t>(v.AsI32())
+                                                  : 0;
+        if (v.type() == ValueType::F32) {
+          float f = v.AsF32();
+          std::memcpy(&x, &f, 4);
+        }
         std::memcpy(raw, &x, 4);
         break;
       }
       case 8: {
         uint64_t x = v.type() == ValueType::U64 ? v.AsU64() : static_cast<uint64_t>(v.AsI64());
-        if (v.type() == ValueType::F64) { double d = v.AsF64(); std::memcpy(&x, &d, 8); }
+        if (v.type() == ValueType::F64) {
+          double d = v.AsF64();
+          std::memcpy(&x, &d, 8);
+        }
         std::memcpy(raw, &x, 8);
         break;
       }
@@ -140,7 +154,8 @@ TEST_CASE("fixtures load with the expected configuration", "[ref]") {
   auto tiny = LoadFixture("tiny-s1-q4km");
   CHECK(tiny->config().n_embd == 256);
   CHECK(tiny->config().n_layer == 8);
-  CHECK(tiny->config().recurrent == std::vector<bool>{true, true, true, false, true, true, true, false});
+  CHECK(tiny->config().recurrent ==
+        std::vector<bool>{true, true, true, false, true, true, true, false});
   CHECK(tiny->weights().tied);
   CHECK(tiny->weights().output.data == tiny->weights().token_embd.data);
   CHECK(tiny->weights().layers[0].gdn.qkv.type != Type::F32);
@@ -171,7 +186,10 @@ TEST_CASE("load options: progress and cancellation, deep tensor check", "[ref]")
   std::vector<float> seen;
   ModelLoadOptions o;
   o.check_tensors = true;
-  o.progress = [&](float x) { seen.push_back(x); return true; };
+  o.progress = [&](float x) {
+    seen.push_back(x);
+    return true;
+  };
   REQUIRE(Model::Load(DataPath("tiny-s1-q4km.gguf"), o).ok());
   REQUIRE(seen.size() >= 2);
   CHECK(seen.back() == 1.0f);
@@ -201,12 +219,14 @@ TEST_CASE("load options: progress and cancellation, deep tensor check", "[ref]")
 TEST_CASE("metadata errors name the key", "[ref]") {
   Edit missing;
   missing.drop_keys = {"qwen35.embedding_length"};
-  ExpectError("micro-s1-f32", missing, StatusCode::kBadFormat, {"qwen35.embedding_length", "missing"});
+  ExpectError("micro-s1-f32", missing, StatusCode::kBadFormat,
+              {"qwen35.embedding_length", "missing"});
 
   Edit wrong_type;
   wrong_type.drop_keys = {"qwen35.block_count"};
   wrong_type.add = [](gguf::Writer& w) { w.AddI32("qwen35.block_count", 4); };
-  ExpectError("micro-s1-f32", wrong_type, StatusCode::kBadFormat, {"qwen35.block_count", "i32", "u32"});
+  ExpectError("micro-s1-f32", wrong_type, StatusCode::kBadFormat,
+              {"qwen35.block_count", "i32", "u32"});
 
   Edit f64_base;
   f64_base.drop_keys = {"qwen35.rope.freq_base"};
@@ -215,8 +235,11 @@ TEST_CASE("metadata errors name the key", "[ref]") {
 
   Edit sections;
   sections.drop_keys = {"qwen35.rope.dimension_sections"};
-  sections.add = [](gguf::Writer& w) { w.AddI32Array("qwen35.rope.dimension_sections", {2, 2, 2}); };
-  ExpectError("micro-s1-f32", sections, StatusCode::kBadFormat, {"qwen35.rope.dimension_sections", "4"});
+  sections.add = [](gguf::Writer& w) {
+    w.AddI32Array("qwen35.rope.dimension_sections", {2, 2, 2});
+  };
+  ExpectError("micro-s1-f32", sections, StatusCode::kBadFormat,
+              {"qwen35.rope.dimension_sections", "4"});
 
   Edit heads;  // H = 4 is not a multiple of Hkv = 3
   heads.drop_keys = {"qwen35.attention.head_count_kv"};
@@ -230,12 +253,16 @@ TEST_CASE("metadata errors name the key", "[ref]") {
 
   Edit nextn;  // nextn_predict_layers >= block_count
   nextn.add = [](gguf::Writer& w) { w.AddU32("qwen35.nextn_predict_layers", 4); };
-  ExpectError("micro-s1-f32", nextn, StatusCode::kBadFormat, {"nextn_predict_layers", "block_count"});
+  ExpectError("micro-s1-f32", nextn, StatusCode::kBadFormat,
+              {"nextn_predict_layers", "block_count"});
 
   Edit per_layer;  // a per-layer array with the wrong length
   per_layer.drop_keys = {"qwen35.feed_forward_length"};
-  per_layer.add = [](gguf::Writer& w) { w.AddU32Array("qwen35.feed_forward_length", {128, 128, 128}); };
-  ExpectError("micro-s1-f32", per_layer, StatusCode::kBadFormat, {"qwen35.feed_forward_length", "3"});
+  per_layer.add = [](gguf::Writer& w) {
+    w.AddU32Array("qwen35.feed_forward_length", {128, 128, 128});
+  };
+  ExpectError("micro-s1-f32", per_layer, StatusCode::kBadFormat,
+              {"qwen35.feed_forward_length", "3"});
 
   Edit rope_odd;
   rope_odd.drop_keys = {"qwen35.rope.dimension_count"};
@@ -282,7 +309,8 @@ TEST_CASE("tensor errors name the tensor", "[ref]") {
     std::vector<float> v(64 * 255, 0.0f);
     w.AddTensor("blk.0.attn_qkv.weight", Type::F32, {64, 255}, v.data(), v.size() * 4);
   };
-  ExpectError("micro-s1-f32", shape, StatusCode::kBadFormat, {"blk.0.attn_qkv.weight", "{64, 255}", "{64, 256}"});
+  ExpectError("micro-s1-f32", shape, StatusCode::kBadFormat,
+              {"blk.0.attn_qkv.weight", "{64, 255}", "{64, 256}"});
 
   Edit trailing_one;  // {64, 1} matches an expected {64}
   trailing_one.drop_tensors = {"output_norm.weight"};
@@ -305,14 +333,16 @@ TEST_CASE("tensor errors name the tensor", "[ref]") {
     std::vector<float> v(64, 0.0f);
     w.AddTensor("blk.0.mystery.weight", Type::F32, {64}, v.data(), v.size() * 4);
   };
-  ExpectError("micro-s1-f32", unknown, StatusCode::kBadFormat, {"blk.0.mystery.weight", "unexpected"});
+  ExpectError("micro-s1-f32", unknown, StatusCode::kBadFormat,
+              {"blk.0.mystery.weight", "unexpected"});
 
   Edit attn_qkv_in_attention;  // fused qkv in an attention layer is not part of the architecture
   attn_qkv_in_attention.add_tensors = [](gguf::Writer& w) {
     std::vector<float> v(64 * 256, 0.0f);
     w.AddTensor("blk.3.attn_qkv.weight", Type::F32, {64, 256}, v.data(), v.size() * 4);
   };
-  ExpectError("micro-s1-f32", attn_qkv_in_attention, StatusCode::kBadFormat, {"blk.3.attn_qkv.weight"});
+  ExpectError("micro-s1-f32", attn_qkv_in_attention, StatusCode::kBadFormat,
+              {"blk.3.attn_qkv.weight"});
 
   Edit vocab;  // one more token than embedding rows
   vocab.drop_keys = {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type"};
@@ -340,14 +370,15 @@ Edit WithMtpBlock() {
     static auto f = gguf::File::Open(DataPath("micro-s1-f32.gguf"), nullptr);
     for (const gguf::TensorInfo& t : f->tensors()) {
       if (t.name.rfind("blk.3.", 0) != 0) continue;
-      w.AddTensor("blk.4." + t.name.substr(6), t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims), t.data,
-                  t.nbytes);
+      w.AddTensor("blk.4." + t.name.substr(6), t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims),
+                  t.data, t.nbytes);
     }
     static std::vector<float> eh(128 * 64, 0.01f), norm(64, 1.0f);
     w.AddTensor("blk.4.nextn.eh_proj.weight", Type::F32, {128, 64}, eh.data(), eh.size() * 4);
     w.AddTensor("blk.4.nextn.enorm.weight", Type::F32, {64}, norm.data(), norm.size() * 4);
     w.AddTensor("blk.4.nextn.hnorm.weight", Type::F32, {64}, norm.data(), norm.size() * 4);
-    w.AddTensor("blk.4.nextn.shared_head_norm.weight", Type::F32, {64}, norm.data(), norm.size() * 4);
+    w.AddTensor("blk.4.nextn.shared_head_norm.weight", Type::F32, {64}, norm.data(),
+                norm.size() * 4);
   };
   return e;
 }
@@ -430,7 +461,8 @@ TEST_CASE("fused gate_up_exps and a recurrent_layers override give the same mode
   }
   fused.add_tensors = [&](gguf::Writer& w) {
     for (int l = 0; l < 4; ++l) {
-      const gguf::TensorInfo* g = f->FindTensor("blk." + std::to_string(l) + ".ffn_gate_exps.weight");
+      const gguf::TensorInfo* g =
+          f->FindTensor("blk." + std::to_string(l) + ".ffn_gate_exps.weight");
       w.AddTensor("blk." + std::to_string(l) + ".ffn_gate_up_exps.weight", g->type,
                   {g->ne[0], 2 * g->ne[1], g->ne[2]}, keep[l].data(), keep[l].size());
     }
@@ -456,7 +488,8 @@ TEST_CASE("fused gate_up_exps and a recurrent_layers override give the same mode
 
 std::string TempPath(const char* name) {
   return (std::filesystem::temp_directory_path() /
-          (std::string("qwenrt_ml_") + std::to_string(::getpid()) + "_" + name)).string();
+          (std::string("qwenrt_ml_") + std::to_string(::getpid()) + "_" + name))
+      .string();
 }
 
 double Seconds(const std::function<void()>& fn) {
@@ -488,7 +521,8 @@ TEST_CASE("hostile dimensions are refused before anything is sized by them", "[r
   });
   CHECK(secs < 1.0);
 
-  // Every width is capped, so products like 2 * n_head * head_dim in the shape checks cannot overflow.
+  // Every width is capped, so products like 2 * n_head * head_dim in the shape checks cannot
+  // overflow.
   for (const char* key : {"qwen35.embedding_length", "qwen35.feed_forward_length",
                           "qwen35.attention.head_count", "qwen35.ssm.inner_size"}) {
     Edit e;
@@ -552,7 +586,8 @@ TEST_CASE("special files and non-GGUF files are refused cheaply", "[ref][hostile
     CHECK(m.status().message().find("not a regular file") != std::string::npos);
   }
   std::filesystem::remove(fifo);
-  CHECK(Model::Load(std::filesystem::temp_directory_path().string()).status().code() == StatusCode::kIo);
+  CHECK(Model::Load(std::filesystem::temp_directory_path().string()).status().code() ==
+        StatusCode::kIo);
 
   // A 2 GiB (sparse) non-GGUF file is refused from its first bytes in both modes, without reading
   // or allocating its size.

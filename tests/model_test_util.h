@@ -8,8 +8,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <stdexcept>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,7 +34,8 @@ inline std::vector<float> ReadF32(const std::string& rel) {
   return out;
 }
 
-inline std::shared_ptr<const Model> LoadFixture(const std::string& name, bool pack_weights = false) {
+inline std::shared_ptr<const Model> LoadFixture(const std::string& name,
+                                                bool pack_weights = false) {
   ModelLoadOptions options;
   options.pack_weights = pack_weights;
   auto m = Model::Load(DataPath(name + ".gguf"), options);
@@ -64,8 +65,10 @@ struct Runner {
     Reset();
   }
   void Reset() {
-    kv = std::make_unique<KvCache>(std::move(KvCache::Create(model->config(), 0, 0, kv_options).value()));
-    rec = std::make_unique<RecurrentState>(std::move(RecurrentState::Create(model->config()).value()));
+    kv = std::make_unique<KvCache>(
+        std::move(KvCache::Create(model->config(), 0, 0, kv_options).value()));
+    rec = std::make_unique<RecurrentState>(
+        std::move(RecurrentState::Create(model->config()).value()));
   }
   std::vector<float> Run(const std::vector<int32_t>& tokens, std::vector<int64_t> pieces = {}) {
     const int64_t V = model->config().n_vocab, T = static_cast<int64_t>(tokens.size());
@@ -73,7 +76,8 @@ struct Runner {
     if (pieces.empty()) pieces = {T};
     for (int64_t b = 0, i = 0; b < T; ++i) {
       const int64_t n = std::min(T - b, pieces[std::min<size_t>(i, pieces.size() - 1)]);
-      Status st = Forward(*ctx, *kv, *rec, std::span(tokens.data() + b, n), true, logits.data() + b * V);
+      Status st =
+          Forward(*ctx, *kv, *rec, std::span(tokens.data() + b, n), true, logits.data() + b * V);
       if (!st.ok()) throw std::runtime_error(st.ToString());
       b += n;
     }
@@ -82,9 +86,9 @@ struct Runner {
 };
 
 struct Distance {
-  double max_rel = 0;     // max |a - e| / max |e|
+  double max_rel = 0;        // max |a - e| / max |e|
   double mean_over_std = 0;  // mean |a - e| / std(e)
-  double top1 = 0;        // fraction of rows with the same argmax
+  double top1 = 0;           // fraction of rows with the same argmax
 };
 
 inline Distance Compare(const std::vector<float>& a, const std::vector<float>& e, int64_t V) {

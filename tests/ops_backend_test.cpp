@@ -9,6 +9,7 @@
 // no host Backend (it is device-resident, forward_cuda.cpp); its kernels are checked against the
 // same ref:: ops by kernels_cuda_test (and forward_cuda_test end to end) on a machine with a GPU.
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -22,8 +23,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "model/backend.h"
 #include "ops/quant.h"
@@ -50,7 +49,9 @@ std::vector<int32_t> RandInts(size_t n, uint32_t seed, int32_t below) {
   return v;
 }
 
-std::vector<float> AsFloats(const std::vector<int32_t>& v) { return std::vector<float>(v.begin(), v.end()); }
+std::vector<float> AsFloats(const std::vector<int32_t>& v) {
+  return std::vector<float>(v.begin(), v.end());
+}
 
 // Checks every array of `got` against `want`: bit-equal when tol == 0, else
 // max|got - want| / max|want| <= tol (and everything finite).
@@ -70,8 +71,8 @@ void CheckSame(const std::string& what, const Arrays& got, const Arrays& want, d
       max_ref = std::max(max_ref, std::fabs(double(w)));
     }
     const double rel = max_ref > 0 ? max_abs / max_ref : max_abs;
-    INFO(what << ", output " << a << " [" << got[a].size() << "]: max abs diff " << max_abs << " at " << at
-              << ", max rel diff " << rel << ", tol " << tol);
+    INFO(what << ", output " << a << " [" << got[a].size() << "]: max abs diff " << max_abs
+              << " at " << at << ", max rel diff " << rel << ", tol " << tol);
     CHECK(finite);
     if (tol == 0) {
       CHECK(bits);
@@ -100,7 +101,8 @@ Matrix MakeMatrix(gguf::Type type, int64_t rows, int64_t cols, uint32_t seed) {
   REQUIRE(rb > 0);
   m.bytes.resize(static_cast<size_t>(rb * rows));
   const std::vector<float> x = Rand(static_cast<size_t>(rows * cols), seed, -1.0f, 1.0f);
-  for (int64_t r = 0; r < rows; ++r) REQUIRE(QuantizeRow(type, x.data() + r * cols, m.bytes.data() + r * rb, cols));
+  for (int64_t r = 0; r < rows; ++r)
+    REQUIRE(QuantizeRow(type, x.data() + r * cols, m.bytes.data() + r * rb, cols));
   m.w = MakeWeightMatrix(type, cols, rows, m.bytes.data());
   REQUIRE(CheckWeightMatrix(m.w).ok());
   return m;
@@ -108,9 +110,9 @@ Matrix MakeMatrix(gguf::Type type, int64_t rows, int64_t cols, uint32_t seed) {
 
 // One row of the table.
 struct Op {
-  std::string name;       // the Backend method, then "/variant"
-  double tol;             // cpu vs ref: max|Δ| / max|ref|; 0 = bit-equal
-  bool split_invariant;   // one token per call gives the same bits as one call
+  std::string name;      // the Backend method, then "/variant"
+  double tol;            // cpu vs ref: max|Δ| / max|ref|; 0 = bit-equal
+  bool split_invariant;  // one token per call gives the same bits as one call
   std::function<Arrays(Backend& be, int64_t T, bool one_by_one)> run;
 };
 
@@ -129,8 +131,10 @@ const std::vector<Op>& Ops() {
     for (gguf::Type type : {gguf::Type::F32, gguf::Type::F16, gguf::Type::BF16, gguf::Type::Q8_0,
                             gguf::Type::Q4_K, gguf::Type::Q6_K}) {
       const int64_t cols = BlockElems(type) == 1 ? 45 : (BlockElems(type) == 32 ? 96 : 256);
-      auto table = std::make_shared<Matrix>(MakeMatrix(type, 50, cols, 1 + static_cast<uint32_t>(type)));
-      v.push_back({std::string("Embed/") + gguf::TypeName(type), 0, true, [table](Backend& be, int64_t T, bool split) {
+      auto table =
+          std::make_shared<Matrix>(MakeMatrix(type, 50, cols, 1 + static_cast<uint32_t>(type)));
+      v.push_back({std::string("Embed/") + gguf::TypeName(type), 0, true,
+                   [table](Backend& be, int64_t T, bool split) {
                      const auto tokens = RandInts(T, 2, 50);
                      std::vector<float> x(T * table->w.cols);
                      Tokens(T, split, [&](int64_t t0, int64_t n) {
@@ -154,12 +158,14 @@ const std::vector<Op>& Ops() {
                    return Arrays{y, x};
                  }});
     v.push_back({"RmsNormRows", 0, true, [](Backend& be, int64_t T, bool split) {
-                   const auto qg = Rand(T * kRowsPerToken * 2 * kN, 5);  // [rows, 2, n]: read the first half
+                   const auto qg =
+                       Rand(T * kRowsPerToken * 2 * kN, 5);  // [rows, 2, n]: read the first half
                    const auto w = Rand(kN, 6);
                    std::vector<float> y(T * kRowsPerToken * kN);
                    Tokens(T, split, [&](int64_t t0, int64_t n) {
                      be.RmsNormRows(qg.data() + t0 * kRowsPerToken * 2 * kN, 2 * kN, w.data(),
-                                    y.data() + t0 * kRowsPerToken * kN, n * kRowsPerToken, kN, kEps);
+                                    y.data() + t0 * kRowsPerToken * kN, n * kRowsPerToken, kN,
+                                    kEps);
                    });
                    return Arrays{y};
                  }});
@@ -168,8 +174,8 @@ const std::vector<Op>& Ops() {
                    const auto mix = Rand(T * kN, 8), w = Rand(kN, 9);
                    std::vector<float> y(x.size());
                    Tokens(T, split, [&](int64_t t0, int64_t n) {
-                     be.AddRmsNorm(x.data() + t0 * kN, mix.data() + t0 * kN, w.data(), y.data() + t0 * kN, n, kN,
-                                   kEps);
+                     be.AddRmsNorm(x.data() + t0 * kN, mix.data() + t0 * kN, w.data(),
+                                   y.data() + t0 * kN, n, kN, kEps);
                    });
                    return Arrays{x, y};
                  }});
@@ -189,10 +195,12 @@ const std::vector<Op>& Ops() {
       int64_t cols;
       double tol;  // K-quants and Q8_0 meet Q8_K / Q8_0 activations on the CPU (llama.cpp's choice)
     };
-    for (const MatCase& mc : {MatCase{gguf::Type::F32, 45, 1e-5}, MatCase{gguf::Type::F16, 45, 1e-5},
-                              MatCase{gguf::Type::BF16, 45, 1e-5}, MatCase{gguf::Type::Q8_0, 96, 2e-2},
-                              MatCase{gguf::Type::Q4_K, 256, 2e-2}, MatCase{gguf::Type::Q6_K, 512, 2e-2}}) {
-      auto m = std::make_shared<Matrix>(MakeMatrix(mc.type, 37, mc.cols, 20 + static_cast<uint32_t>(mc.type)));
+    for (const MatCase& mc :
+         {MatCase{gguf::Type::F32, 45, 1e-5}, MatCase{gguf::Type::F16, 45, 1e-5},
+          MatCase{gguf::Type::BF16, 45, 1e-5}, MatCase{gguf::Type::Q8_0, 96, 2e-2},
+          MatCase{gguf::Type::Q4_K, 256, 2e-2}, MatCase{gguf::Type::Q6_K, 512, 2e-2}}) {
+      auto m = std::make_shared<Matrix>(
+          MakeMatrix(mc.type, 37, mc.cols, 20 + static_cast<uint32_t>(mc.type)));
       v.push_back({std::string("MatMul/") + gguf::TypeName(mc.type), mc.tol, true,
                    [m](Backend& be, int64_t T, bool split) {
                      const int64_t cols = m->w.cols, rows = m->w.rows;
@@ -236,24 +244,26 @@ const std::vector<Op>& Ops() {
                    auto state = Rand(C * (Kc - 1), 42);
                    std::vector<float> y(T * C);
                    Tokens(T, split, [&](int64_t t0, int64_t n) {
-                     be.CausalConvSilu(CausalConvShape{n, C, Kc}, x.data() + t0 * C, w.data(), state.data(),
-                                       y.data() + t0 * C);
+                     be.CausalConvSilu(CausalConvShape{n, C, Kc}, x.data() + t0 * C, w.data(),
+                                       state.data(), y.data() + t0 * C);
                    });
                    return Arrays{y, state};
                  }});
-    v.push_back({"GdnSplit", 0, true, [](Backend& be, int64_t T, bool split) {
-                   const auto conv = Rand(T * C, 43), ssm_a = Rand(kHv, 44, -2.0f, -0.1f), dt = Rand(kHv, 45);
-                   auto alpha = Rand(T * kHv, 46, -4.0f, 30.0f);  // both sides of softplus's x > 20 branch
-                   auto beta = Rand(T * kHv, 47, -6.0f, 6.0f);
-                   std::vector<float> q(T * Cq), k(T * Cq), vv(T * Cv);
-                   const float q_scale = 1.0f / std::sqrt(static_cast<float>(kDk));
-                   Tokens(T, split, [&](int64_t t0, int64_t n) {
-                     be.GdnSplit(GatedDeltaShape{n, kHk, kHv, kDk, kDv}, conv.data() + t0 * C, kEps, q_scale,
-                                 q.data() + t0 * Cq, k.data() + t0 * Cq, vv.data() + t0 * Cv, alpha.data() + t0 * kHv,
-                                 beta.data() + t0 * kHv, ssm_a.data(), dt.data());
-                   });
-                   return Arrays{q, k, vv, alpha, beta};
-                 }});
+    v.push_back(
+        {"GdnSplit", 0, true, [](Backend& be, int64_t T, bool split) {
+           const auto conv = Rand(T * C, 43), ssm_a = Rand(kHv, 44, -2.0f, -0.1f),
+                      dt = Rand(kHv, 45);
+           auto alpha = Rand(T * kHv, 46, -4.0f, 30.0f);  // both sides of softplus's x > 20 branch
+           auto beta = Rand(T * kHv, 47, -6.0f, 6.0f);
+           std::vector<float> q(T * Cq), k(T * Cq), vv(T * Cv);
+           const float q_scale = 1.0f / std::sqrt(static_cast<float>(kDk));
+           Tokens(T, split, [&](int64_t t0, int64_t n) {
+             be.GdnSplit(GatedDeltaShape{n, kHk, kHv, kDk, kDv}, conv.data() + t0 * C, kEps,
+                         q_scale, q.data() + t0 * Cq, k.data() + t0 * Cq, vv.data() + t0 * Cv,
+                         alpha.data() + t0 * kHv, beta.data() + t0 * kHv, ssm_a.data(), dt.data());
+           });
+           return Arrays{q, k, vv, alpha, beta};
+         }});
     // T = 63 takes the chunked form on the default CPU backend (>= 16 tokens), the recurrent one
     // on the split-invariant backend and for T = 1, 7.
     v.push_back({"GatedDelta", 2e-5, true, [](Backend& be, int64_t T, bool split) {
@@ -266,17 +276,18 @@ const std::vector<Op>& Ops() {
                    auto state = Rand(kHv * kDv * kDk, 55, -0.5f, 0.5f);
                    std::vector<float> out(T * Cv);
                    Tokens(T, split, [&](int64_t t0, int64_t n) {
-                     be.GatedDelta(GatedDeltaShape{n, kHk, kHv, kDk, kDv}, q.data() + t0 * Cq, k.data() + t0 * Cq,
-                                   vv.data() + t0 * Cv, g.data() + t0 * kHv, beta.data() + t0 * kHv, state.data(),
-                                   out.data() + t0 * Cv);
+                     be.GatedDelta(GatedDeltaShape{n, kHk, kHv, kDk, kDv}, q.data() + t0 * Cq,
+                                   k.data() + t0 * Cq, vv.data() + t0 * Cv, g.data() + t0 * kHv,
+                                   beta.data() + t0 * kHv, state.data(), out.data() + t0 * Cv);
                    });
                    return Arrays{out, state};
                  }});
 
     // --- full attention ---
     v.push_back({"Rope", 0, true, [](Backend& be, int64_t T, bool split) {
-                   static const std::vector<bool> uses = {true, true, true, true, true, true, true, true,
-                                                          false, false, true, false};  // R/2 = 12 pairs
+                   static const std::vector<bool> uses = {true, true, true, true,  true,
+                                                          true, true, true, false, false,
+                                                          true, false};  // R/2 = 12 pairs
                    const RopeParams p{24, 10000.0f, 0.75f, &uses};
                    auto x = Rand(T * kH * kDh, 60);
                    Tokens(T, split, [&](int64_t t0, int64_t n) {
@@ -286,33 +297,37 @@ const std::vector<Op>& Ops() {
                  }});
     // ref keeps f32, cpu rounds to f16: within half an f16 ulp (2^-11 relative).
     v.push_back({"RoundAttentionInputs", 4.9e-4, true, [](Backend& be, int64_t T, bool split) {
-                   auto q = Rand(T * kH * kDh, 61), k = Rand(T * kHkv * kDh, 62), vv = Rand(T * kHkv * kDh, 63);
+                   auto q = Rand(T * kH * kDh, 61), k = Rand(T * kHkv * kDh, 62),
+                        vv = Rand(T * kHkv * kDh, 63);
                    Tokens(T, split, [&](int64_t t0, int64_t n) {
-                     be.RoundAttentionInputs(q.data() + t0 * kH * kDh, n * kH * kDh, k.data() + t0 * kHkv * kDh,
+                     be.RoundAttentionInputs(q.data() + t0 * kH * kDh, n * kH * kDh,
+                                             k.data() + t0 * kHkv * kDh,
                                              vv.data() + t0 * kHkv * kDh, n * kHkv * kDh);
                    });
                    return Arrays{q, k, vv};
                  }});
     v.push_back({"Attention", 1e-5, true, [](Backend& be, int64_t T, bool split) {
                    const int64_t n_kv = kNPast + T;
-                   const auto q = Rand(T * kH * kDh, 64), k = Rand(n_kv * kHkv * kDh, 65), vv = Rand(n_kv * kHkv * kDh, 66);
+                   const auto q = Rand(T * kH * kDh, 64), k = Rand(n_kv * kHkv * kDh, 65),
+                              vv = Rand(n_kv * kHkv * kDh, 66);
                    std::vector<float> out(T * kH * kDh);
                    REQUIRE(be.Reserve(n_kv, kH / kHkv, kDh).ok());
                    const uint8_t* kb = reinterpret_cast<const uint8_t*>(k.data());
                    const uint8_t* vb = reinterpret_cast<const uint8_t*>(vv.data());
                    Tokens(T, split, [&](int64_t t0, int64_t n) {
-                     be.Attention(AttentionShape{n, kNPast + t0, kH, kHkv, kDh}, q.data() + t0 * kH * kDh,
-                                  ContiguousF32Rows(&kb, kHkv * kDh), ContiguousF32Rows(&vb, kHkv * kDh),
-                                  out.data() + t0 * kH * kDh);
+                     be.Attention(AttentionShape{n, kNPast + t0, kH, kHkv, kDh},
+                                  q.data() + t0 * kH * kDh, ContiguousF32Rows(&kb, kHkv * kDh),
+                                  ContiguousF32Rows(&vb, kHkv * kDh), out.data() + t0 * kH * kDh);
                    });
                    return Arrays{out};
                  }});
     v.push_back({"MulSigmoid", 0, true, [](Backend& be, int64_t T, bool split) {
                    auto att = Rand(T * kH * kDh, 67);
-                   const auto qg = Rand(T * kH * 2 * kDh, 68, -8.0f, 8.0f);  // gate = second half of each head
+                   const auto qg =
+                       Rand(T * kH * 2 * kDh, 68, -8.0f, 8.0f);  // gate = second half of each head
                    Tokens(T, split, [&](int64_t t0, int64_t n) {
-                     be.MulSigmoid(att.data() + t0 * kH * kDh, qg.data() + t0 * kH * 2 * kDh + kDh, n * kH, kDh,
-                                   2 * kDh);
+                     be.MulSigmoid(att.data() + t0 * kH * kDh, qg.data() + t0 * kH * 2 * kDh + kDh,
+                                   n * kH, kDh, 2 * kDh);
                    });
                    return Arrays{att};
                  }});
@@ -329,7 +344,9 @@ const std::vector<Op>& Ops() {
     v.push_back({"Add", 0, true, [](Backend& be, int64_t T, bool split) {
                    auto x = Rand(T * kN, 72);
                    const auto y = Rand(T * kN, 73);
-                   Tokens(T, split, [&](int64_t t0, int64_t n) { be.Add(x.data() + t0 * kN, y.data() + t0 * kN, n * kN); });
+                   Tokens(T, split, [&](int64_t t0, int64_t n) {
+                     be.Add(x.data() + t0 * kN, y.data() + t0 * kN, n * kN);
+                   });
                    return Arrays{x};
                  }});
 
@@ -339,7 +356,8 @@ const std::vector<Op>& Ops() {
                    std::vector<int32_t> ids(T * kK);
                    std::vector<float> w(T * kK);
                    Tokens(T, split, [&](int64_t t0, int64_t n) {
-                     be.MoeRoute(logits.data() + t0 * kX, n, kX, kK, ids.data() + t0 * kK, w.data() + t0 * kK);
+                     be.MoeRoute(logits.data() + t0 * kX, n, kX, kK, ids.data() + t0 * kK,
+                                 w.data() + t0 * kK);
                    });
                    return Arrays{logits, AsFloats(ids), w};
                  }});
@@ -350,7 +368,8 @@ const std::vector<Op>& Ops() {
                    be.GroupByExpert(ids.data(), T * kK, kX, slots.data(), begin.data());
                    return Arrays{AsFloats(slots), AsFloats(begin)};
                  }});
-    // Gather / scatter over all T*K pairs in grouped order (a permutation of the (token, slot) rows).
+    // Gather / scatter over all T*K pairs in grouped order (a permutation of the (token, slot)
+    // rows).
     auto grouped = [](int64_t T) {
       const auto ids = RandInts(T * kK, 82, kX);
       std::vector<int32_t> slots(T * kK), begin(kX + 1);
@@ -362,7 +381,8 @@ const std::vector<Op>& Ops() {
                    const auto xn = Rand(T * kE, 83);
                    std::vector<float> xe(T * kK * kE);
                    Tokens(T, split, [&](int64_t t0, int64_t n) {  // K pairs per call when split
-                     be.MoeGather(xn.data(), slots.data() + t0 * kK, n * kK, kK, kE, xe.data() + t0 * kK * kE);
+                     be.MoeGather(xn.data(), slots.data() + t0 * kK, n * kK, kK, kE,
+                                  xe.data() + t0 * kK * kE);
                    });
                    return Arrays{xe};
                  }});
@@ -371,7 +391,8 @@ const std::vector<Op>& Ops() {
                    const auto ye = Rand(T * kK * kE, 84);
                    std::vector<float> yslot(T * kK * kE, std::nanf(""));
                    Tokens(T, split, [&](int64_t t0, int64_t n) {
-                     be.MoeScatter(ye.data() + t0 * kK * kE, slots.data() + t0 * kK, n * kK, kE, yslot.data());
+                     be.MoeScatter(ye.data() + t0 * kK * kE, slots.data() + t0 * kK, n * kK, kE,
+                                   yslot.data());
                    });
                    return Arrays{yslot};
                  }});
@@ -379,7 +400,8 @@ const std::vector<Op>& Ops() {
                    const auto yslot = Rand(T * kK * kE, 85), w = Rand(T * kK, 86, 0.0f, 1.0f);
                    std::vector<float> mix(T * kE, std::nanf(""));
                    Tokens(T, split, [&](int64_t t0, int64_t n) {
-                     be.MoeCombine(yslot.data() + t0 * kK * kE, w.data() + t0 * kK, n, kK, kE, mix.data() + t0 * kE);
+                     be.MoeCombine(yslot.data() + t0 * kK * kE, w.data() + t0 * kK, n, kK, kE,
+                                   mix.data() + t0 * kE);
                    });
                    return Arrays{mix};
                  }});
@@ -387,7 +409,8 @@ const std::vector<Op>& Ops() {
                    auto mix = Rand(T * kE, 87);
                    const auto y = Rand(T * kE, 88), gate = Rand(T, 89, -6.0f, 6.0f);
                    Tokens(T, split, [&](int64_t t0, int64_t n) {
-                     be.AddSigmoidGated(mix.data() + t0 * kE, y.data() + t0 * kE, gate.data() + t0, n, kE);
+                     be.AddSigmoidGated(mix.data() + t0 * kE, y.data() + t0 * kE, gate.data() + t0,
+                                        n, kE);
                    });
                    return Arrays{mix};
                  }});
@@ -415,7 +438,8 @@ TEST_CASE("op x backend: cpu matches ref on every op", "[ref][cpu]") {
   for (const Op& op : Ops()) {
     for (int64_t T : {1, 7, 63}) {
       const Arrays want = op.run(*b.ref, T, false);
-      CheckSame(op.name + " cpu vs ref, T=" + std::to_string(T), op.run(*b.cpu, T, false), want, op.tol);
+      CheckSame(op.name + " cpu vs ref, T=" + std::to_string(T), op.run(*b.cpu, T, false), want,
+                op.tol);
     }
   }
 }
@@ -425,7 +449,8 @@ TEST_CASE("op x backend: one token per call == one call for all tokens", "[ref][
   for (const Op& op : Ops()) {
     if (!op.split_invariant) continue;
     for (int64_t T : {7, 63}) {
-      for (auto [name, be] : {std::pair{"ref", b.ref.get()}, std::pair{"cpu", b.cpu_split_invariant.get()}}) {
+      for (auto [name, be] :
+           {std::pair{"ref", b.ref.get()}, std::pair{"cpu", b.cpu_split_invariant.get()}}) {
         CheckSame(op.name + " " + name + " split, T=" + std::to_string(T), op.run(*be, T, true),
                   op.run(*be, T, false), 0);
       }
@@ -449,7 +474,8 @@ TEST_CASE("op x backend: fused ops equal their reference compositions bit for bi
         CheckSame("AddRmsNorm vs Add + RmsNorm" + at, {x1, y1}, {x2, y2}, 0);
       }
       {  // GatedRmsNorm == RmsNorm, SwiGlu(z, .)
-        const auto o = Rand(T * kHv * kDv, 103), z = Rand(T * kHv * kDv, 104, -8.0f, 8.0f), w = Rand(kDv, 105);
+        const auto o = Rand(T * kHv * kDv, 103), z = Rand(T * kHv * kDv, 104, -8.0f, 8.0f),
+                   w = Rand(kDv, 105);
         auto y1 = o, y2 = o;
         be.GatedRmsNorm(y1.data(), w.data(), z.data(), y1.data(), T * kHv, kDv, kEps);
         be.RmsNorm(y2.data(), w.data(), y2.data(), T * kHv, kDv, kEps);
@@ -460,19 +486,22 @@ TEST_CASE("op x backend: fused ops equal their reference compositions bit for bi
         const auto qg = Rand(T * kH * 2 * kDh, 106), w = Rand(kDh, 107);
         std::vector<float> y1(T * kH * kDh), y2(T * kH * kDh);
         be.RmsNormRows(qg.data(), 2 * kDh, w.data(), y1.data(), T * kH, kDh, kEps);
-        for (int64_t r = 0; r < T * kH; ++r) std::copy_n(qg.data() + r * 2 * kDh, kDh, y2.data() + r * kDh);
+        for (int64_t r = 0; r < T * kH; ++r)
+          std::copy_n(qg.data() + r * 2 * kDh, kDh, y2.data() + r * kDh);
         be.RmsNorm(y2.data(), w.data(), y2.data(), T * kH, kDh, kEps);
         CheckSame("RmsNormRows vs copy + RmsNorm" + at, {y1}, {y2}, 0);
       }
       {  // GdnSplit == copies, L2Norm(q), L2Norm(k), q *= q_scale, GdnGates
         constexpr int64_t Cq = kHk * kDk, Cv = kHv * kDv, C = 2 * Cq + Cv;
-        const auto conv = Rand(T * C, 108), ssm_a = Rand(kHv, 109, -2.0f, -0.1f), dt = Rand(kHv, 110);
-        const auto alpha0 = Rand(T * kHv, 111, -4.0f, 30.0f), beta0 = Rand(T * kHv, 112, -6.0f, 6.0f);
+        const auto conv = Rand(T * C, 108), ssm_a = Rand(kHv, 109, -2.0f, -0.1f),
+                   dt = Rand(kHv, 110);
+        const auto alpha0 = Rand(T * kHv, 111, -4.0f, 30.0f),
+                   beta0 = Rand(T * kHv, 112, -6.0f, 6.0f);
         const float q_scale = 1.0f / std::sqrt(static_cast<float>(kDk));
         std::vector<float> q1(T * Cq), k1(T * Cq), v1(T * Cv), q2(T * Cq), k2(T * Cq), v2(T * Cv);
         auto a1 = alpha0, b1 = beta0, a2 = alpha0, b2 = beta0;
-        be.GdnSplit(GatedDeltaShape{T, kHk, kHv, kDk, kDv}, conv.data(), kEps, q_scale, q1.data(), k1.data(),
-                    v1.data(), a1.data(), b1.data(), ssm_a.data(), dt.data());
+        be.GdnSplit(GatedDeltaShape{T, kHk, kHv, kDk, kDv}, conv.data(), kEps, q_scale, q1.data(),
+                    k1.data(), v1.data(), a1.data(), b1.data(), ssm_a.data(), dt.data());
         for (int64_t t = 0; t < T; ++t) {
           const float* y = conv.data() + t * C;
           std::copy_n(y, Cq, q2.data() + t * Cq);
@@ -483,8 +512,8 @@ TEST_CASE("op x backend: fused ops equal their reference compositions bit for bi
         ref::L2Norm(k2.data(), T * kHk, kDk, kEps);
         for (float& x : q2) x *= q_scale;
         ref::GdnGates(a2.data(), b2.data(), ssm_a.data(), dt.data(), T, kHv);
-        CheckSame("GdnSplit vs copies + L2Norm + scale + GdnGates" + at, {q1, k1, v1, a1, b1}, {q2, k2, v2, a2, b2},
-                  0);
+        CheckSame("GdnSplit vs copies + L2Norm + scale + GdnGates" + at, {q1, k1, v1, a1, b1},
+                  {q2, k2, v2, a2, b2}, 0);
       }
       {  // MatMulMulti == one MatMul per matrix
         std::vector<Matrix> ms;
@@ -514,10 +543,13 @@ TEST_CASE("op x backend: fused ops equal their reference compositions bit for bi
         std::vector<float> xe(T * kK * kE), want_xe(T * kK * kE), yslot(T * kK * kE), mix(T * kE),
             want_mix(T * kE, 0.0f);
         be.MoeGather(xn.data(), slots.data(), T * kK, kK, kE, xe.data());
-        for (int64_t i = 0; i < T * kK; ++i) std::copy_n(xn.data() + slots[i] / kK * kE, kE, want_xe.data() + i * kE);
-        be.MoeScatter(xe.data(), slots.data(), T * kK, kE, yslot.data());  // back in (token, slot) order
+        for (int64_t i = 0; i < T * kK; ++i)
+          std::copy_n(xn.data() + slots[i] / kK * kE, kE, want_xe.data() + i * kE);
+        be.MoeScatter(xe.data(), slots.data(), T * kK, kE,
+                      yslot.data());  // back in (token, slot) order
         std::vector<float> want_yslot(T * kK * kE);
-        for (int64_t p = 0; p < T * kK; ++p) std::copy_n(xn.data() + p / kK * kE, kE, want_yslot.data() + p * kE);
+        for (int64_t p = 0; p < T * kK; ++p)
+          std::copy_n(xn.data() + p / kK * kE, kE, want_yslot.data() + p * kE);
         be.MoeCombine(yslot.data(), wts.data(), T, kK, kE, mix.data());
         for (int64_t t = 0; t < T; ++t) {
           for (int64_t j = 0; j < kK; ++j) {
@@ -544,10 +576,12 @@ TEST_CASE("op x backend: the table covers every op forward.cpp calls", "[ref][cp
   const std::string src = text.str();
   std::set<std::string> table;
   for (const Op& op : Ops()) table.insert(op.name.substr(0, op.name.find('/')));
-  for (const char* fused : {"AddRmsNorm", "GatedRmsNorm", "GdnSplit", "MatMulMulti"}) table.insert(fused);
+  for (const char* fused : {"AddRmsNorm", "GatedRmsNorm", "GdnSplit", "MatMulMulti"})
+    table.insert(fused);
   const std::regex call(R"(\bbe\.([A-Za-z]+)\()");
   int n_calls = 0;
-  for (auto it = std::sregex_iterator(src.begin(), src.end(), call); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(src.begin(), src.end(), call); it != std::sregex_iterator();
+       ++it) {
     const std::string name = (*it)[1];
     ++n_calls;
     INFO("forward.cpp calls be." << name);

@@ -1,12 +1,11 @@
-// CUDA kernels (src/ops/cuda_ops.h) against the scalar references: RMSNorm, the dequantizing mat-vec for
-// every supported weight type (vs ref::MatMul) and the token-serial gated delta rule (vs
-// ref::GatedDelta, output and final state), on odd sizes. Without a device every GPU case skips with
-// a warning; built without CUDA the file checks that the stubs report UNSUPPORTED. The lane mapping of
-// the mat-vec kernel (quant_lanes.h) is also checked on the CPU by emulating a warp, so that part is
-// tested on every machine.
-#include <catch2/catch.hpp>
-
+// CUDA kernels (src/ops/cuda_ops.h) against the scalar references: RMSNorm, the dequantizing
+// mat-vec for every supported weight type (vs ref::MatMul) and the token-serial gated delta rule
+// (vs ref::GatedDelta, output and final state), on odd sizes. Without a device every GPU case skips
+// with a warning; built without CUDA the file checks that the stubs report UNSUPPORTED. The lane
+// mapping of the mat-vec kernel (quant_lanes.h) is also checked on the CPU by emulating a warp, so
+// that part is tested on every machine.
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "cuda_test_util.h"
 #include "ops/cuda_device.h"
 #include "ops/cuda_ops.h"
-#include "cuda_test_util.h"
 #include "ops/gated_delta.h"
 #include "ops/gated_delta_lanes.h"
 #include "ops/matmul.h"
@@ -66,19 +65,23 @@ std::vector<uint8_t> RandomWeights(gguf::Type type, int64_t cols, int64_t rows, 
   for (size_t off = 0; off < w.size(); off += static_cast<size_t>(bb)) {
     const uint16_t d = Fp32ToFp16(pos(rng)), dmin = Fp32ToFp16(pos(rng));
     switch (type) {
-      case gguf::Type::Q8_0: std::memcpy(&w[off], &d, 2); break;
+      case gguf::Type::Q8_0:
+        std::memcpy(&w[off], &d, 2);
+        break;
       case gguf::Type::Q4_K:
       case gguf::Type::Q5_K:
         std::memcpy(&w[off], &d, 2);
         std::memcpy(&w[off + 2], &dmin, 2);
         break;
-      case gguf::Type::Q6_K: std::memcpy(&w[off + 208], &d, 2); break;
-      default: break;
+      case gguf::Type::Q6_K:
+        std::memcpy(&w[off + 208], &d, 2);
+        break;
+      default:
+        break;
     }
   }
   return w;
 }
-
 
 struct GdnInputs {
   std::vector<float> q, k, v, g, beta, state;
@@ -88,7 +91,8 @@ struct GdnInputs {
 // g in [-2, 0], beta in (0, 1), a random initial state.
 GdnInputs MakeGdnInputs(const GatedDeltaShape& s, uint32_t seed) {
   GdnInputs in;
-  const size_t nqk = static_cast<size_t>(s.T * s.Hk * s.Dk), nv = static_cast<size_t>(s.T * s.Hv * s.Dv);
+  const size_t nqk = static_cast<size_t>(s.T * s.Hk * s.Dk),
+               nv = static_cast<size_t>(s.T * s.Hv * s.Dv);
   std::vector<float>& q = in.q;
   std::vector<float>& k = in.k;
   q = RandomFloats(nqk, -1.0f, 1.0f, seed++);
@@ -100,7 +104,8 @@ GdnInputs MakeGdnInputs(const GatedDeltaShape& s, uint32_t seed) {
       nk += double(k[h * s.Dk + i]) * k[h * s.Dk + i];
     }
     for (int64_t i = 0; i < s.Dk; ++i) {
-      q[h * s.Dk + i] = static_cast<float>(q[h * s.Dk + i] / std::sqrt(nq) / std::sqrt(double(s.Dk)));
+      q[h * s.Dk + i] =
+          static_cast<float>(q[h * s.Dk + i] / std::sqrt(nq) / std::sqrt(double(s.Dk)));
       k[h * s.Dk + i] = static_cast<float>(k[h * s.Dk + i] / std::sqrt(nk));
     }
   }
@@ -124,7 +129,7 @@ double RelMaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
 // Odd shapes, Hv not a multiple of Hk, Dk from 1 to the kernel maximum 256.
 const GatedDeltaShape kGdnShapes[] = {
     {1, 2, 4, 64, 64}, {7, 2, 4, 37, 19}, {63, 1, 3, 128, 128}, {200, 4, 6, 33, 65},
-    {5, 3, 3, 256, 8}, {2, 2, 2, 1, 1}, {9, 2, 5, 160, 3},
+    {5, 3, 3, 256, 8}, {2, 2, 2, 1, 1},   {9, 2, 5, 160, 3},
 };
 
 }  // namespace
@@ -138,20 +143,22 @@ TEST_CASE("lane decoders: fp16 / bf16 decoding is exact", "[cuda]") {
     } else {
       REQUIRE(std::memcmp(&want, &got, 4) == 0);
     }
-    const float bw = Bf16ToFp32(static_cast<uint16_t>(h)), bg = lanes::Bf16ToFloat(static_cast<uint16_t>(h));
+    const float bw = Bf16ToFp32(static_cast<uint16_t>(h)),
+                bg = lanes::Bf16ToFloat(static_cast<uint16_t>(h));
     REQUIRE(std::memcmp(&bw, &bg, 4) == 0);
   }
 }
 
-TEST_CASE("lane mapping of the CUDA mat-vec (a warp emulated on the CPU) matches ref::MatMul", "[cuda]") {
-  // Every element of a row must be visited by exactly one lane with the right decode: the sum of the
-  // 32 lane partials equals the reference dot product up to summation order.
+TEST_CASE("lane mapping of the CUDA mat-vec (a warp emulated on the CPU) matches ref::MatMul",
+          "[cuda]") {
+  // Every element of a row must be visited by exactly one lane with the right decode: the sum of
+  // the 32 lane partials equals the reference dot product up to summation order.
   struct Case {
     gguf::Type type;
     int64_t cols;
   };
-  const Case cases[] = {{gguf::Type::F32, 1},    {gguf::Type::F32, 77},    {gguf::Type::F16, 33},
-                        {gguf::Type::BF16, 130}, {gguf::Type::Q8_0, 96},   {gguf::Type::Q4_K, 512},
+  const Case cases[] = {{gguf::Type::F32, 1},    {gguf::Type::F32, 77},  {gguf::Type::F16, 33},
+                        {gguf::Type::BF16, 130}, {gguf::Type::Q8_0, 96}, {gguf::Type::Q4_K, 512},
                         {gguf::Type::Q5_K, 768}, {gguf::Type::Q6_K, 512}};
   uint32_t seed = 5;
   for (const Case& c : cases) {
@@ -183,21 +190,24 @@ TEST_CASE("lane mapping of the CUDA mat-vec (a warp emulated on the CPU) matches
   WeightMatrix w = MakeWeightMatrix(gguf::Type::Q4_K, 256, 1, wb.data());
   ref::MatMul(w, x.data(), want.data(), 1);
   double partial = 0.0;
-  for (int lane = 0; lane < 31; ++lane) partial += lanes::LaneDot(12, wb.data(), x.data(), 256, lane);
+  for (int lane = 0; lane < 31; ++lane)
+    partial += lanes::LaneDot(12, wb.data(), x.data(), 256, lane);
   CHECK(std::fabs(partial - want[0]) > 1e-6);
 }
 
-TEST_CASE("gated delta kernel code (a warp emulated on the CPU) matches ref::GatedDelta", "[cuda]") {
+TEST_CASE("gated delta kernel code (a warp emulated on the CPU) matches ref::GatedDelta",
+          "[cuda]") {
   uint32_t seed = 300;
   for (const GatedDeltaShape& s : kGdnShapes) {
     INFO("T " << s.T << " Hk " << s.Hk << " Hv " << s.Hv << " Dk " << s.Dk << " Dv " << s.Dv);
     GdnInputs in = MakeGdnInputs(s, seed);
     seed += 10;
-    std::vector<float> st_ref = in.state, st_emu = in.state, out_ref(in.v.size()), out_emu(in.v.size(), -7.0f);
-    ref::GatedDelta(s, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(), st_ref.data(),
-                    out_ref.data());
-    lanes::EmulateGatedDeltaRecurrent(s, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
-                                      st_emu.data(), out_emu.data());
+    std::vector<float> st_ref = in.state, st_emu = in.state, out_ref(in.v.size()),
+                       out_emu(in.v.size(), -7.0f);
+    ref::GatedDelta(s, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
+                    st_ref.data(), out_ref.data());
+    lanes::EmulateGatedDeltaRecurrent(s, in.q.data(), in.k.data(), in.v.data(), in.g.data(),
+                                      in.beta.data(), st_emu.data(), out_emu.data());
     const double d_out = RelMaxDiff(out_emu, out_ref), d_state = RelMaxDiff(st_emu, st_ref);
     INFO("rel max diff: out " << d_out << ", state " << d_state);
     CHECK(d_out <= 1e-4);
@@ -208,16 +218,16 @@ TEST_CASE("gated delta kernel code (a warp emulated on the CPU) matches ref::Gat
   const GatedDeltaShape s{3, 2, 4, 32, 8};
   GdnInputs in = MakeGdnInputs(s, 7);
   std::vector<float> st_a = in.state, st_b = in.state, out_a(in.v.size()), out_b(in.v.size());
-  lanes::EmulateGatedDeltaRecurrent(s, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
-                                    st_a.data(), out_a.data());
+  lanes::EmulateGatedDeltaRecurrent(s, in.q.data(), in.k.data(), in.v.data(), in.g.data(),
+                                    in.beta.data(), st_a.data(), out_a.data());
   for (int64_t t = 0; t < s.T; ++t) {
     for (int64_t i = 0; i < s.Dk; ++i) {
       std::swap(in.k[(t * 2 + 0) * s.Dk + i], in.k[(t * 2 + 1) * s.Dk + i]);
       std::swap(in.q[(t * 2 + 0) * s.Dk + i], in.q[(t * 2 + 1) * s.Dk + i]);
     }
   }
-  lanes::EmulateGatedDeltaRecurrent(s, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
-                                    st_b.data(), out_b.data());
+  lanes::EmulateGatedDeltaRecurrent(s, in.q.data(), in.k.data(), in.v.data(), in.g.data(),
+                                    in.beta.data(), st_b.data(), out_b.data());
   CHECK(RelMaxDiff(out_a, out_b) > 1e-3);
 }
 
@@ -249,7 +259,8 @@ TEST_CASE("cuda ops reject bad arguments before touching the device", "[cuda]") 
   CHECK(cuda::GatedDeltaRecurrent(bad, &x, &x, &x, &x, &x, &x, &x).code() ==
         StatusCode::kInvalidArgument);
   GatedDeltaShape big{1, 1, 1, 300, 4};
-  CHECK(cuda::GatedDeltaRecurrent(big, &x, &x, &x, &x, &x, &x, &x).code() == StatusCode::kUnsupported);
+  CHECK(cuda::GatedDeltaRecurrent(big, &x, &x, &x, &x, &x, &x, &x).code() ==
+        StatusCode::kUnsupported);
   std::vector<uint8_t> q4(144);
   WeightMatrix w = MakeWeightMatrix(gguf::Type::Q4_K, 100, 1, q4.data());  // 100 % 256 != 0
   CHECK(!cuda::DequantMatVec(w, &x, &x, 1).ok());
@@ -269,7 +280,8 @@ TEST_CASE("cuda RmsNorm matches the reference", "[cuda]") {
       REQUIRE(cuda::RmsNorm(x.data(), w.data(), got.data(), rows, n, 1e-6f).ok());
       double max_rel = 0.0;
       for (size_t i = 0; i < x.size(); ++i) {
-        max_rel = std::max(max_rel, std::fabs(double(got[i]) - want[i]) / (std::fabs(double(want[i])) + 1e-6));
+        max_rel = std::max(
+            max_rel, std::fabs(double(got[i]) - want[i]) / (std::fabs(double(want[i])) + 1e-6));
       }
       INFO("max rel diff " << max_rel);
       CHECK(max_rel < 1e-5);
@@ -289,9 +301,9 @@ TEST_CASE("cuda DequantMatVec matches ref::MatMul for every weight type", "[cuda
     std::vector<int64_t> cols;
   };
   const Case cases[] = {
-      {gguf::Type::F32, {1, 37, 1000}},   {gguf::Type::F16, {5, 96, 333}},
-      {gguf::Type::BF16, {3, 130}},       {gguf::Type::Q8_0, {32, 96, 4064}},
-      {gguf::Type::Q4_K, {256, 768}},     {gguf::Type::Q5_K, {256, 1280}},
+      {gguf::Type::F32, {1, 37, 1000}}, {gguf::Type::F16, {5, 96, 333}},
+      {gguf::Type::BF16, {3, 130}},     {gguf::Type::Q8_0, {32, 96, 4064}},
+      {gguf::Type::Q4_K, {256, 768}},   {gguf::Type::Q5_K, {256, 1280}},
       {gguf::Type::Q6_K, {256, 512}},
   };
   uint32_t seed = 1;
@@ -330,15 +342,18 @@ TEST_CASE("cuda DequantMatVec matches ref::MatMul for every weight type", "[cuda
   }
 }
 
-TEST_CASE("cuda DequantMatVec: 13 tokens at once equal one token at a time, bit for bit", "[cuda]") {
+TEST_CASE("cuda DequantMatVec: 13 tokens at once equal one token at a time, bit for bit",
+          "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
-  const gguf::Type types[] = {gguf::Type::F32, gguf::Type::F16, gguf::Type::BF16, gguf::Type::Q8_0,
-                              gguf::Type::Q4_K, gguf::Type::Q5_K, gguf::Type::Q6_K};
+  const gguf::Type types[] = {gguf::Type::F32,  gguf::Type::F16,  gguf::Type::BF16,
+                              gguf::Type::Q8_0, gguf::Type::Q4_K, gguf::Type::Q5_K,
+                              gguf::Type::Q6_K};
   uint32_t seed = 77;
   for (gguf::Type type : types) {
-    const int64_t cols = type == gguf::Type::F32 || type == gguf::Type::F16 || type == gguf::Type::BF16 ? 1000
-                         : type == gguf::Type::Q8_0                                                 ? 1024
-                                                                                                     : 1280;
+    const int64_t cols =
+        type == gguf::Type::F32 || type == gguf::Type::F16 || type == gguf::Type::BF16 ? 1000
+        : type == gguf::Type::Q8_0                                                     ? 1024
+                                                                                       : 1280;
     const int64_t rows = 37, T = 13;  // 13 = 8 + 4 + 1 tokens per warp in the batched launch
     INFO(gguf::TypeName(type));
     std::vector<uint8_t> wb = RandomWeights(type, cols, rows, seed++);
@@ -353,9 +368,11 @@ TEST_CASE("cuda DequantMatVec: 13 tokens at once equal one token at a time, bit 
   }
 }
 
-TEST_CASE("cuda DequantMatVec: a tall matrix (the LM head's decode layout) equals its batched rows", "[cuda]") {
+TEST_CASE("cuda DequantMatVec: a tall matrix (the LM head's decode layout) equals its batched rows",
+          "[cuda]") {
   QWENRT_SKIP_WITHOUT_GPU();
-  const int64_t cols = 256, rows = (int64_t{1} << 17) + 5, T = 9;  // decode takes 4 rows per block here
+  const int64_t cols = 256, rows = (int64_t{1} << 17) + 5,
+                T = 9;  // decode takes 4 rows per block here
   std::vector<uint8_t> wb = RandomWeights(gguf::Type::Q6_K, cols, rows, 4242);
   const WeightMatrix w = MakeWeightMatrix(gguf::Type::Q6_K, cols, rows, wb.data());
   const std::vector<float> x = RandomFloats(static_cast<size_t>(T * cols), -1.0f, 1.0f, 4243);
@@ -383,9 +400,11 @@ TEST_CASE("cuda GatedDeltaRecurrent matches ref::GatedDelta (output and state)",
     GdnInputs in = MakeGdnInputs(s, seed);
     seed += 10;
     const size_t nv = in.v.size();
-    const std::vector<float>&q = in.q, &k = in.k, &v = in.v, &g = in.g, &beta = in.beta, &state0 = in.state;
+    const std::vector<float>&q = in.q, &k = in.k, &v = in.v, &g = in.g, &beta = in.beta,
+          &state0 = in.state;
     std::vector<float> st_ref = state0, st_gpu = state0, out_ref(nv), out_gpu(nv, -7.0f);
-    ref::GatedDelta(s, q.data(), k.data(), v.data(), g.data(), beta.data(), st_ref.data(), out_ref.data());
+    ref::GatedDelta(s, q.data(), k.data(), v.data(), g.data(), beta.data(), st_ref.data(),
+                    out_ref.data());
     Status st = cuda::GatedDeltaRecurrent(s, q.data(), k.data(), v.data(), g.data(), beta.data(),
                                           st_gpu.data(), out_gpu.data());
     INFO(st.ToString());
@@ -399,8 +418,9 @@ TEST_CASE("cuda GatedDeltaRecurrent matches ref::GatedDelta (output and state)",
   // T = 0 leaves the state untouched.
   GatedDeltaShape empty{0, 1, 1, 4, 4};
   std::vector<float> state(16, 0.25f);
-  REQUIRE(cuda::GatedDeltaRecurrent(empty, nullptr, nullptr, nullptr, nullptr, nullptr, state.data(),
-                                    nullptr).ok());
+  REQUIRE(cuda::GatedDeltaRecurrent(empty, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                    state.data(), nullptr)
+              .ok());
   CHECK(state == std::vector<float>(16, 0.25f));
 }
 
@@ -412,7 +432,8 @@ TEST_CASE("built without CUDA: no device and every CUDA op is UNSUPPORTED", "[cu
   REQUIRE(!name.ok());
   CHECK(name.status().code() == StatusCode::kUnsupported);
   std::vector<float> x(8, 1.0f), y(8);
-  CHECK(cuda::RmsNorm(x.data(), x.data(), y.data(), 1, 8, 1e-6f).code() == StatusCode::kUnsupported);
+  CHECK(cuda::RmsNorm(x.data(), x.data(), y.data(), 1, 8, 1e-6f).code() ==
+        StatusCode::kUnsupported);
   std::vector<uint8_t> wb = RandomWeights(gguf::Type::Q8_0, 32, 1, 1);
   WeightMatrix w = MakeWeightMatrix(gguf::Type::Q8_0, 32, 1, wb.data());
   CHECK(cuda::DequantMatVec(w, x.data(), y.data(), 1).code() == StatusCode::kUnsupported);

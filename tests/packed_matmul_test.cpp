@@ -1,9 +1,9 @@
-// Packed (row-interleaved) matrices of every type with a packed layout (ops/packed.h): cpu::MatMul on the packed copy against
-// the reference dots on the file's rows (same integer sums: only float rounding may differ), the
-// split-invariance contract (a token's outputs do not depend on how many tokens share the call, the
-// thread count, or the 16-row group padding), and the packed kernels directly for every token count.
+// Packed (row-interleaved) matrices of every type with a packed layout (ops/packed.h): cpu::MatMul
+// on the packed copy against the reference dots on the file's rows (same integer sums: only float
+// rounding may differ), the split-invariance contract (a token's outputs do not depend on how many
+// tokens share the call, the thread count, or the 16-row group padding), and the packed kernels
+// directly for every token count.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -26,7 +26,8 @@ std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uin
   for (auto& b : data) b = static_cast<uint8_t>(rng());
   std::uniform_real_distribution<float> ud(0.5e-3f, 2e-3f);
   const int64_t nb = rows * cols / kQK_K;
-  if (type == gguf::Type::Q4_0 || type == gguf::Type::IQ4_NL || type == gguf::Type::Q5_0) {  // d first
+  if (type == gguf::Type::Q4_0 || type == gguf::Type::IQ4_NL ||
+      type == gguf::Type::Q5_0) {  // d first
     const size_t block = static_cast<size_t>(RowBytes(type, kQK4_0));
     for (size_t i = 0; i < data.size(); i += block) {
       const uint16_t d = Fp32ToFp16(0.1f * ud(rng));
@@ -40,13 +41,15 @@ std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uin
     }
   } else if (type == gguf::Type::MXFP4) {  // exponents 2^-9 .. 2^-6, and the two subnormal ones
     auto* b = reinterpret_cast<BlockMXFP4*>(data.data());
-    for (int64_t i = 0; i < rows * cols / kQK4_0; ++i) b[i].e = static_cast<uint8_t>(i % 97 == 0 ? i % 2 : 118 + rng() % 4);
+    for (int64_t i = 0; i < rows * cols / kQK4_0; ++i)
+      b[i].e = static_cast<uint8_t>(i % 97 == 0 ? i % 2 : 118 + rng() % 4);
   } else if (type == gguf::Type::Q8_0) {
     auto* b = reinterpret_cast<BlockQ8_0*>(data.data());
     for (int64_t i = 0; i < rows * cols / kQK8_0; ++i) b[i].d = Fp32ToFp16(0.01f * ud(rng));
   } else if (type == gguf::Type::Q2_K) {
     auto* b = reinterpret_cast<BlockQ2K*>(data.data());
-    for (int64_t i = 0; i < nb; ++i) b[i].d = Fp32ToFp16(0.1f * ud(rng)), b[i].dmin = Fp32ToFp16(0.1f * ud(rng));
+    for (int64_t i = 0; i < nb; ++i)
+      b[i].d = Fp32ToFp16(0.1f * ud(rng)), b[i].dmin = Fp32ToFp16(0.1f * ud(rng));
   } else if (type == gguf::Type::Q3_K) {
     auto* b = reinterpret_cast<BlockQ3K*>(data.data());
     for (int64_t i = 0; i < nb; ++i) b[i].d = Fp32ToFp16(0.1f * ud(rng));
@@ -58,7 +61,8 @@ std::vector<uint8_t> RandomRows(gguf::Type type, int64_t rows, int64_t cols, uin
     for (int64_t i = 0; i < nb; ++i) b[i].d = Fp32ToFp16(ud(rng)), b[i].dmin = Fp32ToFp16(ud(rng));
   } else if (type == gguf::Type::Q5_K) {
     auto* b = reinterpret_cast<BlockQ5K*>(data.data());
-    for (int64_t i = 0; i < nb; ++i) b[i].d = Fp32ToFp16(0.5f * ud(rng)), b[i].dmin = Fp32ToFp16(ud(rng));
+    for (int64_t i = 0; i < nb; ++i)
+      b[i].d = Fp32ToFp16(0.5f * ud(rng)), b[i].dmin = Fp32ToFp16(ud(rng));
   } else {
     auto* b = reinterpret_cast<BlockQ6K*>(data.data());
     for (int64_t i = 0; i < nb; ++i) b[i].d = Fp32ToFp16(0.1f * ud(rng));
@@ -86,19 +90,32 @@ std::vector<uint8_t> Pack(const WeightMatrix& w) {
 
 float RefDot(gguf::Type type, const uint8_t* w, const uint8_t* a, int64_t n) {
   switch (type) {
-    case gguf::Type::Q4_K: return ref::VecDotQ4K_Q8K(w, a, n);
-    case gguf::Type::Q5_K: return ref::VecDotQ5K_Q8K(w, a, n);
-    case gguf::Type::MXFP4: return ref::VecDotMXFP4_Q8_0(w, a, n);
-    case gguf::Type::Q6_K: return ref::VecDotQ6K_Q8K(w, a, n);
-    case gguf::Type::Q4_0: return ref::VecDotQ4_0_Q8_0(w, a, n);
-    case gguf::Type::Q8_0: return ref::VecDotQ8_0_Q8_0(w, a, n);
-    case gguf::Type::IQ4_XS: return ref::VecDotIQ4XS_Q8K(w, a, n);
-    case gguf::Type::Q3_K: return ref::VecDotQ3K_Q8K(w, a, n);
-    case gguf::Type::Q2_K: return ref::VecDotQ2K_Q8K(w, a, n);
-    case gguf::Type::Q4_1: return ref::VecDotQ4_1_Q8_0(w, a, n);
-    case gguf::Type::Q5_0: return ref::VecDotQ5_0_Q8_0(w, a, n);
-    case gguf::Type::Q5_1: return ref::VecDotQ5_1_Q8_0(w, a, n);
-    default: return ref::VecDotIQ4NL_Q8_0(w, a, n);
+    case gguf::Type::Q4_K:
+      return ref::VecDotQ4K_Q8K(w, a, n);
+    case gguf::Type::Q5_K:
+      return ref::VecDotQ5K_Q8K(w, a, n);
+    case gguf::Type::MXFP4:
+      return ref::VecDotMXFP4_Q8_0(w, a, n);
+    case gguf::Type::Q6_K:
+      return ref::VecDotQ6K_Q8K(w, a, n);
+    case gguf::Type::Q4_0:
+      return ref::VecDotQ4_0_Q8_0(w, a, n);
+    case gguf::Type::Q8_0:
+      return ref::VecDotQ8_0_Q8_0(w, a, n);
+    case gguf::Type::IQ4_XS:
+      return ref::VecDotIQ4XS_Q8K(w, a, n);
+    case gguf::Type::Q3_K:
+      return ref::VecDotQ3K_Q8K(w, a, n);
+    case gguf::Type::Q2_K:
+      return ref::VecDotQ2K_Q8K(w, a, n);
+    case gguf::Type::Q4_1:
+      return ref::VecDotQ4_1_Q8_0(w, a, n);
+    case gguf::Type::Q5_0:
+      return ref::VecDotQ5_0_Q8_0(w, a, n);
+    case gguf::Type::Q5_1:
+      return ref::VecDotQ5_1_Q8_0(w, a, n);
+    default:
+      return ref::VecDotIQ4NL_Q8_0(w, a, n);
   }
 }
 
@@ -114,10 +131,10 @@ void QuantizeAct(gguf::Type type, const float* x, uint8_t* dst, int64_t n) {
   }
 }
 
-const gguf::Type kTypes[] = {gguf::Type::Q4_K, gguf::Type::Q6_K,   gguf::Type::Q4_0,
-                             gguf::Type::IQ4_NL, gguf::Type::Q8_0, gguf::Type::IQ4_XS,
-                             gguf::Type::Q3_K, gguf::Type::Q4_1,   gguf::Type::Q5_0,
-                             gguf::Type::Q5_1, gguf::Type::Q5_K, gguf::Type::MXFP4, gguf::Type::Q2_K};
+const gguf::Type kTypes[] = {
+    gguf::Type::Q4_K,   gguf::Type::Q6_K,  gguf::Type::Q4_0, gguf::Type::IQ4_NL, gguf::Type::Q8_0,
+    gguf::Type::IQ4_XS, gguf::Type::Q3_K,  gguf::Type::Q4_1, gguf::Type::Q5_0,   gguf::Type::Q5_1,
+    gguf::Type::Q5_K,   gguf::Type::MXFP4, gguf::Type::Q2_K};
 
 // cpu::MatMul of `w` (whose packed copy is set) against the reference dots of its file rows, and
 // every token alone against the whole batch, bit for bit.
@@ -183,10 +200,12 @@ TEST_CASE("packed kernels give every token the same bits for every token count",
     const size_t stride = static_cast<size_t>(RowBytes(ActType(type), cols));
     std::vector<uint8_t> a(stride * cpu::kMaxDotTokens);
     const auto x = RandomActivations(cols * cpu::kMaxDotTokens, 11);
-    for (int t = 0; t < cpu::kMaxDotTokens; ++t) QuantizeAct(type, x.data() + t * cols, a.data() + t * stride, cols);
+    for (int t = 0; t < cpu::kMaxDotTokens; ++t)
+      QuantizeAct(type, x.data() + t * cols, a.data() + t * stride, cols);
     std::vector<float> alone(static_cast<size_t>(cpu::kMaxDotTokens * kPackRows), NAN);
     for (int t = 0; t < cpu::kMaxDotTokens; ++t) {
-      k(packed.data(), a.data() + t * stride, stride, 1, cols, alone.data() + t * kPackRows, kPackRows, rows, true);
+      k(packed.data(), a.data() + t * stride, stride, 1, cols, alone.data() + t * kPackRows,
+        kPackRows, rows, true);
     }
     for (int ntok = 1; ntok <= cpu::kMaxDotTokens; ++ntok) {
       for (int t0 = 0; t0 + ntok <= cpu::kMaxDotTokens; ++t0) {
@@ -194,11 +213,13 @@ TEST_CASE("packed kernels give every token the same bits for every token count",
         std::vector<float> tile(static_cast<size_t>(ntok * kPackRows), NAN);
         for (const bool stream : {false, true}) {  // prefetching or not: the same bits
           std::fill(tile.begin(), tile.end(), NAN);
-          k(packed.data(), a.data() + t0 * stride, stride, ntok, cols, tile.data(), kPackRows, rows, stream);
+          k(packed.data(), a.data() + t0 * stride, stride, ntok, cols, tile.data(), kPackRows, rows,
+            stream);
           for (int t = 0; t < ntok; ++t) {
             REQUIRE(std::memcmp(tile.data() + t * kPackRows, alone.data() + (t0 + t) * kPackRows,
                                 rows * sizeof(float)) == 0);
-            for (int r = rows; r < kPackRows; ++r) REQUIRE(std::isnan(tile[t * kPackRows + r]));  // not stored
+            for (int r = rows; r < kPackRows; ++r)
+              REQUIRE(std::isnan(tile[t * kPackRows + r]));  // not stored
           }
         }
       }
@@ -222,7 +243,8 @@ TEST_CASE("packed cpu::MatMul is independent of the thread count", "[cpu][packed
   }
 }
 
-TEST_CASE("a loaded model's packed matrices compute what their file rows do", "[cpu][packed][golden]") {
+TEST_CASE("a loaded model's packed matrices compute what their file rows do",
+          "[cpu][packed][golden]") {
   if (!cpu::PackedKernelsFast()) {
     WARN("the loader packs only where the packed kernels are SIMD: nothing to check on this build");
     return;
@@ -237,9 +259,10 @@ TEST_CASE("a loaded model's packed matrices compute what their file rows do", "[
     const Weights& w = (*model)->weights();
     std::vector<const WeightMatrix*> mats = {&w.output};
     for (const LayerWeights& l : w.layers) {
-      for (const WeightMatrix* m : {&l.gdn.qkv, &l.gdn.gate, &l.gdn.alpha, &l.gdn.beta, &l.gdn.out, &l.attn.q,
-                                    &l.attn.k, &l.attn.v, &l.attn.o, &l.ffn.gate, &l.ffn.up, &l.ffn.down,
-                                    &l.moe.shexp_gate, &l.moe.shexp_up, &l.moe.shexp_down}) {
+      for (const WeightMatrix* m :
+           {&l.gdn.qkv, &l.gdn.gate, &l.gdn.alpha, &l.gdn.beta, &l.gdn.out, &l.attn.q, &l.attn.k,
+            &l.attn.v, &l.attn.o, &l.ffn.gate, &l.ffn.up, &l.ffn.down, &l.moe.shexp_gate,
+            &l.moe.shexp_up, &l.moe.shexp_down}) {
         mats.push_back(m);
       }
     }

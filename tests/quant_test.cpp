@@ -1,8 +1,9 @@
-// Block formats: fp16/bf16 conversions (edge cases, exhaustive rounding), dequantization of hand-built
-// blocks against the spec formulas applied here independently (own packers), the Q8_K / Q8_0 activation
-// quantizers' properties, and real tensors of the tiny fixture model.
-#include <catch2/catch.hpp>
+// Block formats: fp16/bf16 conversions (edge cases, exhaustive rounding), dequantization of
+// hand-built blocks against the spec formulas applied here independently (own packers), the Q8_K /
+// Q8_0 activation quantizers' properties, and real tensors of the tiny fixture model.
+#include "ops/quant.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -10,7 +11,6 @@
 #include <vector>
 
 #include "qwenrt/gguf.hpp"
-#include "ops/quant.h"
 #include "testing/quantize.h"
 
 namespace qwenrt {
@@ -69,21 +69,23 @@ TEST_CASE("fp32 -> fp16 round trip, special values and overflow", "[ref]") {
   CHECK(Fp32ToFp16(65520.0f) == 0x7C00);  // the midpoint rounds to even = inf
   CHECK(Fp32ToFp16(1e6f) == 0x7C00);
   CHECK(Fp32ToFp16(-1e30f) == 0xFC00);
-  CHECK(Fp32ToFp16(std::ldexp(1.0f, -25)) == 0x0000);      // half of the smallest subnormal: to even 0
-  CHECK(Fp32ToFp16(std::ldexp(3.0f, -25)) == 0x0002);      // 1.5 ulp: to even 2
+  CHECK(Fp32ToFp16(std::ldexp(1.0f, -25)) == 0x0000);  // half of the smallest subnormal: to even 0
+  CHECK(Fp32ToFp16(std::ldexp(3.0f, -25)) == 0x0002);  // 1.5 ulp: to even 2
   CHECK(Fp32ToFp16(std::ldexp(1.0f, -26)) == 0x0000);
-  CHECK(Fp32ToFp16(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);   // tie -> even (1.0)
-  CHECK(Fp32ToFp16(1.0f + std::ldexp(3.0f, -11)) == 0x3C02);   // tie -> even (mantissa 2)
+  CHECK(Fp32ToFp16(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);  // tie -> even (1.0)
+  CHECK(Fp32ToFp16(1.0f + std::ldexp(3.0f, -11)) == 0x3C02);  // tie -> even (mantissa 2)
   CHECK(Fp32ToFp16(1e-10f) == 0x0000);
   CHECK(Fp32ToFp16(std::nanf("")) != 0);
 }
 
 TEST_CASE("fp32 -> fp16 rounds to nearest even at every midpoint", "[ref]") {
-  // For each pair of neighbouring finite positive halves, the float just below their midpoint rounds
-  // down, just above rounds up, and the midpoint itself goes to the even mantissa.
+  // For each pair of neighbouring finite positive halves, the float just below their midpoint
+  // rounds down, just above rounds up, and the midpoint itself goes to the even mantissa.
   for (uint32_t h = 0; h < 0x7BFF; ++h) {
-    const double lo = HalfValue(static_cast<uint16_t>(h)), hi = HalfValue(static_cast<uint16_t>(h + 1));
-    const float mid = static_cast<float>((lo + hi) / 2);  // exact: needs at most 12 significant bits
+    const double lo = HalfValue(static_cast<uint16_t>(h)),
+                 hi = HalfValue(static_cast<uint16_t>(h + 1));
+    const float mid =
+        static_cast<float>((lo + hi) / 2);  // exact: needs at most 12 significant bits
     REQUIRE(static_cast<double>(mid) == (lo + hi) / 2);
     const uint16_t even = (h & 1) ? static_cast<uint16_t>(h + 1) : static_cast<uint16_t>(h);
     REQUIRE(Fp32ToFp16(mid) == even);
@@ -184,7 +186,8 @@ TEST_CASE("MXFP4 dequantization, E8M0 scales down to the subnormal range", "[ref
 TEST_CASE("Q3_K and IQ4_XS scale unpacking: every 6-bit code survives", "[ref]") {
   for (int v = 0; v < 64; ++v) {
     uint8_t packed[12] = {};
-    // Code j: low 4 bits at nibble j / 8 of byte j % 8, high 2 bits at bits 2 (j / 4) of byte 8 + j % 4.
+    // Code j: low 4 bits at nibble j / 8 of byte j % 8, high 2 bits at bits 2 (j / 4) of byte 8 + j
+    // % 4.
     for (int j = 0; j < 16; ++j) {
       const int code = (v + 5 * j) % 64;
       packed[j % 8] |= static_cast<uint8_t>((code & 15) << (4 * (j / 8)));
@@ -203,8 +206,9 @@ TEST_CASE("Q3_K and IQ4_XS scale unpacking: every 6-bit code survives", "[ref]")
   }
 }
 
-// Packs 8 six-bit scales and mins into 12 bytes following the bit picture of docs/spec/gguf-and-quants.md §3.5.1 (written
-// from the description, not by inverting UnpackScaleMinK).
+// Packs 8 six-bit scales and mins into 12 bytes following the bit picture of
+// docs/spec/gguf-and-quants.md §3.5.1 (written from the description, not by inverting
+// UnpackScaleMinK).
 void PackScalesK(const int sc[8], const int m[8], uint8_t out[12]) {
   for (int j = 0; j < 4; ++j) {
     out[j] = static_cast<uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
@@ -260,7 +264,8 @@ TEST_CASE("Q4_K dequantization of a hand-built block", "[ref]") {
   PackScalesK(sc, m, b.scales);
   // Element 32s + l: byte 32*(s/2) + l, low nibble for even s, high for odd s.
   for (int s = 0; s < 8; ++s)
-    for (int l = 0; l < 32; ++l) b.qs[32 * (s / 2) + l] |= static_cast<uint8_t>(q[32 * s + l] << (4 * (s % 2)));
+    for (int l = 0; l < 32; ++l)
+      b.qs[32 * (s / 2) + l] |= static_cast<uint8_t>(q[32 * s + l] << (4 * (s % 2)));
   float y[256];
   REQUIRE(ref::DequantizeRow(gguf::Type::Q4_K, &b, y, 256));
   for (int e = 0; e < 256; ++e) {
@@ -302,8 +307,8 @@ TEST_CASE("Q6_K dequantization of a hand-built block", "[ref]") {
   BlockQ6K b{};
   b.d = 0x3000;  // 0.125
   std::memcpy(b.scales, scales, 16);
-  // gguf-and-quants.md §3.7 table: element 128n + 32k + l: low bits in ql[64n + l + 32*(k%2)] (nibble k/2),
-  // high bits in qh[32n + l] bits 2k..2k+1.
+  // gguf-and-quants.md §3.7 table: element 128n + 32k + l: low bits in ql[64n + l + 32*(k%2)]
+  // (nibble k/2), high bits in qh[32n + l] bits 2k..2k+1.
   for (int e = 0; e < 256; ++e) {
     const int n = e / 128, k = (e % 128) / 32, l = e % 32;
     const int u = q[e] + 32;
@@ -430,13 +435,16 @@ TEST_CASE("Q8_0 quantization properties", "[ref]") {
 // output is defined: d = fp16(amax / 127) and quants within [-127, 127].
 TEST_CASE("Q8_0 quantization of subnormal and non-finite blocks is defined", "[ref][hostile]") {
   const float sub = std::numeric_limits<float>::denorm_min();
-  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> x(5 * 32, 0.f);
-  for (int j = 0; j < 32; ++j) x[j] = (j % 2 ? -1.f : 1.f) * sub * static_cast<float>(j + 1);   // subnormal
-  for (int j = 32; j < 64; ++j) x[j] = 1e-39f * static_cast<float>(j - 31);                      // subnormal
-  for (int j = 64; j < 96; ++j) x[j] = j == 70 ? inf : 0.5f;                                     // inf
-  for (int j = 96; j < 128; ++j) x[j] = j == 100 ? nan : -0.25f * static_cast<float>(j - 96);    // NaN
-  for (int j = 128; j < 160; ++j) x[j] = static_cast<float>(j - 144) / 16.f;                     // normal
+  for (int j = 0; j < 32; ++j)
+    x[j] = (j % 2 ? -1.f : 1.f) * sub * static_cast<float>(j + 1);           // subnormal
+  for (int j = 32; j < 64; ++j) x[j] = 1e-39f * static_cast<float>(j - 31);  // subnormal
+  for (int j = 64; j < 96; ++j) x[j] = j == 70 ? inf : 0.5f;                 // inf
+  for (int j = 96; j < 128; ++j)
+    x[j] = j == 100 ? nan : -0.25f * static_cast<float>(j - 96);              // NaN
+  for (int j = 128; j < 160; ++j) x[j] = static_cast<float>(j - 144) / 16.f;  // normal
   std::vector<BlockQ8_0> q(5);
   QuantizeRowQ8_0(x.data(), q.data(), 160);
   for (int b = 0; b < 2; ++b) {
@@ -456,8 +464,8 @@ TEST_CASE("Q8_0 quantization of subnormal and non-finite blocks is defined", "[r
   }
 }
 
-// Rows that exercise the quantizers: gaussian with a different scale per 32 elements, an all-positive
-// and an all-negative stretch, an all-zero stretch and one outlier.
+// Rows that exercise the quantizers: gaussian with a different scale per 32 elements, an
+// all-positive and an all-negative stretch, an all-zero stretch and one outlier.
 std::vector<float> QuantizerInput(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -472,7 +480,8 @@ std::vector<float> QuantizerInput(int64_t n, uint32_t seed) {
 
 double RelRms(const std::vector<float>& x, const std::vector<float>& y) {
   double e = 0, s = 0;
-  for (size_t i = 0; i < x.size(); ++i) e += (x[i] - y[i]) * double(x[i] - y[i]), s += double(x[i]) * x[i];
+  for (size_t i = 0; i < x.size(); ++i)
+    e += (x[i] - y[i]) * double(x[i] - y[i]), s += double(x[i]) * x[i];
   return std::sqrt(e / s);
 }
 
@@ -488,11 +497,13 @@ TEST_CASE("QuantizeRow round trip meets the documented error bounds", "[ref]") {
       REQUIRE(ref::DequantizeRow(gguf::Type::Q4_K, q.data(), y.data(), n));
       for (int64_t s = 0; s < n / 32; ++s) {
         float lo = 0, hi = 0;
-        for (int l = 0; l < 32; ++l) lo = std::min(lo, x[32 * s + l]), hi = std::max(hi, x[32 * s + l]);
+        for (int l = 0; l < 32; ++l)
+          lo = std::min(lo, x[32 * s + l]), hi = std::max(hi, x[32 * s + l]);
         const BlockQ4K& b = q[s / 8];
         const float bound = ((hi - lo) / 15 + Fp16ToFp32(b.d)) / 2 + Fp16ToFp32(b.dmin) / 2 + 1e-7f;
         for (int l = 0; l < 32; ++l) REQUIRE(std::fabs(y[32 * s + l] - x[32 * s + l]) <= bound);
-        if (hi == lo) for (int l = 0; l < 32; ++l) REQUIRE(y[32 * s + l] == 0);
+        if (hi == lo)
+          for (int l = 0; l < 32; ++l) REQUIRE(y[32 * s + l] == 0);
       }
       CHECK(RelRms(x, y) < 0.12);  // measured 0.094-0.098 (min/max scales, no search)
     }
@@ -507,7 +518,8 @@ TEST_CASE("QuantizeRow round trip meets the documented error bounds", "[ref]") {
         const float bound = (amax / 31.5f + Fp16ToFp32(q[g / 16].d)) / 2 + 1e-7f;
         for (int j = 0; j < 16; ++j) REQUIRE(std::fabs(y[16 * g + j] - x[16 * g + j]) <= bound);
       }
-      CHECK(RelRms(x, y) < 0.04);  // measured 0.031 (the outlier group inflates the 8-bit scale step)
+      CHECK(RelRms(x, y) <
+            0.04);  // measured 0.031 (the outlier group inflates the 8-bit scale step)
     }
     // Q8_0.
     {
@@ -543,10 +555,13 @@ TEST_CASE("QuantizeRow round trip meets the documented error bounds", "[ref]") {
   CHECK(back == z);
 }
 
-// One element of a Q4_K / Q6_K / F32 row decoded straight from the byte tables of gguf-and-quants.md (§3.5–§3.7),
-// element by element, as an independent check of the row decoders on real data.
+// One element of a Q4_K / Q6_K / F32 row decoded straight from the byte tables of
+// gguf-and-quants.md (§3.5–§3.7), element by element, as an independent check of the row decoders
+// on real data.
 float DecodeElement(gguf::Type type, const uint8_t* row, int64_t e) {
-  auto fp16 = [](const uint8_t* p) { return Fp16ToFp32(static_cast<uint16_t>(p[0] | (p[1] << 8))); };
+  auto fp16 = [](const uint8_t* p) {
+    return Fp16ToFp32(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+  };
   const int64_t i = e % 256;
   if (type == gguf::Type::Q4_K) {
     const uint8_t* blk = row + (e / 256) * 144;
@@ -559,7 +574,8 @@ float DecodeElement(gguf::Type type, const uint8_t* row, int64_t e) {
   }
   if (type == gguf::Type::Q6_K) {
     const uint8_t* blk = row + (e / 256) * 210;
-    const int half = static_cast<int>(i / 128), k = static_cast<int>(i % 128 / 32), l = static_cast<int>(i % 32);
+    const int half = static_cast<int>(i / 128), k = static_cast<int>(i % 128 / 32),
+              l = static_cast<int>(i % 32);
     const int lo = (blk[64 * half + l + 32 * (k % 2)] >> (4 * (k / 2))) & 15;
     const int hi = (blk[128 + 32 * half + l] >> (2 * k)) & 3;
     return fp16(blk + 208) * static_cast<int8_t>(blk[192 + i / 16]) * ((lo | (hi << 4)) - 32);
@@ -573,15 +589,17 @@ TEST_CASE("real tensors of the tiny fixture dequantize as the spec says", "[ref]
   gguf::Error err;
   auto file = gguf::File::Open(std::string(QWENRT_TEST_DATA) + "/tiny-s1-q4km.gguf", &err);
   REQUIRE(file.has_value());
-  for (const char* name : {"token_embd.weight", "blk.0.attn_gate.weight", "blk.3.attn_v.weight",
-                           "blk.1.ffn_down.weight", "blk.0.ssm_conv1d.weight", "blk.2.ssm_alpha.weight"}) {
+  for (const char* name :
+       {"token_embd.weight", "blk.0.attn_gate.weight", "blk.3.attn_v.weight",
+        "blk.1.ffn_down.weight", "blk.0.ssm_conv1d.weight", "blk.2.ssm_alpha.weight"}) {
     CAPTURE(name);
     const gguf::TensorInfo* t = file->FindTensor(name);
     REQUIRE(t != nullptr);
     const int64_t cols = t->ne[0], rows = t->nelements() / cols;
     REQUIRE(RowBytes(t->type, cols) == static_cast<int64_t>(t->row_bytes()));
     REQUIRE(RowBytes(t->type, cols) * rows == static_cast<int64_t>(t->nbytes));
-    // Whole tensor at once (rows are contiguous blocks) equals row by row equals element by element.
+    // Whole tensor at once (rows are contiguous blocks) equals row by row equals element by
+    // element.
     std::vector<float> all(static_cast<size_t>(cols * rows)), row(static_cast<size_t>(cols));
     REQUIRE(ref::DequantizeRow(t->type, t->data, all.data(), cols * rows));
     double sum2 = 0;

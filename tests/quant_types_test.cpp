@@ -1,6 +1,7 @@
-// The weight types beyond Q4_K_M's on real files written by the peer's quantizer (tests/data/quant/,
-// see its README.md):
-//  - every quantized tensor of every file dequantizes bit for bit as gguf-py's reference dequantizers
+// The weight types beyond Q4_K_M's on real files written by the peer's quantizer
+// (tests/data/quant/, see its README.md):
+//  - every quantized tensor of every file dequantizes bit for bit as gguf-py's reference
+//  dequantizers
 //    do (dequant-refs.txt, written by scripts/quant_fixture_refs.py);
 //  - golden logits: the reference backend reproduces the committed *.seqB.ref.f32 (our own exact
 //    path), which is cross-checked against the unquantized parent's exact logits; the CPU fast path
@@ -8,10 +9,9 @@
 //    token-by-token decode bit for bit for every type's multi-token kernels;
 //  - hostile variants of a real file: an out-of-range type id, a row that is not a whole number of
 //    blocks.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -90,7 +90,8 @@ TEST_CASE("every quantized fixture tensor dequantizes bit for bit as gguf-py", "
     std::vector<float> v(static_cast<size_t>(r.n));
     const int64_t cols = t->ne[0];
     for (uint64_t row = 0; row < t->nrows(); ++row) {
-      REQUIRE(ref::DequantizeRow(t->type, t->data + row * t->row_bytes(), v.data() + row * cols, cols));
+      REQUIRE(
+          ref::DequantizeRow(t->type, t->data + row * t->row_bytes(), v.data() + row * cols, cols));
     }
     for (int i = 0; i < 8; ++i) {
       uint32_t bits;
@@ -101,8 +102,8 @@ TEST_CASE("every quantized fixture tensor dequantizes bit for bit as gguf-py", "
     types_seen.insert(r.type);
   }
   // Every new type is covered by a real file (and the mixed file's K-quants / Q8_0).
-  for (const char* t : {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "MXFP4", "Q2_K", "Q3_K", "IQ4_XS", "Q5_K",
-                        "Q6_K", "Q8_0"}) {
+  for (const char* t : {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "MXFP4", "Q2_K", "Q3_K", "IQ4_XS",
+                        "Q5_K", "Q6_K", "Q8_0"}) {
     CAPTURE(t);
     CHECK(types_seen.count(t) == 1);
   }
@@ -128,17 +129,20 @@ const Fixture kFixtures[] = {
     {"tiny4-q2_k", "quant/tiny4-q4km-parent.seqB.ref.f32", 1.1 * 0.970},
     {"tiny4-q3_k", "quant/tiny4-q4km-parent.seqB.ref.f32", 1.3 * 0.742},
     {"tiny4-ud-iq4xs", "quant/tiny4-q4km-parent.seqB.ref.f32", 1.3 * 0.269},
-    {"tinymoe-mxfp4moe", "logits/tinymoe-s1-q4km.seqB.exact.f32", 1.3 * 0.205},  // MXFP4 routed experts
+    {"tinymoe-mxfp4moe", "logits/tinymoe-s1-q4km.seqB.exact.f32",
+     1.3 * 0.205},  // MXFP4 routed experts
 };
 
-// The fixtures README's fast-path bar for dense models: mean|d|/std <= 1.25 x the peer's 0.0571 (its
-// worst dense figure). Top-1 agreement: the README asks for at least the peer's on the same file,
-// which is not measured for these files; the logits of these requantized random models are flat
-// (one flip in 40 tokens is 0.025), and the measured agreement is 0.85 to 0.975, so the bar is 0.8.
+// The fixtures README's fast-path bar for dense models: mean|d|/std <= 1.25 x the peer's 0.0571
+// (its worst dense figure). Top-1 agreement: the README asks for at least the peer's on the same
+// file, which is not measured for these files; the logits of these requantized random models are
+// flat (one flip in 40 tokens is 0.025), and the measured agreement is 0.85 to 0.975, so the bar is
+// 0.8.
 constexpr double kFastMeanOverStd = 1.25 * 0.0571;
 constexpr double kFastTop1 = 0.8;
 
-TEST_CASE("golden logits of every quantized fixture, reference and CPU paths", "[golden][ref][cpu]") {
+TEST_CASE("golden logits of every quantized fixture, reference and CPU paths",
+          "[golden][ref][cpu]") {
   const auto tokens = ReadTokens("tokens/seqB.txt");
   for (const Fixture& fx : kFixtures) {
     INFO(fx.name);
@@ -154,20 +158,21 @@ TEST_CASE("golden logits of every quantized fixture, reference and CPU paths", "
     CHECK(dr.max_rel <= 1e-5);  // the same exact path that wrote the file
 
     const Distance dp = Compare(golden, parent, V);
-    WARN(fx.name << ": golden vs parent: mean|d|/std = " << dp.mean_over_std << ", max/max = " << dp.max_rel
-                 << ", top-1 = " << dp.top1);
+    WARN(fx.name << ": golden vs parent: mean|d|/std = " << dp.mean_over_std
+                 << ", max/max = " << dp.max_rel << ", top-1 = " << dp.top1);
     CHECK(dp.mean_over_std <= fx.parent_mean_over_std);
 
     Runner cpu(model, BackendKind::kCpu);
     const auto prefill = cpu.Run(tokens);
     const Distance dc = Compare(prefill, golden, V);
-    WARN(fx.name << ": cpu vs golden: mean|d|/std = " << dc.mean_over_std << ", max/max = " << dc.max_rel
-                 << ", top-1 = " << dc.top1);
+    WARN(fx.name << ": cpu vs golden: mean|d|/std = " << dc.mean_over_std
+                 << ", max/max = " << dc.max_rel << ", top-1 = " << dc.top1);
     CHECK(dc.mean_over_std <= kFastMeanOverStd);
     CHECK(dc.top1 >= kFastTop1);
 
     // Every token count of the multi-token kernels gives the one-token result bit for bit (on the
-    // recurrent form of the gated delta net: its chunked prefill form rounds differently by design).
+    // recurrent form of the gated delta net: its chunked prefill form rounds differently by
+    // design).
     BackendOptions recurrent;
     recurrent.gdn_chunk_min_tokens = INT64_MAX;
     Runner rec(model, BackendKind::kCpu, 512, recurrent);
@@ -183,20 +188,22 @@ TEST_CASE("golden logits of every quantized fixture, reference and CPU paths", "
     Runner pk(packed, BackendKind::kCpu, 512, recurrent);
     const auto packed_prefill = pk.Run(tokens);
     const Distance dk = Compare(packed_prefill, golden, V);
-    WARN(fx.name << ": packed cpu vs golden: mean|d|/std = " << dk.mean_over_std << ", top-1 = " << dk.top1);
+    WARN(fx.name << ": packed cpu vs golden: mean|d|/std = " << dk.mean_over_std
+                 << ", top-1 = " << dk.top1);
     CHECK(dk.mean_over_std <= kFastMeanOverStd);
     CHECK(dk.top1 >= kFastTop1);
     pk.Reset();
     const auto packed_decode = pk.Run(tokens, {1});
-    CHECK(std::memcmp(packed_prefill.data(), packed_decode.data(), packed_prefill.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(packed_prefill.data(), packed_decode.data(),
+                      packed_prefill.size() * sizeof(float)) == 0);
   }
 }
 
 // A copy of `rel` with `patch` applied to the bytes of the tensor-info record of `tensor`
 // (p points at its n_dims field); returns the copy's path.
 template <typename Patch>
-std::string PatchedCopy(const std::string& rel, const std::string& tensor, const std::string& out_name,
-                        Patch patch) {
+std::string PatchedCopy(const std::string& rel, const std::string& tensor,
+                        const std::string& out_name, Patch patch) {
   std::string bytes = ReadFile(DataPath(rel));
   // The record: u64 name length, name, u32 n_dims, i64 ne[n_dims], i32 type, u64 offset.
   std::string key(8, '\0');
@@ -206,9 +213,10 @@ std::string PatchedCopy(const std::string& rel, const std::string& tensor, const
   const size_t at = bytes.find(key);
   REQUIRE(at != std::string::npos);
   patch(reinterpret_cast<uint8_t*>(bytes.data()) + at + key.size());
-  const std::string path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/qwenrt-" +
-                           std::to_string(::getpid()) + "-" + out_name;
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  const std::string path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                           "/qwenrt-" + std::to_string(::getpid()) + "-" + out_name;
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return path;
 }
 

@@ -1,13 +1,13 @@
-// ReplyStream (src/chat/reply_stream.h, the one reply splitter): a generated reply, fed token by token, comes out as reasoning,
-// content and tool-call pieces with the template's markup removed, stop strings honoured, and the
-// streamed text equal to what the stream keeps.
-#include <catch2/catch.hpp>
+// ReplyStream (src/chat/reply_stream.h, the one reply splitter): a generated reply, fed token by
+// token, comes out as reasoning, content and tool-call pieces with the template's markup removed,
+// stop strings honoured, and the streamed text equal to what the stream keeps.
+#include "chat/reply_stream.h"
 
+#include <catch2/catch.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "chat/reply_stream.h"
 #include "chat/tool_call.h"
 #include "qwenrt/gguf.hpp"
 #include "test_util.h"
@@ -36,18 +36,19 @@ struct Piece {
 };
 
 // Feeds `reply` (tokenized with special tokens) through a ReplyStream; returns the pieces.
-std::vector<Piece> Run(std::string_view reply, bool in_reasoning, std::vector<std::string> stops = {},
-                       int stop_after = 0) {
+std::vector<Piece> Run(std::string_view reply, bool in_reasoning,
+                       std::vector<std::string> stops = {}, int stop_after = 0) {
   const Tokenizer& tok = FixtureTokenizer();
   std::vector<Piece> pieces;
-  ReplyStream stream(tok, in_reasoning, std::move(stops), nullptr, [&](PieceKind k, std::string_view t) {
-    if (!pieces.empty() && pieces.back().kind == k && k != PieceKind::kToolCall) {
-      pieces.back().text.append(t);
-    } else {
-      pieces.push_back({k, std::string(t)});
-    }
-    return stop_after == 0 || static_cast<int>(pieces.size()) < stop_after;
-  });
+  ReplyStream stream(
+      tok, in_reasoning, std::move(stops), nullptr, [&](PieceKind k, std::string_view t) {
+        if (!pieces.empty() && pieces.back().kind == k && k != PieceKind::kToolCall) {
+          pieces.back().text.append(t);
+        } else {
+          pieces.push_back({k, std::string(t)});
+        }
+        return stop_after == 0 || static_cast<int>(pieces.size()) < stop_after;
+      });
   std::vector<int32_t> ids;
   tok.Encode(reply, SpecialTokens::kAll, &ids);
   bool go = true;
@@ -90,10 +91,12 @@ TEST_CASE("a think block the model opens itself") {
 }
 
 TEST_CASE("tool calls are parsed into JSON") {
-  auto pieces = Run(
-      "Need weather.\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
-      "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
-      true);
+  auto pieces =
+      Run("Need "
+          "weather.\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</"
+          "parameter>\n"
+          "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+          true);
   REQUIRE(pieces.size() == 2);
   CHECK(pieces[0].kind == PieceKind::kReasoning);
   CHECK(pieces[1].kind == PieceKind::kToolCall);
@@ -103,17 +106,21 @@ TEST_CASE("tool calls are parsed into JSON") {
 TEST_CASE("ParseToolCall keeps strings verbatim and marks garbage") {
   CHECK(ToolCallJson("<function=f>\n<parameter=s>\nline 1\nline 2\n</parameter>\n</function>") ==
         R"({"name":"f","arguments":{"s":"line 1\nline 2"}})");
-  CHECK(ToolCallJson("<function=f>\n<parameter=o>\n{\"a\": [1, true]}\n</parameter>\n</function>") ==
-        R"({"name":"f","arguments":{"o":{"a":[1,true]}}})");
-  CHECK(ToolCallJson("no function here") == R"({"name":"","arguments":{},"raw":"no function here"})");
+  CHECK(
+      ToolCallJson("<function=f>\n<parameter=o>\n{\"a\": [1, true]}\n</parameter>\n</function>") ==
+      R"({"name":"f","arguments":{"o":{"a":[1,true]}}})");
+  CHECK(ToolCallJson("no function here") ==
+        R"({"name":"","arguments":{},"raw":"no function here"})");
   CHECK(ToolCallJson("<function=f>\n<parameter=b>\nTrue\n</parameter>\n</function>") ==
         R"({"name":"f","arguments":{"b":true}})");
   // A "string" parameter stays a string even when its text is JSON.
   auto tools = ParseJson(
       R"([{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":)"
       R"({"zip":{"type":"string"},"n":{"type":"integer"}}}}}])");
-  CHECK(ToolCallJson("<function=f>\n<parameter=zip>\n12345\n</parameter>\n<parameter=n>\n7\n</parameter>\n"
-                      "</function>", tools) == R"({"name":"f","arguments":{"zip":"12345","n":7}})");
+  CHECK(ToolCallJson(
+            "<function=f>\n<parameter=zip>\n12345\n</parameter>\n<parameter=n>\n7\n</parameter>\n"
+            "</function>",
+            tools) == R"({"name":"f","arguments":{"zip":"12345","n":7}})");
   CHECK(ToolCallJson("<function=f>\n<parameter=zip>\n5\n</parameter>\n</function>", tools) ==
         R"({"name":"f","arguments":{"zip":"5"}})");
 }
@@ -138,7 +145,8 @@ TEST_CASE("EndsInsideThink reads the prompt's last think marker") {
     return v;
   };
   CHECK(ReplyStream::EndsInsideThink(tok, ids("<|im_start|>assistant\n<think>\n")));
-  CHECK_FALSE(ReplyStream::EndsInsideThink(tok, ids("<|im_start|>assistant\n<think>\n\n</think>\n\n")));
+  CHECK_FALSE(
+      ReplyStream::EndsInsideThink(tok, ids("<|im_start|>assistant\n<think>\n\n</think>\n\n")));
   CHECK_FALSE(ReplyStream::EndsInsideThink(tok, ids("<|im_start|>user\nhi<|im_end|>\n")));
 }
 

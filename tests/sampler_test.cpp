@@ -1,15 +1,14 @@
 // Sampler tests: each stage's semantics on crafted logits (checked through empirical frequencies
 // against the exact distribution), seeded reproducibility, state save/restore, parameter
 // validation, and stop strings.
-#include <catch2/catch.hpp>
+#include "chat/sampler.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
-
-#include "chat/sampler.h"
 
 namespace qwenrt {
 namespace {
@@ -60,13 +59,15 @@ TEST_CASE("greedy: temperature 0 takes the argmax", "[sampler]") {
 
 // Greedy sampling (the one-pass argmax when no penalty applies) against the definition: each
 // token's logit, -inf if banned or NaN, plus its biases in order, -inf if masked; the highest wins,
-// ties to the lowest id; nothing left is INTERNAL. Ties, NaN, +-inf, repeated and banned biased ids.
+// ties to the lowest id; nothing left is INTERNAL. Ties, NaN, +-inf, repeated and banned biased
+// ids.
 TEST_CASE("greedy == argmax of the biased, banned, masked logits", "[sampler]") {
   constexpr int32_t V = 1037;
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> level(0, 7);  // few distinct values: many ties
   const std::vector<int32_t> banned = {3, 500, 1036};
-  const std::vector<std::pair<int32_t, float>> bias = {{7, 2.5f}, {9, -1e9f}, {7, 0.5f}, {500, 4.0f}, {11, 1.0f}};
+  const std::vector<std::pair<int32_t, float>> bias = {
+      {7, 2.5f}, {9, -1e9f}, {7, 0.5f}, {500, 4.0f}, {11, 1.0f}};
   Sampler s = Make(SamplerParams{.temperature = 0.0f, .logit_bias = bias}, V);
   REQUIRE(s.SetBanned(banned).ok());
   for (int round = 0; round < 300; ++round) {
@@ -81,7 +82,8 @@ TEST_CASE("greedy == argmax of the biased, banned, masked logits", "[sampler]") 
       if (rng() % 3 != 0) mask[static_cast<size_t>(i >> 5)] |= 1u << (i & 31);
     }
     if (round % 11 == 0) std::fill(logits.begin(), logits.end(), -INFINITY);  // nothing left
-    for (const uint32_t* allowed : {static_cast<const uint32_t*>(nullptr), static_cast<const uint32_t*>(mask.data())}) {
+    for (const uint32_t* allowed :
+         {static_cast<const uint32_t*>(nullptr), static_cast<const uint32_t*>(mask.data())}) {
       std::vector<float> eff(logits);
       for (int32_t b : banned) eff[static_cast<size_t>(b)] = -INFINITY;
       for (float& e : eff) e = std::isnan(e) ? -INFINITY : e;
@@ -89,7 +91,9 @@ TEST_CASE("greedy == argmax of the biased, banned, masked logits", "[sampler]") 
       int32_t want = -1;
       for (int32_t i = 0; i < V; ++i) {
         const bool ok = allowed == nullptr || ((allowed[i >> 5] >> (i & 31)) & 1u);
-        if (ok && eff[static_cast<size_t>(i)] != -INFINITY && (want < 0 || eff[static_cast<size_t>(i)] > eff[static_cast<size_t>(want)])) want = i;
+        if (ok && eff[static_cast<size_t>(i)] != -INFINITY &&
+            (want < 0 || eff[static_cast<size_t>(i)] > eff[static_cast<size_t>(want)]))
+          want = i;
       }
       auto got = s.Sample(logits, allowed);
       if (want < 0) {
@@ -117,7 +121,8 @@ TEST_CASE("temperature sharpens and flattens", "[sampler]") {
     Sampler s = Make(SamplerParams{.temperature = t, .seed = 7, .logit_bias = {}}, 6);
     const auto f = Frequencies(s, kLogits, 40000);
     const auto p = Softmax(kLogits, t);
-    for (int i = 0; i < 6; ++i) CHECK(std::abs((f.count(i) ? f.at(i) : 0.0) - p[static_cast<size_t>(i)]) < 0.012);
+    for (int i = 0; i < 6; ++i)
+      CHECK(std::abs((f.count(i) ? f.at(i) : 0.0) - p[static_cast<size_t>(i)]) < 0.012);
   }
 }
 
@@ -157,7 +162,8 @@ TEST_CASE("top-p on a large vocabulary (partial sorting path)", "[sampler]") {
   // Same distribution with and without top-p = 1 (off).
   Sampler off = Make(SamplerParams{.top_p = 1.0f, .seed = 9, .logit_bias = {}}, 5000);
   int high_hits = 0;
-  for (int i = 0; i < 4000; ++i) high_hits += logits[static_cast<size_t>(Draw(off, logits))] == 2.0f;
+  for (int i = 0; i < 4000; ++i)
+    high_hits += logits[static_cast<size_t>(Draw(off, logits))] == 2.0f;
   CHECK(std::abs(high_hits / 4000.0 - high / total) < 0.03);
 }
 
@@ -241,10 +247,16 @@ TEST_CASE("bans and -inf are never sampled", "[sampler]") {
 }
 
 TEST_CASE("fixed seed is reproducible; different seeds differ", "[sampler]") {
-  const SamplerParams p{.temperature = 0.9f, .top_k = 5, .top_p = 0.95f, .min_p = 0.01f,
-                        .repetition_penalty = 1.1f, .seed = 1234, .logit_bias = {}};
+  const SamplerParams p{.temperature = 0.9f,
+                        .top_k = 5,
+                        .top_p = 0.95f,
+                        .min_p = 0.01f,
+                        .repetition_penalty = 1.1f,
+                        .seed = 1234,
+                        .logit_bias = {}};
   std::vector<float> logits(1000);
-  for (size_t i = 0; i < logits.size(); ++i) logits[i] = std::sin(static_cast<float>(i) * 0.37f) * 3.0f;
+  for (size_t i = 0; i < logits.size(); ++i)
+    logits[i] = std::sin(static_cast<float>(i) * 0.37f) * 3.0f;
   auto run = [&](uint64_t seed) {
     SamplerParams q = p;
     q.seed = seed;
@@ -261,8 +273,12 @@ TEST_CASE("fixed seed is reproducible; different seeds differ", "[sampler]") {
 }
 
 TEST_CASE("state save/restore continues the same sequence", "[sampler]") {
-  SamplerParams p{.temperature = 1.0f, .repetition_penalty = 1.3f, .frequency_penalty = 0.2f,
-                  .penalty_last_n = 8, .seed = 99, .logit_bias = {}};
+  SamplerParams p{.temperature = 1.0f,
+                  .repetition_penalty = 1.3f,
+                  .frequency_penalty = 0.2f,
+                  .penalty_last_n = 8,
+                  .seed = 99,
+                  .logit_bias = {}};
   std::vector<float> logits(300);
   for (size_t i = 0; i < logits.size(); ++i) logits[i] = std::cos(static_cast<float>(i)) * 2.0f;
   Sampler a = Make(p, 300);
@@ -282,7 +298,8 @@ TEST_CASE("state save/restore continues the same sequence", "[sampler]") {
   std::vector<uint8_t> bad = blob;
   bad[0] ^= 1;
   CHECK(b.LoadState(bad).code() == StatusCode::kInvalidArgument);
-  CHECK(b.LoadState(std::span<const uint8_t>(blob.data(), blob.size() - 1)).code() == StatusCode::kInvalidArgument);
+  CHECK(b.LoadState(std::span<const uint8_t>(blob.data(), blob.size() - 1)).code() ==
+        StatusCode::kInvalidArgument);
   Sampler small = Make(SamplerParams{.penalty_last_n = 2, .logit_bias = {}}, 300);
   CHECK(small.LoadState(blob).code() == StatusCode::kInvalidArgument);
   Sampler tiny_vocab = Make(p, 3);
@@ -294,7 +311,9 @@ TEST_CASE("state save/restore continues the same sequence", "[sampler]") {
 // the window's storage now grows with the accepted tokens. Behaviour equals a window as long as
 // the history.
 TEST_CASE("a huge penalty window costs what the history holds", "[sampler][hostile]") {
-  SamplerParams huge{.temperature = 0.0f, .repetition_penalty = 2.0f, .penalty_last_n = INT32_MAX,
+  SamplerParams huge{.temperature = 0.0f,
+                     .repetition_penalty = 2.0f,
+                     .penalty_last_n = INT32_MAX,
                      .logit_bias = {}};
   SamplerParams exact = huge;
   exact.penalty_last_n = 5;
@@ -314,8 +333,10 @@ TEST_CASE("a huge penalty window costs what the history holds", "[sampler][hosti
   a.Reset();
   CHECK(Draw(a, logits) == 0);
   // The sliding window is unchanged for small windows: 3 slots, 7 tokens.
-  Sampler w = Make(SamplerParams{.temperature = 0.0f, .repetition_penalty = 1e6f, .penalty_last_n = 3,
-                                 .logit_bias = {}}, 8);
+  Sampler w = Make(
+      SamplerParams{
+          .temperature = 0.0f, .repetition_penalty = 1e6f, .penalty_last_n = 3, .logit_bias = {}},
+      8);
   for (int32_t id : {0, 1, 2, 3, 4, 5, 6}) w.Accept(id);
   const std::vector<float> flat = {1, 1, 1, 1, 1, 1, 1, 0.5f};
   CHECK(Draw(w, flat) == 0);  // 4, 5, 6 are penalised; 0 is the first unpenalised maximum
@@ -323,11 +344,16 @@ TEST_CASE("a huge penalty window costs what the history holds", "[sampler][hosti
 
 TEST_CASE("invalid parameters are rejected", "[sampler]") {
   CHECK(Sampler::Create({}, 0).status().code() == StatusCode::kInvalidArgument);
-  CHECK(Sampler::Create({.top_p = 1.5f, .logit_bias = {}}, 10).status().code() == StatusCode::kInvalidArgument);
-  CHECK(Sampler::Create({.min_p = -0.1f, .logit_bias = {}}, 10).status().code() == StatusCode::kInvalidArgument);
-  CHECK(Sampler::Create({.repetition_penalty = 0.0f, .logit_bias = {}}, 10).status().code() == StatusCode::kInvalidArgument);
-  CHECK(Sampler::Create({.temperature = NAN, .logit_bias = {}}, 10).status().code() == StatusCode::kInvalidArgument);
-  CHECK(Sampler::Create({.penalty_last_n = -1, .logit_bias = {}}, 10).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Sampler::Create({.top_p = 1.5f, .logit_bias = {}}, 10).status().code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(Sampler::Create({.min_p = -0.1f, .logit_bias = {}}, 10).status().code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(Sampler::Create({.repetition_penalty = 0.0f, .logit_bias = {}}, 10).status().code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(Sampler::Create({.temperature = NAN, .logit_bias = {}}, 10).status().code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(Sampler::Create({.penalty_last_n = -1, .logit_bias = {}}, 10).status().code() ==
+        StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("stop strings hold back possible prefixes and cut at the match", "[sampler]") {

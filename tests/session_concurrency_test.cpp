@@ -1,7 +1,6 @@
 // Many sessions on one shared Model from many threads give exactly what running them one after
 // another gives (the Model is immutable; each Session owns its state, scratch and thread pool).
 #include <catch2/catch.hpp>
-
 #include <random>
 #include <string>
 #include <thread>
@@ -74,7 +73,8 @@ void CheckParallelEqualsSequential(const std::string& path, BackendKind backend,
   for (int i = 0; i < n_sessions; ++i) sequential.push_back(RunChat(model, backend, 100 + i));
   std::vector<std::thread> threads;
   for (int i = 0; i < n_sessions; ++i)
-    threads.emplace_back([&, i] { parallel[static_cast<size_t>(i)] = RunChat(model, backend, 100 + i); });
+    threads.emplace_back(
+        [&, i] { parallel[static_cast<size_t>(i)] = RunChat(model, backend, 100 + i); });
   for (auto& t : threads) t.join();
   for (int i = 0; i < n_sessions; ++i) {
     INFO("session " << i);

@@ -1,17 +1,16 @@
 // Session file container: CRC-32 against known values, round trip, and refusal of every kind of
 // damage (truncation, bit flips, wrong magic/version, wrong model) with the right error code.
-#include <catch2/catch.hpp>
+#include "session/session_file.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include "session/session_file.h"
 
 namespace qwenrt {
 namespace {
@@ -41,7 +40,8 @@ std::vector<uint8_t> Sample(std::string_view fp = "model-1") {
 
 std::string TempPath(const char* name) {
   return (std::filesystem::temp_directory_path() /
-          (std::string("qwenrt_sf_") + std::to_string(::getpid()) + "_" + name)).string();
+          (std::string("qwenrt_sf_") + std::to_string(::getpid()) + "_" + name))
+      .string();
 }
 
 TEST_CASE("Crc32 matches zlib.crc32", "[session_file]") {
@@ -79,7 +79,8 @@ TEST_CASE("Session file round trip in memory", "[session_file]") {
   CHECK(b.Floats(g, 1).code() == StatusCode::kBadFormat);
 }
 
-TEST_CASE("Session file refuses damage, truncation, other versions and other models", "[session_file]") {
+TEST_CASE("Session file refuses damage, truncation, other versions and other models",
+          "[session_file]") {
   const std::vector<uint8_t> good = Sample();
   SECTION("every truncation") {
     for (size_t n = 0; n < good.size(); ++n) {
@@ -147,7 +148,8 @@ TEST_CASE("Session writer checks declared section sizes", "[session_file]") {
   CHECK(w2.Finish().code() == StatusCode::kInternal);
 }
 
-TEST_CASE("WriteFileAtomic writes the same bytes and leaves no temp file on failure", "[session_file]") {
+TEST_CASE("WriteFileAtomic writes the same bytes and leaves no temp file on failure",
+          "[session_file]") {
   std::string path = TempPath("atomic.qws");
   std::filesystem::remove(path);
   REQUIRE(WriteFileAtomic(path, [](ByteSink* s) { return WriteSample(s, "model-1"); }).ok());
@@ -163,8 +165,10 @@ TEST_CASE("WriteFileAtomic writes the same bytes and leaves no temp file on fail
   CHECK(s.code() == StatusCode::kBadFormat);
   CHECK(*ReadWholeFile(path) == Sample());
   int n_files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
-    if (e.path().filename().string().rfind(std::filesystem::path(path).filename().string(), 0) == 0) ++n_files;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
+    if (e.path().filename().string().rfind(std::filesystem::path(path).filename().string(), 0) == 0)
+      ++n_files;
   CHECK(n_files == 1);
   std::filesystem::remove(path);
   CHECK(ReadWholeFile(path).status().code() == StatusCode::kIo);
@@ -201,7 +205,8 @@ TEST_CASE("A foreign fingerprint is quoted escaped in the error", "[session_file
   const std::string& msg = parsed.status().message();
   INFO(msg);
   CHECK(msg.find("ab\\x00\\xff\\x1b[2J") != std::string::npos);
-  for (char c : msg) CHECK((static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f));
+  for (char c : msg)
+    CHECK((static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f));
 }
 
 TEST_CASE("ReadWholeFile refuses a large non-session file from its header", "[session_file]") {
@@ -219,7 +224,8 @@ TEST_CASE("ReadWholeFile refuses a large non-session file from its header", "[se
   bytes.resize(bytes.size() + 100);
   {
     std::ofstream o(path, std::ios::binary | std::ios::trunc);
-    o.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    o.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   }
   r = ReadWholeFile(path);
   CHECK(r.status().code() == StatusCode::kBadFormat);

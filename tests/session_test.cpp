@@ -1,10 +1,13 @@
 // Session invariants on the fixture models: prefix resume == full recompute (bit for bit on the
 // reference path), checkpoint restore after a divergence, KV growth without re-prefill, save/load
 // into a new Model, fork, cancellation, and errors that leave the session untouched.
-#include <catch2/catch.hpp>
+#include "session/session.h"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -12,9 +15,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
-#include "session/session.h"
 #include "session/session_file.h"
 #include "session_test_util.h"
 
@@ -78,12 +78,12 @@ std::vector<float> FullLogits(std::shared_ptr<const Model> m, const SessionParam
 }
 
 // Bitwise comparison of logits rows [from, from + rows) of `full` with `part`.
-bool SameRows(const std::vector<float>& full, int64_t from, std::span<const float> part, int64_t V) {
+bool SameRows(const std::vector<float>& full, int64_t from, std::span<const float> part,
+              int64_t V) {
   if (part.size() % static_cast<size_t>(V) != 0) return false;
   if (static_cast<size_t>(from * V) + part.size() > full.size()) return false;
   return std::memcmp(full.data() + from * V, part.data(), part.size_bytes()) == 0;
 }
-
 
 TEST_CASE("Turn 2 extends the live state and equals a full re-prefill bit for bit", "[ref]") {
   auto m = Micro();
@@ -142,7 +142,8 @@ TEST_CASE("Turn 2 extends the live state and equals a full re-prefill bit for bi
   CHECK(Copy(s->last_logits()) == before);
 }
 
-TEST_CASE("Divergence inside the previous turn resumes from the newest checkpoint before it", "[ref]") {
+TEST_CASE("Divergence inside the previous turn resumes from the newest checkpoint before it",
+          "[ref]") {
   auto m = Micro();
   const int64_t V = m->config().n_vocab;
   SessionParams p = RefParams();
@@ -153,7 +154,8 @@ TEST_CASE("Divergence inside the previous turn resumes from the newest checkpoin
   REQUIRE(s->Generate(Greedy(30), &reply, nullptr).ok());
 
   // Re-rendered history without the reasoning: the last 2 prompt tokens and the reply change.
-  std::vector<int32_t> turn2 = Concat(Concat(Prefix(prompt1, 198), RandomTokens(15, 4)), RandomTokens(20, 5));
+  std::vector<int32_t> turn2 =
+      Concat(Concat(Prefix(prompt1, 198), RandomTokens(15, 4)), RandomTokens(20, 5));
   FeedOptions o;
   o.all_logits = true;
   FeedReport r;
@@ -215,7 +217,8 @@ TEST_CASE("A strict prefix of the transcript restores to it with correct logits"
   CHECK(SameRows(full, 29, s->last_logits(), V));
 }
 
-TEST_CASE("KV growth keeps everything: 4197 then 4279 tokens, and across new pages", "[ref][slow]") {
+TEST_CASE("KV growth keeps everything: 4197 then 4279 tokens, and across new pages",
+          "[ref][slow]") {
   auto m = Micro();
   const int64_t V = m->config().n_vocab;
   SessionParams p = RefParams(512);
@@ -256,7 +259,8 @@ TEST_CASE("KV growth keeps everything: 4197 then 4279 tokens, and across new pag
 
 std::string TempPath(const char* name) {
   return (std::filesystem::temp_directory_path() /
-          (std::string("qwenrt_session_") + std::to_string(::getpid()) + "_" + name)).string();
+          (std::string("qwenrt_session_") + std::to_string(::getpid()) + "_" + name))
+      .string();
 }
 
 TEST_CASE("Save and load into a new Model continues bit-identically", "[ref]") {
@@ -314,7 +318,8 @@ TEST_CASE("Save and load into a new Model continues bit-identically", "[ref]") {
     std::vector<uint8_t> bad = *mem;
     bad[bad.size() / 2] ^= 0x10;
     CHECK(loaded->LoadFromMemory(bad, nullptr).code() == StatusCode::kBadFormat);
-    std::vector<uint8_t> cut(mem->begin(), mem->begin() + static_cast<std::ptrdiff_t>(mem->size() - 100));
+    std::vector<uint8_t> cut(mem->begin(),
+                             mem->begin() + static_cast<std::ptrdiff_t>(mem->size() - 100));
     CHECK(loaded->LoadFromMemory(cut, nullptr).code() == StatusCode::kBadFormat);
     CHECK(loaded->LoadFromMemory(std::vector<uint8_t>{}, nullptr).code() == StatusCode::kBadFormat);
     CHECK(loaded->LoadFromFile(path + ".missing", nullptr).code() == StatusCode::kIo);
@@ -325,7 +330,8 @@ TEST_CASE("Save and load into a new Model continues bit-identically", "[ref]") {
       REQUIRE(parsed.ok());
       size_t toks_at = 0;
       for (const auto& sec : parsed->sections)
-        if (sec.tag == SectionTag("TOKS")) toks_at = static_cast<size_t>(sec.payload.data() - forged.data());
+        if (sec.tag == SectionTag("TOKS"))
+          toks_at = static_cast<size_t>(sec.payload.data() - forged.data());
       REQUIRE(toks_at > 0);
       int32_t bad_id = 100000;
       std::memcpy(forged.data() + toks_at + 8, &bad_id, 4);
@@ -384,7 +390,8 @@ TEST_CASE("Fork: both branches equal their uninterrupted equivalents", "[ref]") 
   CHECK(f->checkpoints().size() == s->checkpoints().size());
 
   std::vector<int32_t> b1 = Concat(prompt, RandomTokens(20, 12));
-  std::vector<int32_t> b2 = Concat(Prefix(prompt, 117), RandomTokens(25, 13));  // uses the fork's checkpoint
+  std::vector<int32_t> b2 =
+      Concat(Prefix(prompt, 117), RandomTokens(25, 13));  // uses the fork's checkpoint
   FeedOptions o;
   o.all_logits = true;
   FeedReport r1, r2;
@@ -512,14 +519,16 @@ TEST_CASE("Errors leave the session as it was", "[ref]") {
   CHECK(s->size() == 64);
   CHECK(out.size() == 24);
   auto fresh = NewSession(m, RefParams());
-  CHECK(fresh->Generate(Greedy(1), &out, nullptr).code() == StatusCode::kInvalidArgument);  // no logits yet
+  CHECK(fresh->Generate(Greedy(1), &out, nullptr).code() ==
+        StatusCode::kInvalidArgument);  // no logits yet
   SessionParams neg = RefParams();
   neg.ubatch = 0;
   CHECK(Session::Create(m, neg).status().code() == StatusCode::kInvalidArgument);
   CHECK(Session::Create(nullptr, RefParams()).status().code() == StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("On-demand and decode-time checkpoints are restorable; Reset forgets everything", "[ref]") {
+TEST_CASE("On-demand and decode-time checkpoints are restorable; Reset forgets everything",
+          "[ref]") {
   auto m = Micro();
   const int64_t V = m->config().n_vocab;
   SessionParams p = RefParams();
@@ -528,8 +537,9 @@ TEST_CASE("On-demand and decode-time checkpoints are restorable; Reset forgets e
   std::vector<int32_t> prompt = RandomTokens(55, 31);
   REQUIRE(s->Feed(prompt, {}, nullptr).ok());
   std::vector<int32_t> reply;
-  REQUIRE(s->Generate(Greedy(12), &reply, nullptr).ok());  // positions 56..67: decode checkpoint at 60
-  REQUIRE(s->Checkpoint().ok());                           // and one at 67
+  REQUIRE(
+      s->Generate(Greedy(12), &reply, nullptr).ok());  // positions 56..67: decode checkpoint at 60
+  REQUIRE(s->Checkpoint().ok());                       // and one at 67
   std::vector<int64_t> pos;
   for (const auto& c : s->checkpoints()) pos.push_back(c.pos);
   CHECK(std::find(pos.begin(), pos.end(), 60) != pos.end());
@@ -586,9 +596,10 @@ namespace {
 
 // The CPU path on the Q4_K_M fixture. With split_invariant the resumed session must match a full
 // re-prefill bit for bit; with the default (chunked delta rule for long ubatches) the tokens a turn
-// decoded one by one are recomputed in chunks by the full prefill, which rounds differently, so only
-// closeness and the reuse numbers are checked there.
-TEST_CASE("CPU path: turn 2 and a divergence reuse the session; split-invariant mode is exact", "[cpu]") {
+// decoded one by one are recomputed in chunks by the full prefill, which rounds differently, so
+// only closeness and the reuse numbers are checked there.
+TEST_CASE("CPU path: turn 2 and a divergence reuse the session; split-invariant mode is exact",
+          "[cpu]") {
   auto m = Tiny();
   const int64_t V = m->config().n_vocab;
   for (bool invariant : {true, false}) {
@@ -604,7 +615,8 @@ TEST_CASE("CPU path: turn 2 and a divergence reuse the session; split-invariant 
     std::vector<int32_t> reply;
     REQUIRE(s->Generate(Greedy(16), &reply, nullptr).ok());
     std::vector<int32_t> turn2 = Concat(Concat(prompt, reply), RandomTokens(25, 22));
-    std::vector<int32_t> turn3 = Concat(Concat(Prefix(turn2, 339), RandomTokens(9, 23)), RandomTokens(20, 24));
+    std::vector<int32_t> turn3 =
+        Concat(Concat(Prefix(turn2, 339), RandomTokens(9, 23)), RandomTokens(20, 24));
     FeedOptions o;
     o.all_logits = true;
     FeedReport r;
@@ -622,7 +634,8 @@ TEST_CASE("CPU path: turn 2 and a divergence reuse the session; split-invariant 
       CHECK(SameRows(full2, 316, got2, V));
       CHECK(SameRows(full3, 337, got3, V));
     } else {
-      auto close = [&](const std::vector<float>& full, int64_t from, const std::vector<float>& got) {
+      auto close = [&](const std::vector<float>& full, int64_t from,
+                       const std::vector<float>& got) {
         float max_abs = 0, max_diff = 0;
         for (size_t i = 0; i < got.size(); ++i) {
           max_abs = std::max(max_abs, std::fabs(full[from * V + i]));
@@ -643,7 +656,8 @@ TEST_CASE("CPU path: turn 2 and a divergence reuse the session; split-invariant 
 namespace qwenrt {
 namespace {
 
-TEST_CASE("MoE model: extension and divergence equal a full re-prefill (CPU, split-invariant)", "[cpu]") {
+TEST_CASE("MoE model: extension and divergence equal a full re-prefill (CPU, split-invariant)",
+          "[cpu]") {
   auto m = Load(std::string(QWENRT_TEST_DATA) + "/tinymoe-s1-q4km.gguf");
   const int64_t V = m->config().n_vocab;
   SessionParams p;

@@ -1,15 +1,14 @@
-// Helpers shared by the session tests (session_test, forward_cuda_test): random prompts, sessions that
-// fail the test case when they cannot be made, greedy argmax, logits copies.
+// Helpers shared by the session tests (session_test, forward_cuda_test): random prompts, sessions
+// that fail the test case when they cannot be made, greedy argmax, logits copies.
 #pragma once
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <memory>
 #include <random>
 #include <span>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "session/session.h"
 
@@ -39,8 +38,12 @@ inline std::unique_ptr<Session> NewSession(std::shared_ptr<const Model> m, const
   return std::move(s).value();
 }
 
-inline int32_t Argmax(const float* x, int64_t n) { return static_cast<int32_t>(std::max_element(x, x + n) - x); }
+inline int32_t Argmax(const float* x, int64_t n) {
+  return static_cast<int32_t>(std::max_element(x, x + n) - x);
+}
 
-inline std::vector<float> Copy(std::span<const float> x) { return std::vector<float>(x.begin(), x.end()); }
+inline std::vector<float> Copy(std::span<const float> x) {
+  return std::vector<float>(x.begin(), x.end());
+}
 
 }  // namespace qwenrt::test

@@ -1,7 +1,7 @@
 // Status / StatusOr basics: codes, messages and the propagation macros.
-#include <catch2/catch.hpp>
-
 #include "base/status.h"
+
+#include <catch2/catch.hpp>
 
 namespace qwenrt {
 namespace {

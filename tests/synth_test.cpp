@@ -1,8 +1,9 @@
 // Synthetic models: the tiny shape reproduces the fixture's layout exactly (keys, types, tensor
 // names/types/shapes/offsets), the output does not depend on the thread count, and weights have the
 // intended scale. A 1-layer 0.8B file checks the real-size vocabulary layout ([slow]).
-#include <catch2/catch.hpp>
+#include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -10,12 +11,10 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
-#include "qwenrt/gguf.hpp"
-#include "ops/quant.h"
-#include "testing/synth_model.h"
 #include "base/thread_pool.h"
+#include "ops/quant.h"
+#include "qwenrt/gguf.hpp"
+#include "testing/synth_model.h"
 
 namespace qwenrt {
 namespace {
@@ -57,8 +56,10 @@ TEST_CASE("synth tiny has the fixture's exact layout", "[synth]") {
     REQUIRE(v1.size() == v2.size());
     if (k1 != "general.name") CHECK(v1.Describe() == v2.Describe());
   }
-  CHECK(syn->Find("tokenizer.ggml.tokens")->strings() == fix->Find("tokenizer.ggml.tokens")->strings());
-  CHECK(syn->Find("tokenizer.chat_template")->AsString() == fix->Find("tokenizer.chat_template")->AsString());
+  CHECK(syn->Find("tokenizer.ggml.tokens")->strings() ==
+        fix->Find("tokenizer.ggml.tokens")->strings());
+  CHECK(syn->Find("tokenizer.chat_template")->AsString() ==
+        fix->Find("tokenizer.chat_template")->AsString());
   REQUIRE(fix->tensors().size() == syn->tensors().size());
   for (size_t i = 0; i < fix->tensors().size(); ++i) {
     const auto& a = fix->tensors()[i];
@@ -80,7 +81,8 @@ TEST_CASE("synth tiny has the fixture's exact layout", "[synth]") {
   const gguf::TensorInfo* a = syn->FindTensor("blk.0.ssm_a");
   for (int h = 0; h < 4; ++h) CHECK(reinterpret_cast<const float*>(a->data)[h] < 0);
   const gguf::TensorInfo* n = syn->FindTensor("output_norm.weight");
-  for (int i = 0; i < 256; ++i) CHECK(std::fabs(reinterpret_cast<const float*>(n->data)[i] - 1) < 0.25);
+  for (int i = 0; i < 256; ++i)
+    CHECK(std::fabs(reinterpret_cast<const float*>(n->data)[i] - 1) < 0.25);
 
   // Same seed, other thread count: identical bytes; other seed: different weights.
   ThreadPool pool1(1);
@@ -134,8 +136,10 @@ TEST_CASE("synth 0.8b vocabulary puts the special tokens at their real ids", "[s
   CHECK(f->Find("tokenizer.ggml.padding_token_id")->AsU32() == 248044);
   auto fix = gguf::File::Open(kFixture, &err);
   REQUIRE(fix.has_value());
-  for (uint64_t id : {0, 100, 300, 417}) CHECK(tokens->StringAt(id) == fix->Find("tokenizer.ggml.tokens")->StringAt(id));
-  CHECK(f->Find("tokenizer.ggml.merges")->strings() == fix->Find("tokenizer.ggml.merges")->strings());
+  for (uint64_t id : {0, 100, 300, 417})
+    CHECK(tokens->StringAt(id) == fix->Find("tokenizer.ggml.tokens")->StringAt(id));
+  CHECK(f->Find("tokenizer.ggml.merges")->strings() ==
+        fix->Find("tokenizer.ggml.merges")->strings());
   std::remove(path.c_str());
 }
 

@@ -6,15 +6,14 @@
 // render time per input byte does not grow with the input size.
 #include <pthread.h>
 
+#include <catch2/catch.hpp>
 #include <functional>
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
+#include "test_util.h"
 #include "text/chat_template.h"
 #include "text/jinja/jinja_limits.h"
-#include "test_util.h"
 
 using qwenrt::ChatTemplate;
 using qwenrt::StatusCode;
@@ -46,7 +45,8 @@ struct Outcome {
   double seconds = 0;
 };
 
-Outcome Run(const std::string& src, const json& ctx = json::object(), const TemplateLimits& limits = TemplateLimits()) {
+Outcome Run(const std::string& src, const json& ctx = json::object(),
+            const TemplateLimits& limits = TemplateLimits()) {
   const double t0 = qwenrt::test::ThreadCpuSeconds();  // CPU time: robust on a busy machine
   Outcome o;
   auto tmpl = ChatTemplate::Parse(src, limits);
@@ -66,7 +66,8 @@ Outcome Run(const std::string& src, const json& ctx = json::object(), const Temp
 // Fails with InvalidArgument whose message contains `what` (any message when empty), in well
 // under a second (the bound is generous for sanitizer builds; a missed limit takes minutes or
 // crashes).
-void ExpectRefused(const std::string& src, const std::string& what, const json& ctx = json::object()) {
+void ExpectRefused(const std::string& src, const std::string& what,
+                   const json& ctx = json::object()) {
   INFO("template: " << src.substr(0, 200));
   const Outcome o = Run(src, ctx);
   INFO("outcome: " << o.text.substr(0, 300));
@@ -88,7 +89,8 @@ std::string DeepObject(int n) { return Chain("", "{\"a\":", n) + "1" + std::stri
 
 }  // namespace
 
-TEST_CASE("long expression chains are refused at parse time, not by the stack", "[template_limits]") {
+TEST_CASE("long expression chains are refused at parse time, not by the stack",
+          "[template_limits]") {
   // Each chain is built by a loop in the parser; before the height check, the name check, the
   // evaluator and the destructor then recursed once per link.
   // 2e5 links for `+` (as in the issue), 1e5 for the longer links: max_template_bytes is 1 MiB.
@@ -125,42 +127,60 @@ TEST_CASE("the nesting limit is configurable", "[template_limits]") {
   tight.max_nesting = 16;
   CHECK_FALSE(Run("{{ 1" + Chain("", " + 1", 20) + " }}", json::object(), tight).ok);
   CHECK(Run("{{ 1" + Chain("", " + 1", 10) + " }}", json::object(), tight).text == "11");
-  CHECK_FALSE(Run(Chain("", "{% if true %}", 20) + Chain("", "{% endif %}", 20), json::object(), tight).ok);
+  CHECK_FALSE(
+      Run(Chain("", "{% if true %}", 20) + Chain("", "{% endif %}", 20), json::object(), tight).ok);
 }
 
 TEST_CASE("values nested at run time are refused before they get deep", "[template_limits]") {
   // A list wrapped in a list a million times through a namespace: equality, repr, tojson and the
   // destructor recurse per level.
   const char* what = "max_value_depth";
-  ExpectRefused("{% set ns = namespace(x=[]) %}{% for i in range(1000000) %}{% set ns.x = [ns.x] %}{% endfor %}",
-                what);
-  ExpectRefused("{% set ns = namespace(x=1) %}{% for i in range(1000000) %}{% set ns.x = {'a': ns.x} %}{% endfor %}",
-                what);
-  ExpectRefused("{% set ns = namespace(x=1) %}{% for i in range(1000000) %}{% set ns.x = (ns.x,) %}{% endfor %}",
-                what);
-  ExpectRefused("{% set ns = namespace(x={}) %}{% for i in range(1000000) %}{% set ns.x = dict(a=ns.x) %}{% endfor %}",
-                what);
+  ExpectRefused(
+      "{% set ns = namespace(x=[]) %}{% for i in range(1000000) %}{% set ns.x = [ns.x] %}{% endfor "
+      "%}",
+      what);
+  ExpectRefused(
+      "{% set ns = namespace(x=1) %}{% for i in range(1000000) %}{% set ns.x = {'a': ns.x} %}{% "
+      "endfor %}",
+      what);
+  ExpectRefused(
+      "{% set ns = namespace(x=1) %}{% for i in range(1000000) %}{% set ns.x = (ns.x,) %}{% endfor "
+      "%}",
+      what);
+  ExpectRefused(
+      "{% set ns = namespace(x={}) %}{% for i in range(1000000) %}{% set ns.x = dict(a=ns.x) %}{% "
+      "endfor %}",
+      what);
   // Through bound methods (they hold their receiver) and loop objects (they hold their items).
-  ExpectRefused("{% set ns = namespace(x=[]) %}{% for i in range(1000000) %}{% set ns.x = [ns.x.count] %}{% endfor %}",
-                what);
-  ExpectRefused("{% set ns = namespace(x=[]) %}{% for i in range(1000000) %}{% for y in [ns.x] %}"
-                "{% set ns.x = loop %}{% endfor %}{% endfor %}",
-                what);
-  ExpectRefused("{% set ns = namespace(x={}) %}{% for i in range(1000000) %}{% set ns.x = {'a': ns.x}.items() %}"
-                "{% endfor %}",
-                what);
-  // Namespaces nested in namespaces are released one by one after the render: only the budget stops it.
-  const Outcome o = Run("{% set ns = namespace(x=1) %}{% for i in range(1000000) %}{% set ns.x = namespace(y=ns.x) %}"
-                        "{% endfor %}");
+  ExpectRefused(
+      "{% set ns = namespace(x=[]) %}{% for i in range(1000000) %}{% set ns.x = [ns.x.count] %}{% "
+      "endfor %}",
+      what);
+  ExpectRefused(
+      "{% set ns = namespace(x=[]) %}{% for i in range(1000000) %}{% for y in [ns.x] %}"
+      "{% set ns.x = loop %}{% endfor %}{% endfor %}",
+      what);
+  ExpectRefused(
+      "{% set ns = namespace(x={}) %}{% for i in range(1000000) %}{% set ns.x = {'a': "
+      "ns.x}.items() %}"
+      "{% endfor %}",
+      what);
+  // Namespaces nested in namespaces are released one by one after the render: only the budget stops
+  // it.
+  const Outcome o = Run(
+      "{% set ns = namespace(x=1) %}{% for i in range(1000000) %}{% set ns.x = namespace(y=ns.x) %}"
+      "{% endfor %}");
   CHECK_FALSE(o.ok);
   CHECK(o.seconds < kFastSeconds);
   // Moderate nesting works, and prints/compares/serialises.
-  CHECK(Run("{% set ns = namespace(x=1) %}{% for i in range(50) %}{% set ns.x = [ns.x] %}{% endfor %}"
-            "{{ ns.x == ns.x }}{{ (ns.x|tojson)|length }}")
-            .text == "True101");
+  CHECK(
+      Run("{% set ns = namespace(x=1) %}{% for i in range(50) %}{% set ns.x = [ns.x] %}{% endfor %}"
+          "{{ ns.x == ns.x }}{{ (ns.x|tojson)|length }}")
+          .text == "True101");
 }
 
-TEST_CASE("a context nested deeper than max_value_depth is refused without recursion", "[template_limits]") {
+TEST_CASE("a context nested deeper than max_value_depth is refused without recursion",
+          "[template_limits]") {
   const int n = 100000;
   const json deep = ParseJson(std::string(n, '[') + std::string(n, ']'));  // parse is iterative
   auto tmpl = ChatTemplate::Parse("{{ messages|length }}");
@@ -176,14 +196,16 @@ TEST_CASE("a context nested deeper than max_value_depth is refused without recur
   CHECK_THAT(out2.status().message(), Catch::Contains("max_value_depth"));
   // Tool-call arguments given as a JSON string are parsed: a deep one is refused too.
   const std::string args = DeepObject(n);
-  const json messages = json::array({{{"role", "assistant"},
-                                      {"tool_calls", json::array({{{"function", {{"name", "f"}, {"arguments", args}}}}})}}});
+  const json messages = json::array(
+      {{{"role", "assistant"},
+        {"tool_calls", json::array({{{"function", {{"name", "f"}, {"arguments", args}}}}})}}});
   auto out3 = tmpl->RenderChat(messages, nullptr, false, std::nullopt);
   REQUIRE_FALSE(out3.ok());
   CHECK_THAT(out3.status().message(), Catch::Contains("max_value_depth"));
   // Real nesting (a tool schema a few dozen levels deep) renders.
-  auto out4 = tmpl->RenderChat(json::array({{{"role", "user"}, {"content", ParseJson(DeepObject(40))}}}), nullptr, false,
-                               std::nullopt);
+  auto out4 =
+      tmpl->RenderChat(json::array({{{"role", "user"}, {"content", ParseJson(DeepObject(40))}}}),
+                       nullptr, false, std::nullopt);
   REQUIRE(out4.ok());
   CHECK(*out4 == "1");
 }
@@ -191,22 +213,38 @@ TEST_CASE("a context nested deeper than max_value_depth is refused without recur
 TEST_CASE("work inside a step is charged: heavy loops stop at max_cost", "[template_limits]") {
   const char* what = "max_cost";
   ExpectRefused("{% for i in range(1000000) %}{% set x = 'a' * 10000000 %}{% endfor %}", what);
-  ExpectRefused("{% set l = range(1000000)|list %}{% for i in range(1000000) %}{% if -1 in l %}{% endif %}{% endfor %}",
-                what);
-  ExpectRefused("{% set l = range(1000000)|list %}{% for i in range(1000000) %}{{ l.count(-1) }}{% endfor %}", what);
+  ExpectRefused(
+      "{% set l = range(1000000)|list %}{% for i in range(1000000) %}{% if -1 in l %}{% endif %}{% "
+      "endfor %}",
+      what);
+  ExpectRefused(
+      "{% set l = range(1000000)|list %}{% for i in range(1000000) %}{{ l.count(-1) }}{% endfor %}",
+      what);
   ExpectRefused("{{ range(1000000)|unique|list|length }}", what);
-  ExpectRefused("{% set ns = namespace(s='') %}{% for i in range(1000000) %}{% set ns.s = ns.s ~ 'xxxxxxxxxx' %}"
-                "{% endfor %}",
+  ExpectRefused(
+      "{% set ns = namespace(s='') %}{% for i in range(1000000) %}{% set ns.s = ns.s ~ "
+      "'xxxxxxxxxx' %}"
+      "{% endfor %}",
+      what);
+  ExpectRefused(
+      "{% set ns = namespace(l=[]) %}{% for i in range(1000000) %}{% set ns.l = ns.l + [i] %}{% "
+      "endfor %}",
+      what);
+  ExpectRefused("{% set s = 'ab' * 4000000 %}{% for i in range(1000000) %}{{ s[-1] }}{% endfor %}",
                 what);
-  ExpectRefused("{% set ns = namespace(l=[]) %}{% for i in range(1000000) %}{% set ns.l = ns.l + [i] %}{% endfor %}",
-                what);
-  ExpectRefused("{% set s = 'ab' * 4000000 %}{% for i in range(1000000) %}{{ s[-1] }}{% endfor %}", what);
-  ExpectRefused("{% set s = 'ab' * 4000000 %}{% for i in range(1000000) %}{{ s|length }}{% endfor %}", what);
-  ExpectRefused("{% set s = 'ab' * 4000000 %}{% for i in range(1000000) %}{{ 'z' in s }}{% endfor %}", what);
-  ExpectRefused("{% set s = 'ab' * 4000000 %}{% for i in range(1000000) %}{% set t = s.upper() %}{% endfor %}", what);
+  ExpectRefused(
+      "{% set s = 'ab' * 4000000 %}{% for i in range(1000000) %}{{ s|length }}{% endfor %}", what);
+  ExpectRefused(
+      "{% set s = 'ab' * 4000000 %}{% for i in range(1000000) %}{{ 'z' in s }}{% endfor %}", what);
+  ExpectRefused(
+      "{% set s = 'ab' * 4000000 %}{% for i in range(1000000) %}{% set t = s.upper() %}{% endfor "
+      "%}",
+      what);
   // Pure interpretation overhead counts too: 10^12 cheap expressions.
-  ExpectRefused("{% for i in range(1000000) %}{% for j in range(1000000) %}{{ i + j + 1 }}{% endfor %}{% endfor %}",
-                "limit");
+  ExpectRefused(
+      "{% for i in range(1000000) %}{% for j in range(1000000) %}{{ i + j + 1 }}{% endfor %}{% "
+      "endfor %}",
+      "limit");
   // A dict literal of 10^5 keys is quadratic to build (Python-equality lookups).
   std::string dict = "{{ {";
   for (int i = 0; i < 100000; ++i) dict += std::to_string(i) + ": 1, ";
@@ -216,7 +254,8 @@ TEST_CASE("work inside a step is charged: heavy loops stop at max_cost", "[templ
   const json ctx = {{"big", big}};
   ExpectRefused("{{ dict(big)|length }}", what, ctx);
   ExpectRefused("{{ namespace(big).k0 }}", what, ctx);
-  CHECK(Run("{{ big|length }}{{ big.k19999 }}", ctx).text == "2000019999");  // input dicts are not rebuilt
+  CHECK(Run("{{ big|length }}{{ big.k19999 }}", ctx).text ==
+        "2000019999");  // input dicts are not rebuilt
   // A shared value printed, compared or serialised as the tree of 2^60 nodes it stands for.
   const std::string dag =
       "{% set ns = namespace(x=[1], y=[1]) %}{% for i in range(60) %}{% set ns.x = [ns.x, ns.x] %}"
@@ -252,8 +291,9 @@ TEST_CASE("substring searches and strips are linear in the worst case", "[templa
   fast("s.strip(n)|length", "0");
   fast("(s ~ 'c').strip(n)", "c");
   // Results still match Python for overlapping matches.
-  CHECK(Run("{{ 'aaa'.rsplit('aa', 1) }}{{ 'aaa'.split('aa') }}{{ 'abcabc'.rfind('bc') }}{{ 'aaaa'.count('aa') }}").text ==
-        "['a', '']['', 'a']42");
+  CHECK(Run("{{ 'aaa'.rsplit('aa', 1) }}{{ 'aaa'.split('aa') }}{{ 'abcabc'.rfind('bc') }}{{ "
+            "'aaaa'.count('aa') }}")
+            .text == "['a', '']['', 'a']42");
 }
 
 TEST_CASE("the work budget is configurable", "[template_limits]") {
@@ -262,17 +302,21 @@ TEST_CASE("the work budget is configurable", "[template_limits]") {
   const Outcome o = Run("{% for i in range(100000) %}{{ i }}{% endfor %}", json::object(), tight);
   CHECK_FALSE(o.ok);
   CHECK_THAT(o.text, Catch::Contains("max_cost"));
-  CHECK(Run("{% for i in range(10) %}{{ i }}{% endfor %}", json::object(), tight).text == "0123456789");
+  CHECK(Run("{% for i in range(10) %}{{ i }}{% endfor %}", json::object(), tight).text ==
+        "0123456789");
   TemplateLimits steps;
   steps.max_steps = 100;
-  CHECK_THAT(Run("{% for i in range(1000) %}{% endfor %}", json::object(), steps).text, Catch::Contains("max_steps"));
+  CHECK_THAT(Run("{% for i in range(1000) %}{% endfor %}", json::object(), steps).text,
+             Catch::Contains("max_steps"));
 }
 
 TEST_CASE("results are size-checked before they are built", "[template_limits]") {
   const char* what = "too large";
   ExpectRefused("{{ ('a' * 1000000).replace('a', 'a' * 1000000) }}", what);
   ExpectRefused("{{ ('a' * 1000000)|replace('a', 'a' * 1000000) }}", what);
-  ExpectRefused("{{ ('a' * 1000000).replace('', 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb') }}", what);
+  ExpectRefused(
+      "{{ ('a' * 1000000).replace('', 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb') }}",
+      what);
   ExpectRefused("{{ ('\\n' * 1000000)|indent('x' * 1000000, true, true) }}", what);
   ExpectRefused("{{ ([1] * 1000000) * 1000000 }}", what);
   ExpectRefused("{{ [1, 2] * 4611686018427387904 }}", what);  // items * n overflows 64 bits
@@ -292,7 +336,8 @@ TEST_CASE("results are size-checked before they are built", "[template_limits]")
   ExpectRefused("{% set s = 'a' * 10000000 %}{{ '{}{}'.format(s, s)|length }}", what);
   ExpectRefused("{% set s = 'a' * 10000000 %}{{ '%s%s' % (s, s) }}", what);
   ExpectRefused("{% set s = 'a' * 10000000 %}{{ [s, s]|join|length }}", what);
-  ExpectRefused("{% set s = 'a' * 10000000 %}{{ [s, s]|string|length }}", "");  // size or cost first
+  ExpectRefused("{% set s = 'a' * 10000000 %}{{ [s, s]|string|length }}",
+                "");  // size or cost first
   ExpectRefused("{% set s = 'a' * 10000000 %}{{ s }}{{ s }}", "max_output_bytes");
   // Whitespace split and rsplit with maxsplit stay linear (rsplit copied the rest per part).
   CHECK(Run("{{ ('a ' * 400000).rsplit(none, 300000)|length }}").text == "300001");
@@ -308,11 +353,13 @@ TEST_CASE("template arithmetic has no undefined behaviour", "[template_limits]")
   ExpectRefused("{{ [9223372036854775807, 1]|sum }}", "overflow");
   ExpectRefused("{{ (-9223372036854775807 - 1)|abs }}", "overflow");
   // Ranges and slices whose step would overflow `i += step` (values checked against Python).
-  CHECK(Run("{{ range(0, 9223372036854775807, 4611686018427387904)|list }}").text == "[0, 4611686018427387904]");
-  CHECK(Run("{{ range(-9223372036854775807 - 1, 9223372036854775807, 9223372036854775807)|list }}").text ==
-        "[-9223372036854775808, -1, 9223372036854775806]");
-  CHECK(Run("{{ range(9223372036854775807, -9223372036854775807 - 1, -9223372036854775807 - 1)|list }}").text ==
-        "[9223372036854775807, -1]");
+  CHECK(Run("{{ range(0, 9223372036854775807, 4611686018427387904)|list }}").text ==
+        "[0, 4611686018427387904]");
+  CHECK(Run("{{ range(-9223372036854775807 - 1, 9223372036854775807, 9223372036854775807)|list }}")
+            .text == "[-9223372036854775808, -1, 9223372036854775806]");
+  CHECK(Run("{{ range(9223372036854775807, -9223372036854775807 - 1, -9223372036854775807 - "
+            "1)|list }}")
+            .text == "[9223372036854775807, -1]");
   CHECK(Run("{{ 'abc'[::9223372036854775807] }}").text == "a");
   CHECK(Run("{{ [1, 2, 3][::-9223372036854775807 - 1] }}").text == "[3]");
   CHECK(Run("{{ 'héllo'[::-9223372036854775807] }}").text == "o");
@@ -324,15 +371,21 @@ TEST_CASE("template arithmetic has no undefined behaviour", "[template_limits]")
 
 TEST_CASE("rendered text is valid UTF-8 without NUL bytes", "[template_limits]") {
   ExpectRefused("{{ 'a\\x00b' }}", "NUL");
-  ExpectRefused("{{ messages[0].content }}", "NUL", json{{"messages", json::array({{{"content", std::string("a\0b", 3)}}})}});
+  ExpectRefused("{{ messages[0].content }}", "NUL",
+                json{{"messages", json::array({{{"content", std::string("a\0b", 3)}}})}});
   // Invalid UTF-8 from the template (raw bytes, surrogate escapes) becomes U+FFFD per bad byte.
-  CHECK(Run("a\xff" "b").text == "a\xEF\xBF\xBD" "b");
+  CHECK(Run("a\xff"
+            "b")
+            .text ==
+        "a\xEF\xBF\xBD"
+        "b");
   CHECK(Run("{{ '\\udc80' }}").text == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
   CHECK(Run("{{ 'h\xc3\xa9' }}").text == "h\xc3\xa9");
   CHECK(Run("{{ 'h\xc3\xa9'[-1:] ~ 'h\xc3\xa9'|reverse }}").text == "\xc3\xa9\xc3\xa9h");
 }
 
-TEST_CASE("render time per byte does not grow with the conversation", "[template_limits][complexity]") {
+TEST_CASE("render time per byte does not grow with the conversation",
+          "[template_limits][complexity]") {
   auto tmpl = ChatTemplate::Parse(ReadFile(DataPath("chat/qwen3.5-chat-template.jinja")));
   REQUIRE(tmpl.ok());
   auto conversation = [](int n) {
@@ -390,22 +443,26 @@ void OnSmallStack(size_t stack_bytes, const std::function<void()>& fn) {
 
 }  // namespace
 
-TEST_CASE("the deepest accepted templates and values fit a small thread stack", "[template_limits]") {
+TEST_CASE("the deepest accepted templates and values fit a small thread stack",
+          "[template_limits]") {
   // Results are collected here and checked on the main thread (Catch is not thread-safe).
   std::vector<Outcome> outcomes;
   const std::string nested_value =
-      "{% set ns = namespace(x=1, y=1) %}{% for i in range(127) %}{% set ns.x = [ns.x] %}{% set ns.y = [ns.y] %}"
+      "{% set ns = namespace(x=1, y=1) %}{% for i in range(127) %}{% set ns.x = [ns.x] %}{% set "
+      "ns.y = [ns.y] %}"
       "{% endfor %}";
   const std::vector<std::string> templates = {
       // An attribute chain at the height limit, inside blocks nested 100 deep.
-      Chain("", "{% if true %}", 100) + "{{ x" + Chain("", ".a", 250) + " }}" + Chain("", "{% endif %}", 100),
+      Chain("", "{% if true %}", 100) + "{{ x" + Chain("", ".a", 250) + " }}" +
+          Chain("", "{% endif %}", 100),
       "{% set x = 1 %}{{ x" + Chain("", " + 1", 250) + " }}",
       Chain("", "{% for i in [1] %}", 250) + "{{ i }}" + Chain("", "{% endfor %}", 250),
       // Macro recursion to the call-depth limit, each level inside nested blocks.
-      "{% macro f(n) %}" + Chain("", "{% if true %}", 10) + "{{ f(n - 1) }}" + Chain("", "{% endif %}", 10) +
-          "{% endmacro %}{{ f(1000) }}",
+      "{% macro f(n) %}" + Chain("", "{% if true %}", 10) + "{{ f(n - 1) }}" +
+          Chain("", "{% endif %}", 10) + "{% endmacro %}{{ f(1000) }}",
       // A value at the depth limit compared, printed and serialised.
-      nested_value + "{{ ns.x == ns.y }}{{ ns.x|length }}{{ (ns.x|tojson)|length }}{{ (ns.x|string)|length }}",
+      nested_value +
+          "{{ ns.x == ns.y }}{{ ns.x|length }}{{ (ns.x|tojson)|length }}{{ (ns.x|string)|length }}",
   };
   OnSmallStack(kSmallStack, [&] {
     for (const std::string& t : templates) outcomes.push_back(Run(t));

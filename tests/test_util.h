@@ -2,6 +2,8 @@
 // relative error for comparing kernel outputs. Header only; each test is its own executable.
 #pragma once
 
+#include <time.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -10,7 +12,6 @@
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <time.h>
 #include <vector>
 
 #include "text/json.h"

@@ -1,12 +1,11 @@
 // ThreadPool covers every index exactly once, for static and dynamic splits and odd sizes.
-#include <catch2/catch.hpp>
+#include "base/thread_pool.h"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
 #include <vector>
-
-#include "base/thread_pool.h"
 
 namespace qwenrt {
 namespace {

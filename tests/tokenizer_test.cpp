@@ -1,29 +1,28 @@
 // Tokenizer tests: llama.cpp's ids on the fixture vocabulary (texts and rendered chat prompts),
 // round trips, streaming detokenization, NFC on/off, hostile bytes, metadata validation, and the
 // genuine Qwen3.5 vocabulary against Hugging Face vectors (tests/data/tokenizer/README.md).
-#include <catch2/catch.hpp>
+#include "text/tokenizer.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "vocab_fixtures.h"
-#include "text/pretokenizer.h"
 #include "qwenrt/gguf.hpp"
 #include "qwenrt/gguf_writer.hpp"
 #include "test_util.h"
-#include "text/tokenizer.h"
+#include "text/pretokenizer.h"
 #include "text/unicode.h"
+#include "vocab_fixtures.h"
 
 namespace qwenrt {
 namespace {
@@ -178,9 +177,11 @@ std::string Sanitized(std::string_view text) {
 TEST_CASE("round trip: decode(encode(x)) == x", "[tokenizer]") {
   const Tokenizer& tok = FixtureTokenizer();
   for (const std::string& text :
-       {std::string("Hello, world! 123"), std::string("  \t\n\r\n  x"), std::string("\xF0\x9F\xA6\x99 llama"),
-        std::string("\xE4\xB8\xAD\xE6\x96\x87 + \xD0\xBD\xD0\xB5\xD1\x89\xD0\xBE"), std::string("<think>why</think>ok"),
-        std::string("it's we'll THEY'VE"), std::string("a\0b", 3)}) {
+       {std::string("Hello, world! 123"), std::string("  \t\n\r\n  x"),
+        std::string("\xF0\x9F\xA6\x99 llama"),
+        std::string("\xE4\xB8\xAD\xE6\x96\x87 + \xD0\xBD\xD0\xB5\xD1\x89\xD0\xBE"),
+        std::string("<think>why</think>ok"), std::string("it's we'll THEY'VE"),
+        std::string("a\0b", 3)}) {
     INFO(text);
     CHECK(tok.Decode(tok.Encode(text)) == text);
     CHECK(tok.Decode(tok.Encode(text, true), true) == text);
@@ -199,7 +200,8 @@ TEST_CASE("special tokens: CONTROL only with parse_special, USER_DEFINED always"
   const auto parsed = tok.Encode(text, true);
   CHECK(plain.front() == sp.think);
   CHECK(std::count(plain.begin(), plain.end(), sp.im_start) == 0);
-  CHECK(parsed == std::vector<int32_t>{sp.think, tok.Encode("a")[0], sp.im_start, tok.Encode("b")[0]});
+  CHECK(parsed ==
+        std::vector<int32_t>{sp.think, tok.Encode("a")[0], sp.im_start, tok.Encode("b")[0]});
   std::vector<int32_t> none;
   tok.Encode(text, SpecialTokens::kNone, &none);
   CHECK(std::count(none.begin(), none.end(), sp.think) == 0);
@@ -212,19 +214,24 @@ TEST_CASE("special tokens: CONTROL only with parse_special, USER_DEFINED always"
         std::vector<int32_t>{sp.tool_call, sp.tool_call_end, sp.tool_call});
 }
 
-TEST_CASE("special-token partition: single scan equals the spec's multi-pass procedure", "[tokenizer]") {
+TEST_CASE("special-token partition: single scan equals the spec's multi-pass procedure",
+          "[tokenizer]") {
   TokenizerOptions multi;
   multi.multi_pass_partition = true;
   auto slow = Tokenizer::FromGguf(FixtureGguf(), multi);
   REQUIRE(slow.ok());
   const Tokenizer& fast = FixtureTokenizer();
-  const char* pieces[] = {"<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "</tool_call>",
-                          "<", "|", ">", "<|", "|>", "im_start", "a", " ", "\n", "<tool_", "</", "think>"};
+  const char* pieces[] = {"<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>",
+                          "</tool_call>", "<",          "|",       ">",        "<|",
+                          "|>",           "im_start",   "a",       " ",        "\n",
+                          "<tool_",       "</",         "think>"};
   std::mt19937 rng(77);
   for (int i = 0; i < 3000; ++i) {
     std::string text;
-    for (int k = static_cast<int>(rng() % 12); k > 0; --k) text += pieces[rng() % std::size(pieces)];
-    for (SpecialTokens mode : {SpecialTokens::kNone, SpecialTokens::kUserDefined, SpecialTokens::kAll}) {
+    for (int k = static_cast<int>(rng() % 12); k > 0; --k)
+      text += pieces[rng() % std::size(pieces)];
+    for (SpecialTokens mode :
+         {SpecialTokens::kNone, SpecialTokens::kUserDefined, SpecialTokens::kAll}) {
       std::vector<int32_t> a, b;
       fast.Encode(text, mode, &a);
       (*slow)->Encode(text, mode, &b);
@@ -234,7 +241,8 @@ TEST_CASE("special-token partition: single scan equals the spec's multi-pass pro
   }
 }
 
-TEST_CASE("special-token partition: overlapping candidates follow the multi-pass rule", "[tokenizer]") {
+TEST_CASE("special-token partition: overlapping candidates follow the multi-pass rule",
+          "[tokenizer]") {
   // "ab" and "bcd" overlap in "abcd": longest first takes "bcd", leaving "a" as text.
   VocabData v = FixtureVocab();
   v.tokens.push_back("ab");
@@ -278,7 +286,8 @@ TEST_CASE("streaming detokenizer never splits a UTF-8 character", "[tokenizer]")
   const Tokenizer& tok = FixtureTokenizer();
   // The fixture vocabulary has few merges, so most non-ASCII characters span several tokens.
   const std::string text =
-      "na\xC3\xAFve \xF0\x9F\x98\xB6\xE2\x80\x8D\xF0\x9F\x8C\xAB\xEF\xB8\x8F \xE4\xB8\xAD\xE6\x96\x87 "
+      "na\xC3\xAFve \xF0\x9F\x98\xB6\xE2\x80\x8D\xF0\x9F\x8C\xAB\xEF\xB8\x8F "
+      "\xE4\xB8\xAD\xE6\x96\x87 "
       "\xE1\x9E\x80\xE1\x9E\xB6 \xD0\x91\xD1\x8A\xD0\xBB <think>x</think> end";
   const auto ids = tok.Encode(text, true);
   int held = 0;
@@ -315,7 +324,9 @@ TEST_CASE("streaming detokenizer replaces bytes that can never form a character"
   stream.Push(byte_id(0xE4), &out);  // lead byte of a 3-byte character ...
   CHECK(out.empty());
   stream.Push(byte_id('A'), &out);  // ... interrupted
-  CHECK(out == "\xEF\xBF\xBD" "A");
+  CHECK(out ==
+        "\xEF\xBF\xBD"
+        "A");
   out.clear();
   stream.Push(byte_id(0x80), &out);  // stray continuation byte
   CHECK(out == "\xEF\xBF\xBD");
@@ -330,11 +341,15 @@ TEST_CASE("streaming detokenizer replaces bytes that can never form a character"
 TEST_CASE("hostile bytes: never crash, invalid UTF-8 becomes U+FFFD", "[tokenizer]") {
   const Tokenizer& tok = FixtureTokenizer();
   const Tokenizer& peer = FixtureTokenizer(false);
-  // llama.cpp semantics (docs/spec/tokenizer-and-chat.md §3.2): invalid byte -> U+FFFD consuming one byte; surrogates and
-  // overlong forms are decoded arithmetically (so an overlong NUL becomes a real NUL).
+  // llama.cpp semantics (docs/spec/tokenizer-and-chat.md §3.2): invalid byte -> U+FFFD consuming
+  // one byte; surrogates and overlong forms are decoded arithmetically (so an overlong NUL becomes
+  // a real NUL).
   CHECK(peer.Decode(peer.Encode(std::string("\xC0\x80", 2))) == std::string("\0", 1));
   CHECK(peer.Decode(peer.Encode("\xED\xA0\x80")) == "\xED\xA0\x80");
-  CHECK(peer.Decode(peer.Encode("a\xFF" "b")) == "a\xEF\xBF\xBD" "b");
+  CHECK(peer.Decode(peer.Encode("a\xFF"
+                                "b")) ==
+        "a\xEF\xBF\xBD"
+        "b");
   CHECK(peer.Decode(peer.Encode("\xF5\x80\x80\x80")) == "\xEF\xBF\xBD");
   CHECK(peer.Decode(peer.Encode("\xE4\xB8")) == "\xEF\xBF\xBD\xEF\xBF\xBD");
   std::mt19937 rng(1234);
@@ -342,8 +357,9 @@ TEST_CASE("hostile bytes: never crash, invalid UTF-8 becomes U+FFFD", "[tokenize
     std::string text(static_cast<size_t>(rng() % 40), '\0');
     for (char& c : text) {
       // Mostly bytes that matter: continuation bytes, leads, ASCII separators, U+0301 bytes.
-      static const uint8_t kPool[] = {0x80, 0xBF, 0xC0, 0xC3, 0xA9, 0xCC, 0x81, 0xE4, 0xB8, 0xAD,
-                                      0xED, 0xA0, 0xF0, 0x9F, 0xF4, 0xF8, 0xFF, ' ', '\n', 'e', '\'', '<', '1'};
+      static const uint8_t kPool[] = {0x80, 0xBF, 0xC0, 0xC3, 0xA9, 0xCC, 0x81, 0xE4,
+                                      0xB8, 0xAD, 0xED, 0xA0, 0xF0, 0x9F, 0xF4, 0xF8,
+                                      0xFF, ' ',  '\n', 'e',  '\'', '<',  '1'};
       c = static_cast<char>(rng() % 3 ? kPool[rng() % sizeof(kPool)] : rng() % 256);
     }
     INFO("iteration " << iter);
@@ -359,7 +375,8 @@ TEST_CASE("NFC on vs off on decomposed input (fixture vocabulary)", "[tokenizer]
   const Tokenizer& peer = FixtureTokenizer(false);
   CHECK(nfc.nfc());
   CHECK_FALSE(peer.nfc());
-  const std::string decomposed = "cafe\xCC\x81 re\xCC\x81sume\xCC\x81 \xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB";  // + Hangul jamo
+  const std::string decomposed =
+      "cafe\xCC\x81 re\xCC\x81sume\xCC\x81 \xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB";  // + Hangul jamo
   const std::string composed = "caf\xC3\xA9 r\xC3\xA9sum\xC3\xA9 \xED\x95\x9C";
   CHECK(unicode::NfcUtf8(decomposed) == composed);
   CHECK(nfc.Encode(decomposed) == nfc.Encode(composed));
@@ -370,7 +387,8 @@ TEST_CASE("NFC on vs off on decomposed input (fixture vocabulary)", "[tokenizer]
   CHECK(unicode::NfcUtf8("a\xCC\xA3\xCC\x81") == unicode::NfcUtf8("a\xCC\x81\xCC\xA3"));
   CHECK(unicode::NfcUtf8("\xE2\x84\xAB") == "\xC3\x85");
   // Already-NFC text is untouched, including CJK and emoji.
-  CHECK(unicode::NfcUtf8(composed + " \xE4\xB8\xAD \xF0\x9F\x98\x80") == composed + " \xE4\xB8\xAD \xF0\x9F\x98\x80");
+  CHECK(unicode::NfcUtf8(composed + " \xE4\xB8\xAD \xF0\x9F\x98\x80") ==
+        composed + " \xE4\xB8\xAD \xF0\x9F\x98\x80");
 }
 
 TEST_CASE("the tokenizer is safe to share between threads", "[tokenizer]") {
@@ -423,7 +441,8 @@ TEST_CASE("bad tokenizer metadata is rejected with a clear error", "[tokenizer]"
   CHECK(LoadVocab(WriteVocab(good, "tokens")).code() == StatusCode::kBadFormat);
   CHECK(LoadVocab(WriteVocab(good, "token_type")).code() == StatusCode::kBadFormat);
   CHECK(LoadVocab(WriteVocab(good, "", "llama3")).code() == StatusCode::kUnsupported);
-  const Status eos = LoadVocab(WriteVocab(good, "", "qwen35", static_cast<int64_t>(good.tokens.size())));
+  const Status eos =
+      LoadVocab(WriteVocab(good, "", "qwen35", static_cast<int64_t>(good.tokens.size())));
   CHECK(eos.code() == StatusCode::kBadFormat);
   CHECK(eos.message().find("eos_token_id") != std::string::npos);
   VocabData short_types = good;
@@ -447,7 +466,8 @@ TEST_CASE("bad tokenizer metadata is rejected with a clear error", "[tokenizer]"
   CHECK(LoadVocab(WriteVocab(bad_type)).code() == StatusCode::kBadFormat);
 }
 
-TEST_CASE("hostile vocabularies: errors quote bytes escaped, a non-string template is refused", "[tokenizer]") {
+TEST_CASE("hostile vocabularies: errors quote bytes escaped, a non-string template is refused",
+          "[tokenizer]") {
   VocabData bad_token = FixtureVocab();
   bad_token.tokens[300] = std::string("\x01\xff\0\x1b", 4);  // not in the byte-level alphabet
   Status st = LoadVocab(WriteVocab(bad_token));
@@ -579,7 +599,8 @@ const Tokenizer& RealTokenizer(bool nfc = true) {
 }
 
 const nlohmann::json& HfVectors() {
-  static const nlohmann::json j = nlohmann::json::parse(ReadFile(kData + "/tokenizer/qwen35-hf-vectors.json"));
+  static const nlohmann::json j =
+      nlohmann::json::parse(ReadFile(kData + "/tokenizer/qwen35-hf-vectors.json"));
   return j;
 }
 
@@ -627,7 +648,8 @@ TEST_CASE("real vocabulary: Hugging Face ordinary encodings", "[tokenizer][real]
   }
 }
 
-TEST_CASE("real vocabulary: Hugging Face encodings with added tokens", "[tokenizer][real][golden]") {
+TEST_CASE("real vocabulary: Hugging Face encodings with added tokens",
+          "[tokenizer][real][golden]") {
   const Tokenizer& tok = RealTokenizer();
   for (const char* group : {"encode", "chat"}) {
     const auto& cases = HfVectors()[group];
@@ -644,7 +666,8 @@ TEST_CASE("real vocabulary: Hugging Face encodings with added tokens", "[tokeniz
 
 TEST_CASE("real vocabulary: NFC on vs off on decomposed input", "[tokenizer][real]") {
   const std::string decomposed = "e\xCC\x81";  // e + U+0301
-  // tokenizer-and-chat.md §1 correction: HF gives the single token of "é" (933); llama.cpp keeps e + mark.
+  // tokenizer-and-chat.md §1 correction: HF gives the single token of "é" (933); llama.cpp keeps e
+  // + mark.
   CHECK(RealTokenizer(true).Encode(decomposed) == std::vector<int32_t>{933});
   const auto peer = RealTokenizer(false).Encode(decomposed);
   CHECK(peer.size() == 2);

@@ -1,31 +1,31 @@
-/* A two-turn chat in plain C99 over the qwenrt C API. Turn 2 sends the whole conversation again; the
- * session reuses what it computed in turn 1, and the program exits non-zero unless the report says so.
- * usage: two_turn_chat MODEL.gguf [MAX_TOKENS] */
+/* A two-turn chat in plain C99 over the qwenrt C API. Turn 2 sends the whole conversation again;
+ * the session reuses what it computed in turn 1, and the program exits non-zero unless the report
+ * says so. usage: two_turn_chat MODEL.gguf [MAX_TOKENS] */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "qwenrt/qwenrt.h"
 
-#define CHECK(call)                                                                    \
-  do {                                                                                 \
-    qwenrt_status s_ = (call);                                                         \
-    if (s_ != QWENRT_OK) {                                                             \
-      fprintf(stderr, "%s failed: %s\n", #call, qwenrt_last_error());                 \
-      return 1;                                                                        \
-    }                                                                                  \
+#define CHECK(call)                                                   \
+  do {                                                                \
+    qwenrt_status s_ = (call);                                        \
+    if (s_ != QWENRT_OK) {                                            \
+      fprintf(stderr, "%s failed: %s\n", #call, qwenrt_last_error()); \
+      return 1;                                                       \
+    }                                                                 \
   } while (0)
 
-static bool print_piece(qwenrt_piece_kind kind, const char *text, size_t len, void *user_data) {
+static bool print_piece(qwenrt_piece_kind kind, const char* text, size_t len, void* user_data) {
   (void)user_data;
   if (kind == QWENRT_PIECE_CONTENT) fwrite(text, 1, len, stdout);
   return true; /* keep going */
 }
 
-int main(int argc, char **argv) {
-  qwenrt_model *model = NULL;
-  qwenrt_session *session = NULL;
-  qwenrt_message msgs[3] = {{sizeof(qwenrt_message), QWENRT_ROLE_USER, "Hello! Who are you?", NULL,
-                             NULL, 0}};
+int main(int argc, char** argv) {
+  qwenrt_model* model = NULL;
+  qwenrt_session* session = NULL;
+  qwenrt_message msgs[3] = {
+      {sizeof(qwenrt_message), QWENRT_ROLE_USER, "Hello! Who are you?", NULL, NULL, 0}};
   qwenrt_chat chat = qwenrt_chat_default();
   qwenrt_generate_params gp = qwenrt_generate_default_params();
   qwenrt_report r1 = {.struct_size = sizeof(qwenrt_report)};
@@ -50,18 +50,21 @@ int main(int argc, char **argv) {
   CHECK(qwenrt_session_get_reply(session, QWENRT_PIECE_CONTENT, reply, sizeof reply, &needed));
 
   msgs[1] = (qwenrt_message){sizeof(qwenrt_message), QWENRT_ROLE_ASSISTANT, reply, NULL, NULL, 0};
-  msgs[2] = (qwenrt_message){sizeof(qwenrt_message), QWENRT_ROLE_USER, "Tell me more.", NULL, NULL, 0};
+  msgs[2] =
+      (qwenrt_message){sizeof(qwenrt_message), QWENRT_ROLE_USER, "Tell me more.", NULL, NULL, 0};
   chat.n_messages = 3;
   printf("\nturn 2: ");
   CHECK(qwenrt_session_chat(session, &chat, NULL, &gp, &r2));
   printf("\nturn 1: prompt %lld, prefilled %lld\n", (long long)r1.prompt_tokens,
          (long long)r1.prefilled_tokens);
-  printf("turn 2: prompt %lld, reused %lld, prefilled %lld, ttft %.2f ms\n", (long long)r2.prompt_tokens,
-         (long long)r2.reused_tokens, (long long)r2.prefilled_tokens, r2.ttft_ms);
+  printf("turn 2: prompt %lld, reused %lld, prefilled %lld, ttft %.2f ms\n",
+         (long long)r2.prompt_tokens, (long long)r2.reused_tokens, (long long)r2.prefilled_tokens,
+         r2.ttft_ms);
 
   qwenrt_session_free(session);
   qwenrt_model_free(model);
-  /* Turn 2 must not have recomputed turn 1's prompt (all but its last few generation-prompt tokens). */
+  /* Turn 2 must not have recomputed turn 1's prompt (all but its last few generation-prompt
+   * tokens). */
   if (r2.reused_tokens <= 0 || r2.reused_tokens + r2.prefilled_tokens != r2.prompt_tokens ||
       r2.prefilled_tokens >= r2.prompt_tokens) {
     fprintf(stderr, "FAIL: turn 2 did not reuse turn 1\n");

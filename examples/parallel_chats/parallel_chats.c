@@ -20,8 +20,8 @@ extern const unsigned char qwenrt_repl_embedded_model_end[];
 
 typedef struct chat_job {
   int index;
-  qwenrt_engine *engine;
-  qwenrt_model *model;
+  qwenrt_engine* engine;
+  qwenrt_model* model;
   char prompt[64];
   int max_tokens;
   char streamed[REPLY_CAP]; /* the pieces as they arrived (on the engine's thread) */
@@ -32,10 +32,10 @@ typedef struct chat_job {
   qwenrt_report report;
 } chat_job;
 
-static bool collect(qwenrt_piece_kind kind, const char *text, size_t len, void *user_data) {
-  chat_job *job = (chat_job *)user_data;
-  char *dst = job->streamed;
-  size_t *n = &job->streamed_len;
+static bool collect(qwenrt_piece_kind kind, const char* text, size_t len, void* user_data) {
+  chat_job* job = (chat_job*)user_data;
+  char* dst = job->streamed;
+  size_t* n = &job->streamed_len;
   (void)kind;
   if (job->engine == NULL) { /* the alone run */
     dst = job->alone;
@@ -50,7 +50,7 @@ static bool collect(qwenrt_piece_kind kind, const char *text, size_t len, void *
 }
 
 /* One chat turn of `session`: through the engine when job->engine is set, else alone. */
-static qwenrt_status run_chat(chat_job *job, qwenrt_session *session, qwenrt_report *report) {
+static qwenrt_status run_chat(chat_job* job, qwenrt_session* session, qwenrt_report* report) {
   qwenrt_message msg = {sizeof(qwenrt_message), QWENRT_ROLE_USER, job->prompt, NULL, NULL, 0};
   qwenrt_chat chat = qwenrt_chat_default();
   qwenrt_sampling_params sp = qwenrt_sampling_default_params();
@@ -69,17 +69,17 @@ static qwenrt_status run_chat(chat_job *job, qwenrt_session *session, qwenrt_rep
   return qwenrt_session_wait_turn(session, report); /* blocks this host thread only */
 }
 
-static qwenrt_session *new_session(qwenrt_model *model) {
+static qwenrt_session* new_session(qwenrt_model* model) {
   qwenrt_session_params p = qwenrt_session_default_params();
-  qwenrt_session *s = NULL;
+  qwenrt_session* s = NULL;
   p.backend = QWENRT_BACKEND_CPU; /* the engine batches CPU sessions */
   p.n_threads = 2;
   return qwenrt_session_create(model, &p, &s) == QWENRT_OK ? s : NULL;
 }
 
-static void *host_thread(void *arg) {
-  chat_job *job = (chat_job *)arg;
-  qwenrt_session *session = new_session(job->model);
+static void* host_thread(void* arg) {
+  chat_job* job = (chat_job*)arg;
+  qwenrt_session* session = new_session(job->model);
   job->report.struct_size = sizeof(qwenrt_report);
   job->status = session == NULL ? QWENRT_OUT_OF_MEMORY : run_chat(job, session, &job->report);
   if (job->status != QWENRT_OK) fprintf(stderr, "chat %d: %s\n", job->index, qwenrt_last_error());
@@ -87,22 +87,23 @@ static void *host_thread(void *arg) {
   return NULL;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   const int n = argc > 1 ? atoi(argv[1]) : 4;
   const int max_tokens = argc > 2 ? atoi(argv[2]) : 16;
   static chat_job jobs[MAX_CHATS];
   pthread_t threads[MAX_CHATS];
-  qwenrt_model *model = NULL;
-  qwenrt_engine *engine = NULL;
+  qwenrt_model* model = NULL;
+  qwenrt_engine* engine = NULL;
   qwenrt_engine_params ep = qwenrt_engine_default_params();
   int i, same = 0;
   if (n < 1 || n > MAX_CHATS) {
     fprintf(stderr, "usage: %s [N_CHATS 1..%d] [MAX_TOKENS]\n", argv[0], MAX_CHATS);
     return 2;
   }
-  if (qwenrt_model_load_from_memory(qwenrt_repl_embedded_model,
-                                    (size_t)(qwenrt_repl_embedded_model_end - qwenrt_repl_embedded_model),
-                                    NULL, &model) != QWENRT_OK) {
+  if (qwenrt_model_load_from_memory(
+          qwenrt_repl_embedded_model,
+          (size_t)(qwenrt_repl_embedded_model_end - qwenrt_repl_embedded_model), NULL,
+          &model) != QWENRT_OK) {
     fprintf(stderr, "model: %s\n", qwenrt_last_error());
     return 1;
   }
@@ -124,14 +125,16 @@ int main(int argc, char **argv) {
   qwenrt_engine_free(engine);
 
   for (i = 0; i < n; ++i) { /* the same chat alone */
-    qwenrt_session *s = new_session(model);
+    qwenrt_session* s = new_session(model);
     qwenrt_status st;
     jobs[i].engine = NULL;
     st = s == NULL ? QWENRT_OUT_OF_MEMORY : run_chat(&jobs[i], s, NULL);
     qwenrt_session_free(s);
     printf("chat %d (%s, %lld tokens, ttft %.1f ms): %s\n", i, qwenrt_status_string(jobs[i].status),
            (long long)jobs[i].report.generated_tokens, jobs[i].report.ttft_ms, jobs[i].streamed);
-    if (jobs[i].status == QWENRT_OK && st == QWENRT_OK && strcmp(jobs[i].streamed, jobs[i].alone) == 0) ++same;
+    if (jobs[i].status == QWENRT_OK && st == QWENRT_OK &&
+        strcmp(jobs[i].streamed, jobs[i].alone) == 0)
+      ++same;
   }
   qwenrt_model_free(model);
   if (same != n) {

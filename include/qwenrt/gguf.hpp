@@ -12,7 +12,8 @@
 //         24   kv_count x KV record:
 //                key        : string   = u64 length + bytes (no NUL), non-empty, unique
 //                value_type : i32      (ValueType: 0..12)
-//                value      : scalar | string | ARRAY = { elem_type: i32, count: u64, count x elem }
+//                value      : scalar | string | ARRAY = { elem_type: i32, count: u64, count x elem
+//                }
 //              tensor_count x tensor-info record:
 //                name   : string   (1..63 bytes, unique)
 //                n_dims : u32      (<= 4)
@@ -73,23 +74,53 @@ namespace gguf {
 inline constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 inline constexpr uint32_t kDefaultAlignment = 32;
 inline constexpr uint64_t kHeaderSize = 24;
-inline constexpr uint64_t kMaxNameLength = 63;        // tensor names: GGML_MAX_NAME = 64 incl. NUL
-inline constexpr uint64_t kMaxKeyLength = 65535;      // tighter than llama.cpp's 2^30: keys are short
+inline constexpr uint64_t kMaxNameLength = 63;    // tensor names: GGML_MAX_NAME = 64 incl. NUL
+inline constexpr uint64_t kMaxKeyLength = 65535;  // tighter than llama.cpp's 2^30: keys are short
 inline constexpr uint64_t kMaxStringLength = 1ull << 30;
 inline constexpr uint64_t kMaxArrayCount = 1ull << 30;
 inline constexpr int kMaxDims = 4;
-inline constexpr uint64_t kMinKvRecordBytes = 8 + 1 + 4 + 1;           // key len, 1-byte key, type, u8
-inline constexpr uint64_t kMinTensorInfoBytes = 8 + 1 + 4 + 4 + 8;     // name, n_dims=0, type, offset
+inline constexpr uint64_t kMinKvRecordBytes = 8 + 1 + 4 + 1;        // key len, 1-byte key, type, u8
+inline constexpr uint64_t kMinTensorInfoBytes = 8 + 1 + 4 + 4 + 8;  // name, n_dims=0, type, offset
 
 // ---------------------------------------------------------------------------------------------
 // Tensor types (ggml_type ids). Removed ids (4, 5, 31-33, 36-38) have block size 0.
 
 enum class Type : uint32_t {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
-  IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22,
-  IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
-  TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39, NVFP4 = 40, Q1_0 = 41, Q2_0 = 42,
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  IQ1_M = 29,
+  BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
+  MXFP4 = 39,
+  NVFP4 = 40,
+  Q1_0 = 41,
+  Q2_0 = 42,
 };
 inline constexpr uint32_t kTypeCount = 43;  // ids are [0, kTypeCount)
 
@@ -101,18 +132,49 @@ struct TypeTraits {
 
 inline const TypeTraits& TraitsOf(uint32_t id) {
   static const TypeTraits kTable[kTypeCount] = {
-      {"F32", 1, 4},        {"F16", 1, 2},        {"Q4_0", 32, 18},     {"Q4_1", 32, 20},
-      {"Q4_2(removed)", 0, 0}, {"Q4_3(removed)", 0, 0}, {"Q5_0", 32, 22}, {"Q5_1", 32, 24},
-      {"Q8_0", 32, 34},     {"Q8_1", 32, 36},     {"Q2_K", 256, 84},    {"Q3_K", 256, 110},
-      {"Q4_K", 256, 144},   {"Q5_K", 256, 176},   {"Q6_K", 256, 210},   {"Q8_K", 256, 292},
-      {"IQ2_XXS", 256, 66}, {"IQ2_XS", 256, 74},  {"IQ3_XXS", 256, 98}, {"IQ1_S", 256, 50},
-      {"IQ4_NL", 32, 18},   {"IQ3_S", 256, 110},  {"IQ2_S", 256, 82},   {"IQ4_XS", 256, 136},
-      {"I8", 1, 1},         {"I16", 1, 2},        {"I32", 1, 4},        {"I64", 1, 8},
-      {"F64", 1, 8},        {"IQ1_M", 256, 56},   {"BF16", 1, 2},
-      {"Q4_0_4_4(removed)", 0, 0}, {"Q4_0_4_8(removed)", 0, 0}, {"Q4_0_8_8(removed)", 0, 0},
-      {"TQ1_0", 256, 54},   {"TQ2_0", 256, 66},
-      {"IQ4_NL_4_4(removed)", 0, 0}, {"IQ4_NL_4_8(removed)", 0, 0}, {"IQ4_NL_8_8(removed)", 0, 0},
-      {"MXFP4", 32, 17},    {"NVFP4", 64, 36},    {"Q1_0", 128, 18},    {"Q2_0", 64, 18},
+      {"F32", 1, 4},
+      {"F16", 1, 2},
+      {"Q4_0", 32, 18},
+      {"Q4_1", 32, 20},
+      {"Q4_2(removed)", 0, 0},
+      {"Q4_3(removed)", 0, 0},
+      {"Q5_0", 32, 22},
+      {"Q5_1", 32, 24},
+      {"Q8_0", 32, 34},
+      {"Q8_1", 32, 36},
+      {"Q2_K", 256, 84},
+      {"Q3_K", 256, 110},
+      {"Q4_K", 256, 144},
+      {"Q5_K", 256, 176},
+      {"Q6_K", 256, 210},
+      {"Q8_K", 256, 292},
+      {"IQ2_XXS", 256, 66},
+      {"IQ2_XS", 256, 74},
+      {"IQ3_XXS", 256, 98},
+      {"IQ1_S", 256, 50},
+      {"IQ4_NL", 32, 18},
+      {"IQ3_S", 256, 110},
+      {"IQ2_S", 256, 82},
+      {"IQ4_XS", 256, 136},
+      {"I8", 1, 1},
+      {"I16", 1, 2},
+      {"I32", 1, 4},
+      {"I64", 1, 8},
+      {"F64", 1, 8},
+      {"IQ1_M", 256, 56},
+      {"BF16", 1, 2},
+      {"Q4_0_4_4(removed)", 0, 0},
+      {"Q4_0_4_8(removed)", 0, 0},
+      {"Q4_0_8_8(removed)", 0, 0},
+      {"TQ1_0", 256, 54},
+      {"TQ2_0", 256, 66},
+      {"IQ4_NL_4_4(removed)", 0, 0},
+      {"IQ4_NL_4_8(removed)", 0, 0},
+      {"IQ4_NL_8_8(removed)", 0, 0},
+      {"MXFP4", 32, 17},
+      {"NVFP4", 64, 36},
+      {"Q1_0", 128, 18},
+      {"Q2_0", 64, 18},
   };
   static const TypeTraits kInvalid = {"INVALID", 0, 0};
   return id < kTypeCount ? kTable[id] : kInvalid;
@@ -129,13 +191,29 @@ inline bool IsKnownType(uint32_t id) { return id < kTypeCount && TraitsOf(id).bl
 // The weight types qwenrt can compute with (docs/quant.md).
 inline bool IsSupported(Type t) {
   switch (t) {
-    case Type::F32: case Type::F16: case Type::BF16: case Type::Q8_0:
-    case Type::Q4_0: case Type::Q4_1: case Type::Q5_0: case Type::Q5_1:
-    case Type::IQ4_NL: case Type::MXFP4:
-    case Type::Q2_K: case Type::Q3_K: case Type::Q4_K: case Type::Q5_K: case Type::Q6_K:
+    case Type::F32:
+    case Type::F16:
+    case Type::BF16:
+    case Type::Q8_0:
+    case Type::Q4_0:
+    case Type::Q4_1:
+    case Type::Q5_0:
+    case Type::Q5_1:
+    case Type::IQ4_NL:
+    case Type::MXFP4:
+    case Type::Q2_K:
+    case Type::Q3_K:
+    case Type::Q4_K:
+    case Type::Q5_K:
+    case Type::Q6_K:
     case Type::IQ4_XS:
-    case Type::IQ1_S: case Type::IQ1_M: case Type::IQ2_XXS: case Type::IQ2_XS:  // grid i-quants
-    case Type::IQ2_S: case Type::IQ3_XXS: case Type::IQ3_S:                     // (src/ops/quant_iq.h)
+    case Type::IQ1_S:
+    case Type::IQ1_M:
+    case Type::IQ2_XXS:
+    case Type::IQ2_XS:  // grid i-quants
+    case Type::IQ2_S:
+    case Type::IQ3_XXS:
+    case Type::IQ3_S:  // (src/ops/quant_iq.h)
       return true;
     default:
       return false;
@@ -157,15 +235,26 @@ inline std::string SupportedTypeNames() {
 // Metadata value types.
 
 enum class ValueType : uint32_t {
-  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7, STRING = 8, ARRAY = 9,
-  U64 = 10, I64 = 11, F64 = 12,
+  U8 = 0,
+  I8 = 1,
+  U16 = 2,
+  I16 = 3,
+  U32 = 4,
+  I32 = 5,
+  F32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  U64 = 10,
+  I64 = 11,
+  F64 = 12,
 };
 inline constexpr uint32_t kValueTypeCount = 13;
 
 inline const char* ValueTypeName(ValueType t) {
-  static const char* const kNames[kValueTypeCount] = {"u8",   "i8",     "u16",   "i16", "u32",
-                                                      "i32",  "f32",    "bool",  "string",
-                                                      "array", "u64",   "i64",   "f64"};
+  static const char* const kNames[kValueTypeCount] = {"u8",  "i8",  "u16",  "i16",    "u32",
+                                                      "i32", "f32", "bool", "string", "array",
+                                                      "u64", "i64", "f64"};
   uint32_t i = static_cast<uint32_t>(t);
   return i < kValueTypeCount ? kNames[i] : "invalid";
 }
@@ -173,30 +262,77 @@ inline const char* ValueTypeName(ValueType t) {
 // Encoded size of one element of a fixed-size value type; 0 for STRING, ARRAY and invalid ids.
 inline uint64_t ValueTypeSize(ValueType t) {
   switch (t) {
-    case ValueType::U8: case ValueType::I8: case ValueType::BOOL: return 1;
-    case ValueType::U16: case ValueType::I16: return 2;
-    case ValueType::U32: case ValueType::I32: case ValueType::F32: return 4;
-    case ValueType::U64: case ValueType::I64: case ValueType::F64: return 8;
-    default: return 0;
+    case ValueType::U8:
+    case ValueType::I8:
+    case ValueType::BOOL:
+      return 1;
+    case ValueType::U16:
+    case ValueType::I16:
+      return 2;
+    case ValueType::U32:
+    case ValueType::I32:
+    case ValueType::F32:
+      return 4;
+    case ValueType::U64:
+    case ValueType::I64:
+    case ValueType::F64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 // The ValueType that stores a C++ type (bool is BOOL, float F32, double F64).
-template <typename T> struct ValueTypeOf;
-template <> struct ValueTypeOf<uint8_t> { static constexpr ValueType value = ValueType::U8; };
-template <> struct ValueTypeOf<int8_t> { static constexpr ValueType value = ValueType::I8; };
-template <> struct ValueTypeOf<uint16_t> { static constexpr ValueType value = ValueType::U16; };
-template <> struct ValueTypeOf<int16_t> { static constexpr ValueType value = ValueType::I16; };
-template <> struct ValueTypeOf<uint32_t> { static constexpr ValueType value = ValueType::U32; };
-template <> struct ValueTypeOf<int32_t> { static constexpr ValueType value = ValueType::I32; };
-template <> struct ValueTypeOf<float> { static constexpr ValueType value = ValueType::F32; };
-template <> struct ValueTypeOf<bool> { static constexpr ValueType value = ValueType::BOOL; };
-template <> struct ValueTypeOf<uint64_t> { static constexpr ValueType value = ValueType::U64; };
-template <> struct ValueTypeOf<int64_t> { static constexpr ValueType value = ValueType::I64; };
-template <> struct ValueTypeOf<double> { static constexpr ValueType value = ValueType::F64; };
+template <typename T>
+struct ValueTypeOf;
+template <>
+struct ValueTypeOf<uint8_t> {
+  static constexpr ValueType value = ValueType::U8;
+};
+template <>
+struct ValueTypeOf<int8_t> {
+  static constexpr ValueType value = ValueType::I8;
+};
+template <>
+struct ValueTypeOf<uint16_t> {
+  static constexpr ValueType value = ValueType::U16;
+};
+template <>
+struct ValueTypeOf<int16_t> {
+  static constexpr ValueType value = ValueType::I16;
+};
+template <>
+struct ValueTypeOf<uint32_t> {
+  static constexpr ValueType value = ValueType::U32;
+};
+template <>
+struct ValueTypeOf<int32_t> {
+  static constexpr ValueType value = ValueType::I32;
+};
+template <>
+struct ValueTypeOf<float> {
+  static constexpr ValueType value = ValueType::F32;
+};
+template <>
+struct ValueTypeOf<bool> {
+  static constexpr ValueType value = ValueType::BOOL;
+};
+template <>
+struct ValueTypeOf<uint64_t> {
+  static constexpr ValueType value = ValueType::U64;
+};
+template <>
+struct ValueTypeOf<int64_t> {
+  static constexpr ValueType value = ValueType::I64;
+};
+template <>
+struct ValueTypeOf<double> {
+  static constexpr ValueType value = ValueType::F64;
+};
 
 // ---------------------------------------------------------------------------------------------
-// Errors. One code per check of the malformed-file checklist (gguf-and-quants.md §5; item numbers in brackets).
+// Errors. One code per check of the malformed-file checklist (gguf-and-quants.md §5; item numbers
+// in brackets).
 
 enum class ErrorCode : int {
   kOk = 0,
@@ -236,39 +372,72 @@ enum class ErrorCode : int {
 
 inline const char* ErrorCodeName(ErrorCode c) {
   switch (c) {
-    case ErrorCode::kOk: return "OK";
-    case ErrorCode::kIo: return "IO";
-    case ErrorCode::kOutOfMemory: return "OUT_OF_MEMORY";
-    case ErrorCode::kTooSmall: return "TOO_SMALL";
-    case ErrorCode::kBadMagic: return "BAD_MAGIC";
-    case ErrorCode::kBadVersion: return "BAD_VERSION";
-    case ErrorCode::kByteSwapped: return "BYTE_SWAPPED";
-    case ErrorCode::kBadCount: return "BAD_COUNT";
-    case ErrorCode::kTruncated: return "TRUNCATED";
-    case ErrorCode::kBadKey: return "BAD_KEY";
-    case ErrorCode::kDuplicateKey: return "DUPLICATE_KEY";
-    case ErrorCode::kBadValueType: return "BAD_VALUE_TYPE";
-    case ErrorCode::kBadArray: return "BAD_ARRAY";
-    case ErrorCode::kBadString: return "BAD_STRING";
-    case ErrorCode::kBadAlignment: return "BAD_ALIGNMENT";
-    case ErrorCode::kWrongType: return "WRONG_TYPE";
-    case ErrorCode::kWrongArrayLength: return "WRONG_ARRAY_LENGTH";
-    case ErrorCode::kMissingKey: return "MISSING_KEY";
-    case ErrorCode::kBadValue: return "BAD_VALUE";
-    case ErrorCode::kBadTensorName: return "BAD_TENSOR_NAME";
-    case ErrorCode::kDuplicateTensor: return "DUPLICATE_TENSOR";
-    case ErrorCode::kBadDims: return "BAD_DIMS";
-    case ErrorCode::kElementOverflow: return "ELEMENT_OVERFLOW";
-    case ErrorCode::kBadTensorType: return "BAD_TENSOR_TYPE";
-    case ErrorCode::kUnsupportedType: return "UNSUPPORTED_TYPE";
-    case ErrorCode::kBadBlockMultiple: return "BAD_BLOCK_MULTIPLE";
-    case ErrorCode::kSizeOverflow: return "SIZE_OVERFLOW";
-    case ErrorCode::kMisaligned: return "MISALIGNED";
-    case ErrorCode::kBadOffset: return "BAD_OFFSET";
-    case ErrorCode::kDataOutOfBounds: return "DATA_OUT_OF_BOUNDS";
-    case ErrorCode::kSplitFile: return "SPLIT_FILE";
-    case ErrorCode::kBadTensorData: return "BAD_TENSOR_DATA";
-    case ErrorCode::kSplitPart: return "SPLIT_PART";
+    case ErrorCode::kOk:
+      return "OK";
+    case ErrorCode::kIo:
+      return "IO";
+    case ErrorCode::kOutOfMemory:
+      return "OUT_OF_MEMORY";
+    case ErrorCode::kTooSmall:
+      return "TOO_SMALL";
+    case ErrorCode::kBadMagic:
+      return "BAD_MAGIC";
+    case ErrorCode::kBadVersion:
+      return "BAD_VERSION";
+    case ErrorCode::kByteSwapped:
+      return "BYTE_SWAPPED";
+    case ErrorCode::kBadCount:
+      return "BAD_COUNT";
+    case ErrorCode::kTruncated:
+      return "TRUNCATED";
+    case ErrorCode::kBadKey:
+      return "BAD_KEY";
+    case ErrorCode::kDuplicateKey:
+      return "DUPLICATE_KEY";
+    case ErrorCode::kBadValueType:
+      return "BAD_VALUE_TYPE";
+    case ErrorCode::kBadArray:
+      return "BAD_ARRAY";
+    case ErrorCode::kBadString:
+      return "BAD_STRING";
+    case ErrorCode::kBadAlignment:
+      return "BAD_ALIGNMENT";
+    case ErrorCode::kWrongType:
+      return "WRONG_TYPE";
+    case ErrorCode::kWrongArrayLength:
+      return "WRONG_ARRAY_LENGTH";
+    case ErrorCode::kMissingKey:
+      return "MISSING_KEY";
+    case ErrorCode::kBadValue:
+      return "BAD_VALUE";
+    case ErrorCode::kBadTensorName:
+      return "BAD_TENSOR_NAME";
+    case ErrorCode::kDuplicateTensor:
+      return "DUPLICATE_TENSOR";
+    case ErrorCode::kBadDims:
+      return "BAD_DIMS";
+    case ErrorCode::kElementOverflow:
+      return "ELEMENT_OVERFLOW";
+    case ErrorCode::kBadTensorType:
+      return "BAD_TENSOR_TYPE";
+    case ErrorCode::kUnsupportedType:
+      return "UNSUPPORTED_TYPE";
+    case ErrorCode::kBadBlockMultiple:
+      return "BAD_BLOCK_MULTIPLE";
+    case ErrorCode::kSizeOverflow:
+      return "SIZE_OVERFLOW";
+    case ErrorCode::kMisaligned:
+      return "MISALIGNED";
+    case ErrorCode::kBadOffset:
+      return "BAD_OFFSET";
+    case ErrorCode::kDataOutOfBounds:
+      return "DATA_OUT_OF_BOUNDS";
+    case ErrorCode::kSplitFile:
+      return "SPLIT_FILE";
+    case ErrorCode::kBadTensorData:
+      return "BAD_TENSOR_DATA";
+    case ErrorCode::kSplitPart:
+      return "SPLIT_PART";
   }
   return "UNKNOWN";
 }
@@ -288,14 +457,16 @@ namespace detail {
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif
-inline std::string Format(const char* fmt, ...) {
+inline std::string
+Format(const char* fmt, ...) {
   char buf[512];
   va_list ap;
   va_start(ap, fmt);
   int n = std::vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
   if (n < 0) return std::string(fmt);
-  return std::string(buf, static_cast<size_t>(n) < sizeof(buf) ? static_cast<size_t>(n) : sizeof(buf) - 1);
+  return std::string(
+      buf, static_cast<size_t>(n) < sizeof(buf) ? static_cast<size_t>(n) : sizeof(buf) - 1);
 }
 
 // Sets *err (if non-null) and returns false, so that checks read `return Fail(err, ...)`.
@@ -404,17 +575,21 @@ class Storage {
   }
   ~Storage() { Release(); }
 
-  void SetMapping(void* p, size_t n) { map_ = p; map_size_ = n; }
+  void SetMapping(void* p, size_t n) {
+    map_ = p;
+    map_size_ = n;
+  }
   // 64-byte aligned so that tensor data (aligned relative to the file start) is aligned in memory.
   uint8_t* AllocateHeap(size_t n) {
-    heap_ = static_cast<uint8_t*>(::operator new(n == 0 ? 1 : n, std::align_val_t{64}, std::nothrow));
+    heap_ =
+        static_cast<uint8_t*>(::operator new (n == 0 ? 1 : n, std::align_val_t{64}, std::nothrow));
     return heap_;
   }
 
  private:
   void Release() {
     if (map_ != nullptr) munmap(map_, map_size_);
-    if (heap_ != nullptr) ::operator delete(heap_, std::align_val_t{64});
+    if (heap_ != nullptr) ::operator delete (heap_, std::align_val_t{64});
     map_ = nullptr;
     heap_ = nullptr;
   }
@@ -445,7 +620,9 @@ class Value {
 
   // True if this is a scalar of C++ type T (uint32_t -> U32, float -> F32, bool -> BOOL, ...).
   template <typename T>
-  bool Is() const { return type_ == ValueTypeOf<T>::value; }
+  bool Is() const {
+    return type_ == ValueTypeOf<T>::value;
+  }
   // The scalar payload as T; T{} when the stored type is not exactly T.
   template <typename T>
   T As() const {
@@ -470,7 +647,9 @@ class Value {
   double AsF64() const { return As<double>(); }
   bool AsBool() const { return As<bool>(); }
   // The string of a STRING value; empty for other types.
-  std::string_view AsString() const { return type_ == ValueType::STRING ? str_ : std::string_view(); }
+  std::string_view AsString() const {
+    return type_ == ValueType::STRING ? str_ : std::string_view();
+  }
 
   // Element i of a numeric/bool array whose element type is exactly T; T{} otherwise or if i is
   // out of range.
@@ -498,31 +677,50 @@ class Value {
   // readers; false for non-integer values or a U64 above INT64_MAX.
   bool ToInt64(int64_t* out) const {
     switch (type_) {
-      case ValueType::U8: *out = AsU8(); return true;
-      case ValueType::I8: *out = AsI8(); return true;
-      case ValueType::U16: *out = AsU16(); return true;
-      case ValueType::I16: *out = AsI16(); return true;
-      case ValueType::U32: *out = AsU32(); return true;
-      case ValueType::I32: *out = AsI32(); return true;
-      case ValueType::I64: *out = AsI64(); return true;
+      case ValueType::U8:
+        *out = AsU8();
+        return true;
+      case ValueType::I8:
+        *out = AsI8();
+        return true;
+      case ValueType::U16:
+        *out = AsU16();
+        return true;
+      case ValueType::I16:
+        *out = AsI16();
+        return true;
+      case ValueType::U32:
+        *out = AsU32();
+        return true;
+      case ValueType::I32:
+        *out = AsI32();
+        return true;
+      case ValueType::I64:
+        *out = AsI64();
+        return true;
       case ValueType::U64:
         if (AsU64() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
         *out = static_cast<int64_t>(AsU64());
         return true;
-      default: return false;
+      default:
+        return false;
     }
   }
 
   // "u32 42", "string 'qwen35'", "array<string>[512]": for messages and dump tools.
   std::string Describe() const {
     switch (type_) {
-      case ValueType::STRING: return "string " + detail::Quote(str_);
+      case ValueType::STRING:
+        return "string " + detail::Quote(str_);
       case ValueType::ARRAY:
         return detail::Format("array<%s>[%llu]", ValueTypeName(elem_type_),
                               static_cast<unsigned long long>(count_));
-      case ValueType::F32: return detail::Format("f32 %g", static_cast<double>(AsF32()));
-      case ValueType::F64: return detail::Format("f64 %g", AsF64());
-      case ValueType::BOOL: return AsBool() ? "bool true" : "bool false";
+      case ValueType::F32:
+        return detail::Format("f32 %g", static_cast<double>(AsF32()));
+      case ValueType::F64:
+        return detail::Format("f64 %g", AsF64());
+      case ValueType::BOOL:
+        return AsBool() ? "bool true" : "bool false";
       case ValueType::U64:
         return detail::Format("u64 %llu", static_cast<unsigned long long>(AsU64()));
       default: {
@@ -536,26 +734,26 @@ class Value {
  private:
   friend class File;
   ValueType type_ = ValueType::U8;
-  uint8_t scalar_[8] = {};                  // raw little-endian scalar payload
-  std::string_view str_;                    // STRING
-  ValueType elem_type_ = ValueType::U8;     // ARRAY
-  uint64_t count_ = 0;                      // ARRAY
-  const uint8_t* array_data_ = nullptr;     // ARRAY of fixed-size elements
-  std::vector<std::string_view> strings_;   // ARRAY of strings
+  uint8_t scalar_[8] = {};                 // raw little-endian scalar payload
+  std::string_view str_;                   // STRING
+  ValueType elem_type_ = ValueType::U8;    // ARRAY
+  uint64_t count_ = 0;                     // ARRAY
+  const uint8_t* array_data_ = nullptr;    // ARRAY of fixed-size elements
+  std::vector<std::string_view> strings_;  // ARRAY of strings
 };
 
 // One tensor-info record plus what the reader derived from it.
 struct TensorInfo {
   std::string name;
   Type type = Type::F32;
-  int n_dims = 0;                 // as stored (0..4)
+  int n_dims = 0;                       // as stored (0..4)
   int64_t ne[kMaxDims] = {1, 1, 1, 1};  // fastest-varying first; trailing dims are 1
-  uint64_t offset = 0;            // relative to the data section (File::data_offset())
-  uint64_t nbytes = 0;            // bytes of data
-  const uint8_t* data = nullptr;  // = File::bytes() + data_offset() + offset
+  uint64_t offset = 0;                  // relative to the data section (File::data_offset())
+  uint64_t nbytes = 0;                  // bytes of data
+  const uint8_t* data = nullptr;        // = File::bytes() + data_offset() + offset
 
   int64_t nelements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }  // fits: checked at load
-  uint64_t row_bytes() const {  // bytes of one ne0-row
+  uint64_t row_bytes() const {                                         // bytes of one ne0-row
     return static_cast<uint64_t>(ne[0] / BlockSize(type)) * static_cast<uint64_t>(TypeSize(type));
   }
   uint64_t nrows() const { return static_cast<uint64_t>(ne[1] * ne[2] * ne[3]); }
@@ -640,11 +838,12 @@ class File {
       f.size_ = size;
       if (!f.Parse(options, err)) return std::nullopt;
       if (f.split_count_ > 1) {
-        detail::Fail(err, ErrorCode::kSplitFile,
-                     detail::Format("this buffer is part %u of a %u-part split GGUF: open the first part "
-                                    "by path (the other parts are found beside it) or merge the parts "
-                                    "with llama-gguf-split --merge",
-                                    f.split_no_ + 1, f.split_count_));
+        detail::Fail(
+            err, ErrorCode::kSplitFile,
+            detail::Format("this buffer is part %u of a %u-part split GGUF: open the first part "
+                           "by path (the other parts are found beside it) or merge the parts "
+                           "with llama-gguf-split --merge",
+                           f.split_no_ + 1, f.split_count_));
         return std::nullopt;
       }
       return std::optional<File>(std::move(f));
@@ -678,17 +877,39 @@ class File {
 
   // Typed getters: true and *out set when `key` exists with exactly the requested type; otherwise
   // false with kMissingKey or kWrongType in *err (may be null) and *out unchanged.
-  bool GetU8(std::string_view key, uint8_t* out, Error* err) const { return GetScalar(key, out, err); }
-  bool GetI8(std::string_view key, int8_t* out, Error* err) const { return GetScalar(key, out, err); }
-  bool GetU16(std::string_view key, uint16_t* out, Error* err) const { return GetScalar(key, out, err); }
-  bool GetI16(std::string_view key, int16_t* out, Error* err) const { return GetScalar(key, out, err); }
-  bool GetU32(std::string_view key, uint32_t* out, Error* err) const { return GetScalar(key, out, err); }
-  bool GetI32(std::string_view key, int32_t* out, Error* err) const { return GetScalar(key, out, err); }
-  bool GetU64(std::string_view key, uint64_t* out, Error* err) const { return GetScalar(key, out, err); }
-  bool GetI64(std::string_view key, int64_t* out, Error* err) const { return GetScalar(key, out, err); }
-  bool GetF32(std::string_view key, float* out, Error* err) const { return GetScalar(key, out, err); }
-  bool GetF64(std::string_view key, double* out, Error* err) const { return GetScalar(key, out, err); }
-  bool GetBool(std::string_view key, bool* out, Error* err) const { return GetScalar(key, out, err); }
+  bool GetU8(std::string_view key, uint8_t* out, Error* err) const {
+    return GetScalar(key, out, err);
+  }
+  bool GetI8(std::string_view key, int8_t* out, Error* err) const {
+    return GetScalar(key, out, err);
+  }
+  bool GetU16(std::string_view key, uint16_t* out, Error* err) const {
+    return GetScalar(key, out, err);
+  }
+  bool GetI16(std::string_view key, int16_t* out, Error* err) const {
+    return GetScalar(key, out, err);
+  }
+  bool GetU32(std::string_view key, uint32_t* out, Error* err) const {
+    return GetScalar(key, out, err);
+  }
+  bool GetI32(std::string_view key, int32_t* out, Error* err) const {
+    return GetScalar(key, out, err);
+  }
+  bool GetU64(std::string_view key, uint64_t* out, Error* err) const {
+    return GetScalar(key, out, err);
+  }
+  bool GetI64(std::string_view key, int64_t* out, Error* err) const {
+    return GetScalar(key, out, err);
+  }
+  bool GetF32(std::string_view key, float* out, Error* err) const {
+    return GetScalar(key, out, err);
+  }
+  bool GetF64(std::string_view key, double* out, Error* err) const {
+    return GetScalar(key, out, err);
+  }
+  bool GetBool(std::string_view key, bool* out, Error* err) const {
+    return GetScalar(key, out, err);
+  }
 
   bool GetString(std::string_view key, std::string_view* out, Error* err) const {
     const Value* v = Lookup(key, err);
@@ -739,10 +960,10 @@ class File {
     for (uint64_t i = 0; i < v->size(); ++i) {
       uint32_t raw = detail::LoadLE<uint32_t>(v->array_data() + 4 * i);
       if (v->element_type() == ValueType::U32 && raw > 0x7fffffffu) {
-        return detail::Fail(err, ErrorCode::kBadValue,
-                            detail::Format("key %s: element %llu = %u does not fit in i32",
-                                           detail::Quote(key).c_str(),
-                                           static_cast<unsigned long long>(i), raw));
+        return detail::Fail(
+            err, ErrorCode::kBadValue,
+            detail::Format("key %s: element %llu = %u does not fit in i32",
+                           detail::Quote(key).c_str(), static_cast<unsigned long long>(i), raw));
       }
       std::memcpy(&tmp[i], &raw, 4);
     }
@@ -756,11 +977,10 @@ class File {
     for (uint64_t i = 0; i < v->size(); ++i) {
       uint32_t raw = detail::LoadLE<uint32_t>(v->array_data() + 4 * i);
       if (v->element_type() == ValueType::I32 && raw > 0x7fffffffu) {
-        return detail::Fail(err, ErrorCode::kBadValue,
-                            detail::Format("key %s: element %llu = %d is negative",
-                                           detail::Quote(key).c_str(),
-                                           static_cast<unsigned long long>(i),
-                                           static_cast<int32_t>(raw)));
+        return detail::Fail(
+            err, ErrorCode::kBadValue,
+            detail::Format("key %s: element %llu = %d is negative", detail::Quote(key).c_str(),
+                           static_cast<unsigned long long>(i), static_cast<int32_t>(raw)));
       }
       tmp[i] = raw;
     }
@@ -843,8 +1063,8 @@ class File {
                         Error* err) {
     uint64_t done = 0;
     while (done < n) {
-      ssize_t r = ::pread(fd, dst + done, static_cast<size_t>(n - done),
-                          static_cast<off_t>(offset + done));
+      ssize_t r =
+          ::pread(fd, dst + done, static_cast<size_t>(n - done), static_cast<off_t>(offset + done));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) {
         return detail::Fail(err, ErrorCode::kIo,
@@ -869,14 +1089,16 @@ class File {
     const uint32_t magic = detail::LoadLE<uint32_t>(p);
     const uint32_t version = detail::LoadLE<uint32_t>(p + 4);
     if (magic != kMagic) {
-      return Fail(err, ErrorCode::kBadMagic,
-                  Format("bad magic %s (expected 'GGUF')",
-                         detail::Quote(std::string_view(reinterpret_cast<const char*>(p), 4)).c_str()));
+      return Fail(
+          err, ErrorCode::kBadMagic,
+          Format("bad magic %s (expected 'GGUF')",
+                 detail::Quote(std::string_view(reinterpret_cast<const char*>(p), 4)).c_str()));
     }
     if (version != 0 && (version & 0xffffu) == 0) {
       return Fail(err, ErrorCode::kByteSwapped,
                   Format("version field 0x%08x looks byte-swapped: big-endian GGUF files are not "
-                         "supported", version));
+                         "supported",
+                         version));
     }
     if (version < 2 || version > 3) {
       return Fail(err, ErrorCode::kBadVersion,
@@ -889,16 +1111,17 @@ class File {
   const Value* Lookup(std::string_view key, Error* err) const {
     const Value* v = Find(key);
     if (v == nullptr) {
-      detail::Fail(err, ErrorCode::kMissingKey, "required key " + detail::Quote(key) + " not found");
+      detail::Fail(err, ErrorCode::kMissingKey,
+                   "required key " + detail::Quote(key) + " not found");
     }
     return v;
   }
   static bool WrongType(std::string_view key, const Value& v, const char* expected, Error* err) {
-    std::string have = v.is_array()
-                           ? std::string("array<") + ValueTypeName(v.element_type()) + ">"
-                           : std::string(ValueTypeName(v.type()));
-    return detail::Fail(err, ErrorCode::kWrongType,
-                        "key " + detail::Quote(key) + " has type " + have + ", expected " + expected);
+    std::string have = v.is_array() ? std::string("array<") + ValueTypeName(v.element_type()) + ">"
+                                    : std::string(ValueTypeName(v.type()));
+    return detail::Fail(
+        err, ErrorCode::kWrongType,
+        "key " + detail::Quote(key) + " has type " + have + ", expected " + expected);
   }
   template <typename T>
   bool GetScalar(std::string_view key, T* out, Error* err) const {
@@ -923,11 +1146,12 @@ class File {
   // Reads a GGUF string (u64 length + bytes) as a view. `key` and `element` (-1: the value itself)
   // only name the string in error messages, which are built on failure only (string arrays can
   // hold hundreds of thousands of elements).
-  static bool ReadString(detail::Cursor& c, std::string_view* out, std::string_view key, int64_t element,
-                         Error* err) {
+  static bool ReadString(detail::Cursor& c, std::string_view* out, std::string_view key,
+                         int64_t element, Error* err) {
     auto what = [&] {
-      std::string w = element < 0 ? std::string("value of key ")
-                                  : detail::Format("element %lld of key ", static_cast<long long>(element));
+      std::string w = element < 0
+                          ? std::string("value of key ")
+                          : detail::Format("element %lld of key ", static_cast<long long>(element));
       return w + detail::Quote(key);
     };
     uint64_t len;
@@ -973,20 +1197,22 @@ class File {
     int32_t raw_elem;
     uint64_t count;
     if (!c.Read(&raw_elem) || !c.Read(&count)) {
-      return detail::Fail(err, ErrorCode::kTruncated, "file ends inside the array header of " + qkey);
+      return detail::Fail(err, ErrorCode::kTruncated,
+                          "file ends inside the array header of " + qkey);
     }
     if (raw_elem == static_cast<int32_t>(ValueType::ARRAY)) {
       return detail::Fail(err, ErrorCode::kBadValueType, qkey + ": nested arrays are not allowed");
     }
     if (raw_elem < 0 || static_cast<uint32_t>(raw_elem) >= kValueTypeCount) {
-      return detail::Fail(err, ErrorCode::kBadValueType,
-                          detail::Format("%s: unknown array element type id %d", qkey.c_str(), raw_elem));
+      return detail::Fail(
+          err, ErrorCode::kBadValueType,
+          detail::Format("%s: unknown array element type id %d", qkey.c_str(), raw_elem));
     }
     v->elem_type_ = static_cast<ValueType>(raw_elem);
     if (count > kMaxArrayCount) {
       return detail::Fail(err, ErrorCode::kBadArray,
-                          detail::Format("%s: array count %llu exceeds the 2^30 limit", qkey.c_str(),
-                                         static_cast<unsigned long long>(count)));
+                          detail::Format("%s: array count %llu exceeds the 2^30 limit",
+                                         qkey.c_str(), static_cast<unsigned long long>(count)));
     }
     // Each string element needs at least its 8-byte length; reject before allocating.
     uint64_t esize = v->elem_type_ == ValueType::STRING ? 8 : ValueTypeSize(v->elem_type_);
@@ -1015,21 +1241,25 @@ class File {
   // llama-gguf-split names them, PREFIX-%05d-of-%05d.gguf), checks that each says it is part k of
   // the same N, and appends their tensors. A missing, misnamed or mismatched part, a tensor in two
   // parts, or a total that differs from split.tensors.count is kSplitPart.
-  bool LoadSplitParts(const std::string& path, const ParseOptions& options, OpenMode mode, Error* err) {
+  bool LoadSplitParts(const std::string& path, const ParseOptions& options, OpenMode mode,
+                      Error* err) {
     using detail::Fail;
     using detail::Format;
     const std::string qpath = detail::QuotePath(path);
     if (split_no_ != 0) {
-      return Fail(err, ErrorCode::kSplitFile,
-                  Format("%s is part %u of a %u-part split GGUF: open the first part (-00001-of-%05u.gguf)",
-                         qpath.c_str(), split_no_ + 1, split_count_, split_count_));
+      return Fail(
+          err, ErrorCode::kSplitFile,
+          Format("%s is part %u of a %u-part split GGUF: open the first part (-00001-of-%05u.gguf)",
+                 qpath.c_str(), split_no_ + 1, split_count_, split_count_));
     }
     const std::string suffix = Format("-00001-of-%05u.gguf", split_count_);
-    if (path.size() <= suffix.size() || path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0) {
-      return Fail(err, ErrorCode::kSplitPart,
-                  Format("%s has split.count = %u but its name does not end in %s, so its other parts "
-                         "cannot be found (llama-gguf-split names them PREFIX-0000k-of-%05u.gguf)",
-                         qpath.c_str(), split_count_, suffix.c_str(), split_count_));
+    if (path.size() <= suffix.size() ||
+        path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      return Fail(
+          err, ErrorCode::kSplitPart,
+          Format("%s has split.count = %u but its name does not end in %s, so its other parts "
+                 "cannot be found (llama-gguf-split names them PREFIX-0000k-of-%05u.gguf)",
+                 qpath.c_str(), split_count_, suffix.c_str(), split_count_));
     }
     const std::string prefix = path.substr(0, path.size() - suffix.size());
     parts_.reserve(split_count_ - 1);
@@ -1039,23 +1269,26 @@ class File {
       File part;
       Error part_err;
       if (!part.LoadFile(part_path, mode, &part_err) || !part.Parse(options, &part_err)) {
-        const bool missing = part_err.code == ErrorCode::kIo && ::access(part_path.c_str(), F_OK) != 0;
+        const bool missing =
+            part_err.code == ErrorCode::kIo && ::access(part_path.c_str(), F_OK) != 0;
         return Fail(err, ErrorCode::kSplitPart,
-                    missing ? Format("split part %u of %u is missing: %s does not exist", k + 1, split_count_,
-                                     qpart.c_str())
-                            : Format("split part %u of %u (%s): %s", k + 1, split_count_, qpart.c_str(),
-                                     part_err.message.c_str()));
+                    missing ? Format("split part %u of %u is missing: %s does not exist", k + 1,
+                                     split_count_, qpart.c_str())
+                            : Format("split part %u of %u (%s): %s", k + 1, split_count_,
+                                     qpart.c_str(), part_err.message.c_str()));
       }
       if (part.split_count_ != split_count_ || part.split_no_ != k) {
-        return Fail(err, ErrorCode::kSplitPart,
-                    Format("%s says it is part %u of %u, expected part %u of %u (from %s)", qpart.c_str(),
-                           part.split_no_ + 1, part.split_count_, k + 1, split_count_, qpath.c_str()));
+        return Fail(
+            err, ErrorCode::kSplitPart,
+            Format("%s says it is part %u of %u, expected part %u of %u (from %s)", qpart.c_str(),
+                   part.split_no_ + 1, part.split_count_, k + 1, split_count_, qpath.c_str()));
       }
       parts_.push_back(std::move(part));
     }
     for (const File& part : parts_) {
       for (const TensorInfo& t : part.tensors_) {
-        std::string_view key = part.tensor_index_.find(t.name)->first;  // view into the part's bytes
+        std::string_view key =
+            part.tensor_index_.find(t.name)->first;  // view into the part's bytes
         if (!tensor_index_.emplace(key, tensors_.size()).second) {
           return Fail(err, ErrorCode::kSplitPart,
                       "tensor " + detail::Quote(t.name) + " appears in more than one split part");
@@ -1064,9 +1297,10 @@ class File {
       }
     }
     if (split_tensors_ >= 0 && static_cast<uint64_t>(split_tensors_) != tensors_.size()) {
-      return Fail(err, ErrorCode::kSplitPart,
-                  Format("the %u split parts hold %llu tensors but split.tensors.count is %lld", split_count_,
-                         (unsigned long long)tensors_.size(), (long long)split_tensors_));
+      return Fail(
+          err, ErrorCode::kSplitPart,
+          Format("the %u split parts hold %llu tensors but split.tensors.count is %lld",
+                 split_count_, (unsigned long long)tensors_.size(), (long long)split_tensors_));
     }
     return true;
   }
@@ -1107,13 +1341,15 @@ class File {
     for (uint64_t i = 0; i < nkv; ++i) {
       uint64_t klen;
       if (!c.Read(&klen)) {
-        return Fail(err, ErrorCode::kTruncated, Format("file ends inside the key length of KV #%llu", (ull)i));
+        return Fail(err, ErrorCode::kTruncated,
+                    Format("file ends inside the key length of KV #%llu", (ull)i));
       }
-      if (klen == 0) return Fail(err, ErrorCode::kBadKey, Format("KV #%llu has an empty key", (ull)i));
+      if (klen == 0)
+        return Fail(err, ErrorCode::kBadKey, Format("KV #%llu has an empty key", (ull)i));
       if (klen > kMaxKeyLength) {
         return Fail(err, ErrorCode::kBadKey,
-                    Format("KV #%llu: key length %llu exceeds the %llu-byte limit", (ull)i, (ull)klen,
-                           (ull)kMaxKeyLength));
+                    Format("KV #%llu: key length %llu exceeds the %llu-byte limit", (ull)i,
+                           (ull)klen, (ull)kMaxKeyLength));
       }
       const uint8_t* kp = c.Take(klen);
       if (kp == nullptr) {
@@ -1152,28 +1388,33 @@ class File {
     if (const Value* s = Find("split.count")) {
       int64_t n = 0, no = 0;
       if (!s->ToInt64(&n)) {
-        return Fail(err, ErrorCode::kWrongType, "split.count must be an integer, found " + s->Describe());
+        return Fail(err, ErrorCode::kWrongType,
+                    "split.count must be an integer, found " + s->Describe());
       }
       if (n < 1 || n > 99999) {
-        return Fail(err, ErrorCode::kBadValue, Format("split.count = %lld is outside [1, 99999]", (long long)n));
+        return Fail(err, ErrorCode::kBadValue,
+                    Format("split.count = %lld is outside [1, 99999]", (long long)n));
       }
       if (const Value* v = Find("split.no")) {
         if (!v->ToInt64(&no)) {
-          return Fail(err, ErrorCode::kWrongType, "split.no must be an integer, found " + v->Describe());
+          return Fail(err, ErrorCode::kWrongType,
+                      "split.no must be an integer, found " + v->Describe());
         }
       } else if (n > 1) {
-        return Fail(err, ErrorCode::kMissingKey, Format("split.count = %lld but split.no is missing", (long long)n));
+        return Fail(err, ErrorCode::kMissingKey,
+                    Format("split.count = %lld but split.no is missing", (long long)n));
       }
       if (no < 0 || no >= n) {
         return Fail(err, ErrorCode::kBadValue,
-                    Format("split.no = %lld is outside [0, split.count = %lld)", (long long)no, (long long)n));
+                    Format("split.no = %lld is outside [0, split.count = %lld)", (long long)no,
+                           (long long)n));
       }
       split_count_ = static_cast<uint32_t>(n);
       split_no_ = static_cast<uint32_t>(no);
       if (const Value* v = Find("split.tensors.count")) {
         if (!v->ToInt64(&split_tensors_) || split_tensors_ < 0) {
-          return Fail(err, ErrorCode::kBadValue, "split.tensors.count must be a non-negative integer, found " +
-                                                     v->Describe());
+          return Fail(err, ErrorCode::kBadValue,
+                      "split.tensors.count must be a non-negative integer, found " + v->Describe());
         }
       }
     }
@@ -1184,9 +1425,12 @@ class File {
     for (uint64_t i = 0; i < nt; ++i) {
       uint64_t nlen;
       if (!c.Read(&nlen)) {
-        return Fail(err, ErrorCode::kTruncated, Format("file ends inside the name of tensor #%llu", (ull)i));
+        return Fail(err, ErrorCode::kTruncated,
+                    Format("file ends inside the name of tensor #%llu", (ull)i));
       }
-      if (nlen == 0) return Fail(err, ErrorCode::kBadTensorName, Format("tensor #%llu has an empty name", (ull)i));
+      if (nlen == 0)
+        return Fail(err, ErrorCode::kBadTensorName,
+                    Format("tensor #%llu has an empty name", (ull)i));
       if (nlen > kMaxNameLength) {
         return Fail(err, ErrorCode::kBadTensorName,
                     Format("tensor #%llu: name length %llu exceeds %llu bytes", (ull)i, (ull)nlen,
@@ -1194,25 +1438,30 @@ class File {
       }
       const uint8_t* np = c.Take(nlen);
       if (np == nullptr) {
-        return Fail(err, ErrorCode::kTruncated, Format("file ends inside the name of tensor #%llu", (ull)i));
+        return Fail(err, ErrorCode::kTruncated,
+                    Format("file ends inside the name of tensor #%llu", (ull)i));
       }
       std::string_view name(reinterpret_cast<const char*>(np), static_cast<size_t>(nlen));
       auto qname = [&] { return "tensor " + detail::Quote(name); };  // built on failure only
       auto dup = tensor_index_.find(name);
       if (dup != tensor_index_.end()) {
-        return Fail(err, ErrorCode::kDuplicateTensor,
-                    Format("duplicate %s (tensors #%zu and #%llu)", qname().c_str(), dup->second, (ull)i));
+        return Fail(
+            err, ErrorCode::kDuplicateTensor,
+            Format("duplicate %s (tensors #%zu and #%llu)", qname().c_str(), dup->second, (ull)i));
       }
       TensorInfo t;
       t.name.assign(name.data(), name.size());
       uint32_t n_dims;
-      if (!c.Read(&n_dims)) return Fail(err, ErrorCode::kTruncated, "file ends inside n_dims of " + qname());
+      if (!c.Read(&n_dims))
+        return Fail(err, ErrorCode::kTruncated, "file ends inside n_dims of " + qname());
       if (n_dims > static_cast<uint32_t>(kMaxDims)) {
-        return Fail(err, ErrorCode::kBadDims, Format("%s has %u dimensions (max 4)", qname().c_str(), n_dims));
+        return Fail(err, ErrorCode::kBadDims,
+                    Format("%s has %u dimensions (max 4)", qname().c_str(), n_dims));
       }
       t.n_dims = static_cast<int>(n_dims);
       for (uint32_t j = 0; j < n_dims; ++j) {
-        if (!c.Read(&t.ne[j])) return Fail(err, ErrorCode::kTruncated, "file ends inside the shape of " + qname());
+        if (!c.Read(&t.ne[j]))
+          return Fail(err, ErrorCode::kTruncated, "file ends inside the shape of " + qname());
       }
       for (uint32_t j = 0; j < n_dims; ++j) {
         if (t.ne[j] <= 0) {
@@ -1226,18 +1475,20 @@ class File {
         if (nel > std::numeric_limits<int64_t>::max() / t.ne[j]) {
           return Fail(err, ErrorCode::kElementOverflow,
                       Format("%s: element count of shape {%lld, %lld, %lld, %lld} overflows int64",
-                             qname().c_str(), (long long)t.ne[0], (long long)t.ne[1], (long long)t.ne[2],
-                             (long long)t.ne[3]));
+                             qname().c_str(), (long long)t.ne[0], (long long)t.ne[1],
+                             (long long)t.ne[2], (long long)t.ne[3]));
         }
         nel *= t.ne[j];
       }
       int32_t raw_type;
-      if (!c.Read(&raw_type)) return Fail(err, ErrorCode::kTruncated, "file ends inside the type of " + qname());
+      if (!c.Read(&raw_type))
+        return Fail(err, ErrorCode::kTruncated, "file ends inside the type of " + qname());
       if (raw_type < 0 || !IsKnownType(static_cast<uint32_t>(raw_type))) {
         return Fail(err, ErrorCode::kBadTensorType,
                     Format("%s: invalid tensor type id %d (%s)", qname().c_str(), raw_type,
                            raw_type >= 0 && raw_type < static_cast<int32_t>(kTypeCount)
-                               ? "removed type" : "out of range [0, 43)"));
+                               ? "removed type"
+                               : "out of range [0, 43)"));
       }
       t.type = static_cast<Type>(raw_type);
       if (options.require_supported_types && !IsSupported(t.type)) {
@@ -1249,8 +1500,8 @@ class File {
       const uint64_t tsize = static_cast<uint64_t>(TypeSize(t.type));
       if (static_cast<uint64_t>(t.ne[0]) % blck != 0) {
         return Fail(err, ErrorCode::kBadBlockMultiple,
-                    Format("%s: ne[0] = %lld is not a multiple of the %s block size %llu", qname().c_str(),
-                           (long long)t.ne[0], TypeName(t.type), (ull)blck));
+                    Format("%s: ne[0] = %lld is not a multiple of the %s block size %llu",
+                           qname().c_str(), (long long)t.ne[0], TypeName(t.type), (ull)blck));
       }
       uint64_t row_bytes, nbytes;
       if (!detail::MulU64(static_cast<uint64_t>(t.ne[0]) / blck, tsize, &row_bytes) ||
@@ -1261,14 +1512,16 @@ class File {
                            t.ShapeString().c_str(), TypeName(t.type)));
       }
       t.nbytes = nbytes;
-      if (!c.Read(&t.offset)) return Fail(err, ErrorCode::kTruncated, "file ends inside the offset of " + qname());
+      if (!c.Read(&t.offset))
+        return Fail(err, ErrorCode::kTruncated, "file ends inside the offset of " + qname());
       tensor_index_.emplace(name, tensors_.size());
       tensors_.push_back(std::move(t));
     }
 
     // ---- data section [20, 21]
     uint64_t data_start;
-    if (!detail::AlignUp(c.pos(), alignment_, &data_start)) data_start = std::numeric_limits<uint64_t>::max();
+    if (!detail::AlignUp(c.pos(), alignment_, &data_start))
+      data_start = std::numeric_limits<uint64_t>::max();
     if (nt == 0) {
       data_offset_ = data_start <= size_ ? data_start : size_;  // vocab-only files may omit padding
       return true;
@@ -1284,22 +1537,24 @@ class File {
       auto qname = [&] { return "tensor " + detail::Quote(t.name); };
       if (t.offset % alignment_ != 0) {
         return Fail(err, ErrorCode::kMisaligned,
-                    Format("%s: data offset %llu is not a multiple of the alignment %llu", qname().c_str(),
-                           (ull)t.offset, (ull)alignment_));
+                    Format("%s: data offset %llu is not a multiple of the alignment %llu",
+                           qname().c_str(), (ull)t.offset, (ull)alignment_));
       }
       if (options.require_contiguous_offsets && t.offset != expected) {
-        return Fail(err, ErrorCode::kBadOffset,
-                    Format("%s: data offset %llu, expected %llu (tensors must be laid out in order, "
-                           "each padded to the alignment)",
-                           qname().c_str(), (ull)t.offset, (ull)expected));
+        return Fail(
+            err, ErrorCode::kBadOffset,
+            Format("%s: data offset %llu, expected %llu (tensors must be laid out in order, "
+                   "each padded to the alignment)",
+                   qname().c_str(), (ull)t.offset, (ull)expected));
       }
       uint64_t begin, end;
       if (!detail::AddU64(data_start, t.offset, &begin) || !detail::AddU64(begin, t.nbytes, &end) ||
           end > size_) {
-        return Fail(err, ErrorCode::kDataOutOfBounds,
-                    Format("%s: data [%llu + %llu, +%llu bytes) extends beyond the end of the file "
-                           "(%llu bytes)",
-                           qname().c_str(), (ull)data_start, (ull)t.offset, (ull)t.nbytes, (ull)size_));
+        return Fail(
+            err, ErrorCode::kDataOutOfBounds,
+            Format("%s: data [%llu + %llu, +%llu bytes) extends beyond the end of the file "
+                   "(%llu bytes)",
+                   qname().c_str(), (ull)data_start, (ull)t.offset, (ull)t.nbytes, (ull)size_));
       }
       t.data = bytes_ + begin;
       uint64_t padded = 0;
@@ -1320,9 +1575,9 @@ class File {
   std::unordered_map<std::string_view, size_t> kv_index_;  // views into bytes_
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string_view, size_t> tensor_index_;  // views into bytes_ (or a part's)
-  uint32_t split_count_ = 1, split_no_ = 0;  // split.count, split.no (0-based)
-  int64_t split_tensors_ = -1;               // split.tensors.count; -1 when absent
-  std::vector<File> parts_;                  // parts 2..N of a split file, owning their bytes
+  uint32_t split_count_ = 1, split_no_ = 0;                    // split.count, split.no (0-based)
+  int64_t split_tensors_ = -1;  // split.tensors.count; -1 when absent
+  std::vector<File> parts_;     // parts 2..N of a split file, owning their bytes
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1344,7 +1599,8 @@ inline bool CheckTensorData(const TensorInfo& t, Error* err) {
     case Type::F32: {
       const uint64_t n = t.nbytes / 4;
       for (uint64_t i = 0; i < n; ++i) {
-        if ((detail::LoadLE<uint32_t>(p + 4 * i) & 0x7f800000u) == 0x7f800000u) return bad(i, "value");
+        if ((detail::LoadLE<uint32_t>(p + 4 * i) & 0x7f800000u) == 0x7f800000u)
+          return bad(i, "value");
       }
       return true;
     }
@@ -1362,24 +1618,44 @@ inline bool CheckTensorData(const TensorInfo& t, Error* err) {
       }
       return true;
     }
-    default: break;
+    default:
+      break;
   }
   // fp16 scale fields: (offset of d, offset of dmin or -1) within the block.
   int d_off = -1, dmin_off = -1;
   switch (t.type) {
-    case Type::Q8_0: case Type::Q4_0: case Type::Q5_0: case Type::IQ4_NL: case Type::IQ4_XS: d_off = 0; break;
-    case Type::Q4_1: case Type::Q5_1:  // d, then the fp16 min
-    case Type::Q4_K: case Type::Q5_K: d_off = 0; dmin_off = 2; break;
-    case Type::Q2_K: d_off = 80; dmin_off = 82; break;
-    case Type::Q3_K: d_off = 108; break;
-    case Type::Q6_K: d_off = 208; break;
+    case Type::Q8_0:
+    case Type::Q4_0:
+    case Type::Q5_0:
+    case Type::IQ4_NL:
+    case Type::IQ4_XS:
+      d_off = 0;
+      break;
+    case Type::Q4_1:
+    case Type::Q5_1:  // d, then the fp16 min
+    case Type::Q4_K:
+    case Type::Q5_K:
+      d_off = 0;
+      dmin_off = 2;
+      break;
+    case Type::Q2_K:
+      d_off = 80;
+      dmin_off = 82;
+      break;
+    case Type::Q3_K:
+      d_off = 108;
+      break;
+    case Type::Q6_K:
+      d_off = 208;
+      break;
     case Type::MXFP4: {  // E8M0 exponent 0xFF is NaN
       for (uint64_t b = 0; b < t.nbytes / 17; ++b) {
         if (p[17 * b] == 0xFF) return bad(b, "scale");
       }
       return true;
     }
-    default: return true;
+    default:
+      return true;
   }
   const uint64_t tsize = static_cast<uint64_t>(TypeSize(t.type));
   const uint64_t nblocks = t.nbytes / tsize;

@@ -128,8 +128,8 @@ class Writer {
   }
   // Like AddTensor but borrows `data`: it must stay valid until the last Write call. For large
   // synthetic models written with WriteToFile.
-  void AddTensorView(std::string_view name, Type type, const std::vector<int64_t>& ne, const void* data,
-                     uint64_t nbytes) {
+  void AddTensorView(std::string_view name, Type type, const std::vector<int64_t>& ne,
+                     const void* data, uint64_t nbytes) {
     if (!CheckTensor(name, type, ne, nbytes)) return;
     Tensor t;
     t.name = std::string(name);
@@ -187,7 +187,8 @@ class Writer {
       }
       return true;
     } catch (const std::bad_alloc&) {
-      return detail::Fail(err, ErrorCode::kOutOfMemory, "out of memory while writing a GGUF buffer");
+      return detail::Fail(err, ErrorCode::kOutOfMemory,
+                          "out of memory while writing a GGUF buffer");
     }
   }
   // Convenience for tests: the encoded file (empty if a sticky error was recorded).
@@ -206,7 +207,8 @@ class Writer {
     }
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (f == nullptr) {
-      return detail::Fail(err, ErrorCode::kIo, "cannot create " + path + ": " + std::strerror(errno));
+      return detail::Fail(err, ErrorCode::kIo,
+                          "cannot create " + path + ": " + std::strerror(errno));
     }
     static const uint8_t kZeros[256] = {};
     bool ok = std::fwrite(head.data(), 1, head.size(), f) == head.size();
@@ -222,7 +224,9 @@ class Writer {
       }
     }
     if (std::fclose(f) != 0) ok = false;
-    if (!ok) return detail::Fail(err, ErrorCode::kIo, "cannot write " + path + ": " + std::strerror(errno));
+    if (!ok)
+      return detail::Fail(err, ErrorCode::kIo,
+                          "cannot write " + path + ": " + std::strerror(errno));
     return true;
   }
 
@@ -259,7 +263,8 @@ class Writer {
       error_.message = std::move(message);
     }
   }
-  bool CheckTensor(std::string_view name, Type type, const std::vector<int64_t>& ne, uint64_t nbytes) {
+  bool CheckTensor(std::string_view name, Type type, const std::vector<int64_t>& ne,
+                   uint64_t nbytes) {
     uint64_t expect = TensorBytes(type, ne);
     if (expect == 0 || expect != nbytes) {
       SetError(ErrorCode::kSizeOverflow,

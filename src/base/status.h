@@ -2,12 +2,12 @@
 // module boundaries, nothing aborts). Codes mirror `qwenrt_status` in the C ABI one to one.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cassert>
 #include <optional>
 #include <string>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace qwenrt {
 
@@ -48,8 +48,8 @@ inline Status OkStatus() { return Status(); }
 
 // fmt-style constructors: `return BadFormat("tensor '{}' missing", name);`
 #define QWENRT_DEFINE_STATUS_MAKER(Name, Code)                                    \
-  template <typename... Args>                                                    \
-  Status Name(fmt::format_string<Args...> f, Args&&... args) {                   \
+  template <typename... Args>                                                     \
+  Status Name(fmt::format_string<Args...> f, Args&&... args) {                    \
     return Status(StatusCode::Code, fmt::format(f, std::forward<Args>(args)...)); \
   }
 QWENRT_DEFINE_STATUS_MAKER(InvalidArgument, kInvalidArgument)
@@ -73,9 +73,18 @@ class [[nodiscard]] StatusOr {
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
-  T& value() & { assert(ok()); return *value_; }
-  const T& value() const& { assert(ok()); return *value_; }
-  T&& value() && { assert(ok()); return std::move(*value_); }
+  T& value() & {
+    assert(ok());
+    return *value_;
+  }
+  const T& value() const& {
+    assert(ok());
+    return *value_;
+  }
+  T&& value() && {
+    assert(ok());
+    return std::move(*value_);
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
@@ -92,9 +101,9 @@ class [[nodiscard]] StatusOr {
 #define QWENRT_STATUS_CONCAT(a, b) QWENRT_STATUS_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function when `expr` (a Status) is not OK.
-#define QWENRT_RETURN_IF_ERROR(expr)                   \
-  do {                                                 \
-    ::qwenrt::Status qwenrt_status_tmp_ = (expr);      \
+#define QWENRT_RETURN_IF_ERROR(expr)                         \
+  do {                                                       \
+    ::qwenrt::Status qwenrt_status_tmp_ = (expr);            \
     if (!qwenrt_status_tmp_.ok()) return qwenrt_status_tmp_; \
   } while (0)
 

@@ -36,11 +36,13 @@ class ThreadPool {
   int spin_micros() const { return spin_micros_; }
 
   // Splits [0, n) into at most size() contiguous ranges and runs fn(begin, end, thread_index) on
-  // each, the caller taking part; returns when all are done. Calls must not nest. fn must not throw.
+  // each, the caller taking part; returns when all are done. Calls must not nest. fn must not
+  // throw.
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn);
 
   // As ParallelFor, but hands out `grain`-sized pieces dynamically (for uneven work such as MoE).
-  void ParallelForDynamic(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t, int)>& fn);
+  void ParallelForDynamic(int64_t n, int64_t grain,
+                          const std::function<void(int64_t, int64_t, int)>& fn);
 
  private:
   void WorkerLoop(int index);

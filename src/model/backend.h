@@ -43,29 +43,31 @@ class Backend {
   // x[t] = dequantized table row tokens[t].  tokens: [T] in [0, table.rows); x: [T, table.cols]
   virtual void Embed(const WeightMatrix& table, const int32_t* tokens, int64_t T, float* x) = 0;
   // y = RmsNorm(x) * w.  x, y: [rows, n] (may alias); w: [n]
-  virtual void RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps) = 0;
+  virtual void RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n,
+                       float eps) = 0;
   // The same over rows `x_stride` floats apart (the query rows of the joint q/gate projection).
-  virtual void RmsNormRows(const float* x, int64_t x_stride, const float* w, float* y, int64_t rows, int64_t n,
-                           float eps) = 0;
+  virtual void RmsNormRows(const float* x, int64_t x_stride, const float* w, float* y, int64_t rows,
+                           int64_t n, float eps) = 0;
   // x += mix; y = RmsNorm(x) * w.  x, mix, y: [rows, n]; y aliases neither
-  virtual void AddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows, int64_t n,
-                          float eps) = 0;
+  virtual void AddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows,
+                          int64_t n, float eps) = 0;
   // y = RmsNorm(x) * w * silu(z).  x, z, y: [rows, n] (y may alias x)
-  virtual void GatedRmsNorm(const float* x, const float* w, const float* z, float* y, int64_t rows, int64_t n,
-                            float eps) = 0;
+  virtual void GatedRmsNorm(const float* x, const float* w, const float* z, float* y, int64_t rows,
+                            int64_t n, float eps) = 0;
   // y[T, rows] = x[T, cols] * W^T
   virtual void MatMul(const WeightMatrix& w, const float* x, float* y, int64_t T) = 0;
   // ys[i][T, ws[i].rows] = x[T, cols] * W_i^T for n <= kMaxMatMulMulti matrices sharing cols.
-  virtual void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys, int64_t T) = 0;
+  virtual void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys,
+                           int64_t T) = 0;
 
   // --- gated delta net ---
   // Causal conv + SiLU (conv.h): x: [T, C]; w: [C, Kc]; state: [C, Kc-1] updated; y: [T, C]
-  virtual void CausalConvSilu(const CausalConvShape& s, const float* x, const float* w, float* state,
-                              float* y) = 0;
+  virtual void CausalConvSilu(const CausalConvShape& s, const float* x, const float* w,
+                              float* state, float* y) = 0;
   // conv [T, C] -> q, k [T, Hk, Dk] (L2-normed, q scaled), v [T, Hv, Dv]; alpha -> g, beta ->
   // sigmoid(beta) in place [T, Hv] (gdn_split.h).
-  virtual void GdnSplit(const GatedDeltaShape& s, const float* conv, float eps, float q_scale, float* q,
-                        float* k, float* v, float* alpha, float* beta, const float* ssm_a,
+  virtual void GdnSplit(const GatedDeltaShape& s, const float* conv, float eps, float q_scale,
+                        float* q, float* k, float* v, float* alpha, float* beta, const float* ssm_a,
                         const float* dt_bias) = 0;
   // The delta rule over T tokens (gated_delta.h for the shapes); state updated in place.
   virtual void GatedDelta(const GatedDeltaShape& s, const float* q, const float* k, const float* v,
@@ -73,7 +75,8 @@ class Backend {
 
   // --- full attention ---
   // Rotates each head in place at positions pos0 + t.  x: [T, heads, Dh]
-  virtual void Rope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, const RopeParams& p) = 0;
+  virtual void Rope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0,
+                    const RopeParams& p) = 0;
   // Precision of the attention inputs before K/V enter the cache: kRef keeps f32; kCpu rounds q, k
   // and v to f16 values, as llama.cpp's CPU path does (F16 KV cache, Q converted to F16 for Q·K;
   // docs/spec/qwen35-architecture.md §14 item 2), so an f16 KV cache (kv_cache.h) stores them
@@ -83,7 +86,8 @@ class Backend {
   virtual void Attention(const AttentionShape& s, const float* q, const KvView& k, const KvView& v,
                          float* out) = 0;
   // x[r][c] *= sigmoid(gate[r * gate_stride + c]).  x: [rows, n]
-  virtual void MulSigmoid(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride) = 0;
+  virtual void MulSigmoid(float* x, const float* gate, int64_t rows, int64_t n,
+                          int64_t gate_stride) = 0;
 
   // --- FFN, residual ---
   // up = silu(gate) * up.  [n]
@@ -92,25 +96,32 @@ class Backend {
   virtual void Add(float* x, const float* y, int64_t n) = 0;
 
   // --- mixture of experts (moe.h) ---
-  // Router probabilities -> top-k ids and weights.  logits: [T, X] (overwritten); ids, weights: [T, k]
-  virtual void MoeRoute(float* logits, int64_t T, int64_t X, int64_t k, int32_t* ids, float* weights) = 0;
+  // Router probabilities -> top-k ids and weights.  logits: [T, X] (overwritten); ids, weights: [T,
+  // k]
+  virtual void MoeRoute(float* logits, int64_t T, int64_t X, int64_t k, int32_t* ids,
+                        float* weights) = 0;
   // (token, slot) pairs grouped by expert.  ids, slots: [n]; expert_begin: [X + 1]
-  virtual void GroupByExpert(const int32_t* ids, int64_t n, int64_t X, int32_t* slots, int32_t* expert_begin) = 0;
+  virtual void GroupByExpert(const int32_t* ids, int64_t n, int64_t X, int32_t* slots,
+                             int32_t* expert_begin) = 0;
   // dst[i] = src[slots[i] / K].  src: [T, E]; dst: [n, E]
-  virtual void MoeGather(const float* src, const int32_t* slots, int64_t n, int64_t K, int64_t E, float* dst) = 0;
+  virtual void MoeGather(const float* src, const int32_t* slots, int64_t n, int64_t K, int64_t E,
+                         float* dst) = 0;
   // dst[slots[i]] = src[i].  src: [n, E]; dst: [T*K, E]
-  virtual void MoeScatter(const float* src, const int32_t* slots, int64_t n, int64_t E, float* dst) = 0;
+  virtual void MoeScatter(const float* src, const int32_t* slots, int64_t n, int64_t E,
+                          float* dst) = 0;
   // mix[t] = sum_j weights[t][j] * yslot[t][j], j in order.  yslot: [T, K, E]; mix: [T, E]
   virtual void MoeCombine(const float* yslot, const float* weights, int64_t T, int64_t K, int64_t E,
                           float* mix) = 0;
   // mix[t] += sigmoid(gate[t]) * y[t].  mix, y: [T, E]; gate: [T]
-  virtual void AddSigmoidGated(float* mix, const float* y, const float* gate, int64_t T, int64_t E) = 0;
+  virtual void AddSigmoidGated(float* mix, const float* y, const float* gate, int64_t T,
+                               int64_t E) = 0;
 };
 
 // Options that change how a backend computes (not what).
 struct BackendOptions {
   // kCpu: use the chunked delta rule for ubatches of at least this many tokens, the recurrent form
-  // below. Set to INT64_MAX for results that do not depend on how a sequence is split into ubatches.
+  // below. Set to INT64_MAX for results that do not depend on how a sequence is split into
+  // ubatches.
   int64_t gdn_chunk_min_tokens = cpu::kGatedDeltaChunkMinTokens;
 };
 

@@ -17,7 +17,8 @@ class CpuBackend final : public Backend {
   CpuBackend(ThreadPool& pool, const BackendOptions& options) : pool_(pool), options_(options) {}
 
   Status Reserve(int64_t n_kv, int64_t group, int64_t head_dim) override {
-    const size_t need = static_cast<size_t>(pool_.size()) * static_cast<size_t>(cpu::AttentionScoreFloats(n_kv, group));
+    const size_t need = static_cast<size_t>(pool_.size()) *
+                        static_cast<size_t>(cpu::AttentionScoreFloats(n_kv, group));
     const size_t rows = static_cast<size_t>(pool_.size()) * 2 * static_cast<size_t>(head_dim);
     try {
       if (scores_.size() < need) scores_.resize(need);
@@ -30,25 +31,27 @@ class CpuBackend final : public Backend {
   void Embed(const WeightMatrix& table, const int32_t* tokens, int64_t T, float* x) override {
     cpu::Embed(table, tokens, T, x, pool_);
   }
-  void RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps) override {
+  void RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n,
+               float eps) override {
     cpu::RmsNorm(x, w, y, rows, n, eps, pool_);
   }
-  void RmsNormRows(const float* x, int64_t x_stride, const float* w, float* y, int64_t rows, int64_t n,
-                   float eps) override {
+  void RmsNormRows(const float* x, int64_t x_stride, const float* w, float* y, int64_t rows,
+                   int64_t n, float eps) override {
     cpu::RmsNormRows(x, x_stride, w, y, rows, n, eps, pool_);
   }
   void AddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows, int64_t n,
                   float eps) override {
     cpu::AddRmsNorm(x, mix, w, y, rows, n, eps, pool_);
   }
-  void GatedRmsNorm(const float* x, const float* w, const float* z, float* y, int64_t rows, int64_t n,
-                    float eps) override {
+  void GatedRmsNorm(const float* x, const float* w, const float* z, float* y, int64_t rows,
+                    int64_t n, float eps) override {
     cpu::GatedRmsNorm(x, w, z, y, rows, n, eps, pool_);
   }
   void MatMul(const WeightMatrix& w, const float* x, float* y, int64_t T) override {
     cpu::MatMul(w, x, y, T, pool_);
   }
-  void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys, int64_t T) override {
+  void MatMulMulti(const WeightMatrix* ws, int n, const float* x, float* const* ys,
+                   int64_t T) override {
     cpu::MatMulMulti(ws, n, x, ys, T, pool_);
   }
 
@@ -56,8 +59,9 @@ class CpuBackend final : public Backend {
                       float* y) override {
     cpu::CausalConvSilu(s, x, w, state, y, pool_);
   }
-  void GdnSplit(const GatedDeltaShape& s, const float* conv, float eps, float q_scale, float* q, float* k,
-                float* v, float* alpha, float* beta, const float* ssm_a, const float* dt_bias) override {
+  void GdnSplit(const GatedDeltaShape& s, const float* conv, float eps, float q_scale, float* q,
+                float* k, float* v, float* alpha, float* beta, const float* ssm_a,
+                const float* dt_bias) override {
     cpu::GdnSplit(s, conv, eps, q_scale, q, k, v, alpha, beta, ssm_a, dt_bias, pool_);
   }
   void GatedDelta(const GatedDeltaShape& s, const float* q, const float* k, const float* v,
@@ -69,7 +73,8 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void Rope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, const RopeParams& p) override {
+  void Rope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0,
+            const RopeParams& p) override {
     cpu::Rope(x, T, heads, Dh, pos0, p, pool_);
   }
   void RoundAttentionInputs(float* q, int64_t nq, float* k, float* v, int64_t nkv) override {
@@ -81,7 +86,8 @@ class CpuBackend final : public Backend {
                  float* out) override {
     cpu::Attention(s, q, k, v, out, scores_.data(), rows_.data(), pool_);
   }
-  void MulSigmoid(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride) override {
+  void MulSigmoid(float* x, const float* gate, int64_t rows, int64_t n,
+                  int64_t gate_stride) override {
     cpu::MulSigmoid(x, gate, rows, n, gate_stride, pool_);
   }
 
@@ -89,23 +95,28 @@ class CpuBackend final : public Backend {
   void Add(float* x, const float* y, int64_t n) override { cpu::Add(x, y, n, pool_); }
 
   // Routing and grouping are a few hundred scalar steps per token: the reference loops.
-  void MoeRoute(float* logits, int64_t T, int64_t X, int64_t k, int32_t* ids, float* weights) override {
+  void MoeRoute(float* logits, int64_t T, int64_t X, int64_t k, int32_t* ids,
+                float* weights) override {
     ref::MoeRoute(logits, T, X, k, ids, weights);
   }
-  void GroupByExpert(const int32_t* ids, int64_t n, int64_t X, int32_t* slots, int32_t* expert_begin) override {
+  void GroupByExpert(const int32_t* ids, int64_t n, int64_t X, int32_t* slots,
+                     int32_t* expert_begin) override {
     ref::GroupByExpert(ids, n, X, slots, expert_begin);
   }
-  void MoeGather(const float* src, const int32_t* slots, int64_t n, int64_t K, int64_t E, float* dst) override {
+  void MoeGather(const float* src, const int32_t* slots, int64_t n, int64_t K, int64_t E,
+                 float* dst) override {
     cpu::MoeGather(src, slots, n, K, E, dst, pool_);
   }
-  void MoeScatter(const float* src, const int32_t* slots, int64_t n, int64_t E, float* dst) override {
+  void MoeScatter(const float* src, const int32_t* slots, int64_t n, int64_t E,
+                  float* dst) override {
     cpu::MoeScatter(src, slots, n, E, dst, pool_);
   }
   void MoeCombine(const float* yslot, const float* weights, int64_t T, int64_t K, int64_t E,
                   float* mix) override {
     cpu::MoeCombine(yslot, weights, T, K, E, mix, pool_);
   }
-  void AddSigmoidGated(float* mix, const float* y, const float* gate, int64_t T, int64_t E) override {
+  void AddSigmoidGated(float* mix, const float* y, const float* gate, int64_t T,
+                       int64_t E) override {
     cpu::AddSigmoidGated(mix, y, gate, T, E, pool_);
   }
 
@@ -120,9 +131,12 @@ class CpuBackend final : public Backend {
 
 const char* BackendName(BackendKind kind) {
   switch (kind) {
-    case BackendKind::kRef: return "ref";
-    case BackendKind::kCpu: return "cpu";
-    case BackendKind::kCuda: return "cuda";
+    case BackendKind::kRef:
+      return "ref";
+    case BackendKind::kCpu:
+      return "cpu";
+    case BackendKind::kCuda:
+      return "cuda";
   }
   return "?";
 }

@@ -1,5 +1,6 @@
 // ModelConfig from GGUF metadata: exact value types as llama.cpp requires them, defaults from the
-// docs/spec/qwen35-architecture.md §2.1, the consistency checks of §2.4 and the layer schedule of §3.
+// docs/spec/qwen35-architecture.md §2.1, the consistency checks of §2.4 and the layer schedule of
+// §3.
 #include "model/config.h"
 
 #include <algorithm>
@@ -37,8 +38,8 @@ Status GetPerLayerU32(const gguf::File& f, const std::string& key, bool required
   const int64_t first = meta::ArrayInt(*v, 0);
   for (int64_t i = 1; i < n_trunk; ++i) {
     if (meta::ArrayInt(*v, i) != first) {
-      return Unsupported("key '{}' varies across layers ({} at layer 0, {} at layer {})", key, first,
-                         meta::ArrayInt(*v, i), i);
+      return Unsupported("key '{}' varies across layers ({} at layer 0, {} at layer {})", key,
+                         first, meta::ArrayInt(*v, i), i);
     }
   }
   *out = first;
@@ -55,9 +56,9 @@ Status CheckPositive(const char* what, const std::string& key, int64_t value) {
 // any Qwen3.5 model (widths <= 8k, 64 heads, head dim 256) yet keeps every product of two or three
 // of them well inside int64, so no later shape arithmetic can overflow. Without them a 69 KB file
 // with key_length = 2^32-2 spent seconds and hundreds of MB on a 2^31-entry rope table first.
-constexpr int64_t kMaxWidth = int64_t{1} << 20;   // n_embd, FFN lengths, GDN inner size
-constexpr int64_t kMaxHeads = int64_t{1} << 12;   // attention and GDN head counts
-constexpr int64_t kMaxHeadDim = int64_t{1} << 14; // key/value length, GDN state size
+constexpr int64_t kMaxWidth = int64_t{1} << 20;    // n_embd, FFN lengths, GDN inner size
+constexpr int64_t kMaxHeads = int64_t{1} << 12;    // attention and GDN head counts
+constexpr int64_t kMaxHeadDim = int64_t{1} << 14;  // key/value length, GDN state size
 constexpr int64_t kMaxConvKernel = 64;
 
 Status CheckDim(const char* what, const std::string& key, int64_t value, int64_t max) {
@@ -67,8 +68,8 @@ Status CheckDim(const char* what, const std::string& key, int64_t value, int64_t
   return OkStatus();
 }
 
-// Layer schedule (qwen35-architecture.md §3): `attention.recurrent_layers` (bool/i32/u32 scalar or array[L_all])
-// overrides `full_attention_interval` (default 4).
+// Layer schedule (qwen35-architecture.md §3): `attention.recurrent_layers` (bool/i32/u32 scalar or
+// array[L_all]) overrides `full_attention_interval` (default 4).
 Status ReadSchedule(const gguf::File& f, const std::string& p, ModelConfig* c) {
   c->recurrent.assign(c->n_layer, false);
   const std::string rkey = p + "attention.recurrent_layers";
@@ -135,7 +136,8 @@ Status ReadRope(const gguf::File& f, const std::string& p, ModelConfig* c) {
     }
     for (int i = 0; i < 4; ++i) c->rope_sections[i] = static_cast<int32_t>(meta::ArrayInt(*v, i));
   } else {
-    return BadFormat("key '{}' has type {}, expected an i32/u32 array of 4", skey, meta::Describe(*v));
+    return BadFormat("key '{}' has type {}, expected an i32/u32 array of 4", skey,
+                     meta::Describe(*v));
   }
   int64_t sect_sum = 0;
   for (int i = 0; i < 4; ++i) {
@@ -211,7 +213,8 @@ Status ReadTokenizerChecks(const gguf::File& f, ModelConfig* c) {
     }
   }
   const gguf::Value* merges = f.Find("tokenizer.ggml.merges");
-  if (merges == nullptr) return BadFormat("missing key 'tokenizer.ggml.merges' (required for gpt2)");
+  if (merges == nullptr)
+    return BadFormat("missing key 'tokenizer.ggml.merges' (required for gpt2)");
   if (merges->type() != ValueType::ARRAY || merges->element_type() != ValueType::STRING) {
     return BadFormat("key 'tokenizer.ggml.merges' has type {}, expected array of string",
                      meta::Describe(*merges));
@@ -219,7 +222,8 @@ Status ReadTokenizerChecks(const gguf::File& f, ModelConfig* c) {
   // Parsed by the chat layer, but a present template of another type must not pass for "none".
   if (const gguf::Value* t = f.Find("tokenizer.chat_template");
       t != nullptr && t->type() != ValueType::STRING) {
-    return BadFormat("key 'tokenizer.chat_template' has type {}, expected string", meta::Describe(*t));
+    return BadFormat("key 'tokenizer.chat_template' has type {}, expected string",
+                     meta::Describe(*t));
   }
   for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
                           "tokenizer.ggml.padding_token_id", "tokenizer.ggml.eot_token_id"}) {
@@ -227,7 +231,8 @@ Status ReadTokenizerChecks(const gguf::File& f, ModelConfig* c) {
     uint32_t id = 0;
     QWENRT_RETURN_IF_ERROR(meta::GetU32(f, key, false, 0, &id));
     if (id >= c->n_vocab) {
-      return BadFormat("'{}' = {} is not a token id (vocabulary has {} tokens)", key, id, c->n_vocab);
+      return BadFormat("'{}' = {} is not a token id (vocabulary has {} tokens)", key, id,
+                       c->n_vocab);
     }
   }
   return OkStatus();
@@ -243,8 +248,10 @@ StatusOr<ModelConfig> ConfigFromGguf(const gguf::File& f) {
   ModelConfig c;
   QWENRT_RETURN_IF_ERROR(meta::GetString(f, "general.architecture", true, "", &c.arch));
   if (c.arch != "qwen35" && c.arch != "qwen35moe") {
-    return Unsupported("unknown architecture 'general.architecture' = {} (expected qwen35 or "
-                       "qwen35moe)", gguf::QuoteBytes(c.arch));
+    return Unsupported(
+        "unknown architecture 'general.architecture' = {} (expected qwen35 or "
+        "qwen35moe)",
+        gguf::QuoteBytes(c.arch));
   }
   c.moe = c.arch == "qwen35moe";
   if (const gguf::Value* v = f.Find("split.count")) {
@@ -254,12 +261,14 @@ StatusOr<ModelConfig> ConfigFromGguf(const gguf::File& f) {
     // gguf::File::Open merges the parts of a split file; a first part parsed on its own (no parts
     // loaded) has no tensors of the others and cannot be used.
     if (meta::ScalarInt(*v) > 1 && meta::ScalarInt(*v) != f.split_count()) {
-      return Unsupported("split GGUF part opened on its own (split.count = {}): open the first part by path",
-                         meta::ScalarInt(*v));
+      return Unsupported(
+          "split GGUF part opened on its own (split.count = {}): open the first part by path",
+          meta::ScalarInt(*v));
     }
     if (meta::ScalarInt(*v) > 1 && f.split_parts().size() + 1 != f.split_count()) {
-      return Unsupported("split GGUF (split.count = {}) without its other parts: open the first part by path",
-                         meta::ScalarInt(*v));
+      return Unsupported(
+          "split GGUF (split.count = {}) without its other parts: open the first part by path",
+          meta::ScalarInt(*v));
     }
   }
   const std::string p = c.arch + ".";
@@ -289,7 +298,8 @@ StatusOr<ModelConfig> ConfigFromGguf(const gguf::File& f) {
   QWENRT_RETURN_IF_ERROR(CheckDim("head count", p + "attention.head_count", c.n_head, kMaxHeads));
   QWENRT_RETURN_IF_ERROR(GetPerLayerU32(f, p + "attention.head_count_kv", false,
                                         static_cast<uint32_t>(c.n_head), La, L, &c.n_head_kv));
-  QWENRT_RETURN_IF_ERROR(CheckDim("KV head count", p + "attention.head_count_kv", c.n_head_kv, kMaxHeads));
+  QWENRT_RETURN_IF_ERROR(
+      CheckDim("KV head count", p + "attention.head_count_kv", c.n_head_kv, kMaxHeads));
   if (c.n_head % c.n_head_kv != 0) {
     return BadFormat("'{}attention.head_count' = {} is not a multiple of head_count_kv = {}", p,
                      c.n_head, c.n_head_kv);
@@ -317,7 +327,8 @@ StatusOr<ModelConfig> ConfigFromGguf(const gguf::File& f) {
   QWENRT_RETURN_IF_ERROR(meta::GetU32(f, p + "ssm.conv_kernel", true, 0, &u));
   c.conv_kernel = u;
   if (c.conv_kernel < 2 || c.conv_kernel > kMaxConvKernel) {
-    return BadFormat("'{}ssm.conv_kernel' = {} must be in [2, {}]", p, c.conv_kernel, kMaxConvKernel);
+    return BadFormat("'{}ssm.conv_kernel' = {} must be in [2, {}]", p, c.conv_kernel,
+                     kMaxConvKernel);
   }
   uint32_t inner = 0, state = 0, rank = 0, groups = 0;
   QWENRT_RETURN_IF_ERROR(meta::GetU32(f, p + "ssm.inner_size", true, 0, &inner));
@@ -329,12 +340,13 @@ StatusOr<ModelConfig> ConfigFromGguf(const gguf::File& f) {
   QWENRT_RETURN_IF_ERROR(CheckDim("GDN value heads", p + "ssm.time_step_rank", rank, kMaxHeads));
   QWENRT_RETURN_IF_ERROR(CheckDim("GDN key heads", p + "ssm.group_count", groups, kMaxHeads));
   if (rank % groups != 0) {
-    return BadFormat("'{}ssm.time_step_rank' = {} is not a multiple of ssm.group_count = {}", p, rank,
-                     groups);
+    return BadFormat("'{}ssm.time_step_rank' = {} is not a multiple of ssm.group_count = {}", p,
+                     rank, groups);
   }
   if (inner % rank != 0 || inner / rank != state) {
-    return BadFormat("'{}ssm.inner_size' = {} must equal ssm.time_step_rank ({}) x ssm.state_size ({})",
-                     p, inner, rank, state);
+    return BadFormat(
+        "'{}ssm.inner_size' = {} must equal ssm.time_step_rank ({}) x ssm.state_size ({})", p,
+        inner, rank, state);
   }
   c.ssm_hk = groups;
   c.ssm_hv = rank;
@@ -352,7 +364,8 @@ StatusOr<ModelConfig> ConfigFromGguf(const gguf::File& f) {
     if (u != 0) return Unsupported("'{}{}' = {}: grouped expert routing is not supported", p, k, u);
   }
   if (c.moe) {
-    if (f.Find(p + "expert_count") == nullptr) return BadFormat("missing required key '{}expert_count'", p);
+    if (f.Find(p + "expert_count") == nullptr)
+      return BadFormat("missing required key '{}expert_count'", p);
     if (f.Find(p + "expert_used_count") == nullptr) {
       return BadFormat("missing required key '{}expert_used_count'", p);
     }
@@ -370,10 +383,12 @@ StatusOr<ModelConfig> ConfigFromGguf(const gguf::File& f) {
     QWENRT_RETURN_IF_ERROR(
         CheckDim("expert FFN length", p + "expert_feed_forward_length", c.n_ff_exp, kMaxWidth));
     QWENRT_RETURN_IF_ERROR(CheckDim("shared expert FFN length",
-                                    p + "expert_shared_feed_forward_length", c.n_ff_shexp, kMaxWidth));
+                                    p + "expert_shared_feed_forward_length", c.n_ff_shexp,
+                                    kMaxWidth));
   } else {
     if (c.n_expert != 0) {
-      return BadFormat("'{}expert_count' = {} but a dense qwen35 model has no experts", p, c.n_expert);
+      return BadFormat("'{}expert_count' = {} but a dense qwen35 model has no experts", p,
+                       c.n_expert);
     }
     QWENRT_RETURN_IF_ERROR(CheckDim("FFN length", p + "feed_forward_length", c.n_ff, kMaxWidth));
   }

@@ -18,7 +18,9 @@ class DeviceArray {
   DeviceArray() = default;
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
-  DeviceArray(DeviceArray&& o) noexcept : p_(o.p_), bytes_(o.bytes_) { o.p_ = nullptr, o.bytes_ = 0; }
+  DeviceArray(DeviceArray&& o) noexcept : p_(o.p_), bytes_(o.bytes_) {
+    o.p_ = nullptr, o.bytes_ = 0;
+  }
   DeviceArray& operator=(DeviceArray&& o) noexcept {
     std::swap(p_, o.p_);
     std::swap(bytes_, o.bytes_);
@@ -58,7 +60,9 @@ class PinnedArray {
     return OkStatus();
   }
   template <typename T>
-  T* as() const { return static_cast<T*>(p_); }
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
 
  private:
   void* p_ = nullptr;

@@ -3,10 +3,10 @@
 // callers need no #ifdefs.
 #ifndef QWENRT_HAVE_CUDA
 
-#include "ops/cuda_device.h"
-#include "ops/cuda_ops.h"
 #include "model/cuda_weights.h"
 #include "model/forward_cuda.h"
+#include "ops/cuda_device.h"
+#include "ops/cuda_ops.h"
 
 namespace qwenrt {
 

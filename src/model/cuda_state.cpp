@@ -41,8 +41,8 @@ Status CudaStateMirror::Init(const ModelConfig& c, int64_t max_ubatch, cuda::Str
     QWENRT_RETURN_IF_ERROR(ssm_state_.AllocateFloats(G * ssm_floats_));
     QWENRT_RETURN_IF_ERROR(state_stage_.Allocate(conv_state_.bytes() + ssm_state_.bytes()));
   }
-  QWENRT_RETURN_IF_ERROR(
-      kv_stage_.Allocate(static_cast<size_t>(2 * c.n_attn_layers() * max_ubatch * KvD) * sizeof(float)));
+  QWENRT_RETURN_IF_ERROR(kv_stage_.Allocate(
+      static_cast<size_t>(2 * c.n_attn_layers() * max_ubatch * KvD) * sizeof(float)));
   k_.resize(static_cast<size_t>(c.n_attn_layers()));
   v_.resize(static_cast<size_t>(c.n_attn_layers()));
   return OkStatus();
@@ -53,7 +53,8 @@ Status CudaStateMirror::Adopt(RecurrentState& rec) {
   if (pending_rec_ != nullptr && pending_rec_ != &rec) {
     QWENRT_RETURN_IF_ERROR(Fetch(*const_cast<RecurrentState*>(pending_rec_)));
   }
-  if (rec.pending() == this && &rec != pending_rec_) {  // a device copy (a restored checkpoint): make it live
+  if (rec.pending() == this &&
+      &rec != pending_rec_) {  // a device copy (a restored checkpoint): make it live
     const DeviceState& d = copies_.at(&rec);
     rec_lineage_ = 0;
     // On failure rec is still pending on its copy.
@@ -67,10 +68,12 @@ Status CudaStateMirror::Adopt(RecurrentState& rec) {
 }
 
 Status CudaStateMirror::Upload(KvCache& kv, const RecurrentState& rec) {
-  if (rec.pending() != this && rec.lineage() != rec_lineage_) {  // (Adopt fetched it if pending elsewhere)
+  if (rec.pending() != this &&
+      rec.lineage() != rec_lineage_) {  // (Adopt fetched it if pending elsewhere)
     rec_lineage_ = 0;
     // Through the pinned staging: one copy per state array instead of two per layer.
-    const size_t cf = static_cast<size_t>(rec.conv_floats()), sf = static_cast<size_t>(rec.ssm_floats());
+    const size_t cf = static_cast<size_t>(rec.conv_floats()),
+                 sf = static_cast<size_t>(rec.ssm_floats());
     const int64_t G = rec.n_layers();
     float* conv = state_stage_.as<float>();
     float* ssm = conv + G * cf;
@@ -79,8 +82,10 @@ Status CudaStateMirror::Upload(KvCache& kv, const RecurrentState& rec) {
       std::copy_n(rec.conv(g), cf, conv + g * cf);
       std::copy_n(rec.ssm(g), sf, ssm + g * sf);
     }
-    QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(conv_state_.f(), conv, G * cf * sizeof(float), stream_));
-    QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(ssm_state_.f(), ssm, G * sf * sizeof(float), stream_));
+    QWENRT_RETURN_IF_ERROR(
+        cuda::CopyToDevice(conv_state_.f(), conv, G * cf * sizeof(float), stream_));
+    QWENRT_RETURN_IF_ERROR(
+        cuda::CopyToDevice(ssm_state_.f(), ssm, G * sf * sizeof(float), stream_));
     rec_lineage_ = rec.lineage();
   }
   const int64_t row = kv.row_floats();
@@ -135,11 +140,14 @@ Status CudaStateMirror::FetchKvRows(KvCache& kv, int64_t from, int64_t n) {
     const int64_t m = std::min(max_ubatch_, from + n - p0);
     const size_t off = static_cast<size_t>(p0 * row), len = static_cast<size_t>(m * row);
     for (int64_t a = 0; a < A; ++a) {
-      QWENRT_RETURN_IF_ERROR(cuda::CopyToHostAsync(stage + 2 * a * len, k_[a].f() + off, len * sizeof(float), stream_));
-      QWENRT_RETURN_IF_ERROR(cuda::CopyToHostAsync(stage + (2 * a + 1) * len, v_[a].f() + off, len * sizeof(float), stream_));
+      QWENRT_RETURN_IF_ERROR(cuda::CopyToHostAsync(stage + 2 * a * len, k_[a].f() + off,
+                                                   len * sizeof(float), stream_));
+      QWENRT_RETURN_IF_ERROR(cuda::CopyToHostAsync(stage + (2 * a + 1) * len, v_[a].f() + off,
+                                                   len * sizeof(float), stream_));
     }
     QWENRT_RETURN_IF_ERROR(cuda::StreamSynchronize(stream_));
-    for (int64_t a = 0; a < A; ++a) kv.WriteRows(a, p0, m, stage + 2 * a * len, stage + (2 * a + 1) * len);
+    for (int64_t a = 0; a < A; ++a)
+      kv.WriteRows(a, p0, m, stage + 2 * a * len, stage + (2 * a + 1) * len);
   }
   return OkStatus();
 }
@@ -162,12 +170,14 @@ Status CudaStateMirror::Failed(RecurrentState& rec, bool launched, Status s) {
     rec.SetPending(nullptr);
     pending_rec_ = nullptr;
     Poison(rec);
-    return Status(StatusCode::kDevice, "CUDA forward failed and the recurrent state was lost: " + s.message());
+    return Status(StatusCode::kDevice,
+                  "CUDA forward failed and the recurrent state was lost: " + s.message());
   }
   return s;  // the host state is as it was
 }
 
-Status CudaStateMirror::CopyToHostState(const float* src_conv, const float* src_ssm, RecurrentState& rec) {
+Status CudaStateMirror::CopyToHostState(const float* src_conv, const float* src_ssm,
+                                        RecurrentState& rec) {
   // Both state arrays in two copies to the pinned staging, one synchronisation, then into the
   // state's own (pageable) memory: several times faster than per-layer pageable copies.
   const size_t cf = static_cast<size_t>(conv_floats_), sf = static_cast<size_t>(ssm_floats_);
@@ -197,8 +207,9 @@ Status CudaStateMirror::Fetch(RecurrentState& rec) {
   if (s.ok()) return OkStatus();
   Poison(rec);
   if (live) rec_lineage_ = 0;
-  return Status(StatusCode::kDevice,
-                "CUDA forward: fetching the recurrent state failed (it was replaced by NaN): " + s.message());
+  return Status(
+      StatusCode::kDevice,
+      "CUDA forward: fetching the recurrent state failed (it was replaced by NaN): " + s.message());
 }
 
 void CudaStateMirror::Forget(const RecurrentState& rec) {
@@ -251,8 +262,10 @@ Status CudaStateMirror::Clone(const RecurrentState& from, RecurrentState& to) {
   const Status s = CopyToHostState(src_conv, src_ssm, to);
   if (s.ok()) return OkStatus();
   Poison(to);
-  return Status(StatusCode::kDevice, "CUDA forward: copying the recurrent state failed (the copy was replaced "
-                                     "by NaN): " + s.message());
+  return Status(StatusCode::kDevice,
+                "CUDA forward: copying the recurrent state failed (the copy was replaced "
+                "by NaN): " +
+                    s.message());
 }
 
 }  // namespace qwenrt

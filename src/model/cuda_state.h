@@ -35,11 +35,11 @@ class CudaStateMirror final : public StateMirror {
   // enqueued on `stream` (which must outlive the mirror). Error: DEVICE.
   Status Init(const ModelConfig& config, int64_t max_ubatch, cuda::Stream stream);
 
-  // A run of `rec`, in order: Adopt (before anything may be left half-done), Upload, the launches on
-  // conv()/ssm()/k()/v(), FetchKvRows of the new rows, then Advanced, or Failed if any step failed.
-  // Adopt: the live buffers become `rec`'s. Another state pending in them is fetched first; a device
-  // copy of `rec` (a restored checkpoint) is copied in; a state pending on another mirror is fetched
-  // (it is uploaded by Upload). Error: DEVICE (rec is as it was).
+  // A run of `rec`, in order: Adopt (before anything may be left half-done), Upload, the launches
+  // on conv()/ssm()/k()/v(), FetchKvRows of the new rows, then Advanced, or Failed if any step
+  // failed. Adopt: the live buffers become `rec`'s. Another state pending in them is fetched first;
+  // a device copy of `rec` (a restored checkpoint) is copied in; a state pending on another mirror
+  // is fetched (it is uploaded by Upload). Error: DEVICE (rec is as it was).
   Status Adopt(RecurrentState& rec);
   // Brings the mirror up to date with (kv, rec), growing the KV buffers to kv.capacity().
   Status Upload(KvCache& kv, const RecurrentState& rec);
@@ -87,14 +87,14 @@ class CudaStateMirror final : public StateMirror {
   cuda::Stream stream_ = nullptr;
   int64_t max_ubatch_ = 0;
   int64_t conv_floats_ = 0, ssm_floats_ = 0;  // per GDN layer
-  PinnedArray kv_stage_;     // [n_attn_layers, 2, Tm, Hkv * Dh] new K/V rows on their way to the host
+  PinnedArray kv_stage_;  // [n_attn_layers, 2, Tm, Hkv * Dh] new K/V rows on their way to the host
   PinnedArray state_stage_;  // [n_gdn_layers, conv_floats] then [n_gdn_layers, ssm_floats]
 
   // The mirror of the last (kv, rec) run here.
-  std::vector<DeviceArray> k_, v_;  // [n_attn_layers][kv_capacity_ * row]
-  int64_t kv_capacity_ = 0;         // positions allocated per layer
-  int64_t kv_rows_ = 0;             // valid mirrored positions
-  uint64_t kv_lineage_ = 0;         // 0: nothing mirrored
+  std::vector<DeviceArray> k_, v_;      // [n_attn_layers][kv_capacity_ * row]
+  int64_t kv_capacity_ = 0;             // positions allocated per layer
+  int64_t kv_rows_ = 0;                 // valid mirrored positions
+  uint64_t kv_lineage_ = 0;             // 0: nothing mirrored
   DeviceArray conv_state_, ssm_state_;  // [n_gdn_layers, conv_floats] / [n_gdn_layers, ssm_floats]
   uint64_t rec_lineage_ = 0;
   // States whose newest contents live only here: the live one, in conv_state_ / ssm_state_ (the one

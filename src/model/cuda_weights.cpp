@@ -13,18 +13,22 @@ namespace qwenrt {
 StatusOr<std::shared_ptr<const CudaWeights>> CudaWeights::Upload(const Model& model) {
   const gguf::File& f = model.gguf();
   if (f.split_count() > 1) {
-    return Unsupported("CUDA backend: split GGUF files ({} parts) are not supported (the upload maps one data "
-                       "section); merge them with llama-gguf-split --merge or use the CPU backend",
-                       f.split_count());
+    return Unsupported(
+        "CUDA backend: split GGUF files ({} parts) are not supported (the upload maps one data "
+        "section); merge them with llama-gguf-split --merge or use the CPU backend",
+        f.split_count());
   }
-  // Every tensor the GPU multiplies by must have a mat-vec kernel (an untied token_embd is decoded on
-  // the host, any type). Refuse up front, naming the first that has none, rather than fail mid-forward.
+  // Every tensor the GPU multiplies by must have a mat-vec kernel (an untied token_embd is decoded
+  // on the host, any type). Refuse up front, naming the first that has none, rather than fail
+  // mid-forward.
   const bool tied = f.FindTensor("output.weight") == nullptr;
   for (const gguf::TensorInfo& t : f.tensors()) {
     if (t.name == "token_embd.weight" && !tied) continue;
     if (!cuda::HasMatMulKernel(t.type)) {
-      return Unsupported("CUDA backend: tensor '{}' has type {}, which the CUDA mat-vec does not implement "
-                         "(use the CPU backend)", t.name, gguf::TypeName(t.type));
+      return Unsupported(
+          "CUDA backend: tensor '{}' has type {}, which the CUDA mat-vec does not implement "
+          "(use the CPU backend)",
+          t.name, gguf::TypeName(t.type));
     }
   }
   auto w = std::shared_ptr<CudaWeights>(new CudaWeights());
@@ -36,7 +40,8 @@ StatusOr<std::shared_ptr<const CudaWeights>> CudaWeights::Upload(const Model& mo
   if (c.rope_pair_uses_pos.size() > 0) {
     std::vector<uint8_t> pairs(c.rope_pair_uses_pos.begin(), c.rope_pair_uses_pos.end());
     QWENRT_RETURN_IF_ERROR(w->rope_pairs_.Allocate(pairs.size()));
-    QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(w->rope_pairs_.u8(), pairs.data(), pairs.size(), nullptr));
+    QWENRT_RETURN_IF_ERROR(
+        cuda::CopyToDevice(w->rope_pairs_.u8(), pairs.data(), pairs.size(), nullptr));
   }
   QWENRT_RETURN_IF_ERROR(cuda::StreamSynchronize(nullptr));
   QWENRT_RETURN_IF_ERROR(w->CheckMapped(model));

@@ -36,7 +36,8 @@ class CudaWeights {
   // driver), INTERNAL (a weight outside the data section).
   static StatusOr<std::shared_ptr<const CudaWeights>> Upload(const Model& model);
 
-  // The device address of host weight bytes [p, p + n), or nullptr if they are not in the data section.
+  // The device address of host weight bytes [p, p + n), or nullptr if they are not in the data
+  // section.
   const uint8_t* Map(const void* p, size_t n) const {
     const auto* b = static_cast<const uint8_t*>(p);
     if (b < host_base_ || b + n > host_base_ + size_) return nullptr;

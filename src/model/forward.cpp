@@ -23,37 +23,42 @@ struct Step {
   const ModelConfig& c;
   Backend& be;
   Activations& a;
-  int64_t T;                             // rows in this ubatch (all sequences)
-  std::span<const UbatchSegment> seqs;   // each sequence's rows, in row order
+  int64_t T;                            // rows in this ubatch (all sequences)
+  std::span<const UbatchSegment> seqs;  // each sequence's rows, in row order
 };
 
-// Gated delta net (qwen35-architecture.md §7): xn -> mix, advancing this layer's conv window and delta-rule state.
-// `slot` indexes the GDN layers of each sequence's recurrent state.
+// Gated delta net (qwen35-architecture.md §7): xn -> mix, advancing this layer's conv window and
+// delta-rule state. `slot` indexes the GDN layers of each sequence's recurrent state.
 void GatedDeltaLayer(Step& s, const GatedDeltaWeights& w, int64_t slot) {
   const ModelConfig& c = s.c;
   Activations& a = s.a;
-  const int64_t T = s.T, Hk = c.ssm_hk, Hv = c.ssm_hv, Dk = c.ssm_dk, Dv = c.ssm_dv, C = c.conv_channels();
+  const int64_t T = s.T, Hk = c.ssm_hk, Hv = c.ssm_hv, Dk = c.ssm_dk, Dv = c.ssm_dv,
+                C = c.conv_channels();
   const WeightMatrix proj[] = {w.qkv, w.gate, w.beta, w.alpha};
   float* const proj_out[] = {a.qkv.data(),     // m: [T, C]
                              a.z.data(),       // z: [T, Hv*Dv]
                              a.beta.data(),    // b: [T, Hv]
                              a.alpha.data()};  // a: [T, Hv]
   s.be.MatMulMulti(proj, 4, a.xn.data(), proj_out, T);
-  for (const UbatchSegment& q : s.seqs) {  // y = SiLU(conv(m)), each sequence's window [C, Kc-1] advanced
+  for (const UbatchSegment& q :
+       s.seqs) {  // y = SiLU(conv(m)), each sequence's window [C, Kc-1] advanced
     s.be.CausalConvSilu(CausalConvShape{q.T, C, c.conv_kernel}, a.qkv.data() + q.row * C, w.conv1d,
                         q.step->rec->conv(slot), a.conv.data() + q.row * C);
   }
   // q, k [T, Hk, Dk] L2-normed (q scaled by 1/sqrt(Dk)), v [T, Hv, Dv]; g, beta from a, b.
-  s.be.GdnSplit(GatedDeltaShape{T, Hk, Hv, Dk, Dv}, a.conv.data(), c.eps, 1.0f / std::sqrt(static_cast<float>(Dk)),
-                a.gq.data(), a.gk.data(), a.gv.data(), a.alpha.data(), a.beta.data(), w.ssm_a, w.dt_bias);
+  s.be.GdnSplit(GatedDeltaShape{T, Hk, Hv, Dk, Dv}, a.conv.data(), c.eps,
+                1.0f / std::sqrt(static_cast<float>(Dk)), a.gq.data(), a.gk.data(), a.gv.data(),
+                a.alpha.data(), a.beta.data(), w.ssm_a, w.dt_bias);
   // Value head h reads key head h % Hk (tiled order, qwen35-architecture.md §5.1). Each sequence
   // advances its own state [Hv, Dv, Dk].
   for (const UbatchSegment& q : s.seqs) {
     const int64_t qk = q.row * Hk * Dk, vo = q.row * Hv * Dv, h = q.row * Hv;
-    s.be.GatedDelta(GatedDeltaShape{q.T, Hk, Hv, Dk, Dv}, a.gq.data() + qk, a.gk.data() + qk, a.gv.data() + vo,
-                    a.alpha.data() + h, a.beta.data() + h, q.step->rec->ssm(slot), a.go.data() + vo);
+    s.be.GatedDelta(GatedDeltaShape{q.T, Hk, Hv, Dk, Dv}, a.gq.data() + qk, a.gk.data() + qk,
+                    a.gv.data() + vo, a.alpha.data() + h, a.beta.data() + h, q.step->rec->ssm(slot),
+                    a.go.data() + vo);
   }
-  s.be.GatedRmsNorm(a.go.data(), w.norm, a.z.data(), a.go.data(), T * Hv, Dv, c.eps);  // norm(o) * silu(z)
+  s.be.GatedRmsNorm(a.go.data(), w.norm, a.z.data(), a.go.data(), T * Hv, Dv,
+                    c.eps);  // norm(o) * silu(z)
   s.be.MatMul(w.out, a.go.data(), a.mix.data(), T);
 }
 
@@ -69,7 +74,8 @@ void FullAttentionLayer(Step& s, const AttentionWeights& w, const RopeParams& ro
                              a.k.data(),   // [T, Hkv, Dh]
                              a.v.data()};  // [T, Hkv, Dh]
   s.be.MatMulMulti(proj, 3, a.xn.data(), proj_out, T);
-  s.be.RmsNormRows(a.qg.data(), 2 * Dh, w.q_norm, a.q.data(), T * H, Dh, c.eps);  // query rows, read in place
+  s.be.RmsNormRows(a.qg.data(), 2 * Dh, w.q_norm, a.q.data(), T * H, Dh,
+                   c.eps);  // query rows, read in place
   s.be.RmsNorm(a.k.data(), w.k_norm, a.k.data(), T * Hkv, Dh, c.eps);
   const int64_t row = Hkv * Dh;
   for (const UbatchSegment& q : s.seqs) {  // each sequence's rows at its own positions
@@ -80,11 +86,13 @@ void FullAttentionLayer(Step& s, const AttentionWeights& w, const RopeParams& ro
   s.be.RoundAttentionInputs(a.q.data(), T * H * Dh, a.k.data(), a.v.data(), T * Hkv * Dh);
   for (const UbatchSegment& q : s.seqs) {  // K/V rows into the sequence's cache at n_past
     KvCache& kv = *q.step->kv;
-    kv.WriteRows(slot, q.n_past, q.T, a.k.data() + q.row * row, a.v.data() + q.row * row);  // its storage type
-    s.be.Attention(AttentionShape{q.T, q.n_past, H, Hkv, Dh}, a.q.data() + q.row * H * Dh, kv.KeyView(slot),
-                   kv.ValueView(slot), a.att.data() + q.row * H * Dh);
+    kv.WriteRows(slot, q.n_past, q.T, a.k.data() + q.row * row,
+                 a.v.data() + q.row * row);  // its storage type
+    s.be.Attention(AttentionShape{q.T, q.n_past, H, Hkv, Dh}, a.q.data() + q.row * H * Dh,
+                   kv.KeyView(slot), kv.ValueView(slot), a.att.data() + q.row * H * Dh);
   }
-  s.be.MulSigmoid(a.att.data(), a.qg.data() + Dh, T * H, Dh, 2 * Dh);  // output gate, read in place from qg
+  s.be.MulSigmoid(a.att.data(), a.qg.data() + Dh, T * H, Dh,
+                  2 * Dh);  // output gate, read in place from qg
   s.be.MatMul(w.o, a.att.data(), a.mix.data(), T);
 }
 
@@ -103,8 +111,9 @@ void Mlp(Step& s, const DenseFfnWeights& w) {
   SwiGluFfn(s, w.gate, w.up, w.down, s.a.xn.data(), s.a.mix.data(), s.T);
 }
 
-// Routed experts + sigmoid-gated shared expert (qwen35-architecture.md §9.2): xn -> mix. Tokens are grouped by expert
-// so each expert runs one [n, E] matmul; results are summed per token in selection order.
+// Routed experts + sigmoid-gated shared expert (qwen35-architecture.md §9.2): xn -> mix. Tokens are
+// grouped by expert so each expert runs one [n, E] matmul; results are summed per token in
+// selection order.
 void Moe(Step& s, const MoeWeights& w) {
   const ModelConfig& c = s.c;
   Activations& a = s.a;
@@ -126,7 +135,8 @@ void Moe(Step& s, const MoeWeights& w) {
   s.be.AddSigmoidGated(a.mix.data(), a.ye.data(), a.shgate.data(), T, E);
 }
 
-// logits[rows, V] = output · RMSNorm(x[first .. first+rows), output_norm)   (qwen35-architecture.md §11)
+// logits[rows, V] = output · RMSNorm(x[first .. first+rows), output_norm)   (qwen35-architecture.md
+// §11)
 void Logits(Step& s, const Weights& w, int64_t first, int64_t rows, float* logits) {
   const int64_t E = s.c.n_embd;
   s.be.RmsNorm(s.a.x.data() + first * E, w.output_norm, s.a.xn.data(), rows, E, s.c.eps);
@@ -164,7 +174,8 @@ void RunUbatch(ForwardContext& ctx, Step& s, float* logits_scratch) {
       Mlp(s, lw.ffn);
     }
     if (l + 1 < c.n_layer) {
-      be.AddRmsNorm(act.x.data(), act.mix.data(), w.layers[l + 1].attn_norm, act.xn.data(), T, E, c.eps);
+      be.AddRmsNorm(act.x.data(), act.mix.data(), w.layers[l + 1].attn_norm, act.xn.data(), T, E,
+                    c.eps);
     } else {
       be.Add(act.x.data(), act.mix.data(), T * E);
     }
@@ -189,14 +200,17 @@ void RunUbatch(ForwardContext& ctx, Step& s, float* logits_scratch) {
   } else if (n_last > 1) {
     int64_t j = 0;
     for (const UbatchSegment& q : s.seqs) {
-      if (q.step->all_logits || q.first + q.T != static_cast<int64_t>(q.step->tokens.size())) continue;
-      be.RmsNorm(act.x.data() + (q.row + q.T - 1) * E, w.output_norm, act.xn.data() + j * E, 1, E, c.eps);
+      if (q.step->all_logits || q.first + q.T != static_cast<int64_t>(q.step->tokens.size()))
+        continue;
+      be.RmsNorm(act.x.data() + (q.row + q.T - 1) * E, w.output_norm, act.xn.data() + j * E, 1, E,
+                 c.eps);
       ++j;
     }
     be.MatMul(w.output, act.xn.data(), logits_scratch, n_last);  // [n_last, V]
     j = 0;
     for (const UbatchSegment& q : s.seqs) {
-      if (q.step->all_logits || q.first + q.T != static_cast<int64_t>(q.step->tokens.size())) continue;
+      if (q.step->all_logits || q.first + q.T != static_cast<int64_t>(q.step->tokens.size()))
+        continue;
       std::copy_n(logits_scratch + j * V, V, q.step->logits);
       ++j;
     }
@@ -207,13 +221,14 @@ void RunUbatch(ForwardContext& ctx, Step& s, float* logits_scratch) {
 // for the step's tokens and the recurrent state is on the host).
 Status CheckStep(const ModelConfig& c, SequenceStep& st) {
   const int64_t T = static_cast<int64_t>(st.tokens.size());
-  if (st.kv == nullptr || st.rec == nullptr) return InvalidArgument("Forward: null KV cache or recurrent state");
+  if (st.kv == nullptr || st.rec == nullptr)
+    return InvalidArgument("Forward: null KV cache or recurrent state");
   if (T == 0) return InvalidArgument("Forward: no tokens");
   if (st.logits == nullptr) return InvalidArgument("Forward: logits buffer is null");
   for (int64_t i = 0; i < T; ++i) {
     if (st.tokens[i] < 0 || st.tokens[i] >= c.n_vocab) {
-      return InvalidArgument("token id {} at index {} is outside the vocabulary [0, {})", st.tokens[i], i,
-                             c.n_vocab);
+      return InvalidArgument("token id {} at index {} is outside the vocabulary [0, {})",
+                             st.tokens[i], i, c.n_vocab);
     }
   }
   const KvCache& kv = *st.kv;
@@ -231,10 +246,11 @@ Status CheckStep(const ModelConfig& c, SequenceStep& st) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& model, BackendKind kind,
-                                                                 ThreadPool* pool,
+StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& model,
+                                                                 BackendKind kind, ThreadPool* pool,
                                                                  const Options& options) {
-  if (options.max_ubatch < 1) return InvalidArgument("max_ubatch must be >= 1, got {}", options.max_ubatch);
+  if (options.max_ubatch < 1)
+    return InvalidArgument("max_ubatch must be >= 1, got {}", options.max_ubatch);
   if (options.max_sequences < 1) {
     return InvalidArgument("max_sequences must be >= 1, got {}", options.max_sequences);
   }
@@ -244,7 +260,8 @@ StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& mo
   try {
     ctx->segments_.resize(static_cast<size_t>(options.max_sequences));
   } catch (const std::bad_alloc&) {
-    return OutOfMemory("out of memory allocating forward bookkeeping for {} sequences", options.max_sequences);
+    return OutOfMemory("out of memory allocating forward bookkeeping for {} sequences",
+                       options.max_sequences);
   }
   if (kind == BackendKind::kCuda) {  // device-resident: no host backend or scratch
     CudaForward::Options cuda;
@@ -255,10 +272,11 @@ StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& mo
   }
   QWENRT_ASSIGN_OR_RETURN(ctx->backend_, MakeBackend(kind, pool, options.backend));
   const ModelConfig& c = model.config();
-  const size_t Tm = static_cast<size_t>(options.max_ubatch), Sm = static_cast<size_t>(options.max_sequences);
-  const size_t E = c.n_embd, C = c.conv_channels(), Cq = c.ssm_hk * c.ssm_dk, Cv = c.ssm_hv * c.ssm_dv,
-               Hv = c.ssm_hv, HD = c.n_head * c.head_dim, KvD = c.n_head_kv * c.head_dim,
-               X = c.n_expert, K = c.n_expert_used;
+  const size_t Tm = static_cast<size_t>(options.max_ubatch),
+               Sm = static_cast<size_t>(options.max_sequences);
+  const size_t E = c.n_embd, C = c.conv_channels(), Cq = c.ssm_hk * c.ssm_dk,
+               Cv = c.ssm_hv * c.ssm_dv, Hv = c.ssm_hv, HD = c.n_head * c.head_dim,
+               KvD = c.n_head_kv * c.head_dim, X = c.n_expert, K = c.n_expert_used;
   const size_t ff = std::max({c.n_ff, c.n_ff_exp, c.n_ff_shexp});
   const bool gdn = c.n_gdn_layers() > 0, attn = c.n_attn_layers() > 0;
   Activations& a = ctx->act_;
@@ -298,7 +316,8 @@ StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& mo
       a.shgate.resize(Tm);
     }
     // Several sequences' last-token logits (a single one is written straight to its buffer).
-    if (options.max_sequences > 1) a.logits.resize(std::min(Tm, Sm) * static_cast<size_t>(c.n_vocab));
+    if (options.max_sequences > 1)
+      a.logits.resize(std::min(Tm, Sm) * static_cast<size_t>(c.n_vocab));
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory allocating forward scratch for ubatches of {} tokens", Tm);
   }
@@ -309,16 +328,16 @@ size_t ForwardContext::bytes() const {
   const Activations& a = act_;
   size_t n = 0;
   for (const std::vector<float>* v :
-       {&a.x, &a.xn, &a.mix, &a.qkv, &a.conv, &a.z, &a.alpha, &a.beta, &a.gq, &a.gk, &a.gv, &a.go, &a.qg,
-        &a.q, &a.k, &a.v, &a.att, &a.ff_gate, &a.ff_up, &a.router, &a.weights, &a.xe, &a.ye,
-        &a.yslot, &a.shgate, &a.logits}) {
+       {&a.x,     &a.xn,     &a.mix,     &a.qkv, &a.conv, &a.z,     &a.alpha,  &a.beta,  &a.gq,
+        &a.gk,    &a.gv,     &a.go,      &a.qg,  &a.q,    &a.k,     &a.v,      &a.att,   &a.ff_gate,
+        &a.ff_up, &a.router, &a.weights, &a.xe,  &a.ye,   &a.yslot, &a.shgate, &a.logits}) {
     n += v->capacity() * sizeof(float);
   }
   return n + (a.ids.capacity() + a.slots.capacity() + a.expert_begin.capacity()) * sizeof(int32_t);
 }
 
-Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec, std::span<const int32_t> tokens,
-               bool all_logits, float* logits) {
+Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec,
+               std::span<const int32_t> tokens, bool all_logits, float* logits) {
   SequenceStep step{&kv, &rec, tokens, all_logits, logits, OkStatus()};
   return ForwardBatch(ctx, std::span<SequenceStep>(&step, 1));
 }
@@ -330,11 +349,13 @@ Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps) {
     return st;
   };
   if (static_cast<int64_t>(steps.size()) > ctx.max_sequences_) {
-    return fail_all(InvalidArgument("ForwardBatch: {} sequences, the context was made for at most {}",
-                                    steps.size(), ctx.max_sequences_));
+    return fail_all(
+        InvalidArgument("ForwardBatch: {} sequences, the context was made for at most {}",
+                        steps.size(), ctx.max_sequences_));
   }
   if (ctx.cuda_ != nullptr && steps.size() > 1) {
-    return fail_all(Unsupported("ForwardBatch: the CUDA pass runs one sequence per call, got {}", steps.size()));
+    return fail_all(Unsupported("ForwardBatch: the CUDA pass runs one sequence per call, got {}",
+                                steps.size()));
   }
   int64_t n_kv = 0;  // the longest cache attention will read
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -342,18 +363,22 @@ Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps) {
     st.status = OkStatus();
     for (size_t j = 0; j < i && st.status.ok(); ++j) {
       if (st.kv == steps[j].kv || st.rec == steps[j].rec) {
-        st.status = InvalidArgument("ForwardBatch: steps {} and {} share a KV cache or a recurrent state", j, i);
+        st.status = InvalidArgument(
+            "ForwardBatch: steps {} and {} share a KV cache or a recurrent state", j, i);
       }
     }
     if (st.status.ok()) st.status = CheckStep(c, st);
-    if (st.status.ok() && ctx.cuda_ != nullptr && st.kv->type() != KvType::kF32) {  // its device cache is f32
-      st.status = Unsupported("the CUDA backend keeps its KV cache in f32, not {}", KvTypeName(st.kv->type()));
+    if (st.status.ok() && ctx.cuda_ != nullptr &&
+        st.kv->type() != KvType::kF32) {  // its device cache is f32
+      st.status = Unsupported("the CUDA backend keeps its KV cache in f32, not {}",
+                              KvTypeName(st.kv->type()));
     }
     if (st.status.ok() && ctx.cuda_ != nullptr) {
       st.status = ctx.cuda_->Run(*st.kv, *st.rec, st.tokens, st.all_logits, st.logits);
       return st.status;
     }
-    if (st.status.ok()) st.status = st.rec->Fetch();  // a state a CUDA context still holds is brought back first
+    if (st.status.ok())
+      st.status = st.rec->Fetch();  // a state a CUDA context still holds is brought back first
     if (st.status.ok()) n_kv = std::max(n_kv, st.kv->capacity());
   }
   if (n_kv > 0) {
@@ -384,7 +409,8 @@ Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps) {
       ctx.segments_[n++] = UbatchSegment{rows, take, st.kv->size(), first, &st};
       rows += take;
     }
-    Step s{c, *ctx.backend_, ctx.act_, rows, std::span<const UbatchSegment>(ctx.segments_.data(), n)};
+    Step s{c, *ctx.backend_, ctx.act_, rows,
+           std::span<const UbatchSegment>(ctx.segments_.data(), n)};
     RunUbatch(ctx, s, ctx.act_.logits.data());
     // Advance past the steps this ubatch finished.
     const UbatchSegment& last = ctx.segments_[n - 1];

@@ -9,52 +9,52 @@
 #include <span>
 #include <vector>
 
+#include "base/status.h"
+#include "base/thread_pool.h"
 #include "model/backend.h"
 #include "model/forward_cuda.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/recurrent_state.h"
-#include "base/status.h"
-#include "base/thread_pool.h"
 
 namespace qwenrt {
 
 // Scratch activations for one ubatch of up to Tm tokens (cf. gemma.cpp activations.h).
 struct Activations {
-  std::vector<float> x;        // [Tm, E] residual stream
-  std::vector<float> xn;       // [Tm, E] normed input of the current sub-block
-  std::vector<float> mix;      // [Tm, E] sub-block output
+  std::vector<float> x;    // [Tm, E] residual stream
+  std::vector<float> xn;   // [Tm, E] normed input of the current sub-block
+  std::vector<float> mix;  // [Tm, E] sub-block output
   // Gated delta net.
-  std::vector<float> qkv;      // [Tm, C] projections before the conv (the conv state's inputs)
-  std::vector<float> conv;     // [Tm, C] after conv + SiLU
-  std::vector<float> z;        // [Tm, Hv*Dv] output gate
-  std::vector<float> alpha;    // [Tm, Hv] decay input, then g (log-decay)
-  std::vector<float> beta;     // [Tm, Hv] write strength input, then sigmoid'ed
-  std::vector<float> gq;       // [Tm, Hk, Dk]
-  std::vector<float> gk;       // [Tm, Hk, Dk]
-  std::vector<float> gv;       // [Tm, Hv, Dv]
-  std::vector<float> go;       // [Tm, Hv, Dv] delta-rule output, then gated-normed
+  std::vector<float> qkv;    // [Tm, C] projections before the conv (the conv state's inputs)
+  std::vector<float> conv;   // [Tm, C] after conv + SiLU
+  std::vector<float> z;      // [Tm, Hv*Dv] output gate
+  std::vector<float> alpha;  // [Tm, Hv] decay input, then g (log-decay)
+  std::vector<float> beta;   // [Tm, Hv] write strength input, then sigmoid'ed
+  std::vector<float> gq;     // [Tm, Hk, Dk]
+  std::vector<float> gk;     // [Tm, Hk, Dk]
+  std::vector<float> gv;     // [Tm, Hv, Dv]
+  std::vector<float> go;     // [Tm, Hv, Dv] delta-rule output, then gated-normed
   // Full attention.
-  std::vector<float> qg;       // [Tm, H, 2, Dh] joint query + gate projection
-  std::vector<float> q;        // [Tm, H, Dh] normed query rows of qg (the gate is read in place)
-  std::vector<float> k;        // [Tm, Hkv, Dh]
-  std::vector<float> v;        // [Tm, Hkv, Dh]
-  std::vector<float> att;      // [Tm, H, Dh]
+  std::vector<float> qg;   // [Tm, H, 2, Dh] joint query + gate projection
+  std::vector<float> q;    // [Tm, H, Dh] normed query rows of qg (the gate is read in place)
+  std::vector<float> k;    // [Tm, Hkv, Dh]
+  std::vector<float> v;    // [Tm, Hkv, Dh]
+  std::vector<float> att;  // [Tm, H, Dh]
   // FFN (dense: F wide; MoE: reused for routed experts (Fe) and the shared expert (Fs)).
   std::vector<float> ff_gate;  // [Tm, max(F, Fe, Fs)]
   std::vector<float> ff_up;    // [Tm, max(F, Fe, Fs)]
   // MoE.
-  std::vector<float> router;   // [Tm, X] logits, then probabilities
-  std::vector<int32_t> ids;    // [Tm, k] selected experts per token, in selection order
-  std::vector<float> weights;  // [Tm, k] their normalised weights
-  std::vector<int32_t> slots;  // [Tm * k] (token, slot) pairs t*k+j grouped by expert
+  std::vector<float> router;          // [Tm, X] logits, then probabilities
+  std::vector<int32_t> ids;           // [Tm, k] selected experts per token, in selection order
+  std::vector<float> weights;         // [Tm, k] their normalised weights
+  std::vector<int32_t> slots;         // [Tm * k] (token, slot) pairs t*k+j grouped by expert
   std::vector<int32_t> expert_begin;  // [X + 1] offsets into `slots`
-  std::vector<float> xe;       // [Tm, E] gathered inputs of one expert
-  std::vector<float> ye;       // [Tm, E] that expert's outputs
-  std::vector<float> yslot;    // [Tm, k, E] routed outputs per (token, slot), summed in slot order
-  std::vector<float> shgate;   // [Tm] shared-expert gate logit
+  std::vector<float> xe;              // [Tm, E] gathered inputs of one expert
+  std::vector<float> ye;              // [Tm, E] that expert's outputs
+  std::vector<float> yslot;   // [Tm, k, E] routed outputs per (token, slot), summed in slot order
+  std::vector<float> shgate;  // [Tm] shared-expert gate logit
   // Batching.
-  std::vector<float> logits;   // [Sm, V] last-token logits of several sequences, before the copy out
+  std::vector<float> logits;  // [Sm, V] last-token logits of several sequences, before the copy out
 };
 
 // One sequence's part of a ForwardBatch step: `tokens` run at positions kv->size() .. +T-1.
@@ -64,7 +64,7 @@ struct SequenceStep {
   std::span<const int32_t> tokens;
   bool all_logits = false;  // logits: [T, V] when true, else [V] for the last token
   float* logits = nullptr;
-  Status status;            // out: this sequence's result (kv and rec unchanged unless OK)
+  Status status;  // out: this sequence's result (kv and rec unchanged unless OK)
 };
 
 // One sequence's rows of a ubatch (ForwardBatch's bookkeeping, held in the context's scratch).
@@ -79,14 +79,16 @@ struct UbatchSegment {
 class ForwardContext {
  public:
   struct Options {
-    int64_t max_ubatch = 512;  // Tm: larger inputs are run in pieces of this many tokens (all sequences)
+    int64_t max_ubatch =
+        512;  // Tm: larger inputs are run in pieces of this many tokens (all sequences)
     int64_t max_sequences = 1;  // Sm: most sequences in one ForwardBatch
     BackendOptions backend;
-    bool cuda_graphs = false;  // kCuda: replay decode steps as one CUDA graph (CudaForward::Options)
+    bool cuda_graphs =
+        false;  // kCuda: replay decode steps as one CUDA graph (CudaForward::Options)
   };
   // `model` must outlive the context. kCpu needs `pool` (which must outlive the context); kRef and
-  // kCuda ignore it. kCuda runs the whole pass on the GPU (forward_cuda.h). Errors: InvalidArgument,
-  // OutOfMemory; kCuda: Unsupported (no CUDA build or device), Device.
+  // kCuda ignore it. kCuda runs the whole pass on the GPU (forward_cuda.h). Errors:
+  // InvalidArgument, OutOfMemory; kCuda: Unsupported (no CUDA build or device), Device.
   static StatusOr<std::unique_ptr<ForwardContext>> Create(const Model& model, BackendKind kind,
                                                           ThreadPool* pool, const Options& options);
   static StatusOr<std::unique_ptr<ForwardContext>> Create(const Model& model, BackendKind kind,
@@ -109,20 +111,19 @@ class ForwardContext {
   int64_t max_ubatch_ = 0;
   int64_t max_sequences_ = 1;
   std::vector<UbatchSegment> segments_;  // [Sm] of the ubatch being run
-  std::unique_ptr<Backend> backend_;  // kRef, kCpu
-  Activations act_;                   // kRef, kCpu
-  std::unique_ptr<CudaForward> cuda_;  // kCuda
+  std::unique_ptr<Backend> backend_;     // kRef, kCpu
+  Activations act_;                      // kRef, kCpu
+  std::unique_ptr<CudaForward> cuda_;    // kCuda
 };
 
 // Runs `tokens` at positions kv.size() .. kv.size()+T-1, advancing kv and rec.
 // logits: [T, V] when all_logits, else [V] for the last token.
-// Errors (kv and rec unchanged): InvalidArgument (empty input, token id outside [0, V), null logits,
-// state not made for this model), ContextFull / OutOfMemory (KV cache cannot grow or copy a shared
-// page), Unsupported (kCuda with a KV cache not stored in f32).
-// One thread per (ctx, kv, rec) at a time; the Model may be shared.
-// The same as ForwardBatch with this one step.
-Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec, std::span<const int32_t> tokens,
-               bool all_logits, float* logits);
+// Errors (kv and rec unchanged): InvalidArgument (empty input, token id outside [0, V), null
+// logits, state not made for this model), ContextFull / OutOfMemory (KV cache cannot grow or copy a
+// shared page), Unsupported (kCuda with a KV cache not stored in f32). One thread per (ctx, kv,
+// rec) at a time; the Model may be shared. The same as ForwardBatch with this one step.
+Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec,
+               std::span<const int32_t> tokens, bool all_logits, float* logits);
 
 // Runs several sequences in one pass: the matmuls, norms, FFN/MoE and the LM head run once over the
 // rows of all sequences (each weight is read once per ubatch, not once per sequence), the causal

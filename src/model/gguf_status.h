@@ -2,8 +2,8 @@
 // so loader code can write `return GgufStatus(err);`.
 #pragma once
 
-#include "qwenrt/gguf.hpp"
 #include "base/status.h"
+#include "qwenrt/gguf.hpp"
 
 namespace qwenrt {
 
@@ -13,12 +13,20 @@ namespace qwenrt {
 inline Status GgufStatus(const gguf::Error& err) {
   StatusCode code = StatusCode::kBadFormat;
   switch (err.code) {
-    case gguf::ErrorCode::kOk: return OkStatus();
-    case gguf::ErrorCode::kIo: code = StatusCode::kIo; break;
-    case gguf::ErrorCode::kOutOfMemory: code = StatusCode::kOutOfMemory; break;
+    case gguf::ErrorCode::kOk:
+      return OkStatus();
+    case gguf::ErrorCode::kIo:
+      code = StatusCode::kIo;
+      break;
+    case gguf::ErrorCode::kOutOfMemory:
+      code = StatusCode::kOutOfMemory;
+      break;
     case gguf::ErrorCode::kUnsupportedType:
-    case gguf::ErrorCode::kSplitFile: code = StatusCode::kUnsupported; break;
-    default: break;
+    case gguf::ErrorCode::kSplitFile:
+      code = StatusCode::kUnsupported;
+      break;
+    default:
+      break;
   }
   return Status(code, std::string("gguf ") + gguf::ErrorCodeName(err.code) + ": " + err.message);
 }

@@ -36,7 +36,9 @@ KvPageRef::KvPageRef(const KvPageRef& other) noexcept : p_(other.p_) {
 
 uint8_t* KvPageRef::data() const { return p_ == nullptr ? nullptr : p_->data; }
 
-int32_t KvPageRef::holders() const { return p_ == nullptr ? 0 : p_->refs.load(std::memory_order_acquire); }
+int32_t KvPageRef::holders() const {
+  return p_ == nullptr ? 0 : p_->refs.load(std::memory_order_acquire);
+}
 
 void KvPageRef::Release() noexcept {
   // acq_rel: this holder's reads happen before the page is freed or written by the last holder.
@@ -44,8 +46,8 @@ void KvPageRef::Release() noexcept {
   p_ = nullptr;
 }
 
-StatusOr<KvCache> KvCache::Create(const ModelConfig& config, int64_t max_tokens, int64_t initial_capacity,
-                                  const KvCacheOptions& options) {
+StatusOr<KvCache> KvCache::Create(const ModelConfig& config, int64_t max_tokens,
+                                  int64_t initial_capacity, const KvCacheOptions& options) {
   KvCache kv;
   kv.max_tokens_ = max_tokens > 0 ? max_tokens : config.n_ctx_train;
   kv.n_head_kv_ = config.n_head_kv;
@@ -55,12 +57,14 @@ StatusOr<KvCache> KvCache::Create(const ModelConfig& config, int64_t max_tokens,
                            kv.max_tokens_);
   }
   if (options.page_rows < 1 || options.page_rows > (int64_t{1} << 20))
-    return InvalidArgument("KV cache page size {} is outside [1, {}] positions", options.page_rows, 1 << 20);
+    return InvalidArgument("KV cache page size {} is outside [1, {}] positions", options.page_rows,
+                           1 << 20);
   if (static_cast<uint32_t>(options.type) >= kKvTypeCount)
     return InvalidArgument("unknown KV storage type {}", static_cast<uint32_t>(options.type));
   if (config.n_attn_layers() > 0 && !KvTypeFits(options.type, config.head_dim)) {
-    return Unsupported("KV storage type {} needs a head size that is a multiple of 32 (this model's is {})",
-                       KvTypeName(options.type), config.head_dim);
+    return Unsupported(
+        "KV storage type {} needs a head size that is a multiple of 32 (this model's is {})",
+        KvTypeName(options.type), config.head_dim);
   }
   kv.type_ = options.type;
   kv.page_rows_ = options.page_rows;
@@ -107,7 +111,8 @@ Status KvCache::Reserve(int64_t n, int64_t from) {
   from = from < 0 ? size_ : std::min(from, size_);
   if (n <= from) return OkStatus();
   if (n > max_tokens_) {
-    return ContextFull("context full: {} positions needed, the KV cache holds at most {}", n, max_tokens_);
+    return ContextFull("context full: {} positions needed, the KV cache holds at most {}", n,
+                       max_tokens_);
   }
   const int64_t P = page_rows_, first = from / P, last = (n - 1) / P;
   const size_t A = pages_.size(), half = static_cast<size_t>(P * row_bytes_);
@@ -115,7 +120,8 @@ Status KvCache::Reserve(int64_t n, int64_t from) {
   // hold: only the page holding position `from` when from == size()).
   std::vector<std::pair<int64_t, std::vector<KvPageRef>>> fresh;
   try {
-    if (static_cast<int64_t>(present_.size()) <= last) {  // bigger tables first (null entries change nothing)
+    if (static_cast<int64_t>(present_.size()) <=
+        last) {  // bigger tables first (null entries change nothing)
       present_.resize(static_cast<size_t>(last + 1), 0);
       for (size_t a = 0; a < A; ++a) {
         pages_[a].resize(static_cast<size_t>(last + 1));
@@ -129,8 +135,9 @@ Status KvCache::Reserve(int64_t n, int64_t from) {
       for (size_t a = 0; a < A; ++a) {
         per_layer[a] = KvPageRef::Allocate(page_bytes());
         if (per_layer[a].null()) {
-          return OutOfMemory("out of memory for KV cache pages up to {} positions ({} bytes per page)", n,
-                             page_bytes());
+          return OutOfMemory(
+              "out of memory for KV cache pages up to {} positions ({} bytes per page)", n,
+              page_bytes());
         }
         if (valid > 0) {  // copy-on-write of the rows this cache shares
           const uint8_t* src = pages_[a][i].data();
@@ -172,7 +179,8 @@ void KvCache::WriteRows(int64_t a, int64_t from, int64_t n, const float* k, cons
   }
 }
 
-void KvCache::WriteStoredRows(int64_t a, int64_t from, int64_t n, const uint8_t* k, const uint8_t* v) {
+void KvCache::WriteStoredRows(int64_t a, int64_t from, int64_t n, const uint8_t* k,
+                              const uint8_t* v) {
   lineage_.Renew();
   const int64_t P = page_rows_;
   for (int64_t p = from; p < from + n;) {
@@ -180,7 +188,8 @@ void KvCache::WriteStoredRows(int64_t a, int64_t from, int64_t n, const uint8_t*
     assert(present_[i] && pages_[a][i].holders() == 1 && "KvCache: Reserve before writing rows");
     uint8_t* base = pages_[a][i].data() + off * row_bytes_;
     std::memcpy(base, k + (p - from) * row_bytes_, static_cast<size_t>(m * row_bytes_));
-    std::memcpy(base + P * row_bytes_, v + (p - from) * row_bytes_, static_cast<size_t>(m * row_bytes_));
+    std::memcpy(base + P * row_bytes_, v + (p - from) * row_bytes_,
+                static_cast<size_t>(m * row_bytes_));
     p += m;
   }
 }
@@ -242,8 +251,10 @@ StatusOr<KvCache> KvCache::Copy() const {
     c.pages_.resize(pages_.size());
     c.bases_.resize(pages_.size());
     for (size_t a = 0; a < pages_.size(); ++a) {
-      c.pages_[a].assign(pages_[a].begin(), pages_[a].begin() + static_cast<std::ptrdiff_t>(n_pages));
-      c.bases_[a].assign(bases_[a].begin(), bases_[a].begin() + static_cast<std::ptrdiff_t>(n_pages));
+      c.pages_[a].assign(pages_[a].begin(),
+                         pages_[a].begin() + static_cast<std::ptrdiff_t>(n_pages));
+      c.bases_[a].assign(bases_[a].begin(),
+                         bases_[a].begin() + static_cast<std::ptrdiff_t>(n_pages));
     }
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory copying the KV cache's page table ({} pages)", n_pages);

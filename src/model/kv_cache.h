@@ -61,17 +61,19 @@ class KvPageRef {
 class KvCache {
  public:
   // An empty cache for `config`'s attention layers holding at most `max_tokens` positions
-  // (<= 0: the model's training context). Allocates pages for `initial_capacity` positions up front.
-  // Errors: InvalidArgument (initial_capacity > max_tokens, page_rows < 1), Unsupported (a storage
-  // type the model's head size cannot use: q8_0 needs head_dim % 32 == 0), OutOfMemory.
+  // (<= 0: the model's training context). Allocates pages for `initial_capacity` positions up
+  // front. Errors: InvalidArgument (initial_capacity > max_tokens, page_rows < 1), Unsupported (a
+  // storage type the model's head size cannot use: q8_0 needs head_dim % 32 == 0), OutOfMemory.
   static StatusOr<KvCache> Create(const ModelConfig& config, int64_t max_tokens = 0,
                                   int64_t initial_capacity = 0, const KvCacheOptions& options = {});
 
   KvCache(KvCache&&) noexcept = default;
   KvCache& operator=(KvCache&&) noexcept = default;
 
-  int64_t size() const { return size_; }          // valid positions
-  int64_t capacity() const { return capacity_; }  // positions covered by pages, from 0 without a gap
+  int64_t size() const { return size_; }  // valid positions
+  int64_t capacity() const {
+    return capacity_;
+  }  // positions covered by pages, from 0 without a gap
   int64_t max_tokens() const { return max_tokens_; }
   int64_t n_layers() const { return static_cast<int64_t>(pages_.size()); }  // attention layers
   int64_t n_head_kv() const { return n_head_kv_; }
@@ -121,7 +123,9 @@ class KvCache {
   size_t unique_bytes() const;
   size_t shared_bytes() const;
   size_t prorated_bytes() const;
-  size_t page_bytes() const { return static_cast<size_t>(2 * page_rows_ * row_bytes_); }  // per layer
+  size_t page_bytes() const {
+    return static_cast<size_t>(2 * page_rows_ * row_bytes_);
+  }  // per layer
 
   // A cache with the same valid positions that shares this one's pages (O(pages), no row is
   // copied); same type, page size and max_tokens. Error: OutOfMemory (the page tables).
@@ -141,8 +145,8 @@ class KvCache {
   int64_t n_head_kv_ = 0, head_dim_ = 0;
   int64_t page_rows_ = 256, row_bytes_ = 0;
   KvType type_ = KvType::kF32;
-  std::vector<uint8_t> present_;                   // [n_pages] 1 where the page exists (all layers)
-  std::vector<std::vector<KvPageRef>> pages_;      // [n_attn_layers][n_pages]
+  std::vector<uint8_t> present_;               // [n_pages] 1 where the page exists (all layers)
+  std::vector<std::vector<KvPageRef>> pages_;  // [n_attn_layers][n_pages]
   std::vector<std::vector<const uint8_t*>> bases_;  // [n_attn_layers][n_pages] pages_[a][i].data()
   Lineage lineage_;
 };

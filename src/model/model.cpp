@@ -74,8 +74,8 @@ StatusOr<std::shared_ptr<const Model>> Model::Build(gguf::File file, const LoadO
     QWENRT_ASSIGN_OR_RETURN(m->weights_, WeightsFromGguf(m->file_, m->config_));
     QWENRT_RETURN_IF_ERROR(progress(0.3f));
     if (options.pack_weights && cpu::PackedKernelsFast()) {
-      QWENRT_RETURN_IF_ERROR(PackWeights(&m->weights_, static_cast<int>(std::thread::hardware_concurrency()),
-                                         &m->packed_));
+      QWENRT_RETURN_IF_ERROR(PackWeights(
+          &m->weights_, static_cast<int>(std::thread::hardware_concurrency()), &m->packed_));
     }
     if (options.check_tensors) {
       const auto& tensors = m->file_.tensors();
@@ -93,7 +93,8 @@ StatusOr<std::shared_ptr<const Model>> Model::Build(gguf::File file, const LoadO
   }
 }
 
-StatusOr<std::shared_ptr<const Model>> Model::Load(const std::string& path, const LoadOptions& options) {
+StatusOr<std::shared_ptr<const Model>> Model::Load(const std::string& path,
+                                                   const LoadOptions& options) {
   gguf::Error err;
   std::optional<gguf::File> f;
   try {

@@ -10,11 +10,11 @@
 #include <mutex>
 #include <string>
 
-#include "model/config.h"
-#include "qwenrt/gguf.hpp"
 #include "base/status.h"
+#include "model/config.h"
 #include "model/packed_weights.h"
 #include "model/weights.h"
+#include "qwenrt/gguf.hpp"
 
 namespace qwenrt {
 
@@ -36,16 +36,15 @@ struct ModelLoadOptions {
   // matrices' size in memory (the mapped file's pages then stay cold and can be evicted) and a pass
   // over them at load. Taken per type where this CPU's packed kernel is the faster one
   // (cpu::PackedKernelFast: Q4_K / Q6_K on the avx512 and avx2 levels, the others with AVX-512
-  // VNNI); the CUDA pass never reads it. Measured (docs/performance.md): on the avx512 level prefill
-  // ~2x and decode faster; on the avx2 level prefill +57% but decode -39%. Off by default: a host
-  // opts in to the memory.
+  // VNNI); the CUDA pass never reads it. Measured (docs/performance.md): on the avx512 level
+  // prefill ~2x and decode faster; on the avx2 level prefill +57% but decode -39%. Off by default:
+  // a host opts in to the memory.
   bool pack_weights = false;
 };
 
 class Model {
  public:
   using LoadOptions = ModelLoadOptions;
-
 
   // Maps the file and validates it. Errors: Io (cannot open/map), BadFormat (malformed file,
   // inconsistent metadata, wrong tensor shape/type, unknown tensor), Unsupported (architecture,
@@ -59,7 +58,9 @@ class Model {
 
   const ModelConfig& config() const { return config_; }
   const Weights& weights() const { return weights_; }
-  const gguf::File& gguf() const { return file_; }  // tokenizer and chat template are read from here
+  const gguf::File& gguf() const {
+    return file_;
+  }  // tokenizer and chat template are read from here
   // 16 hex digits: 64-bit FNV-1a over the architecture, every tensor's name/shape/type, the
   // tokenizer tokens and merges and the chat template. Identifies "the same model" for saved state.
   const std::string& fingerprint() const { return fingerprint_; }

@@ -15,9 +15,9 @@ namespace {
 void ForEachMatrix(Weights* w, const std::function<void(WeightMatrix*)>& fn) {
   fn(&w->output);  // when tied, a copy of token_embd's view: Embed keeps reading the file's rows
   for (LayerWeights& l : w->layers) {
-    for (WeightMatrix* m : {&l.gdn.qkv, &l.gdn.gate, &l.gdn.alpha, &l.gdn.beta, &l.gdn.out, &l.attn.q, &l.attn.k,
-                            &l.attn.v, &l.attn.o, &l.ffn.gate, &l.ffn.up, &l.ffn.down, &l.moe.shexp_gate,
-                            &l.moe.shexp_up, &l.moe.shexp_down}) {
+    for (WeightMatrix* m : {&l.gdn.qkv, &l.gdn.gate, &l.gdn.alpha, &l.gdn.beta, &l.gdn.out,
+                            &l.attn.q, &l.attn.k, &l.attn.v, &l.attn.o, &l.ffn.gate, &l.ffn.up,
+                            &l.ffn.down, &l.moe.shexp_gate, &l.moe.shexp_up, &l.moe.shexp_down}) {
       fn(m);
     }
   }
@@ -30,7 +30,8 @@ Status PackWeights(Weights* weights, int threads, PackedWeights* out) {
   threads = std::max(1, threads);
   Status status = OkStatus();
   ForEachMatrix(weights, [&](WeightMatrix* m) {
-    if (!status.ok() || m->data == nullptr || m->packed != nullptr || !HasPackedLayout(m->type)) return;
+    if (!status.ok() || m->data == nullptr || m->packed != nullptr || !HasPackedLayout(m->type))
+      return;
     if (!cpu::PackedKernelFast(m->type)) return;  // this CPU's file-layout kernel is the faster one
     const size_t bytes = PackedBytes(m->type, m->cols, m->rows);
     if (bytes == 0) return;
@@ -44,7 +45,8 @@ Status PackWeights(Weights* weights, int threads, PackedWeights* out) {
     const int64_t groups = (m->rows + kPackRows - 1) / kPackRows;
     const int n = static_cast<int>(std::min<int64_t>(threads, (groups + 63) / 64));
     auto pack = [m, dst, groups, n](int i) {
-      PackGroups(m->type, m->data, m->row_bytes, m->cols, m->rows, groups * i / n, groups * (i + 1) / n, dst);
+      PackGroups(m->type, m->data, m->row_bytes, m->cols, m->rows, groups * i / n,
+                 groups * (i + 1) / n, dst);
     };
     std::vector<std::thread> pool;
     for (int i = 1; i < n; ++i) pool.emplace_back(pack, i);

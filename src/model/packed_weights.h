@@ -1,5 +1,6 @@
-// The packed (row-interleaved) copies of a model's K-quant matrices (ops/packed.h), made once at load
-// so that cpu::MatMul runs its 16-row x 8-token VNNI tiles. Owned by the Model beside the views.
+// The packed (row-interleaved) copies of a model's K-quant matrices (ops/packed.h), made once at
+// load so that cpu::MatMul runs its 16-row x 8-token VNNI tiles. Owned by the Model beside the
+// views.
 #pragma once
 
 #include <cstdint>

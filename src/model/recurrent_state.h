@@ -4,11 +4,11 @@
 // CopyFrom). Thread safety: one thread per RecurrentState at a time.
 //
 // Device residency (the CUDA backend, forward_cuda.h): a forward pass on the GPU leaves the newest
-// contents on the device and marks the state *pending* there, so decode steps move no state over the
-// bus. The accessors never fetch: while pending() the host buffers are stale (a copy made on the
-// device has none yet), and whoever reads or writes them calls Fetch() first. A Session does that
-// before it saves; code that only hands the state to Forward, Copy, CopyFrom, Reset or a move needs
-// to do nothing (they follow the device copy).
+// contents on the device and marks the state *pending* there, so decode steps move no state over
+// the bus. The accessors never fetch: while pending() the host buffers are stale (a copy made on
+// the device has none yet), and whoever reads or writes them calls Fetch() first. A Session does
+// that before it saves; code that only hands the state to Forward, Copy, CopyFrom, Reset or a move
+// needs to do nothing (they follow the device copy).
 #pragma once
 
 #include <cassert>
@@ -53,28 +53,32 @@ class RecurrentState {
   ~RecurrentState();
 
   int64_t n_layers() const { return static_cast<int64_t>(conv_.size()); }  // GDN layers
-  int64_t conv_floats() const { return conv_floats_; }  // per layer: C * (Kc-1)
-  int64_t ssm_floats() const { return ssm_floats_; }    // per layer: Hv * Dv * Dk
+  int64_t conv_floats() const { return conv_floats_; }                     // per layer: C * (Kc-1)
+  int64_t ssm_floats() const { return ssm_floats_; }  // per layer: Hv * Dv * Dk
 
   // GDN layer `g` (0-based among GDN layers); the host buffers, valid only when !pending().
   // conv: [C, Kc-1]: for each channel the last Kc-1 pre-convolution inputs, oldest first.
   float* conv(int64_t g) {
-    assert(pending_ == nullptr && "RecurrentState: Fetch() a pending state before using its buffers");
+    assert(pending_ == nullptr &&
+           "RecurrentState: Fetch() a pending state before using its buffers");
     lineage_.Renew();
     return conv_[g].data();
   }
   const float* conv(int64_t g) const {
-    assert(pending_ == nullptr && "RecurrentState: Fetch() a pending state before using its buffers");
+    assert(pending_ == nullptr &&
+           "RecurrentState: Fetch() a pending state before using its buffers");
     return conv_[g].data();
   }
   // ssm: [Hv, Dv, Dk]: S_h[i][j] (key i, value j) at h*Dv*Dk + j*Dk + i.
   float* ssm(int64_t g) {
-    assert(pending_ == nullptr && "RecurrentState: Fetch() a pending state before using its buffers");
+    assert(pending_ == nullptr &&
+           "RecurrentState: Fetch() a pending state before using its buffers");
     lineage_.Renew();
     return ssm_[g].data();
   }
   const float* ssm(int64_t g) const {
-    assert(pending_ == nullptr && "RecurrentState: Fetch() a pending state before using its buffers");
+    assert(pending_ == nullptr &&
+           "RecurrentState: Fetch() a pending state before using its buffers");
     return ssm_[g].data();
   }
 
@@ -87,7 +91,8 @@ class RecurrentState {
   // Device mirrors only (StateMirror): the contents now live on `mirror` (nullptr: the host buffers
   // are current again); the lineage is kept, since they are the contents the mirror ran to.
   void SetPending(StateMirror* mirror) { pending_ = mirror; }
-  // Device mirrors only: the contents advanced on the device (a forward ran), so they get a new name.
+  // Device mirrors only: the contents advanced on the device (a forward ran), so they get a new
+  // name.
   void RenewLineage() { lineage_.Renew(); }
   // Device mirrors only: the host buffers whatever the pending mark, without renewing the lineage.
   // A copy made on a device (Clone) has no host buffers until these size them.
@@ -100,7 +105,8 @@ class RecurrentState {
     return ssm_[g].data();
   }
 
-  // Names the contents (lineage.h): renewed by the mutable views, Reset and CopyFrom; moved with them.
+  // Names the contents (lineage.h): renewed by the mutable views, Reset and CopyFrom; moved with
+  // them.
   uint64_t lineage() const { return lineage_.id(); }
 
   void Reset();  // back to the position-0 state (all zeros); pending contents are dropped

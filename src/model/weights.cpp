@@ -1,13 +1,13 @@
-// Tensor catalogue of docs/spec/qwen35-architecture.md §4 → typed views, with the model-level checks of
-// docs/spec/gguf-and-quants.md §5 items 22–25 and 29. Every tensor the file holds must be claimed by exactly one
-// rule here (trunk, MTP block or global); whatever is left over is an error.
+// Tensor catalogue of docs/spec/qwen35-architecture.md §4 → typed views, with the model-level
+// checks of docs/spec/gguf-and-quants.md §5 items 22–25 and 29. Every tensor the file holds must be
+// claimed by exactly one rule here (trunk, MTP block or global); whatever is left over is an error.
 #include "model/weights.h"
+
+#include <fmt/format.h>
 
 #include <string>
 #include <string_view>
 #include <unordered_set>
-
-#include <fmt/format.h>
 
 namespace qwenrt {
 namespace {
@@ -89,15 +89,15 @@ class Binder {
   }
 
   static WeightMatrix View(const gguf::TensorInfo& t, int64_t cols, int64_t rows) {
-    const size_t row_bytes =
-        static_cast<size_t>(cols / gguf::BlockSize(t.type)) * static_cast<size_t>(gguf::TypeSize(t.type));
+    const size_t row_bytes = static_cast<size_t>(cols / gguf::BlockSize(t.type)) *
+                             static_cast<size_t>(gguf::TypeSize(t.type));
     return WeightMatrix{t.type, cols, rows, t.data, row_bytes};
   }
   static ExpertMatrices ExpertSlabs(const gguf::TensorInfo& t, int64_t cols, int64_t rows,
                                     int64_t n_expert) {
     const WeightMatrix m = View(t, cols, rows);
-    return ExpertMatrices{t.type, cols, rows, n_expert, t.data, m.row_bytes,
-                          m.row_bytes * static_cast<size_t>(rows)};
+    return ExpertMatrices{
+        t.type, cols, rows, n_expert, t.data, m.row_bytes, m.row_bytes * static_cast<size_t>(rows)};
   }
 
   // Claims every tensor whose name starts with one of `prefixes` (present, never used); returns
@@ -122,8 +122,7 @@ class Binder {
     for (const gguf::TensorInfo& t : f_.tensors()) {
       if (!used_.count(t.name)) {
         return BadFormat("unexpected tensor {} (shape {}) is not part of the {} architecture",
-                         gguf::QuoteBytes(t.name),
-                         ShapeString(t.ne, t.n_dims), arch_);
+                         gguf::QuoteBytes(t.name), ShapeString(t.ne, t.n_dims), arch_);
       }
     }
     return OkStatus();
@@ -187,19 +186,24 @@ Status BindMoe(Binder& b, const std::string& p, const ModelConfig& c, MoeWeights
     QWENRT_RETURN_IF_ERROR(b.Experts(p + "ffn_up_exps.weight", E, Fe, X, &w->up));
   }
   QWENRT_RETURN_IF_ERROR(b.Experts(p + "ffn_down_exps.weight", Fe, E, X, &w->down));
-  QWENRT_RETURN_IF_ERROR(b.Matrix(p + "ffn_gate_inp_shexp.weight", E, 1, true, false, &w->shexp_gate_inp));
-  QWENRT_RETURN_IF_ERROR(b.Matrix(p + "ffn_gate_shexp.weight", E, Fs, false, false, &w->shexp_gate));
+  QWENRT_RETURN_IF_ERROR(
+      b.Matrix(p + "ffn_gate_inp_shexp.weight", E, 1, true, false, &w->shexp_gate_inp));
+  QWENRT_RETURN_IF_ERROR(
+      b.Matrix(p + "ffn_gate_shexp.weight", E, Fs, false, false, &w->shexp_gate));
   QWENRT_RETURN_IF_ERROR(b.Matrix(p + "ffn_up_shexp.weight", E, Fs, false, false, &w->shexp_up));
-  QWENRT_RETURN_IF_ERROR(b.Matrix(p + "ffn_down_shexp.weight", Fs, E, false, false, &w->shexp_down));
+  QWENRT_RETURN_IF_ERROR(
+      b.Matrix(p + "ffn_down_shexp.weight", Fs, E, false, false, &w->shexp_down));
   return OkStatus();
 }
 
-// An MTP block (qwen35-architecture.md §4.7): attention block + FFN + nextn.* tensors. Checked, then dropped.
+// An MTP block (qwen35-architecture.md §4.7): attention block + FFN + nextn.* tensors. Checked,
+// then dropped.
 Status AccountMtpBlock(Binder& b, const std::string& p, const ModelConfig& c) {
   LayerWeights unused;
   const int64_t E = c.n_embd;
   QWENRT_RETURN_IF_ERROR(b.Vector(p + "attn_norm.weight", E, &unused.attn_norm));
-  QWENRT_RETURN_IF_ERROR(b.Vector(p + "post_attention_norm.weight", E, &unused.post_attention_norm));
+  QWENRT_RETURN_IF_ERROR(
+      b.Vector(p + "post_attention_norm.weight", E, &unused.post_attention_norm));
   QWENRT_RETURN_IF_ERROR(BindAttention(b, p, c, &unused.attn));
   if (c.moe) {
     QWENRT_RETURN_IF_ERROR(BindMoe(b, p, c, &unused.moe));
@@ -212,7 +216,8 @@ Status AccountMtpBlock(Binder& b, const std::string& p, const ModelConfig& c) {
   QWENRT_RETURN_IF_ERROR(b.Get(p + "nextn.hnorm.weight", {E}, true, false, &t));
   QWENRT_RETURN_IF_ERROR(b.Get(p + "nextn.shared_head_norm.weight", {E}, true, true, &t));
   QWENRT_RETURN_IF_ERROR(b.Get(p + "nextn.embed_tokens.weight", {E, c.n_vocab}, false, true, &t));
-  QWENRT_RETURN_IF_ERROR(b.Get(p + "nextn.shared_head_head.weight", {E, c.n_vocab}, false, true, &t));
+  QWENRT_RETURN_IF_ERROR(
+      b.Get(p + "nextn.shared_head_head.weight", {E, c.n_vocab}, false, true, &t));
   return OkStatus();
 }
 
@@ -222,14 +227,16 @@ StatusOr<Weights> WeightsFromGguf(const gguf::File& file, const ModelConfig& c) 
   Binder b(file);
   b.set_arch(c.arch);
   if (c.n_nextn > 0 && !b.Has("blk.0.attn_norm.weight")) {
-    return Unsupported("this file holds only the MTP (NextN) head (no 'blk.0.attn_norm.weight'): it "
-                       "cannot be used for normal inference");
+    return Unsupported(
+        "this file holds only the MTP (NextN) head (no 'blk.0.attn_norm.weight'): it "
+        "cannot be used for normal inference");
   }
   Weights w;
   const int64_t E = c.n_embd, V = c.n_vocab;
   if (const gguf::TensorInfo* te = file.FindTensor("token_embd.weight");
       te != nullptr && te->n_dims >= 2 && te->ne[0] == E && te->ne[1] != V) {
-    return BadFormat("tensor 'token_embd.weight' has {} rows but the tokenizer has {} tokens", te->ne[1], V);
+    return BadFormat("tensor 'token_embd.weight' has {} rows but the tokenizer has {} tokens",
+                     te->ne[1], V);
   }
   QWENRT_RETURN_IF_ERROR(b.Matrix("token_embd.weight", E, V, false, false, &w.token_embd));
   QWENRT_RETURN_IF_ERROR(b.Vector("output_norm.weight", E, &w.output_norm));
@@ -273,10 +280,12 @@ StatusOr<Weights> WeightsFromGguf(const gguf::File& file, const ModelConfig& c) 
   }
   u.vision_tensors = b.ClaimPrefixed({"v.", "mm."}, &u.bytes);
   if (u.mtp_tensors > 0) {
-    u.summary = fmt::format("MTP head: {} tensors ({} layer{})", u.mtp_tensors, c.n_nextn, c.n_nextn == 1 ? "" : "s");
+    u.summary = fmt::format("MTP head: {} tensors ({} layer{})", u.mtp_tensors, c.n_nextn,
+                            c.n_nextn == 1 ? "" : "s");
   }
   if (u.vision_tensors > 0) {
-    u.summary += fmt::format("{}vision tower: {} tensors", u.summary.empty() ? "" : "; ", u.vision_tensors);
+    u.summary +=
+        fmt::format("{}vision tower: {} tensors", u.summary.empty() ? "" : "; ", u.vision_tensors);
   }
   QWENRT_RETURN_IF_ERROR(b.CheckAllUsed());
   return w;

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "model/config.h"
 #include "ops/matmul.h"
 #include "qwenrt/gguf.hpp"
-#include "base/status.h"
 
 namespace qwenrt {
 
@@ -29,50 +29,50 @@ struct ExpertMatrices {
 };
 
 struct GatedDeltaWeights {
-  WeightMatrix qkv;            // [C, E]  rows: q (Hk*Dk), k (Hk*Dk), v (Hv*Dv, tiled head order)
-  WeightMatrix gate;           // [Hv*Dv, E]  z gate
-  WeightMatrix alpha;          // [Hv, E]
-  WeightMatrix beta;           // [Hv, E]
-  WeightMatrix out;            // [E, Hv*Dv]
-  const float* conv1d = nullptr;   // [C, Kc] tap 0 = oldest input
+  WeightMatrix qkv;               // [C, E]  rows: q (Hk*Dk), k (Hk*Dk), v (Hv*Dv, tiled head order)
+  WeightMatrix gate;              // [Hv*Dv, E]  z gate
+  WeightMatrix alpha;             // [Hv, E]
+  WeightMatrix beta;              // [Hv, E]
+  WeightMatrix out;               // [E, Hv*Dv]
+  const float* conv1d = nullptr;  // [C, Kc] tap 0 = oldest input
   const float* dt_bias = nullptr;  // [Hv]
   const float* ssm_a = nullptr;    // [Hv]  = -exp(A_log)
   const float* norm = nullptr;     // [Dv]  gated RMSNorm weight, used as is
 };
 
 struct AttentionWeights {
-  WeightMatrix q;              // [H*2*Dh, E]  per head: Dh query rows then Dh gate rows
-  WeightMatrix k;              // [Hkv*Dh, E]
-  WeightMatrix v;              // [Hkv*Dh, E]
-  WeightMatrix o;              // [E, H*Dh]
-  const float* q_norm = nullptr;   // [Dh]
-  const float* k_norm = nullptr;   // [Dh]
+  WeightMatrix q;                 // [H*2*Dh, E]  per head: Dh query rows then Dh gate rows
+  WeightMatrix k;                 // [Hkv*Dh, E]
+  WeightMatrix v;                 // [Hkv*Dh, E]
+  WeightMatrix o;                 // [E, H*Dh]
+  const float* q_norm = nullptr;  // [Dh]
+  const float* k_norm = nullptr;  // [Dh]
 };
 
 struct DenseFfnWeights {
-  WeightMatrix gate;           // [F, E]
-  WeightMatrix up;             // [F, E]
-  WeightMatrix down;           // [E, F]
+  WeightMatrix gate;  // [F, E]
+  WeightMatrix up;    // [F, E]
+  WeightMatrix down;  // [E, F]
 };
 
 struct MoeWeights {
-  WeightMatrix router;         // [X, E]  F32
-  ExpertMatrices gate;         // X x [Fe, E]
-  ExpertMatrices up;           // X x [Fe, E]
-  ExpertMatrices down;         // X x [E, Fe]
-  WeightMatrix shexp_gate_inp; // [1, E]  F32: one sigmoid gate logit per token
-  WeightMatrix shexp_gate;     // [Fs, E]
-  WeightMatrix shexp_up;       // [Fs, E]
-  WeightMatrix shexp_down;     // [E, Fs]
+  WeightMatrix router;          // [X, E]  F32
+  ExpertMatrices gate;          // X x [Fe, E]
+  ExpertMatrices up;            // X x [Fe, E]
+  ExpertMatrices down;          // X x [E, Fe]
+  WeightMatrix shexp_gate_inp;  // [1, E]  F32: one sigmoid gate logit per token
+  WeightMatrix shexp_gate;      // [Fs, E]
+  WeightMatrix shexp_up;        // [Fs, E]
+  WeightMatrix shexp_down;      // [E, Fs]
 };
 
 struct LayerWeights {
   const float* attn_norm = nullptr;            // [E]
   const float* post_attention_norm = nullptr;  // [E]  (the pre-FFN norm)
-  GatedDeltaWeights gdn;   // valid when the layer is recurrent
-  AttentionWeights attn;   // valid when the layer is full attention
-  DenseFfnWeights ffn;     // valid for qwen35
-  MoeWeights moe;          // valid for qwen35moe
+  GatedDeltaWeights gdn;                       // valid when the layer is recurrent
+  AttentionWeights attn;                       // valid when the layer is full attention
+  DenseFfnWeights ffn;                         // valid for qwen35
+  MoeWeights moe;                              // valid for qwen35moe
 };
 
 // Tensors the file holds that the text forward never reads: the MTP (NextN) head blocks and
@@ -85,9 +85,9 @@ struct UnusedTensors {
 };
 
 struct Weights {
-  WeightMatrix token_embd;     // [V, E]
+  WeightMatrix token_embd;             // [V, E]
   const float* output_norm = nullptr;  // [E]
-  WeightMatrix output;         // [V, E]; equals token_embd when the head is tied
+  WeightMatrix output;                 // [V, E]; equals token_embd when the head is tied
   bool tied = false;
   std::vector<LayerWeights> layers;  // [L] trunk layers only
   UnusedTensors unused;

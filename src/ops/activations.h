@@ -39,5 +39,6 @@ namespace QWENRT_CPU_NAMESPACE {
 // (vectorised by the compiler where it can be): bit-identical to ref.
 void Add(float* x, const float* y, int64_t n, ThreadPool& pool);
 void SwiGlu(const float* gate, float* up, int64_t n, ThreadPool& pool);
-void MulSigmoid(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride, ThreadPool& pool);
+void MulSigmoid(float* x, const float* gate, int64_t rows, int64_t n, int64_t gate_stride,
+                ThreadPool& pool);
 }  // namespace QWENRT_CPU_NAMESPACE

@@ -1,6 +1,7 @@
-// The causal depthwise convolution + SiLU of a Gated DeltaNet layer (docs/spec/qwen35-architecture.md §7 step 4), with its
-// rolling conv state. It runs on the raw qkv projections of T tokens, before the split into
-// q, k, v, the L2 norms and the delta rule (gated_delta.h).
+// The causal depthwise convolution + SiLU of a Gated DeltaNet layer
+// (docs/spec/qwen35-architecture.md §7 step 4), with its rolling conv state. It runs on the raw qkv
+// projections of T tokens, before the split into q, k, v, the L2 norms and the delta rule
+// (gated_delta.h).
 //
 // Math, per channel c and token t (Kc taps; tap Kc-1 multiplies the current token):
 //   u_t[c] = sum_{j=0}^{Kc-1} w[c][j] * x_{t-(Kc-1)+j}[c]        (no bias)
@@ -12,7 +13,8 @@
 // Layouts (all f32, row-major, contiguous):
 //   x     [T, C]       raw inputs (the qkv projection rows, GGUF channel order)
 //   w     [C, Kc]      ssm_conv1d weight as stored in GGUF (ne = {Kc, C}): row c = Kc taps
-//   state [C, Kc-1]    element (j, c) at c*(Kc-1) + j, oldest first (llama.cpp layout, qwen35-architecture.md §7.1);
+//   state [C, Kc-1]    element (j, c) at c*(Kc-1) + j, oldest first (llama.cpp layout,
+//   qwen35-architecture.md §7.1);
 //                      zeros at sequence start; updated in place
 //   y     [T, C]       outputs; must not alias x
 //

@@ -1,6 +1,6 @@
-// The level registry, the choice of the level, and the plain qwenrt::cpu:: entry points as calls through
-// the chosen level's KernelTable (ops/cpu_dispatch.h). QWENRT_ISA_<LEVEL> says which levels this build
-// compiled (cmake/QwenrtCpuLevels.cmake).
+// The level registry, the choice of the level, and the plain qwenrt::cpu:: entry points as calls
+// through the chosen level's KernelTable (ops/cpu_dispatch.h). QWENRT_ISA_<LEVEL> says which levels
+// this build compiled (cmake/QwenrtCpuLevels.cmake).
 #include "ops/cpu_dispatch.h"
 
 #include <atomic>
@@ -9,9 +9,10 @@
 
 #include "ops/cpu_features.h"
 
-// Each level's table, in that level's namespace (the inline namespace of its own translation units).
-#define QWENRT_DECLARE_LEVEL(ns) \
-  namespace qwenrt::ns::cpu {    \
+// Each level's table, in that level's namespace (the inline namespace of its own translation
+// units).
+#define QWENRT_DECLARE_LEVEL(ns)                   \
+  namespace qwenrt::ns::cpu {                      \
   const cpu_dispatch::KernelTable& LevelKernels(); \
   }
 #if QWENRT_ISA_NATIVE
@@ -38,20 +39,20 @@ std::span<const Level> BuildLevels() {
   [[maybe_unused]] const CpuFeatures& f = DetectCpuFeatures();
   static const Level levels[] = {
 #if QWENRT_ISA_NATIVE
-      // Compiled for the build machine: running it elsewhere is the QWENRT_NATIVE user's choice.
-      {"native", &isa_native::cpu::LevelKernels(), true},
+    // Compiled for the build machine: running it elsewhere is the QWENRT_NATIVE user's choice.
+    {"native", &isa_native::cpu::LevelKernels(), true},
 #endif
 #if QWENRT_ISA_BASELINE
-      {"baseline", &isa_baseline::cpu::LevelKernels(), true},
+    {"baseline", &isa_baseline::cpu::LevelKernels(), true},
 #endif
 #if QWENRT_ISA_AVX2
-      {"avx2", &isa_avx2::cpu::LevelKernels(), f.x86_64_v3},
+    {"avx2", &isa_avx2::cpu::LevelKernels(), f.x86_64_v3},
 #endif
 #if QWENRT_ISA_AVX512
-      {"avx512", &isa_avx512::cpu::LevelKernels(), f.avx512_vnni},
+    {"avx512", &isa_avx512::cpu::LevelKernels(), f.avx512_vnni},
 #endif
 #if QWENRT_ISA_DOTPROD
-      {"dotprod", &isa_dotprod::cpu::LevelKernels(), f.arm_dotprod},
+    {"dotprod", &isa_dotprod::cpu::LevelKernels(), f.arm_dotprod},
 #endif
   };
   return levels;

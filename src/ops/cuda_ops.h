@@ -12,9 +12,9 @@
 
 #include <cstdint>
 
+#include "base/status.h"
 #include "ops/gated_delta.h"
 #include "ops/matmul.h"
-#include "base/status.h"
 
 namespace qwenrt::cuda {
 

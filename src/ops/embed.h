@@ -1,5 +1,6 @@
-// Token embedding lookup (docs/spec/qwen35-architecture.md §1): each token's row of token_embd, dequantized to f32, no scaling.
-// Token ids are checked by the caller (Forward): here they are trusted to lie in [0, table.rows).
+// Token embedding lookup (docs/spec/qwen35-architecture.md §1): each token's row of token_embd,
+// dequantized to f32, no scaling. Token ids are checked by the caller (Forward): here they are
+// trusted to lie in [0, table.rows).
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,9 @@
-// The per-column work of the CUDA token-serial gated delta rule (src/ops/cuda/gated_delta_recurrent.cu),
-// written once for a warp whose lanes are either real (on the GPU: this thread is one lane and the
-// sums are shuffle reductions) or emulated (on the CPU: all 32 lanes in arrays, plain sums). The
-// kernel and tests/ops_cuda_test.cpp run the same code, so the state layout, head mapping and
-// update order are checked against ref::GatedDelta on machines without a GPU. No CUDA headers.
+// The per-column work of the CUDA token-serial gated delta rule
+// (src/ops/cuda/gated_delta_recurrent.cu), written once for a warp whose lanes are either real (on
+// the GPU: this thread is one lane and the sums are shuffle reductions) or emulated (on the CPU:
+// all 32 lanes in arrays, plain sums). The kernel and tests/ops_cuda_test.cpp run the same code, so
+// the state layout, head mapping and update order are checked against ref::GatedDelta on machines
+// without a GPU. No CUDA headers.
 //
 // One warp owns column j of value head h's state S_h (Dk x Dv, stored [Hv, Dv, Dk]: the column is
 // contiguous at state + (h*Dv + j)*Dk) for the whole sequence; lane l keeps S[i][j] for
@@ -19,8 +20,8 @@
 
 namespace qwenrt::lanes {
 
-// Warp = { static constexpr int kHere;  int Lane(int i) const;  float Sum(const float* part) const; }
-// kHere lanes are computed by this thread (1 on the GPU, 32 in the CPU emulation); Sum adds the
+// Warp = { static constexpr int kHere;  int Lane(int i) const;  float Sum(const float* part) const;
+// } kHere lanes are computed by this thread (1 on the GPU, 32 in the CPU emulation); Sum adds the
 // kHere partials of this thread and returns the total over the 32 lanes of the warp.
 template <int kPerLane, typename Warp>
 QWENRT_HD void GatedDeltaColumn(const Warp& warp, const GatedDeltaShape& sh, int64_t h, int64_t j,
@@ -86,19 +87,30 @@ struct EmulatedWarp {
   }
 };
 
-// ref::GatedDelta computed column by column through GatedDeltaColumn with emulated warps (Dk <= 256).
+// ref::GatedDelta computed column by column through GatedDeltaColumn with emulated warps (Dk <=
+// 256).
 inline void EmulateGatedDeltaRecurrent(const GatedDeltaShape& sh, const float* q, const float* k,
-                                       const float* v, const float* g, const float* beta, float* state,
-                                       float* out) {
+                                       const float* v, const float* g, const float* beta,
+                                       float* state, float* out) {
   const EmulatedWarp warp;
   for (int64_t h = 0; h < sh.Hv; ++h) {
     for (int64_t j = 0; j < sh.Dv; ++j) {
       switch ((sh.Dk + kLanes - 1) / kLanes) {
-        case 1: GatedDeltaColumn<1>(warp, sh, h, j, q, k, v, g, beta, state, out); break;
-        case 2: GatedDeltaColumn<2>(warp, sh, h, j, q, k, v, g, beta, state, out); break;
-        case 3: GatedDeltaColumn<3>(warp, sh, h, j, q, k, v, g, beta, state, out); break;
-        case 4: GatedDeltaColumn<4>(warp, sh, h, j, q, k, v, g, beta, state, out); break;
-        default: GatedDeltaColumn<8>(warp, sh, h, j, q, k, v, g, beta, state, out); break;
+        case 1:
+          GatedDeltaColumn<1>(warp, sh, h, j, q, k, v, g, beta, state, out);
+          break;
+        case 2:
+          GatedDeltaColumn<2>(warp, sh, h, j, q, k, v, g, beta, state, out);
+          break;
+        case 3:
+          GatedDeltaColumn<3>(warp, sh, h, j, q, k, v, g, beta, state, out);
+          break;
+        case 4:
+          GatedDeltaColumn<4>(warp, sh, h, j, q, k, v, g, beta, state, out);
+          break;
+        default:
+          GatedDeltaColumn<8>(warp, sh, h, j, q, k, v, g, beta, state, out);
+          break;
       }
     }
   }

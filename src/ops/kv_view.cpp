@@ -1,17 +1,21 @@
-// KV row storage types: names, sizes, and the scalar element read (kv_view.h). The row codecs are CPU
-// kernels (cpu/kv_codec.cpp), compiled per ISA level.
+// KV row storage types: names, sizes, and the scalar element read (kv_view.h). The row codecs are
+// CPU kernels (cpu/kv_codec.cpp), compiled per ISA level.
+#include "ops/kv_view.h"
+
 #include <cstring>
 
-#include "ops/kv_view.h"
 #include "ops/quant.h"
 
 namespace qwenrt {
 
 const char* KvTypeName(KvType type) {
   switch (type) {
-    case KvType::kF32: return "f32";
-    case KvType::kF16: return "f16";
-    case KvType::kQ8_0: return "q8_0";
+    case KvType::kF32:
+      return "f32";
+    case KvType::kF16:
+      return "f16";
+    case KvType::kQ8_0:
+      return "q8_0";
   }
   return "?";
 }
@@ -19,17 +23,22 @@ const char* KvTypeName(KvType type) {
 bool KvTypeFits(KvType type, int64_t head_dim) {
   switch (type) {
     case KvType::kF32:
-    case KvType::kF16: return head_dim > 0;
-    case KvType::kQ8_0: return head_dim > 0 && head_dim % kQK8_0 == 0;
+    case KvType::kF16:
+      return head_dim > 0;
+    case KvType::kQ8_0:
+      return head_dim > 0 && head_dim % kQK8_0 == 0;
   }
   return false;
 }
 
 int64_t KvRowBytes(KvType type, int64_t row) {
   switch (type) {
-    case KvType::kF32: return row * 4;
-    case KvType::kF16: return row * 2;
-    case KvType::kQ8_0: return row / kQK8_0 * static_cast<int64_t>(sizeof(BlockQ8_0));
+    case KvType::kF32:
+      return row * 4;
+    case KvType::kF16:
+      return row * 2;
+    case KvType::kQ8_0:
+      return row / kQK8_0 * static_cast<int64_t>(sizeof(BlockQ8_0));
   }
   return 0;
 }

@@ -2,8 +2,8 @@
 // in fixed-size pages (model/kv_cache.h owns the pages), in one of three storage types. The ops
 // read rows through it (attention.h) and never see the pages' owners or reference counts.
 //
-//   row j (position j) = bytes [pages[j / page_rows] + offset + (j % page_rows) * row_bytes, + row_bytes)
-//   one row = Hkv * Dh elements in `type`:
+//   row j (position j) = bytes [pages[j / page_rows] + offset + (j % page_rows) * row_bytes, +
+//   row_bytes) one row = Hkv * Dh elements in `type`:
 //     kF32  : binary32
 //     kF16  : binary16 (widened exactly on read)
 //     kQ8_0 : blocks of 32 elements, BlockQ8_0 (quant.h): y = fp16(d) * q   (lossy)
@@ -29,15 +29,18 @@ int64_t KvRowBytes(KvType type, int64_t row);
 
 struct KvView {
   const uint8_t* const* pages;  // [>= ceil(rows read / page_rows)] base address of each page
-  int64_t offset;               // bytes from a page's base to its first row (K 0, V after the K rows)
-  int64_t page_rows;            // positions per page
-  int64_t row_bytes;            // KvRowBytes(type, Hkv * Dh)
+  int64_t offset;     // bytes from a page's base to its first row (K 0, V after the K rows)
+  int64_t page_rows;  // positions per page
+  int64_t row_bytes;  // KvRowBytes(type, Hkv * Dh)
   KvType type;
 
-  const uint8_t* Row(int64_t j) const { return pages[j / page_rows] + offset + (j % page_rows) * row_bytes; }
+  const uint8_t* Row(int64_t j) const {
+    return pages[j / page_rows] + offset + (j % page_rows) * row_bytes;
+  }
 };
 
-// Element i of one stored row, the scalar definition cpu::KvDecode is equal to (used by ref::Attention).
+// Element i of one stored row, the scalar definition cpu::KvDecode is equal to (used by
+// ref::Attention).
 float KvElement(KvType type, const uint8_t* row, int64_t i);
 
 }  // namespace qwenrt

@@ -1,7 +1,8 @@
-// The mixture-of-experts steps around the expert FFNs (docs/spec/qwen35-architecture.md §9.2): routing, grouping the
-// (token, slot) pairs by expert so each expert runs one [n, E] matmul, gathering their inputs,
-// scattering their outputs back per (token, slot), the weighted combine in selection order, and
-// the sigmoid-gated shared expert's add. The expert FFNs themselves are MatMul/SwiGlu.
+// The mixture-of-experts steps around the expert FFNs (docs/spec/qwen35-architecture.md §9.2):
+// routing, grouping the (token, slot) pairs by expert so each expert runs one [n, E] matmul,
+// gathering their inputs, scattering their outputs back per (token, slot), the weighted combine in
+// selection order, and the sigmoid-gated shared expert's add. The expert FFNs themselves are
+// MatMul/SwiGlu.
 //
 // A (token, slot) pair is i = t*K + j: token t's j-th selected expert (K = experts per token).
 #pragma once
@@ -24,7 +25,8 @@ void MoeRoute(float* logits, int64_t T, int64_t X, int64_t k, int32_t* ids, floa
 // ids: [n] in [0, X); slots: [n]; expert_begin: [X + 1].
 void GroupByExpert(const int32_t* ids, int64_t n, int64_t X, int32_t* slots, int32_t* expert_begin);
 
-// dst[i] = src[slots[i] / K]: the token row of each of n pairs.  src: [T, E]; slots: [n]; dst: [n, E]
+// dst[i] = src[slots[i] / K]: the token row of each of n pairs.  src: [T, E]; slots: [n]; dst: [n,
+// E]
 void MoeGather(const float* src, const int32_t* slots, int64_t n, int64_t K, int64_t E, float* dst);
 
 // dst[slots[i]] = src[i]: each pair's expert output into its (token, slot) row.
@@ -33,7 +35,8 @@ void MoeScatter(const float* src, const int32_t* slots, int64_t n, int64_t E, fl
 
 // mix[t] = sum_{j<K} weights[t][j] * yslot[t][j], summed in j order from 0 (so the result does not
 // depend on how the pairs were grouped).  yslot: [T, K, E]; weights: [T, K]; mix: [T, E]
-void MoeCombine(const float* yslot, const float* weights, int64_t T, int64_t K, int64_t E, float* mix);
+void MoeCombine(const float* yslot, const float* weights, int64_t T, int64_t K, int64_t E,
+                float* mix);
 
 // mix[t] += sigmoid(gate[t]) * y[t]: the shared expert's contribution.  mix, y: [T, E]; gate: [T]
 void AddSigmoidGated(float* mix, const float* y, const float* gate, int64_t T, int64_t E);
@@ -46,8 +49,10 @@ namespace QWENRT_CPU_NAMESPACE {
 // bit-identical to ref. Routing and grouping are cheap and stay ref.
 void MoeGather(const float* src, const int32_t* slots, int64_t n, int64_t K, int64_t E, float* dst,
                ThreadPool& pool);
-void MoeScatter(const float* src, const int32_t* slots, int64_t n, int64_t E, float* dst, ThreadPool& pool);
-void MoeCombine(const float* yslot, const float* weights, int64_t T, int64_t K, int64_t E, float* mix,
+void MoeScatter(const float* src, const int32_t* slots, int64_t n, int64_t E, float* dst,
                 ThreadPool& pool);
-void AddSigmoidGated(float* mix, const float* y, const float* gate, int64_t T, int64_t E, ThreadPool& pool);
+void MoeCombine(const float* yslot, const float* weights, int64_t T, int64_t K, int64_t E,
+                float* mix, ThreadPool& pool);
+void AddSigmoidGated(float* mix, const float* y, const float* gate, int64_t T, int64_t E,
+                     ThreadPool& pool);
 }  // namespace QWENRT_CPU_NAMESPACE

@@ -1,6 +1,7 @@
-// Row norms of the forward pass: RMSNorm (every sub-block input, the q/k norms, the final norm), its
-// two fused forms (the residual add with the next norm; the GDN output's gated norm) and the L2
-// norm of the GDN q/k heads. Sums of squares in double, scale in float (llama.cpp CPU, docs/spec/qwen35-architecture.md §14).
+// Row norms of the forward pass: RMSNorm (every sub-block input, the q/k norms, the final norm),
+// its two fused forms (the residual add with the next norm; the GDN output's gated norm) and the L2
+// norm of the GDN q/k heads. Sums of squares in double, scale in float (llama.cpp CPU,
+// docs/spec/qwen35-architecture.md §14).
 //
 // Every row is computed the same way whatever `rows` is, and each fused op is bit for bit its
 // composition: AddRmsNorm == Add then RmsNorm; GatedRmsNorm == RmsNorm then SwiGlu(z, .)
@@ -21,12 +22,13 @@ void RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, 
 // RmsNorm of rows that start `x_stride` floats apart (the query rows inside the joint q/gate
 // projection [T, H, 2, Dh]: x_stride = 2*Dh). x: rows at x + r * x_stride; y: [rows, n]; w: [n].
 // y must not overlap x unless x_stride == n.
-void RmsNormRows(const float* x, int64_t x_stride, const float* w, float* y, int64_t rows, int64_t n,
-                 float eps);
+void RmsNormRows(const float* x, int64_t x_stride, const float* w, float* y, int64_t rows,
+                 int64_t n, float eps);
 
 // x += mix, then y = RmsNorm(x) * w: the residual add fused with the next sub-block's norm.
 // x, mix, y: [rows, n]; y must not alias x or mix.
-void AddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows, int64_t n, float eps);
+void AddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows, int64_t n,
+                float eps);
 
 // y = RmsNorm(x) * w * silu(z): the GDN output's gated norm (qwen35-architecture.md §7 step 9).
 // x, z, y: [rows, n] (y may alias x); w: [n].
@@ -42,11 +44,12 @@ void L2Norm(float* x, int64_t rows, int64_t n, float eps);
 namespace QWENRT_CPU_NAMESPACE {
 // The same contracts, rows split over `pool` (small calls run inline), each row computed exactly
 // as ref computes it: bit-identical to ref.
-void RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps, ThreadPool& pool);
-void RmsNormRows(const float* x, int64_t x_stride, const float* w, float* y, int64_t rows, int64_t n,
-                 float eps, ThreadPool& pool);
-void AddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows, int64_t n, float eps,
-                ThreadPool& pool);
+void RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps,
+             ThreadPool& pool);
+void RmsNormRows(const float* x, int64_t x_stride, const float* w, float* y, int64_t rows,
+                 int64_t n, float eps, ThreadPool& pool);
+void AddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows, int64_t n,
+                float eps, ThreadPool& pool);
 void GatedRmsNorm(const float* x, const float* w, const float* z, float* y, int64_t rows, int64_t n,
                   float eps, ThreadPool& pool);
 }  // namespace QWENRT_CPU_NAMESPACE

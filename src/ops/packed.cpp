@@ -1,5 +1,5 @@
-// File blocks -> the row-interleaved records of packed.h. Plain C++: the layout is the same for every
-// kernel variant. Each element's integer value is taken exactly as ref::VecDot* reads it.
+// File blocks -> the row-interleaved records of packed.h. Plain C++: the layout is the same for
+// every kernel variant. Each element's integer value is taken exactly as ref::VecDot* reads it.
 #include "ops/packed.h"
 
 #include <algorithm>
@@ -31,7 +31,8 @@ inline int U6(const BlockQ6K& x, int e) {
 }
 
 // Row r of a Q4_K / Q5_K record's four low bits, from the row's 256 values q and its file scales.
-void PackKLow(const uint8_t* q, uint16_t d, uint16_t dmin, const uint8_t* scales, int r, PackedQ4K* out) {
+void PackKLow(const uint8_t* q, uint16_t d, uint16_t dmin, const uint8_t* scales, int r,
+              PackedQ4K* out) {
   out->d[r] = d;
   out->dmin[r] = dmin;
   for (int s = 0; s < 8; ++s) {
@@ -91,7 +92,8 @@ void PackQ6K(const BlockQ6K* const* rows, int nrows, int64_t b, PackedQ6K* out) 
         const int u0 = v[i], u1 = v[4 + i], u2 = v[8 + i], u3 = v[12 + i];
         G.ql[0][4 * r + i] = static_cast<uint8_t>((u0 & 15) | ((u2 & 15) << 4));
         G.ql[1][4 * r + i] = static_cast<uint8_t>((u1 & 15) | ((u3 & 15) << 4));
-        G.qh[4 * r + i] = static_cast<uint8_t>((u0 >> 4) | ((u1 >> 4) << 2) | ((u2 >> 4) << 4) | ((u3 >> 4) << 6));
+        G.qh[4 * r + i] = static_cast<uint8_t>((u0 >> 4) | ((u1 >> 4) << 2) | ((u2 >> 4) << 4) |
+                                               ((u3 >> 4) << 6));
       }
     }
   }
@@ -117,7 +119,8 @@ void PackQ4_0(const Block* const* rows, int nrows, int64_t b, Packed* out) {
   }
 }
 
-// Q4_1 / Q5_0 / Q5_1: the nibbles as PackQ4_0, plus the min and the fifth bits where the type has them.
+// Q4_1 / Q5_0 / Q5_1: the nibbles as PackQ4_0, plus the min and the fifth bits where the type has
+// them.
 template <typename Block, typename Packed>
 void PackLegacy(const Block* const* rows, int nrows, int64_t b, Packed* out) {
   std::memset(out, 0, sizeof(*out));
@@ -133,7 +136,8 @@ void PackLegacy(const Block* const* rows, int nrows, int64_t b, Packed* out) {
         uint32_t qh;
         std::memcpy(&qh, x.qh, sizeof qh);  // bit e: fifth bit of element e
         for (int k = 0; k < 8; ++k) {
-          for (int i = 0; i < 4; ++i) out->qh[s][4 * r + i] |= static_cast<uint8_t>(((qh >> (4 * k + i)) & 1) << k);
+          for (int i = 0; i < 4; ++i)
+            out->qh[s][4 * r + i] |= static_cast<uint8_t>(((qh >> (4 * k + i)) & 1) << k);
         }
       }
     }
@@ -147,7 +151,8 @@ void PackQ8_0(const BlockQ8_0* const* rows, int nrows, int64_t b, PackedQ8_0* ou
       const BlockQ8_0& x = rows[r][8 * b + s];
       out->d[s][r] = x.d;
       for (int j = 0; j < 8; ++j) {
-        for (int i = 0; i < 4; ++i) out->qs[s][j][4 * r + i] = static_cast<uint8_t>(x.qs[4 * j + i] + 128);
+        for (int i = 0; i < 4; ++i)
+          out->qs[s][j][4 * r + i] = static_cast<uint8_t>(x.qs[4 * j + i] + 128);
       }
     }
   }
@@ -213,14 +218,15 @@ void PackIQ4XS(const BlockIQ4XS* const* rows, int nrows, int64_t b, PackedIQ4XS*
 }
 
 template <typename Block, typename Packed, void (*Pack)(const Block* const*, int, int64_t, Packed*)>
-void PackAll(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, int64_t g0, int64_t g1,
-             uint8_t* dst) {
+void PackAll(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, int64_t g0,
+             int64_t g1, uint8_t* dst) {
   const int64_t nb = cols / kQK_K;
   Packed* out = reinterpret_cast<Packed*>(dst);
   for (int64_t g = g0; g < g1; ++g) {
     const Block* r[kPackRows];
     const int nrows = static_cast<int>(std::min<int64_t>(kPackRows, rows - g * kPackRows));
-    for (int i = 0; i < nrows; ++i) r[i] = reinterpret_cast<const Block*>(src + (g * kPackRows + i) * row_bytes);
+    for (int i = 0; i < nrows; ++i)
+      r[i] = reinterpret_cast<const Block*>(src + (g * kPackRows + i) * row_bytes);
     for (int64_t b = 0; b < nb; ++b) Pack(r, nrows, b, out + g * nb + b);
   }
 }
@@ -229,7 +235,8 @@ void PackAll(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, i
 struct Layout {
   gguf::Type type;
   size_t record;
-  void (*pack)(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, int64_t g0, int64_t g1, uint8_t* dst);
+  void (*pack)(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, int64_t g0,
+               int64_t g1, uint8_t* dst);
 };
 constexpr Layout kLayouts[] = {
     {gguf::Type::Q4_K, sizeof(PackedQ4K), PackAll<BlockQ4K, PackedQ4K, PackQ4K>},
@@ -238,12 +245,18 @@ constexpr Layout kLayouts[] = {
     {gguf::Type::Q2_K, sizeof(PackedQ2K), PackAll<BlockQ2K, PackedQ2K, PackQ2K>},
     {gguf::Type::Q3_K, sizeof(PackedQ3K), PackAll<BlockQ3K, PackedQ3K, PackQ3K>},
     {gguf::Type::IQ4_XS, sizeof(PackedIQ4XS), PackAll<BlockIQ4XS, PackedIQ4XS, PackIQ4XS>},
-    {gguf::Type::Q4_0, sizeof(PackedQ4_0), PackAll<BlockQ4_0, PackedQ4_0, PackQ4_0<BlockQ4_0, PackedQ4_0>>},
-    {gguf::Type::IQ4_NL, sizeof(PackedQ4_0), PackAll<BlockIQ4NL, PackedQ4_0, PackQ4_0<BlockIQ4NL, PackedQ4_0>>},
-    {gguf::Type::MXFP4, sizeof(PackedMXFP4), PackAll<BlockMXFP4, PackedMXFP4, PackQ4_0<BlockMXFP4, PackedMXFP4>>},
-    {gguf::Type::Q4_1, sizeof(PackedQ4_1), PackAll<BlockQ4_1, PackedQ4_1, PackLegacy<BlockQ4_1, PackedQ4_1>>},
-    {gguf::Type::Q5_0, sizeof(PackedQ5_0), PackAll<BlockQ5_0, PackedQ5_0, PackLegacy<BlockQ5_0, PackedQ5_0>>},
-    {gguf::Type::Q5_1, sizeof(PackedQ5_1), PackAll<BlockQ5_1, PackedQ5_1, PackLegacy<BlockQ5_1, PackedQ5_1>>},
+    {gguf::Type::Q4_0, sizeof(PackedQ4_0),
+     PackAll<BlockQ4_0, PackedQ4_0, PackQ4_0<BlockQ4_0, PackedQ4_0>>},
+    {gguf::Type::IQ4_NL, sizeof(PackedQ4_0),
+     PackAll<BlockIQ4NL, PackedQ4_0, PackQ4_0<BlockIQ4NL, PackedQ4_0>>},
+    {gguf::Type::MXFP4, sizeof(PackedMXFP4),
+     PackAll<BlockMXFP4, PackedMXFP4, PackQ4_0<BlockMXFP4, PackedMXFP4>>},
+    {gguf::Type::Q4_1, sizeof(PackedQ4_1),
+     PackAll<BlockQ4_1, PackedQ4_1, PackLegacy<BlockQ4_1, PackedQ4_1>>},
+    {gguf::Type::Q5_0, sizeof(PackedQ5_0),
+     PackAll<BlockQ5_0, PackedQ5_0, PackLegacy<BlockQ5_0, PackedQ5_0>>},
+    {gguf::Type::Q5_1, sizeof(PackedQ5_1),
+     PackAll<BlockQ5_1, PackedQ5_1, PackLegacy<BlockQ5_1, PackedQ5_1>>},
     {gguf::Type::Q8_0, sizeof(PackedQ8_0), PackAll<BlockQ8_0, PackedQ8_0, PackQ8_0>},
 };
 
@@ -265,8 +278,8 @@ size_t PackedBytes(gguf::Type type, int64_t cols, int64_t rows) {
   return groups * static_cast<size_t>(cols / kQK_K) * l->record;
 }
 
-void PackGroups(gguf::Type type, const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows, int64_t g0,
-                int64_t g1, uint8_t* dst) {
+void PackGroups(gguf::Type type, const uint8_t* src, size_t row_bytes, int64_t cols, int64_t rows,
+                int64_t g0, int64_t g1, uint8_t* dst) {
   if (const Layout* l = LayoutOf(type)) l->pack(src, row_bytes, cols, rows, g0, g1, dst);
 }
 

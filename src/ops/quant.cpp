@@ -1,10 +1,12 @@
 // fp16 / bf16 conversions, type sizes and the activation quantizers (Q8_K, Q8_0) of quant.h.
-// Everything here is scalar and bit-exact with llama.cpp's reference versions (docs/spec/gguf-and-quants.md §3.2–§3.8).
+// Everything here is scalar and bit-exact with llama.cpp's reference versions
+// (docs/spec/gguf-and-quants.md §3.2–§3.8).
 #include "ops/quant.h"
-#include "ops/quant_iq.h"
 
 #include <cmath>
 #include <cstring>
+
+#include "ops/quant_iq.h"
 
 namespace qwenrt {
 namespace {
@@ -33,7 +35,7 @@ float Fp16ToFp32(uint16_t h) {
     return BitsFloat(FloatBits(v) | sign);
   }
   if (exp == 31) return BitsFloat(sign | 0x7F800000u | (mant << 13));  // inf / NaN (payload kept)
-  return BitsFloat(sign | ((exp + 112) << 23) | (mant << 13));        // rebias 15 -> 127
+  return BitsFloat(sign | ((exp + 112) << 23) | (mant << 13));         // rebias 15 -> 127
 }
 
 uint16_t Fp32ToFp16(float f) {
@@ -45,13 +47,15 @@ uint16_t Fp32ToFp16(float f) {
   }
   if (u >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00);  // >= 65520 rounds to inf
   if (u < 0x38800000u) {
-    // Below 2^-14: the result is subnormal (or zero). Adding 0.5f puts the unit in the last place at
-    // 2^-24, so the FPU's own round-to-nearest-even does the rounding; the low bits are the result.
+    // Below 2^-14: the result is subnormal (or zero). Adding 0.5f puts the unit in the last place
+    // at 2^-24, so the FPU's own round-to-nearest-even does the rounding; the low bits are the
+    // result.
     const float v = BitsFloat(u) + 0.5f;
     return static_cast<uint16_t>(sign | (FloatBits(v) - 0x3F000000u));
   }
-  // Normal: rebias 127 -> 15 and round the 13 dropped mantissa bits to nearest even (a carry into the
-  // exponent is the correct result, including up to 0x7BFF -> 0x7C00 which the guard above excludes).
+  // Normal: rebias 127 -> 15 and round the 13 dropped mantissa bits to nearest even (a carry into
+  // the exponent is the correct result, including up to 0x7BFF -> 0x7C00 which the guard above
+  // excludes).
   const uint32_t odd = (u >> 13) & 1;
   u += (static_cast<uint32_t>(15 - 127) << 23) + 0xFFF + odd;
   return static_cast<uint16_t>(sign | (u >> 13));
@@ -67,55 +71,89 @@ int64_t BlockElems(gguf::Type type) {
   switch (type) {
     case gguf::Type::F32:
     case gguf::Type::F16:
-    case gguf::Type::BF16: return 1;
+    case gguf::Type::BF16:
+      return 1;
     case gguf::Type::Q8_0:
     case gguf::Type::Q4_0:
     case gguf::Type::Q4_1:
     case gguf::Type::Q5_0:
     case gguf::Type::Q5_1:
     case gguf::Type::IQ4_NL:
-    case gguf::Type::MXFP4: return kQK8_0;
+    case gguf::Type::MXFP4:
+      return kQK8_0;
     case gguf::Type::Q2_K:
     case gguf::Type::Q3_K:
     case gguf::Type::IQ4_XS:
     case gguf::Type::Q4_K:
     case gguf::Type::Q5_K:
     case gguf::Type::Q6_K:
-    case gguf::Type::Q8_K: return kQK_K;
+    case gguf::Type::Q8_K:
+      return kQK_K;
     // Grid i-quants (quant_iq.h): 256-element super-blocks.
-    case gguf::Type::IQ2_XXS: case gguf::Type::IQ2_XS: case gguf::Type::IQ2_S: case gguf::Type::IQ3_XXS:
-    case gguf::Type::IQ3_S: case gguf::Type::IQ1_S: case gguf::Type::IQ1_M: return kQK_K;
-    default: return 0;
+    case gguf::Type::IQ2_XXS:
+    case gguf::Type::IQ2_XS:
+    case gguf::Type::IQ2_S:
+    case gguf::Type::IQ3_XXS:
+    case gguf::Type::IQ3_S:
+    case gguf::Type::IQ1_S:
+    case gguf::Type::IQ1_M:
+      return kQK_K;
+    default:
+      return 0;
   }
 }
 
 int64_t BlockBytes(gguf::Type type) {
   switch (type) {
-    case gguf::Type::F32: return 4;
+    case gguf::Type::F32:
+      return 4;
     case gguf::Type::F16:
-    case gguf::Type::BF16: return 2;
-    case gguf::Type::Q8_0: return sizeof(BlockQ8_0);
-    case gguf::Type::Q4_0: return sizeof(BlockQ4_0);
-    case gguf::Type::Q4_1: return sizeof(BlockQ4_1);
-    case gguf::Type::Q5_0: return sizeof(BlockQ5_0);
-    case gguf::Type::Q5_1: return sizeof(BlockQ5_1);
-    case gguf::Type::IQ4_NL: return sizeof(BlockIQ4NL);
-    case gguf::Type::MXFP4: return sizeof(BlockMXFP4);
-    case gguf::Type::Q2_K: return sizeof(BlockQ2K);
-    case gguf::Type::Q3_K: return sizeof(BlockQ3K);
-    case gguf::Type::IQ4_XS: return sizeof(BlockIQ4XS);
-    case gguf::Type::Q4_K: return sizeof(BlockQ4K);
-    case gguf::Type::Q5_K: return sizeof(BlockQ5K);
-    case gguf::Type::Q6_K: return sizeof(BlockQ6K);
-    case gguf::Type::Q8_K: return sizeof(BlockQ8K);
-    case gguf::Type::IQ2_XXS: return sizeof(BlockIQ2XXS);
-    case gguf::Type::IQ2_XS: return sizeof(BlockIQ2XS);
-    case gguf::Type::IQ2_S: return sizeof(BlockIQ2S);
-    case gguf::Type::IQ3_XXS: return sizeof(BlockIQ3XXS);
-    case gguf::Type::IQ3_S: return sizeof(BlockIQ3S);
-    case gguf::Type::IQ1_S: return sizeof(BlockIQ1S);
-    case gguf::Type::IQ1_M: return sizeof(BlockIQ1M);
-    default: return 0;
+    case gguf::Type::BF16:
+      return 2;
+    case gguf::Type::Q8_0:
+      return sizeof(BlockQ8_0);
+    case gguf::Type::Q4_0:
+      return sizeof(BlockQ4_0);
+    case gguf::Type::Q4_1:
+      return sizeof(BlockQ4_1);
+    case gguf::Type::Q5_0:
+      return sizeof(BlockQ5_0);
+    case gguf::Type::Q5_1:
+      return sizeof(BlockQ5_1);
+    case gguf::Type::IQ4_NL:
+      return sizeof(BlockIQ4NL);
+    case gguf::Type::MXFP4:
+      return sizeof(BlockMXFP4);
+    case gguf::Type::Q2_K:
+      return sizeof(BlockQ2K);
+    case gguf::Type::Q3_K:
+      return sizeof(BlockQ3K);
+    case gguf::Type::IQ4_XS:
+      return sizeof(BlockIQ4XS);
+    case gguf::Type::Q4_K:
+      return sizeof(BlockQ4K);
+    case gguf::Type::Q5_K:
+      return sizeof(BlockQ5K);
+    case gguf::Type::Q6_K:
+      return sizeof(BlockQ6K);
+    case gguf::Type::Q8_K:
+      return sizeof(BlockQ8K);
+    case gguf::Type::IQ2_XXS:
+      return sizeof(BlockIQ2XXS);
+    case gguf::Type::IQ2_XS:
+      return sizeof(BlockIQ2XS);
+    case gguf::Type::IQ2_S:
+      return sizeof(BlockIQ2S);
+    case gguf::Type::IQ3_XXS:
+      return sizeof(BlockIQ3XXS);
+    case gguf::Type::IQ3_S:
+      return sizeof(BlockIQ3S);
+    case gguf::Type::IQ1_S:
+      return sizeof(BlockIQ1S);
+    case gguf::Type::IQ1_M:
+      return sizeof(BlockIQ1M);
+    default:
+      return 0;
   }
 }
 
@@ -180,8 +218,10 @@ void QuantizeRowQ8_0(const float* x, void* dst_blocks, int64_t n) {
     for (int j = 0; j < kQK8_0; ++j) {
       const float v = std::roundf(x[j] * id);
       // |v| <= 127 for finite inputs; the clamp only catches inf * 0 = NaN and inf inputs.
-      y[b].qs[j] = !(v == v) ? int8_t{0} : v >= 127.f ? int8_t{127} : v <= -127.f ? int8_t{-127}
-                                                                                  : static_cast<int8_t>(v);
+      y[b].qs[j] = !(v == v)     ? int8_t{0}
+                   : v >= 127.f  ? int8_t{127}
+                   : v <= -127.f ? int8_t{-127}
+                                 : static_cast<int8_t>(v);
     }
   }
 }

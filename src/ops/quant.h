@@ -1,6 +1,6 @@
-// GGUF block formats shared by ref/, cpu/ and cuda/: the block structs (byte-exact with ggml), fp16 and
-// bf16 conversions, row sizes and the activation quantizers (Q8_K, Q8_0) the CPU dot products use.
-// Dequantization lives in ref/dequantize.cpp; the dot products in vec_dot.h. See
+// GGUF block formats shared by ref/, cpu/ and cuda/: the block structs (byte-exact with ggml), fp16
+// and bf16 conversions, row sizes and the activation quantizers (Q8_K, Q8_0) the CPU dot products
+// use. Dequantization lives in ref/dequantize.cpp; the dot products in vec_dot.h. See
 // docs/spec/gguf-and-quants.md §2–§3 for the layouts.
 #pragma once
 
@@ -24,10 +24,10 @@ static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block must be 34 bytes");
 
 // Q4_K: 8 sub-blocks of 32; y = fp16(d) * sc_s * q - fp16(dmin) * m_s with 4-bit q.
 struct BlockQ4K {
-  uint16_t d;                     // fp16 super-scale of the sub-block scales
-  uint16_t dmin;                  // fp16 super-scale of the sub-block mins
-  uint8_t scales[kKScaleBytes];   // 8 six-bit scales + 8 six-bit mins (UnpackScaleMinK)
-  uint8_t qs[kQK_K / 2];          // bytes 32g..32g+31: sub-block 2g low nibbles, 2g+1 high nibbles
+  uint16_t d;                    // fp16 super-scale of the sub-block scales
+  uint16_t dmin;                 // fp16 super-scale of the sub-block mins
+  uint8_t scales[kKScaleBytes];  // 8 six-bit scales + 8 six-bit mins (UnpackScaleMinK)
+  uint8_t qs[kQK_K / 2];         // bytes 32g..32g+31: sub-block 2g low nibbles, 2g+1 high nibbles
 };
 static_assert(sizeof(BlockQ4K) == 144, "Q4_K block must be 144 bytes");
 
@@ -43,10 +43,10 @@ static_assert(sizeof(BlockQ5K) == 176, "Q5_K block must be 176 bytes");
 
 // Q6_K: 16 groups of 16 with int8 scales; q = (4 low bits | 2 high bits << 4) - 32.
 struct BlockQ6K {
-  uint8_t ql[kQK_K / 2];     // low 4 bits
-  uint8_t qh[kQK_K / 4];     // high 2 bits, four per byte
+  uint8_t ql[kQK_K / 2];      // low 4 bits
+  uint8_t qh[kQK_K / 4];      // high 2 bits, four per byte
   int8_t scales[kQK_K / 16];  // one per 16 elements
-  uint16_t d;                // fp16
+  uint16_t d;                 // fp16
 };
 static_assert(sizeof(BlockQ6K) == 210, "Q6_K block must be 210 bytes");
 
@@ -95,14 +95,15 @@ static_assert(sizeof(BlockIQ4NL) == 18, "IQ4_NL block must be 18 bytes");
 inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                           1,    13,   25,  38,  53,  69,  89,  113};
 
-// MXFP4 (OCP microscaling): e is an E8M0 exponent, nibbles index kMxfp4Values (e2m1 values times 2),
-// so y = kMxfp4Values[nibble] * E8M0ToFp32Half(e).
+// MXFP4 (OCP microscaling): e is an E8M0 exponent, nibbles index kMxfp4Values (e2m1 values times
+// 2), so y = kMxfp4Values[nibble] * E8M0ToFp32Half(e).
 struct BlockMXFP4 {
   uint8_t e;
   uint8_t qs[kQK4_0 / 2];
 };
 static_assert(sizeof(BlockMXFP4) == 17, "MXFP4 block must be 17 bytes");
-inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+inline constexpr int8_t kMxfp4Values[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                            0, -1, -2, -3, -4, -6, -8, -12};
 // 2^(e - 127) / 2 as float32, exactly (ggml_e8m0_to_fp32_half): subnormal for e < 2.
 inline float E8M0ToFp32Half(uint8_t e) {
   const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
@@ -145,8 +146,9 @@ struct BlockIQ4XS {
 };
 static_assert(sizeof(BlockIQ4XS) == 136, "IQ4_XS block must be 136 bytes");
 
-// The 16 six-bit scale codes (0..63, still offset by 32) of a Q3_K block's 12 scale bytes: low 4 bits
-// of code j are nibble (j / 8) of byte j % 8, high 2 bits are bits 2(j / 4 % 2) of byte 8 + j % 4.
+// The 16 six-bit scale codes (0..63, still offset by 32) of a Q3_K block's 12 scale bytes: low 4
+// bits of code j are nibble (j / 8) of byte j % 8, high 2 bits are bits 2(j / 4 % 2) of byte 8 + j
+// % 4.
 inline void UnpackScalesQ3K(const uint8_t* b, uint8_t out[16]) {
   for (int j = 0; j < 16; ++j) {
     const int lo = (b[j % 8] >> (4 * (j / 8))) & 0x0F;
@@ -160,8 +162,8 @@ inline int ScaleIQ4XS(const BlockIQ4XS& b, int ib) {
   return ((b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0x0F) | (((b.scales_h >> (2 * ib)) & 3) << 4);
 }
 
-// Q8_K: activation format of the K-quant dot products (never stored in files); d is float32 and may be
-// negative (the element of largest magnitude maps to -127).
+// Q8_K: activation format of the K-quant dot products (never stored in files); d is float32 and may
+// be negative (the element of largest magnitude maps to -127).
 struct BlockQ8K {
   float d;
   int8_t qs[kQK_K];
@@ -193,7 +195,8 @@ int64_t RowBytes(gguf::Type type, int64_t n);
 // True for the weight types ref::DequantizeRow / MatMul handle (docs/quant.md lists them).
 bool IsSupportedWeightType(gguf::Type type);
 
-// Unpacks scale `s` (0..7) and min of the 12 packed bytes of a Q4_K / Q5_K block (gguf-and-quants.md §3.5.1).
+// Unpacks scale `s` (0..7) and min of the 12 packed bytes of a Q4_K / Q5_K block
+// (gguf-and-quants.md §3.5.1).
 inline void UnpackScaleMinK(const uint8_t* b, int s, uint8_t* sc, uint8_t* m) {
   if (s < 4) {
     *sc = b[s] & 63;
@@ -212,17 +215,18 @@ inline int NearestInt(float x) {
   return (i & 0x007fffff) - 0x00400000;
 }
 
-// x: [n] -> n/256 Q8_K blocks at dst, exactly as llama.cpp's quantize_row_q8_K_ref (gguf-and-quants.md §3.8).
-// n % 256 == 0.
+// x: [n] -> n/256 Q8_K blocks at dst, exactly as llama.cpp's quantize_row_q8_K_ref
+// (gguf-and-quants.md §3.8). n % 256 == 0.
 void QuantizeRowQ8K(const float* x, void* dst_blocks, int64_t n);
 // x: [n] -> n/32 Q8_0 blocks (llama.cpp quantize_row_q8_0_ref: d = amax/127, q = roundf(x/d)).
 // n % 32 == 0.
 void QuantizeRowQ8_0(const float* x, void* dst_blocks, int64_t n);
 
 namespace ref {
-// Decodes `n` consecutive elements of a row of `type` (any IsSupportedWeightType type, or Q8_K) into
-// dst: [n] float32, bit-exact with the formulas of gguf-and-quants.md §3. n % BlockElems(type) == 0; src holds
-// n / BlockElems(type) blocks. Returns false (dst untouched) for any other type or a bad n.
+// Decodes `n` consecutive elements of a row of `type` (any IsSupportedWeightType type, or Q8_K)
+// into dst: [n] float32, bit-exact with the formulas of gguf-and-quants.md §3. n % BlockElems(type)
+// == 0; src holds n / BlockElems(type) blocks. Returns false (dst untouched) for any other type or
+// a bad n.
 bool DequantizeRow(gguf::Type type, const void* src, float* dst, int64_t n);
 }  // namespace ref
 

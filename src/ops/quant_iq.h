@@ -30,9 +30,9 @@ struct BlockIQ2XS {
 };
 static_assert(sizeof(BlockIQ2XS) == 74, "IQ2_XS block must be 74 bytes");
 
-// IQ2_S (2.5 bpw): 10-bit indices into kIq2sGrid (low 8 bits in qs[k], bits 8-9 = (qh[k/4] >> 2(k%4)) & 3)
-// for the 32 chunks of 8; qs[32 + k] = the chunk's 8 sign bits (bit j: element j negative); a 4-bit
-// scale per 16 elements as IQ2_XS.
+// IQ2_S (2.5 bpw): 10-bit indices into kIq2sGrid (low 8 bits in qs[k], bits 8-9 = (qh[k/4] >>
+// 2(k%4)) & 3) for the 32 chunks of 8; qs[32 + k] = the chunk's 8 sign bits (bit j: element j
+// negative); a 4-bit scale per 16 elements as IQ2_XS.
 struct BlockIQ2S {
   uint16_t d;
   uint8_t qs[kQK_K / 4];  // [0, 32): index low bits, [32, 64): signs
@@ -41,16 +41,16 @@ struct BlockIQ2S {
 };
 static_assert(sizeof(BlockIQ2S) == 82, "IQ2_S block must be 82 bytes");
 
-// IQ3_XXS (3.06 bpw): qs[0, 64) = 8-bit indices into kIq3xxsGrid (4 elements each); qs[64, 96) = one u32
-// per 32 elements, laid out as IQ2_XXS's word 1; y = d * (0.5 + ls) * 0.5 * grid * sign.
+// IQ3_XXS (3.06 bpw): qs[0, 64) = 8-bit indices into kIq3xxsGrid (4 elements each); qs[64, 96) =
+// one u32 per 32 elements, laid out as IQ2_XXS's word 1; y = d * (0.5 + ls) * 0.5 * grid * sign.
 struct BlockIQ3XXS {
   uint16_t d;
   uint8_t qs[3 * kQK_K / 8];
 };
 static_assert(sizeof(BlockIQ3XXS) == 98, "IQ3_XXS block must be 98 bytes");
 
-// IQ3_S (3.44 bpw): 9-bit indices into kIq3sGrid (low 8 in qs[k], bit 8 = (qh[k/8] >> (k%8)) & 1), one
-// per 4 elements; signs[c] = 8 sign bits of chunk c of 8; a 4-bit scale s per 32 elements
+// IQ3_S (3.44 bpw): 9-bit indices into kIq3sGrid (low 8 in qs[k], bit 8 = (qh[k/8] >> (k%8)) & 1),
+// one per 4 elements; signs[c] = 8 sign bits of chunk c of 8; a 4-bit scale s per 32 elements
 // (scales[g/2] >> 4(g%2)); y = d * (1 + 2s) * grid * sign.
 struct BlockIQ3S {
   uint16_t d;
@@ -61,9 +61,9 @@ struct BlockIQ3S {
 };
 static_assert(sizeof(BlockIQ3S) == 110, "IQ3_S block must be 110 bytes");
 
-// IQ1_S (1.56 bpw): 11-bit indices into kIq1sGrid (low 8 in qs[k], bits 8-10 = (qh[k/4] >> 3(k%4)) & 7);
-// per 32 elements qh[g] also holds a 3-bit scale s (bits 12-14) and the sign of the shift (bit 15);
-// y = d * (2s + 1) * (grid + delta), delta = +-kIq1Delta. Grid values are -1, 0, 1.
+// IQ1_S (1.56 bpw): 11-bit indices into kIq1sGrid (low 8 in qs[k], bits 8-10 = (qh[k/4] >> 3(k%4))
+// & 7); per 32 elements qh[g] also holds a 3-bit scale s (bits 12-14) and the sign of the shift
+// (bit 15); y = d * (2s + 1) * (grid + delta), delta = +-kIq1Delta. Grid values are -1, 0, 1.
 struct BlockIQ1S {
   uint16_t d;
   uint8_t qs[kQK_K / 8];
@@ -71,10 +71,10 @@ struct BlockIQ1S {
 };
 static_assert(sizeof(BlockIQ1S) == 50, "IQ1_S block must be 50 bytes");
 
-// IQ1_M (1.75 bpw): indices as IQ1_S, the 3 high bits of chunk c in nibble c%2 of qh[c/2], whose bit 3
-// is that chunk's delta sign; a 3-bit scale per 16 elements: 16-group g uses bits 3(g%4)..3(g%4)+2 of
-// u16 word g/4 of `scales`; the fp16 d is made of the top nibbles of those four words (bits 12-15 of
-// word i at bits 4i..4i+3). y = d * (2s + 1) * (grid + delta).
+// IQ1_M (1.75 bpw): indices as IQ1_S, the 3 high bits of chunk c in nibble c%2 of qh[c/2], whose
+// bit 3 is that chunk's delta sign; a 3-bit scale per 16 elements: 16-group g uses bits
+// 3(g%4)..3(g%4)+2 of u16 word g/4 of `scales`; the fp16 d is made of the top nibbles of those four
+// words (bits 12-15 of word i at bits 4i..4i+3). y = d * (2s + 1) * (grid + delta).
 struct BlockIQ1M {
   uint8_t qs[kQK_K / 8];
   uint8_t qh[kQK_K / 16];
@@ -98,7 +98,9 @@ extern const uint64_t kIq1sGrid[2048];  // int8 bytes -1 / 0 / 1
 // Element j (0..7) of an 8-wide grid entry, and of a 4-wide one; IQ1's as a signed byte.
 inline int GridByte(uint64_t entry, int j) { return static_cast<int>((entry >> (8 * j)) & 0xFF); }
 inline int GridByte(uint32_t entry, int j) { return static_cast<int>((entry >> (8 * j)) & 0xFF); }
-inline int GridSByte(uint64_t entry, int j) { return static_cast<int8_t>((entry >> (8 * j)) & 0xFF); }
+inline int GridSByte(uint64_t entry, int j) {
+  return static_cast<int8_t>((entry >> (8 * j)) & 0xFF);
+}
 
 inline uint32_t LoadU32(const void* p) {
   uint32_t v;
@@ -119,7 +121,8 @@ inline uint64_t LoadU64(const void* p) {
 // IQ1_M's fp16 super-scale, assembled from the top nibbles of its four u16 scale words.
 inline uint16_t Iq1mD(const BlockIQ1M& b) {
   uint16_t d = 0;
-  for (int i = 0; i < 4; ++i) d |= static_cast<uint16_t>((LoadU16(b.scales + 2 * i) >> 12) << (4 * i));
+  for (int i = 0; i < 4; ++i)
+    d |= static_cast<uint16_t>((LoadU16(b.scales + 2 * i) >> 12) << (4 * i));
   return d;
 }
 // IQ1_M's 3-bit scale of 16-element group h (0..15).
@@ -131,15 +134,23 @@ inline int Iq1mScale(const BlockIQ1M& b, int h) {
 // True for the seven grid-based i-quant types above.
 inline bool IsGridIQuant(gguf::Type t) {
   switch (t) {
-    case gguf::Type::IQ1_S: case gguf::Type::IQ1_M: case gguf::Type::IQ2_XXS: case gguf::Type::IQ2_XS:
-    case gguf::Type::IQ2_S: case gguf::Type::IQ3_XXS: case gguf::Type::IQ3_S: return true;
-    default: return false;
+    case gguf::Type::IQ1_S:
+    case gguf::Type::IQ1_M:
+    case gguf::Type::IQ2_XXS:
+    case gguf::Type::IQ2_XS:
+    case gguf::Type::IQ2_S:
+    case gguf::Type::IQ3_XXS:
+    case gguf::Type::IQ3_S:
+      return true;
+    default:
+      return false;
   }
 }
 
 namespace ref {
-// Decode nb blocks at x into y: [nb * 256], bit-identical with gguf-py's dequantize_blocks (same float
-// operations in the same order: scale products first, then times the grid value and the sign).
+// Decode nb blocks at x into y: [nb * 256], bit-identical with gguf-py's dequantize_blocks (same
+// float operations in the same order: scale products first, then times the grid value and the
+// sign).
 void DequantizeIQ2XXS(const void* x, float* y, int64_t nb);
 void DequantizeIQ2XS(const void* x, float* y, int64_t nb);
 void DequantizeIQ2S(const void* x, float* y, int64_t nb);

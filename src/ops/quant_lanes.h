@@ -7,7 +7,8 @@
 // Lane l owns, per block:
 //   F32/F16/BF16: columns l, l+32, l+64, ...
 //   Q8_0 (34 B: d fp16, qs[32]):              element l
-//   Q4_K (144 B: d, dmin, scales[12], qs[128]) / Q5_K (176 B: d, dmin, scales[12], qh[32], qs[128]):
+//   Q4_K (144 B: d, dmin, scales[12], qs[128]) / Q5_K (176 B: d, dmin, scales[12], qh[32],
+//   qs[128]):
 //     qs bytes 32g + 4(l%8) .. +3 with g = l/8 (one aligned 32-bit load): elements i .. i+3,
 //     i = 4(l%8), of sub-blocks 2g (low nibbles) and 2g+1 (high nibbles); Q5_K's high bits come
 //     from qh bytes i .. i+3 (bits 2g, 2g+1). 8 elements, 2 scale/min pairs per lane.
@@ -60,9 +61,9 @@ QWENRT_HD float HalfToFloat(uint16_t h) {
 QWENRT_HD float Bf16ToFloat(uint16_t h) { return BitsToFloat(static_cast<uint32_t>(h) << 16); }
 
 // Pinned-rounding arithmetic: on the device these are the _rn intrinsics, which nvcc never fuses or
-// reorders, so every instantiation of the kernels below (any number of tokens per warp) computes each
-// (row, token) sum with the same roundings in the same order: a prefill equals token-by-token decode
-// bit for bit. On the host (the CPU emulation in tests) plain operations.
+// reorders, so every instantiation of the kernels below (any number of tokens per warp) computes
+// each (row, token) sum with the same roundings in the same order: a prefill equals token-by-token
+// decode bit for bit. On the host (the CPU emulation in tests) plain operations.
 #ifdef __CUDA_ARCH__
 QWENRT_HD float Fma(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 QWENRT_HD float Mul(float a, float b) { return __fmul_rn(a, b); }
@@ -81,11 +82,12 @@ QWENRT_HD float Sub(float a, float b) { return a - b; }
 // several warps can share rows.
 
 template <int NT, int R>
-QWENRT_HD void DotF32(const uint8_t* const (&rows)[R], const float* x, int64_t ldx, int64_t cols, int lane,
-                      int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
+QWENRT_HD void DotF32(const uint8_t* const (&rows)[R], const float* x, int64_t ldx, int64_t cols,
+                      int lane, int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
   for (int64_t c = lane + kLanes * b0; c < cols; c += kLanes * bstep) {
     float wv[R];
-    for (int r = 0; r < R; ++r) wv[r] = reinterpret_cast<const float*>(rows[r])[c];  // 4-byte aligned rows
+    for (int r = 0; r < R; ++r)
+      wv[r] = reinterpret_cast<const float*>(rows[r])[c];  // 4-byte aligned rows
     for (int t = 0; t < NT; ++t) {
       const float xv = x[t * ldx + c];
       for (int r = 0; r < R; ++r) acc[r][t] = Fma(wv[r], xv, acc[r][t]);
@@ -94,8 +96,8 @@ QWENRT_HD void DotF32(const uint8_t* const (&rows)[R], const float* x, int64_t l
 }
 
 template <int NT, int R, bool kBf16>
-QWENRT_HD void DotHalf(const uint8_t* const (&rows)[R], const float* x, int64_t ldx, int64_t cols, int lane,
-                       int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
+QWENRT_HD void DotHalf(const uint8_t* const (&rows)[R], const float* x, int64_t ldx, int64_t cols,
+                       int lane, int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
   for (int64_t c = lane + kLanes * b0; c < cols; c += kLanes * bstep) {
     float wv[R];
     for (int r = 0; r < R; ++r) {
@@ -110,14 +112,15 @@ QWENRT_HD void DotHalf(const uint8_t* const (&rows)[R], const float* x, int64_t 
 }
 
 template <int NT, int R>
-QWENRT_HD void DotQ8_0(const uint8_t* const (&rows)[R], const float* x, int64_t ldx, int64_t cols, int lane,
-                       int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
+QWENRT_HD void DotQ8_0(const uint8_t* const (&rows)[R], const float* x, int64_t ldx, int64_t cols,
+                       int lane, int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
   const int64_t nb = cols / 32;
   for (int64_t b = b0; b < nb; b += bstep) {
     float wv[R];
     for (int r = 0; r < R; ++r) {
       const uint8_t* blk = rows[r] + b * 34;
-      wv[r] = Mul(HalfToFloat(LoadU16(blk)), static_cast<float>(static_cast<int8_t>(blk[2 + lane])));
+      wv[r] =
+          Mul(HalfToFloat(LoadU16(blk)), static_cast<float>(static_cast<int8_t>(blk[2 + lane])));
     }
     for (int t = 0; t < NT; ++t) {
       const float xv = x[t * ldx + b * 32 + lane];
@@ -142,8 +145,8 @@ QWENRT_HD uint32_t LoadU32(const uint8_t* p) {
 #ifdef __CUDA_ARCH__
   return *reinterpret_cast<const uint32_t*>(p);
 #else
-  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
-         (static_cast<uint32_t>(p[3]) << 24);
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
 #endif
 }
 
@@ -164,8 +167,8 @@ QWENRT_HD void LoadFloats(const float* p, float (&v)[N]) {
 }
 
 template <int NT, int R, bool kFiveBit>
-QWENRT_HD void DotQ45K(const uint8_t* const (&rows)[R], const float* x, int64_t ldx, int64_t cols, int lane,
-                       int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
+QWENRT_HD void DotQ45K(const uint8_t* const (&rows)[R], const float* x, int64_t ldx, int64_t cols,
+                       int lane, int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
   constexpr int kBlockBytes = kFiveBit ? 176 : 144;
   constexpr int kQsOffset = kFiveBit ? 48 : 16;
   const int g = lane / 8, i = 4 * (lane % 8);
@@ -187,7 +190,8 @@ QWENRT_HD void DotQ45K(const uint8_t* const (&rows)[R], const float* x, int64_t 
       for (int r = 0; r < R; ++r) {
         int sc, m;
         ScaleMinK(rows[r] + b * kBlockBytes + 4, s, &sc, &m);
-        const float d1 = Mul(d[r], static_cast<float>(sc)), m1 = Mul(dmin[r], static_cast<float>(m));
+        const float d1 = Mul(d[r], static_cast<float>(sc)),
+                    m1 = Mul(dmin[r], static_cast<float>(m));
         for (int k = 0; k < 4; ++k) {
           int q = (qs[r] >> (8 * k + 4 * half)) & 0x0F;
           if (kFiveBit) q += ((qh[r] >> (8 * k + s)) & 1) << 4;
@@ -206,8 +210,8 @@ QWENRT_HD void DotQ45K(const uint8_t* const (&rows)[R], const float* x, int64_t 
 }
 
 template <int NT, int R>
-QWENRT_HD void DotQ6K(const uint8_t* const (&rows)[R], const float* x, int64_t ldx, int64_t cols, int lane,
-                      int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
+QWENRT_HD void DotQ6K(const uint8_t* const (&rows)[R], const float* x, int64_t ldx, int64_t cols,
+                      int lane, int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
   const int n = lane / 16, j = 2 * (lane % 16);
   const int64_t nb = cols / 256;
   for (int64_t b = b0; b < nb; b += bstep) {
@@ -248,22 +252,39 @@ QWENRT_HD void DotQ6K(const uint8_t* const (&rows)[R], const float* x, int64_t l
 // Lane `lane`'s share of row_r . x[t] for R rows and NT tokens (x[t] = x + t * ldx), added to acc,
 // for rows of type `type_id` (gguf::Type value); nothing is added for types without a lane decoder.
 template <int NT, int R>
-QWENRT_HD void LaneDotN(uint32_t type_id, const uint8_t* const (&rows)[R], const float* x, int64_t ldx,
-                        int64_t cols, int lane, int64_t b0, int64_t bstep, float (&acc)[R][NT]) {
+QWENRT_HD void LaneDotN(uint32_t type_id, const uint8_t* const (&rows)[R], const float* x,
+                        int64_t ldx, int64_t cols, int lane, int64_t b0, int64_t bstep,
+                        float (&acc)[R][NT]) {
   switch (type_id) {
-    case 0: DotF32<NT, R>(rows, x, ldx, cols, lane, b0, bstep, acc); break;
-    case 1: DotHalf<NT, R, false>(rows, x, ldx, cols, lane, b0, bstep, acc); break;
-    case 30: DotHalf<NT, R, true>(rows, x, ldx, cols, lane, b0, bstep, acc); break;
-    case 8: DotQ8_0<NT, R>(rows, x, ldx, cols, lane, b0, bstep, acc); break;
-    case 12: DotQ45K<NT, R, false>(rows, x, ldx, cols, lane, b0, bstep, acc); break;
-    case 13: DotQ45K<NT, R, true>(rows, x, ldx, cols, lane, b0, bstep, acc); break;
-    case 14: DotQ6K<NT, R>(rows, x, ldx, cols, lane, b0, bstep, acc); break;
-    default: break;
+    case 0:
+      DotF32<NT, R>(rows, x, ldx, cols, lane, b0, bstep, acc);
+      break;
+    case 1:
+      DotHalf<NT, R, false>(rows, x, ldx, cols, lane, b0, bstep, acc);
+      break;
+    case 30:
+      DotHalf<NT, R, true>(rows, x, ldx, cols, lane, b0, bstep, acc);
+      break;
+    case 8:
+      DotQ8_0<NT, R>(rows, x, ldx, cols, lane, b0, bstep, acc);
+      break;
+    case 12:
+      DotQ45K<NT, R, false>(rows, x, ldx, cols, lane, b0, bstep, acc);
+      break;
+    case 13:
+      DotQ45K<NT, R, true>(rows, x, ldx, cols, lane, b0, bstep, acc);
+      break;
+    case 14:
+      DotQ6K<NT, R>(rows, x, ldx, cols, lane, b0, bstep, acc);
+      break;
+    default:
+      break;
   }
 }
 
 // One token, one whole row: lane `lane`'s share of row . x.
-QWENRT_HD float LaneDot(uint32_t type_id, const uint8_t* row, const float* x, int64_t cols, int lane) {
+QWENRT_HD float LaneDot(uint32_t type_id, const uint8_t* row, const float* x, int64_t cols,
+                        int lane) {
   float acc[1][1] = {{0.0f}};
   const uint8_t* const rows[1] = {row};
   LaneDotN<1, 1>(type_id, rows, x, cols, cols, lane, 0, 1, acc);

@@ -1,7 +1,8 @@
 // Dot products between one weight row (GGUF block format) and one activation row, as the CPU matmul
-// uses them (docs/spec/gguf-and-quants.md §3.9). `ref::` versions are scalar with exact integer inner sums and define the
-// result; `cpu::` versions (SIMD) must agree with them to float rounding. `n` is the row length in
-// elements (a multiple of the block size); `w` and `a` point at n / block-size blocks.
+// uses them (docs/spec/gguf-and-quants.md §3.9). `ref::` versions are scalar with exact integer
+// inner sums and define the result; `cpu::` versions (SIMD) must agree with them to float rounding.
+// `n` is the row length in elements (a multiple of the block size); `w` and `a` point at n /
+// block-size blocks.
 #pragma once
 
 #include <cstdint>
@@ -12,16 +13,17 @@
 namespace qwenrt {
 
 namespace ref {
-// Per super-block: fp16(d)*dy*sum_s sc_s*sum(q4*q8) - fp16(dmin)*dy*sum_s m_s*(bsums[2s]+bsums[2s+1]).
+// Per super-block: fp16(d)*dy*sum_s sc_s*sum(q4*q8) - fp16(dmin)*dy*sum_s
+// m_s*(bsums[2s]+bsums[2s+1]).
 float VecDotQ4K_Q8K(const void* w, const void* a, int64_t n);
 float VecDotQ5K_Q8K(const void* w, const void* a, int64_t n);
 // Per super-block: fp16(d)*dy*sum_g scales[g]*sum(q6*q8), q6 in [-32, 31].
 float VecDotQ6K_Q8K(const void* w, const void* a, int64_t n);
 // Per block: fp16(d_w)*fp16(d_a)*sum(q_w*q_a).
 float VecDotQ8_0_Q8_0(const void* w, const void* a, int64_t n);
-// 32-element blocks against Q8_0 activations, per block: scale(w) * fp16(d_a) * sum(q_w * q_a), with
-// q_w the block's integer values (Q4_0: nibble - 8; Q5_0: 5-bit - 16; IQ4_NL / MXFP4: table values,
-// MXFP4's scale E8M0ToFp32Half(e)); Q4_1 / Q5_1 add fp16(m) * fp16(d_a) * sum(q_a).
+// 32-element blocks against Q8_0 activations, per block: scale(w) * fp16(d_a) * sum(q_w * q_a),
+// with q_w the block's integer values (Q4_0: nibble - 8; Q5_0: 5-bit - 16; IQ4_NL / MXFP4: table
+// values, MXFP4's scale E8M0ToFp32Half(e)); Q4_1 / Q5_1 add fp16(m) * fp16(d_a) * sum(q_a).
 float VecDotQ4_0_Q8_0(const void* w, const void* a, int64_t n);
 float VecDotQ4_1_Q8_0(const void* w, const void* a, int64_t n);
 float VecDotQ5_0_Q8_0(const void* w, const void* a, int64_t n);
@@ -29,12 +31,14 @@ float VecDotQ5_1_Q8_0(const void* w, const void* a, int64_t n);
 float VecDotIQ4NL_Q8_0(const void* w, const void* a, int64_t n);
 float VecDotMXFP4_Q8_0(const void* w, const void* a, int64_t n);
 // Per super-block: Q2_K fp16(d)*dy*sum_g sc_g*sum(q2*q8) - fp16(dmin)*dy*sum_g m_g*bsums[g];
-// Q3_K fp16(d)*dy*sum_g (sc_g - 32)*sum(q3*q8); IQ4_XS fp16(d)*dy*sum_s (ls_s - 32)*sum(kIq4Values*q8).
+// Q3_K fp16(d)*dy*sum_g (sc_g - 32)*sum(q3*q8); IQ4_XS fp16(d)*dy*sum_s (ls_s -
+// 32)*sum(kIq4Values*q8).
 float VecDotQ2K_Q8K(const void* w, const void* a, int64_t n);
 float VecDotQ3K_Q8K(const void* w, const void* a, int64_t n);
 float VecDotIQ4XS_Q8K(const void* w, const void* a, int64_t n);
-// Float weights against f32 activations (more accurate than llama.cpp's f16/bf16-rounded activations
-// and no slower: the weights dominate the memory traffic). Accumulates in f32, column order.
+// Float weights against f32 activations (more accurate than llama.cpp's f16/bf16-rounded
+// activations and no slower: the weights dominate the memory traffic). Accumulates in f32, column
+// order.
 float VecDotF32(const float* w, const float* a, int64_t n);
 float VecDotF16_F32(const uint16_t* w, const float* a, int64_t n);
 float VecDotBF16_F32(const uint16_t* w, const float* a, int64_t n);
@@ -61,14 +65,15 @@ namespace QWENRT_CPU_NAMESPACE {
 // Multi-token dot kernel: for t < ntok (1 <= ntok <= kMaxDotTokens),
 //   out[t * out_stride] = dot(weight row `w`, activation row `a + t * a_stride` bytes)
 // over n elements. Unpacking a weight block once for several tokens is what makes prefill fast.
-// With AVX-512VL: 32 vector registers, 8 tokens' accumulators fit (per ISA level: use MaxDotTokens() outside cpu/).
+// With AVX-512VL: 32 vector registers, 8 tokens' accumulators fit (per ISA level: use
+// MaxDotTokens() outside cpu/).
 #if QWENRT_X86_DOT && defined(__AVX512VL__)
 inline constexpr int kMaxDotTokens = 8;
 #else
 inline constexpr int kMaxDotTokens = 4;
 #endif
-using DotKernel = void (*)(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
-                           int64_t out_stride);
+using DotKernel = void (*)(const void* w, const void* a, size_t a_stride, int ntok, int64_t n,
+                           float* out, int64_t out_stride);
 
 // Activations: Q8_K rows (K-quants, IQ4_XS), Q8_0 rows (Q8_0 and the other 32-element blocks), f32
 // rows (float weights).

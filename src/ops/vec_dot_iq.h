@@ -1,6 +1,6 @@
 // Multi-token CPU dot kernels of the grid-based i-quants (quant_iq.h) against Q8_K activation rows,
-// with the DotKernel signature of vec_dot.h. SIMD in cpu/vec_dot_iq_x86.cpp, the portable version in
-// cpu/vec_dot_iq_scalar.cpp; both must agree with ref::VecDotIQ*_Q8K to float rounding.
+// with the DotKernel signature of vec_dot.h. SIMD in cpu/vec_dot_iq_x86.cpp, the portable version
+// in cpu/vec_dot_iq_scalar.cpp; both must agree with ref::VecDotIQ*_Q8K to float rounding.
 #pragma once
 
 #include <cstddef>

@@ -18,9 +18,9 @@ namespace qwenrt {
 
 // What the store reports about one checkpoint.
 struct CheckpointInfo {
-  int64_t pos = 0;     // number of transcript tokens the snapshot has absorbed (state "at" pos)
-  uint64_t turn = 0;   // the Session turn (Feed call) that created it
-  size_t bytes = 0;    // memory held by the snapshot
+  int64_t pos = 0;    // number of transcript tokens the snapshot has absorbed (state "at" pos)
+  uint64_t turn = 0;  // the Session turn (Feed call) that created it
+  size_t bytes = 0;   // memory held by the snapshot
 };
 
 // Which checkpoints a prefill of positions [start, end) takes (all positions are absolute token
@@ -129,9 +129,9 @@ class CheckpointStore {
     spare_.clear();
   }
 
-  // A snapshot the store no longer holds (evicted, dropped or replaced), kept so the next checkpoint
-  // can be copied into it instead of allocating a new state (states can be 100+ MiB). At most one is
-  // kept; its memory is spare_bytes(), not part of bytes() or the budget.
+  // A snapshot the store no longer holds (evicted, dropped or replaced), kept so the next
+  // checkpoint can be copied into it instead of allocating a new state (states can be 100+ MiB). At
+  // most one is kept; its memory is spare_bytes(), not part of bytes() or the budget.
   std::optional<Snapshot> TakeSpare() {
     if (spare_.empty()) return std::nullopt;
     std::optional<Snapshot> out(std::move(spare_.back()));
@@ -183,7 +183,8 @@ class CheckpointStore {
           bool newest = IsNewestOfTurn(i);
           if (pass == 0 && newest) continue;
           if (pass == 1 && newest && entries_[i].turn == latest_turn) continue;
-          if (victim == entries_.size() || entries_[i].last_used < entries_[victim].last_used) victim = i;
+          if (victim == entries_.size() || entries_[i].last_used < entries_[victim].last_used)
+            victim = i;
         }
       }
       if (victim == entries_.size()) return;  // only the protected newest snapshot is left

@@ -24,20 +24,24 @@ bool IsCancelled(const std::atomic<bool>* flag) {
 
 const char* MissReasonName(MissReason reason) {
   switch (reason) {
-    case MissReason::kNone: return "none";
-    case MissReason::kEmpty: return "empty";
-    case MissReason::kNoCheckpoint: return "no_checkpoint";
-    case MissReason::kEndsInsideTranscript: return "ends_inside";
+    case MissReason::kNone:
+      return "none";
+    case MissReason::kEmpty:
+      return "empty";
+    case MissReason::kNoCheckpoint:
+      return "no_checkpoint";
+    case MissReason::kEndsInsideTranscript:
+      return "ends_inside";
   }
   return "none";
 }
 
 std::string FormatFeedLine(const FeedReport& r) {
-  const std::string source = r.checkpoint_pos >= 0 ? fmt::format("checkpoint {}", r.checkpoint_pos)
+  const std::string source = r.checkpoint_pos >= 0  ? fmt::format("checkpoint {}", r.checkpoint_pos)
                              : r.reused_tokens == 0 ? std::string("from scratch")
                                                     : std::string("live state");
-  return fmt::format("prefill {} tokens from position {} ({}, common prefix {} of {}){}", r.prefilled_tokens,
-                     r.reused_tokens, source, r.common_prefix, r.prompt_tokens,
+  return fmt::format("prefill {} tokens from position {} ({}, common prefix {} of {}){}",
+                     r.prefilled_tokens, r.reused_tokens, source, r.common_prefix, r.prompt_tokens,
                      r.miss_detail.empty() ? "" : "; miss: " + r.miss_detail);
 }
 
@@ -45,32 +49,37 @@ StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> 
                                                    const SessionParams& params) {
   if (!model) return InvalidArgument("Session::Create: null model");
   const ModelConfig& cfg = model->config();
-  if (params.ubatch < 1) return InvalidArgument("Session: ubatch must be >= 1 (got {})", params.ubatch);
+  if (params.ubatch < 1)
+    return InvalidArgument("Session: ubatch must be >= 1 (got {})", params.ubatch);
   if (params.n_threads < 0) return InvalidArgument("Session: n_threads must be >= 0");
   if (params.max_context < 0 || params.initial_capacity < 0 || params.checkpoint_tail < 0 ||
       params.checkpoint_every < 0 || params.checkpoint_budget_bytes < -1)
     return InvalidArgument("Session: negative max_context / initial_capacity / checkpoint setting");
   int64_t max_context = params.max_context > 0 ? params.max_context : cfg.n_ctx_train;
   if (max_context <= 0) return InvalidArgument("Session: the model has no trained context length");
-  int64_t initial = std::min(max_context, params.initial_capacity > 0 ? params.initial_capacity : 1024);
+  int64_t initial =
+      std::min(max_context, params.initial_capacity > 0 ? params.initial_capacity : 1024);
   KvCacheOptions kvo;
-  kvo.type = params.kv_type.value_or(params.backend == BackendKind::kCpu ? KvType::kF16 : KvType::kF32);
+  kvo.type =
+      params.kv_type.value_or(params.backend == BackendKind::kCpu ? KvType::kF16 : KvType::kF32);
   kvo.page_rows = params.kv_page_rows;
   if (params.backend == BackendKind::kCuda && kvo.type != KvType::kF32)
-    return Unsupported("Session: the CUDA backend keeps its KV cache in f32, not {}", KvTypeName(kvo.type));
+    return Unsupported("Session: the CUDA backend keeps its KV cache in f32, not {}",
+                       KvTypeName(kvo.type));
   QWENRT_ASSIGN_OR_RETURN(KvCache kv, KvCache::Create(cfg, max_context, initial, kvo));
   QWENRT_ASSIGN_OR_RETURN(RecurrentState rec, RecurrentState::Create(cfg));
-  size_t budget = params.checkpoint_budget_bytes < 0 ? 8 * std::max<size_t>(rec.bytes(), 1)
-                                                     : static_cast<size_t>(params.checkpoint_budget_bytes);
-  std::unique_ptr<Session> s(
-      new (std::nothrow) Session(std::move(model), params, max_context, std::move(kv), std::move(rec), budget));
+  size_t budget = params.checkpoint_budget_bytes < 0
+                      ? 8 * std::max<size_t>(rec.bytes(), 1)
+                      : static_cast<size_t>(params.checkpoint_budget_bytes);
+  std::unique_ptr<Session> s(new (std::nothrow) Session(std::move(model), params, max_context,
+                                                        std::move(kv), std::move(rec), budget));
   if (!s) return OutOfMemory("Session: allocation failed");
   QWENRT_RETURN_IF_ERROR(s->Init());
   return s;
 }
 
-Session::Session(std::shared_ptr<const Model> model, const SessionParams& params, int64_t max_context,
-                 KvCache kv, RecurrentState rec, size_t checkpoint_budget)
+Session::Session(std::shared_ptr<const Model> model, const SessionParams& params,
+                 int64_t max_context, KvCache kv, RecurrentState rec, size_t checkpoint_budget)
     : model_(std::move(model)),
       params_(params),
       max_context_(max_context),
@@ -136,12 +145,14 @@ Status Session::MakeRoom(size_t n) {
   return OkStatus();
 }
 
-void Session::RunBatch(ForwardContext& ctx, std::span<SessionPiece> pieces, std::span<SequenceStep> steps) {
+void Session::RunBatch(ForwardContext& ctx, std::span<SessionPiece> pieces,
+                       std::span<SequenceStep> steps) {
   size_t n = 0;  // the pieces that run: steps[0, n)
   for (SessionPiece& p : pieces) {
     Session& s = *p.session;
     p.status = s.MakeRoom(p.tokens.size());
-    if (p.status.ok()) steps[n++] = SequenceStep{&s.kv_, &s.rec_, p.tokens, p.all_logits, p.logits, OkStatus()};
+    if (p.status.ok())
+      steps[n++] = SequenceStep{&s.kv_, &s.rec_, p.tokens, p.all_logits, p.logits, OkStatus()};
   }
   (void)ForwardBatch(ctx, steps.first(n));  // each step carries its own status
   size_t j = 0;
@@ -159,7 +170,8 @@ Status Session::CheckTokens(std::span<const int32_t> tokens) const {
   const int64_t V = n_vocab();
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] < 0 || tokens[i] >= V)
-      return InvalidArgument("token {} at index {} is outside the vocabulary [0, {})", tokens[i], i, V);
+      return InvalidArgument("token {} at index {} is outside the vocabulary [0, {})", tokens[i], i,
+                             V);
   return OkStatus();
 }
 
@@ -180,7 +192,8 @@ void Session::AfterRun(SessionPiece& piece) {
   if (!s.ok()) {
     // Forward's own validation leaves kv/rec unchanged; anything else may have touched the state
     // half way, so fall back to a state we know: the newest checkpoint (or empty).
-    if (kv_.size() != size() || s.code() == StatusCode::kInternal || s.code() == StatusCode::kDevice) {
+    if (kv_.size() != size() || s.code() == StatusCode::kInternal ||
+        s.code() == StatusCode::kDevice) {
       const auto* e = checkpoints_.FindAtOrBefore(size());
       RestoreTo(e ? e->pos : 0, e ? &e->snapshot.state() : nullptr);
     }
@@ -191,7 +204,8 @@ void Session::AfterRun(SessionPiece& piece) {
 
 void Session::TakeCheckpoint(uint64_t turn, int64_t* created) {
   std::optional<SharedSnapshot> spare = checkpoints_.TakeSpare();
-  if (spare && spare->reusable() != nullptr) {  // reuse an evicted snapshot's memory (never a shared one)
+  if (spare &&
+      spare->reusable() != nullptr) {  // reuse an evicted snapshot's memory (never a shared one)
     if (!spare->reusable()->CopyFrom(rec_).ok()) return;  // device error: skip
     checkpoints_.Put(size(), turn, std::move(*spare));
   } else {
@@ -204,7 +218,8 @@ void Session::TakeCheckpoint(uint64_t turn, int64_t* created) {
   if (created) ++*created;
 }
 
-Status Session::Feed(std::span<const int32_t> tokens, const FeedOptions& options, FeedReport* report) {
+Status Session::Feed(std::span<const int32_t> tokens, const FeedOptions& options,
+                     FeedReport* report) {
   FeedJob job;
   QWENRT_RETURN_IF_ERROR(BeginFeed(tokens, options, report, &job));
   SessionPiece piece;
@@ -215,8 +230,8 @@ Status Session::Feed(std::span<const int32_t> tokens, const FeedOptions& options
   return EndFeed(job);
 }
 
-Status Session::BeginFeed(std::span<const int32_t> tokens, const FeedOptions& options, FeedReport* report,
-                          FeedJob* job) {
+Status Session::BeginFeed(std::span<const int32_t> tokens, const FeedOptions& options,
+                          FeedReport* report, FeedJob* job) {
   *job = FeedJob();
   job->report_ = report ? report : &job->local_;
   FeedReport& r = *job->report_;
@@ -286,12 +301,14 @@ Status Session::BeginFeed(std::span<const int32_t> tokens, const FeedOptions& op
     if (limit < P) {
       r.miss_reason = MissReason::kEndsInsideTranscript;
       r.miss_detail = fmt::format(
-          "the sequence ends inside the transcript: re-evaluating from {} to get the logits of position {}",
+          "the sequence ends inside the transcript: re-evaluating from {} to get the logits of "
+          "position {}",
           start, N - 1);
     } else {
       r.miss_reason = MissReason::kNoCheckpoint;
-      r.miss_detail = restore ? fmt::format("no checkpoint between {} and {}", start + 1, P)
-                              : fmt::format("no checkpoint at or before {}: prefill from the start", P);
+      r.miss_detail = restore
+                          ? fmt::format("no checkpoint between {} and {}", start + 1, P)
+                          : fmt::format("no checkpoint at or before {}: prefill from the start", P);
     }
   }
 
@@ -301,8 +318,8 @@ Status Session::BeginFeed(std::span<const int32_t> tokens, const FeedOptions& op
   job->start_ = start;
   job->t1_ = std::chrono::steady_clock::now();
   if (start < N) {
-    std::vector<int64_t> cps = PlanCheckpointPositions(start, N, options.checkpoint_positions,
-                                                       params_.checkpoint_tail, params_.checkpoint_every);
+    std::vector<int64_t> cps = PlanCheckpointPositions(
+        start, N, options.checkpoint_positions, params_.checkpoint_tail, params_.checkpoint_every);
     job->plan_ = PlanPrefill(start, N, params_.ubatch, cps);
   }
   job->running_ = true;
@@ -318,11 +335,13 @@ bool Session::NextFeedPiece(FeedJob& job, int64_t max_tokens, SessionPiece* piec
     return false;
   }
   const PrefillBatch& b = job.plan_[job.next_];
-  const int64_t begin = b.begin + job.offset_, end = begin + std::min(b.end - begin, std::max<int64_t>(max_tokens, 1));
+  const int64_t begin = b.begin + job.offset_,
+                end = begin + std::min(b.end - begin, std::max<int64_t>(max_tokens, 1));
   piece->session = this;
   piece->tokens = job.tokens_.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin));
   piece->all_logits = job.options_.all_logits;
-  piece->logits = piece->all_logits ? logits_.data() + (begin - job.start_) * n_vocab() : last_logits_.data();
+  piece->logits =
+      piece->all_logits ? logits_.data() + (begin - job.start_) * n_vocab() : last_logits_.data();
   piece->status = OkStatus();
   return true;
 }
@@ -334,7 +353,8 @@ void Session::FeedPieceDone(FeedJob& job, const SessionPiece& piece) {
   }
   const int64_t n = static_cast<int64_t>(piece.tokens.size()), V = n_vocab();
   if (piece.all_logits)
-    std::memcpy(last_logits_.data(), piece.logits + (n - 1) * V, static_cast<size_t>(V) * sizeof(float));
+    std::memcpy(last_logits_.data(), piece.logits + (n - 1) * V,
+                static_cast<size_t>(V) * sizeof(float));
   has_logits_ = true;
   FeedReport& r = *job.report_;
   r.prefilled_tokens += n;
@@ -370,7 +390,8 @@ Status Session::DecodeStep(int32_t token) {
 
 Status Session::BeginDecode(int32_t token, SessionPiece* piece) {
   QWENRT_RETURN_IF_ERROR(CheckTokens(std::span<const int32_t>(&token, 1)));
-  if (size() + 1 > max_context_) return ContextFull("DecodeStep: context of {} tokens is full", max_context_);
+  if (size() + 1 > max_context_)
+    return ContextFull("DecodeStep: context of {} tokens is full", max_context_);
   QWENRT_RETURN_IF_ERROR(kv_.Reserve(size() + 1));
   logits_rows_ = 0;
   decode_token_ = token;
@@ -385,11 +406,13 @@ Status Session::BeginDecode(int32_t token, SessionPiece* piece) {
 Status Session::EndDecode(const SessionPiece& piece) {
   QWENRT_RETURN_IF_ERROR(piece.status);
   has_logits_ = true;
-  if (params_.checkpoint_every > 0 && size() % params_.checkpoint_every == 0) TakeCheckpoint(turn_, nullptr);
+  if (params_.checkpoint_every > 0 && size() % params_.checkpoint_every == 0)
+    TakeCheckpoint(turn_, nullptr);
   return OkStatus();
 }
 
-Status Session::Generate(const GenerateOptions& options, std::vector<int32_t>* out, GenerateReport* report) {
+Status Session::Generate(const GenerateOptions& options, std::vector<int32_t>* out,
+                         GenerateReport* report) {
   GenerateJob job;
   QWENRT_RETURN_IF_ERROR(BeginGenerate(options, out, report, &job));
   SessionPiece piece;
@@ -400,8 +423,8 @@ Status Session::Generate(const GenerateOptions& options, std::vector<int32_t>* o
   return EndGenerate(job);
 }
 
-Status Session::BeginGenerate(const GenerateOptions& options, std::vector<int32_t>* out, GenerateReport* report,
-                              GenerateJob* job) {
+Status Session::BeginGenerate(const GenerateOptions& options, std::vector<int32_t>* out,
+                              GenerateReport* report, GenerateJob* job) {
   *job = GenerateJob();
   job->report_ = report ? report : &job->local_;
   *job->report_ = GenerateReport();
@@ -431,8 +454,8 @@ bool Session::NextGeneratePiece(GenerateJob& job, SessionPiece* piece) {
     job.status_ = InvalidArgument("Generate: sampler returned token {} outside [0, {})", tok, V);
     return false;
   }
-  bool is_stop =
-      std::find(options.stop_tokens.begin(), options.stop_tokens.end(), tok) != options.stop_tokens.end();
+  bool is_stop = std::find(options.stop_tokens.begin(), options.stop_tokens.end(), tok) !=
+                 options.stop_tokens.end();
   if (!is_stop && size() + 1 > max_context_) {
     job.status_ = ContextFull("Generate: context of {} tokens is full", max_context_);
     return false;
@@ -466,24 +489,28 @@ Status Session::EndGenerate(GenerateJob& job) {
   job.running_ = false;
   GenerateReport& r = *job.report_;
   r.decode_ms = MsSince(job.t0_);
-  Trace(fmt::format("decode {} tokens to position {} ({:.1f} ms{}){}", r.n_decoded, size(), r.decode_ms,
-                    r.hit_stop ? ", stop token" : "", job.status_.ok() ? "" : "; " + job.status_.ToString()));
+  Trace(fmt::format("decode {} tokens to position {} ({:.1f} ms{}){}", r.n_decoded, size(),
+                    r.decode_ms, r.hit_stop ? ", stop token" : "",
+                    job.status_.ok() ? "" : "; " + job.status_.ToString()));
   return job.status_;
 }
 
 void Session::set_checkpoint_budget(int64_t bytes) {
   params_.checkpoint_budget_bytes = bytes < 0 ? -1 : bytes;
-  checkpoints_.set_budget(bytes < 0 ? 8 * std::max<size_t>(rec_.bytes(), 1) : static_cast<size_t>(bytes));
+  checkpoints_.set_budget(bytes < 0 ? 8 * std::max<size_t>(rec_.bytes(), 1)
+                                    : static_cast<size_t>(bytes));
 }
 
 Status Session::SetKvType(KvType type) {
   if (type == kv_.type()) return OkStatus();
   if (params_.backend == BackendKind::kCuda && type != KvType::kF32)
-    return Unsupported("Session: the CUDA backend keeps its KV cache in f32, not {}", KvTypeName(type));
+    return Unsupported("Session: the CUDA backend keeps its KV cache in f32, not {}",
+                       KvTypeName(type));
   KvCacheOptions o;
   o.type = type;
   o.page_rows = kv_.page_rows();
-  QWENRT_ASSIGN_OR_RETURN(KvCache kv, KvCache::Create(model_->config(), max_context_, kv_.size(), o));
+  QWENRT_ASSIGN_OR_RETURN(KvCache kv,
+                          KvCache::Create(model_->config(), max_context_, kv_.size(), o));
   const int64_t n = kv_.size(), P = kv_.page_rows(), R = kv_.row_floats();
   std::vector<float> k, v;
   try {
@@ -509,7 +536,8 @@ Status Session::Checkpoint() {
   if (size() == 0) return OkStatus();
   int64_t created = 0;
   TakeCheckpoint(turn_, &created);
-  if (created == 0) return OutOfMemory("Checkpoint: cannot allocate a {}-byte snapshot", rec_.bytes());
+  if (created == 0)
+    return OutOfMemory("Checkpoint: cannot allocate a {}-byte snapshot", rec_.bytes());
   return OkStatus();
 }
 
@@ -527,7 +555,8 @@ size_t Session::checkpoint_prorated_bytes() const {
 
 size_t Session::checkpoint_unique_bytes() const {
   size_t n = 0;
-  for (const auto& e : checkpoints_.entries()) n += e.snapshot.holders() == 1 ? e.snapshot.bytes() : 0;
+  for (const auto& e : checkpoints_.entries())
+    n += e.snapshot.holders() == 1 ? e.snapshot.bytes() : 0;
   return n;
 }
 
@@ -537,7 +566,8 @@ std::span<const float> Session::last_logits() const {
 }
 
 std::span<const float> Session::logits() const {
-  if (logits_rows_ > 0) return std::span<const float>(logits_.data(), static_cast<size_t>(logits_rows_ * n_vocab()));
+  if (logits_rows_ > 0)
+    return std::span<const float>(logits_.data(), static_cast<size_t>(logits_rows_ * n_vocab()));
   return last_logits();
 }
 
@@ -550,8 +580,8 @@ StatusOr<std::unique_ptr<Session>> Session::Fork() {
   QWENRT_RETURN_IF_ERROR(checkpoints_.ForEachSnapshot([](SharedSnapshot& s) { return s.Fetch(); }));
   QWENRT_ASSIGN_OR_RETURN(auto cps, checkpoints_.Copy());
   QWENRT_RETURN_IF_ERROR(rec.Fetch());  // a copy made on this session's CUDA context
-  std::unique_ptr<Session> s(
-      new (std::nothrow) Session(model_, params_, max_context_, std::move(kv), std::move(rec), checkpoints_.budget()));
+  std::unique_ptr<Session> s(new (std::nothrow) Session(
+      model_, params_, max_context_, std::move(kv), std::move(rec), checkpoints_.budget()));
   if (!s) return OutOfMemory("Fork: allocation failed");
   QWENRT_RETURN_IF_ERROR(s->Init());
   s->checkpoints_ = std::move(cps);

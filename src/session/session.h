@@ -22,7 +22,8 @@
 //   FeedReport r;
 //   QWENRT_RETURN_IF_ERROR(s->Feed(prompt_tokens, {}, &r));      // turn 1: prefills everything
 //   QWENRT_RETURN_IF_ERROR(s->Generate(gen_options, &reply, nullptr));
-//   QWENRT_RETURN_IF_ERROR(s->Feed(rerendered_history_plus_new, {}, &r));  // turn 2: only the new part
+//   QWENRT_RETURN_IF_ERROR(s->Feed(rerendered_history_plus_new, {}, &r));  // turn 2: only the new
+//   part
 #pragma once
 
 #include <atomic>
@@ -35,15 +36,15 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
+#include "base/thread_pool.h"
 #include "model/backend.h"
-#include "session/checkpoint.h"
-#include "session/shared_snapshot.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/recurrent_state.h"
-#include "base/status.h"
-#include "base/thread_pool.h"
+#include "session/checkpoint.h"
+#include "session/shared_snapshot.h"
 
 namespace qwenrt {
 
@@ -51,21 +52,24 @@ class ByteSink;  // session_file.h
 
 struct SessionParams {
   BackendKind backend = BackendKind::kCpu;
-  int n_threads = 0;             // workers of the session's ThreadPool; 0 = hardware concurrency
-  int64_t ubatch = 512;          // most tokens per forward call during a prefill
-  int64_t max_context = 0;       // most positions; 0 = the model's trained context
-  int64_t initial_capacity = 0;  // KV positions allocated up front (grows a page at a time); 0 = 1024
+  int n_threads = 0;        // workers of the session's ThreadPool; 0 = hardware concurrency
+  int64_t ubatch = 512;     // most tokens per forward call during a prefill
+  int64_t max_context = 0;  // most positions; 0 = the model's trained context
+  int64_t initial_capacity =
+      0;  // KV positions allocated up front (grows a page at a time); 0 = 1024
   // Storage of the attention KV cache (docs/kv-cache.md). nullopt = the backend's default: f16 on
   // kCpu (bit-identical to f32: the CPU path rounds K and V to f16 values before they enter the
   // cache), f32 on kRef and kCuda. q8_0 is lossy (and needs head_dim % 32 == 0). kCuda keeps its
   // device cache in f32 and refuses any other type with Unsupported.
   std::optional<KvType> kv_type;
-  int64_t kv_page_rows = 256;    // KV positions per page: the unit of sharing between forks
+  int64_t kv_page_rows = 256;  // KV positions per page: the unit of sharing between forks
   // Memory for checkpoints. -1 = room for 8 snapshots. The newest snapshot of the latest turn is
   // kept even when it alone exceeds the budget (see checkpoint.h for the eviction order).
   int64_t checkpoint_budget_bytes = -1;
-  int64_t checkpoint_tail = 4;   // automatic checkpoint this many tokens before each prefill end; 0 = off
-  int64_t checkpoint_every = 0;  // also a checkpoint at every multiple of K (prefill and decode); 0 = off
+  int64_t checkpoint_tail =
+      4;  // automatic checkpoint this many tokens before each prefill end; 0 = off
+  int64_t checkpoint_every =
+      0;  // also a checkpoint at every multiple of K (prefill and decode); 0 = off
   // kCpu only: results independent of how a sequence is split into forward calls, so a resumed
   // prefill equals a full one bit for bit. On by default: it runs the delta rule token-serially
   // instead of in chunks of 64, which costs ~3% of prefill time at the 0.8B shape (the delta rule
@@ -105,18 +109,19 @@ const char* MissReasonName(MissReason reason);  // "none", "empty", "no_checkpoi
 
 // What one Feed did. Exposed as-is by the C ABI.
 struct FeedReport {
-  int64_t prompt_tokens = 0;     // N: length of the sequence fed
-  int64_t common_prefix = 0;     // P: longest common prefix with the transcript before the call
-  int64_t reused_tokens = 0;     // positions not recomputed (= the position the prefill started at)
-  int64_t checkpoint_pos = -1;   // checkpoint restored, -1 if none (live state used, or from scratch)
+  int64_t prompt_tokens = 0;  // N: length of the sequence fed
+  int64_t common_prefix = 0;  // P: longest common prefix with the transcript before the call
+  int64_t reused_tokens = 0;  // positions not recomputed (= the position the prefill started at)
+  int64_t checkpoint_pos =
+      -1;  // checkpoint restored, -1 if none (live state used, or from scratch)
   int64_t prefilled_tokens = 0;  // tokens run through the model by this call
   MissReason miss_reason = MissReason::kNone;
-  std::string miss_detail;       // the same in words, with positions; empty for kNone / kEmpty
+  std::string miss_detail;  // the same in words, with positions; empty for kNone / kEmpty
   int64_t checkpoints_created = 0;
-  int64_t n_checkpoints = 0;     // held after the call
-  size_t checkpoint_bytes = 0;   // held after the call
-  double restore_ms = 0;         // cutting the KV + restoring the recurrent state
-  double prefill_ms = 0;         // the forward calls
+  int64_t n_checkpoints = 0;    // held after the call
+  size_t checkpoint_bytes = 0;  // held after the call
+  double restore_ms = 0;        // cutting the KV + restoring the recurrent state
+  double prefill_ms = 0;        // the forward calls
 };
 
 // A sampler: picks the next token from the logits [n_vocab] of the last position.
@@ -124,16 +129,16 @@ using SamplerFn = std::function<int32_t(const float* logits, int64_t n_vocab)>;
 
 struct GenerateOptions {
   int64_t max_tokens = 256;
-  SamplerFn sampler;                    // required
+  SamplerFn sampler;                     // required
   std::span<const int32_t> stop_tokens;  // sampled, returned, but not evaluated (like <|im_end|>)
   const std::atomic<bool>* cancel = nullptr;  // checked before every token
   std::function<bool(int32_t)> on_token;      // called per sampled token; false = stop after it
 };
 
 struct GenerateReport {
-  int64_t n_sampled = 0;   // tokens sampled (appended to *out)
-  int64_t n_decoded = 0;   // tokens evaluated (the transcript grew by this much)
-  bool hit_stop = false;   // ended on a stop token
+  int64_t n_sampled = 0;  // tokens sampled (appended to *out)
+  int64_t n_decoded = 0;  // tokens evaluated (the transcript grew by this much)
+  bool hit_stop = false;  // ended on a stop token
   double decode_ms = 0;
 };
 
@@ -168,11 +173,11 @@ class FeedJob {
   FeedReport local_;
   FeedReport* report_ = &local_;
   std::vector<PrefillBatch> plan_;
-  size_t next_ = 0;        // plan_ entry being run
-  int64_t offset_ = 0;     // its tokens already run
-  int64_t start_ = 0;      // first position prefilled
-  bool stop_ = false;      // progress() asked to stop
-  bool running_ = false;   // between BeginFeed and EndFeed
+  size_t next_ = 0;       // plan_ entry being run
+  int64_t offset_ = 0;    // its tokens already run
+  int64_t start_ = 0;     // first position prefilled
+  bool stop_ = false;     // progress() asked to stop
+  bool running_ = false;  // between BeginFeed and EndFeed
   Status status_;
   std::chrono::steady_clock::time_point t1_;
 };
@@ -209,8 +214,8 @@ class Session {
   //  P = longest common prefix of `tokens` and transcript(). If the transcript is a prefix of
   //  `tokens`, the live state is extended. Otherwise the KV is cut back and the recurrent state is
   //  restored from the newest checkpoint at c <= min(P, N-1) (position 0 if there is none), and
-  //  tokens c..N-1 are prefilled. If `tokens` equals the transcript nothing is computed. Checkpoints
-  //  are taken as docs/checkpoints.md says.
+  //  tokens c..N-1 are prefilled. If `tokens` equals the transcript nothing is computed.
+  //  Checkpoints are taken as docs/checkpoints.md says.
   // Errors (session unchanged): InvalidArgument (empty, or a token id outside [0, n_vocab)),
   // ContextFull (N > max context), OutOfMemory (KV growth).
   // Cancelled: the session holds a prefix of `tokens` (transcript() says which) and is consistent;
@@ -229,14 +234,16 @@ class Session {
   // logits yet — Feed first; no sampler; null out; the sampler returned an id outside the
   // vocabulary — that token is not appended), ContextFull (stops before overflowing; the tokens
   // generated so far stay). After any error the transcript is exactly what was evaluated.
-  Status Generate(const GenerateOptions& options, std::vector<int32_t>* out, GenerateReport* report);
+  Status Generate(const GenerateOptions& options, std::vector<int32_t>* out,
+                  GenerateReport* report);
 
   // --- stepping (see the file comment); one thread per session at a time, as for Feed ---
   // Feed = BeginFeed; while (NextFeedPiece) { run the piece; FeedPieceDone } EndFeed. BeginFeed
-  // returns Feed's up-front errors (nothing changed, job not running); EndFeed returns Feed's result.
-  // `max_tokens` caps the piece (a step's token budget); results do not depend on it when the
-  // session is split_invariant.
-  Status BeginFeed(std::span<const int32_t> tokens, const FeedOptions& options, FeedReport* report, FeedJob* job);
+  // returns Feed's up-front errors (nothing changed, job not running); EndFeed returns Feed's
+  // result. `max_tokens` caps the piece (a step's token budget); results do not depend on it when
+  // the session is split_invariant.
+  Status BeginFeed(std::span<const int32_t> tokens, const FeedOptions& options, FeedReport* report,
+                   FeedJob* job);
   bool NextFeedPiece(FeedJob& job, int64_t max_tokens, SessionPiece* piece);
   void FeedPieceDone(FeedJob& job, const SessionPiece& piece);
   Status EndFeed(FeedJob& job);
@@ -245,15 +252,16 @@ class Session {
   Status EndDecode(const SessionPiece& piece);
   // Generate = BeginGenerate; while (NextGeneratePiece) { run the piece; GeneratePieceDone }
   // EndGenerate (which returns Generate's result).
-  Status BeginGenerate(const GenerateOptions& options, std::vector<int32_t>* out, GenerateReport* report,
-                       GenerateJob* job);
+  Status BeginGenerate(const GenerateOptions& options, std::vector<int32_t>* out,
+                       GenerateReport* report, GenerateJob* job);
   bool NextGeneratePiece(GenerateJob& job, SessionPiece* piece);
   void GeneratePieceDone(GenerateJob& job, const SessionPiece& piece);
   Status EndGenerate(GenerateJob& job);
   // Runs the pieces (at most one per session) in one ForwardBatch on `ctx` (made for this model,
   // with max_sequences >= pieces.size()) and does each session's bookkeeping; each piece gets its
   // status. `steps`: scratch of at least pieces.size() entries.
-  static void RunBatch(ForwardContext& ctx, std::span<SessionPiece> pieces, std::span<SequenceStep> steps);
+  static void RunBatch(ForwardContext& ctx, std::span<SessionPiece> pieces,
+                       std::span<SequenceStep> steps);
   // Runs one piece alone on the session's own context (made on first use); sets piece.status.
   void RunPiece(SessionPiece& piece);
 
@@ -277,20 +285,22 @@ class Session {
   // either side writes into a shared page, so only the partial last page is ever copied), the same
   // checkpoints (shared snapshots: immutable from then on), a copy of the live recurrent state, the
   // transcript and the last logits, plus its own ThreadPool/ForwardContext. Cost: O(KV pages +
-  // checkpoints) for those, plus one recurrent state's bytes. The two sessions may then run on different threads. The fork gets the same
-  // params (trace callback included). Errors: OutOfMemory, Device (copying device state).
-  // Not const: device-resident checkpoints are fetched to the host before they are shared.
+  // checkpoints) for those, plus one recurrent state's bytes. The two sessions may then run on
+  // different threads. The fork gets the same params (trace callback included). Errors:
+  // OutOfMemory, Device (copying device state). Not const: device-resident checkpoints are fetched
+  // to the host before they are shared.
   StatusOr<std::unique_ptr<Session>> Fork();
 
   // Save: transcript, KV (valid prefix), recurrent state, checkpoints, last logits and the chat
-  // layer's opaque `chat_state` (the CHAT section), with format version, model fingerprint and CRC-32
-  // (docs/session-format.md). The file is written atomically (temp file + rename). Not const: state
-  // the CUDA backend holds on the device is fetched to the host first. Errors: Io, OutOfMemory,
-  // Device.
+  // layer's opaque `chat_state` (the CHAT section), with format version, model fingerprint and
+  // CRC-32 (docs/session-format.md). The file is written atomically (temp file + rename). Not
+  // const: state the CUDA backend holds on the device is fetched to the host first. Errors: Io,
+  // OutOfMemory, Device.
   Status SaveToFile(const std::string& path, std::span<const uint8_t> chat_state = {});
   StatusOr<std::vector<uint8_t>> SaveToMemory(std::span<const uint8_t> chat_state = {});
   // Checks a saved chat state (its bytes and the saved transcript length) before a load commits.
-  using ChatStateCheck = std::function<Status(std::span<const uint8_t> chat_state, int64_t n_tokens)>;
+  using ChatStateCheck =
+      std::function<Status(std::span<const uint8_t> chat_state, int64_t n_tokens)>;
   // Load replaces this session's contents with the saved ones (only after the whole file has been
   // verified, `check` included; on error the session is unchanged). `chat_state` (may be null)
   // receives the CHAT blob (or a version-1 file's SAMP blob, the same bytes under their old name).
@@ -321,9 +331,10 @@ class Session {
   // they hold together.
   size_t checkpoint_prorated_bytes() const;
   size_t checkpoint_unique_bytes() const;  // snapshots no other session holds
-  // One evicted snapshot kept for reuse by the next checkpoint (0 or state_bytes()); not in the budget.
+  // One evicted snapshot kept for reuse by the next checkpoint (0 or state_bytes()); not in the
+  // budget.
   size_t spare_checkpoint_bytes() const { return checkpoints_.spare_bytes(); }
-  size_t state_bytes() const { return rec_.bytes(); }   // one checkpoint costs this much
+  size_t state_bytes() const { return rec_.bytes(); }  // one checkpoint costs this much
   // KV cache memory (kv_cache.h): every page held; the pages no other session holds; the pages
   // shared with others (forks); this session's share when each page is divided among its holders
   // (summed over sessions that share only among themselves: what they hold together).
@@ -341,7 +352,7 @@ class Session {
   Status Init();
   // Checks ids and capacity for appending `n` tokens (nothing mutated).
   Status CheckTokens(std::span<const int32_t> tokens) const;
-  Status MakeContext();  // the session's own ForwardContext and ThreadPool
+  Status MakeContext();       // the session's own ForwardContext and ThreadPool
   Status MakeRoom(size_t n);  // transcript capacity for n more tokens
   // After a piece ran: appends its tokens to the transcript; on a forward error, rolls back.
   void AfterRun(SessionPiece& piece);
@@ -358,17 +369,17 @@ class Session {
   SessionParams params_;
   int64_t max_context_;
   std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<ForwardContext> ctx_;  // for running alone; made on first use
-  int32_t decode_token_ = 0;            // the token of the piece BeginDecode made
-  KvCache kv_;                      // attention K/V, size() == transcript_.size()
-  RecurrentState rec_;              // GDN state after transcript_
-  std::vector<int32_t> transcript_;  // [size()]
+  std::unique_ptr<ForwardContext> ctx_;          // for running alone; made on first use
+  int32_t decode_token_ = 0;                     // the token of the piece BeginDecode made
+  KvCache kv_;                                   // attention K/V, size() == transcript_.size()
+  RecurrentState rec_;                           // GDN state after transcript_
+  std::vector<int32_t> transcript_;              // [size()]
   CheckpointStore<SharedSnapshot> checkpoints_;  // every entry pos <= size(), valid for transcript_
-  std::vector<float> last_logits_;  // [V] when has_logits_
+  std::vector<float> last_logits_;               // [V] when has_logits_
   bool has_logits_ = false;
-  std::vector<float> logits_;       // [rows, V]: what the last Feed returned with all_logits
-  int64_t logits_rows_ = 0;         // 0 = logits() is last_logits()
-  uint64_t turn_ = 0;               // Feed calls so far (checkpoints remember theirs)
+  std::vector<float> logits_;  // [rows, V]: what the last Feed returned with all_logits
+  int64_t logits_rows_ = 0;    // 0 = logits() is last_logits()
+  uint64_t turn_ = 0;          // Feed calls so far (checkpoints remember theirs)
 };
 
 }  // namespace qwenrt

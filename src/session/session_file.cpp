@@ -1,16 +1,16 @@
 // Session file container: CRC-32, streaming writer, verifying parser, atomic file write.
 #include "session/session_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <new>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace qwenrt {
 namespace {
@@ -210,7 +210,8 @@ Status ByteCursor::Floats(float* dst, size_t n) {
 }
 
 Status ByteCursor::View(size_t n, std::span<const uint8_t>* out) {
-  if (n > remaining()) return BadFormat("{}: truncated (needs {} bytes, {} left)", what_, n, remaining());
+  if (n > remaining())
+    return BadFormat("{}: truncated (needs {} bytes, {} left)", what_, n, remaining());
   *out = bytes_.subspan(pos_, n);
   pos_ += n;
   return OkStatus();
@@ -224,7 +225,8 @@ Status ByteCursor::ExpectEnd() const {
 StatusOr<ParsedSessionFile> ParseSessionFile(std::span<const uint8_t> bytes,
                                              std::string_view expected_fingerprint) {
   if (bytes.size() < kSessionHeaderSize + 4)
-    return BadFormat("session file too short ({} bytes): truncated or not a session file", bytes.size());
+    return BadFormat("session file too short ({} bytes): truncated or not a session file",
+                     bytes.size());
   if (std::memcmp(bytes.data(), kMagic, 8) != 0)
     return BadFormat("not a qwenrt session file (bad magic)");
   ParsedSessionFile out;
@@ -235,15 +237,15 @@ StatusOr<ParsedSessionFile> ParseSessionFile(std::span<const uint8_t> bytes,
   std::memcpy(&size, bytes.data() + kSizeOffset, 8);
   std::memcpy(&crc, bytes.data() + kCrcOffset, 4);
   if (out.version != kSessionFormatVersion)
-    return Unsupported("session file format version {} (this library reads version {})", out.version,
-                       kSessionFormatVersion);
+    return Unsupported("session file format version {} (this library reads version {})",
+                       out.version, kSessionFormatVersion);
   uint32_t header_reserved = 0;
   std::memcpy(&header_reserved, bytes.data() + 28, 4);
   if (flags != 0 || header_reserved != 0)
     return BadFormat("session file: unknown flags {:#x} / reserved {:#x}", flags, header_reserved);
   if (size != bytes.size())
-    return BadFormat("session file: header says {} bytes but {} are present ({})", size, bytes.size(),
-                     size > bytes.size() ? "truncated" : "trailing garbage");
+    return BadFormat("session file: header says {} bytes but {} are present ({})", size,
+                     bytes.size(), size > bytes.size() ? "truncated" : "trailing garbage");
   uint32_t actual = Crc32(bytes.data() + kSessionHeaderSize, bytes.size() - kSessionHeaderSize);
   if (actual != crc)
     return BadFormat("session file damaged: checksum {:08x}, expected {:08x}", actual, crc);
@@ -255,8 +257,9 @@ StatusOr<ParsedSessionFile> ParseSessionFile(std::span<const uint8_t> bytes,
   QWENRT_RETURN_IF_ERROR(cur.View(fp_len, &fp));
   out.fingerprint.assign(reinterpret_cast<const char*>(fp.data()), fp.size());
   if (out.fingerprint != expected_fingerprint)
-    return InvalidArgument("session file was saved with a different model (fingerprint {}, this model {})",
-                           Printable(out.fingerprint, 16), Printable(expected_fingerprint, 16));
+    return InvalidArgument(
+        "session file was saved with a different model (fingerprint {}, this model {})",
+        Printable(out.fingerprint, 16), Printable(expected_fingerprint, 16));
   while (cur.remaining() > 0) {
     SessionSection s;
     uint32_t reserved = 0;
@@ -264,10 +267,11 @@ StatusOr<ParsedSessionFile> ParseSessionFile(std::span<const uint8_t> bytes,
     QWENRT_RETURN_IF_ERROR(cur.U32(&s.tag));
     QWENRT_RETURN_IF_ERROR(cur.U32(&reserved));
     QWENRT_RETURN_IF_ERROR(cur.U64(&len));
-    if (reserved != 0) return BadFormat("session file: section {} has reserved bits set", SectionTagName(s.tag));
+    if (reserved != 0)
+      return BadFormat("session file: section {} has reserved bits set", SectionTagName(s.tag));
     if (len > cur.remaining())
-      return BadFormat("session file: section {} claims {} bytes, {} left", SectionTagName(s.tag), len,
-                       cur.remaining());
+      return BadFormat("session file: section {} claims {} bytes, {} left", SectionTagName(s.tag),
+                       len, cur.remaining());
     QWENRT_RETURN_IF_ERROR(cur.View(static_cast<size_t>(len), &s.payload));
     out.sections.push_back(s);
   }
@@ -322,7 +326,8 @@ StatusOr<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
       }
       if (declared != size) {
         ::close(fd);
-        return BadFormat("session file '{}' is {} bytes but its header says {}", P(path), size, declared);
+        return BadFormat("session file '{}' is {} bytes but its header says {}", P(path), size,
+                         declared);
       }
     }
   }
@@ -339,7 +344,8 @@ StatusOr<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
       ::close(fd);
-      return IoError("read '{}' failed: {}", P(path), r < 0 ? std::strerror(errno) : "unexpected end of file");
+      return IoError("read '{}' failed: {}", P(path),
+                     r < 0 ? std::strerror(errno) : "unexpected end of file");
     }
     got += static_cast<size_t>(r);
   }

@@ -94,7 +94,8 @@ class SessionWriter {
 // Reads a bounded byte range; any read past its end is a BadFormat error naming `what`.
 class ByteCursor {
  public:
-  ByteCursor(std::span<const uint8_t> bytes, std::string what) : bytes_(bytes), what_(std::move(what)) {}
+  ByteCursor(std::span<const uint8_t> bytes, std::string what)
+      : bytes_(bytes), what_(std::move(what)) {}
   Status U32(uint32_t* v) { return Bytes(v, sizeof *v); }
   Status U64(uint64_t* v) { return Bytes(v, sizeof *v); }
   Status I64(int64_t* v) { return Bytes(v, sizeof *v); }

@@ -18,7 +18,8 @@ constexpr uint32_t kTagKvca = SectionTag("KVCA");  // attention K/V, valid prefi
 constexpr uint32_t kTagRecs = SectionTag("RECS");  // live recurrent state
 constexpr uint32_t kTagCkpt = SectionTag("CKPT");  // one checkpoint
 constexpr uint32_t kTagChat = SectionTag("CHAT");  // the chat layer's state (chat/chat_state.h)
-constexpr uint32_t kTagSamp = SectionTag("SAMP");  // the same, as files written before CHAT called it
+constexpr uint32_t kTagSamp =
+    SectionTag("SAMP");  // the same, as files written before CHAT called it
 
 // The SESS section: the shapes the rest of the file was written with.
 struct SessHeader {
@@ -29,7 +30,8 @@ struct SessHeader {
 static_assert(sizeof(SessHeader) == 72);
 
 uint64_t StateBytes(const SessHeader& h) {
-  return static_cast<uint64_t>(h.n_gdn_layers) * static_cast<uint64_t>(h.conv_floats + h.ssm_floats) * 4;
+  return static_cast<uint64_t>(h.n_gdn_layers) *
+         static_cast<uint64_t>(h.conv_floats + h.ssm_floats) * 4;
 }
 
 void PutState(SessionWriter& w, const RecurrentState& rec) {
@@ -86,8 +88,15 @@ Status GetState(ByteCursor& c, RecurrentState& rec) {
 
 Status Session::WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) const {
   const int64_t n = size();
-  SessHeader h{n_vocab(), kv_.n_layers(), kv_.row_floats(), rec_.n_layers(), rec_.conv_floats(),
-               rec_.ssm_floats(), turn_, n, static_cast<int64_t>(checkpoints_.size())};
+  SessHeader h{n_vocab(),
+               kv_.n_layers(),
+               kv_.row_floats(),
+               rec_.n_layers(),
+               rec_.conv_floats(),
+               rec_.ssm_floats(),
+               turn_,
+               n,
+               static_cast<int64_t>(checkpoints_.size())};
   SessionWriter w(sink, model_->fingerprint());
   w.BeginSection(kTagSess, sizeof h);
   w.PutBytes(&h, sizeof h);
@@ -107,12 +116,15 @@ Status Session::WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) con
   w.EndSection();
 
   // The rows as stored, page by page (pages shared with other sessions are written like any other).
-  const uint64_t row_bytes = static_cast<uint64_t>(kv_.row_bytes()), P = static_cast<uint64_t>(kv_.page_rows());
-  w.BeginSection(kTagKvca, static_cast<uint64_t>(kv_.n_layers()) * 2 * static_cast<uint64_t>(n) * row_bytes);
+  const uint64_t row_bytes = static_cast<uint64_t>(kv_.row_bytes()),
+                 P = static_cast<uint64_t>(kv_.page_rows());
+  w.BeginSection(kTagKvca,
+                 static_cast<uint64_t>(kv_.n_layers()) * 2 * static_cast<uint64_t>(n) * row_bytes);
   for (int64_t a = 0; a < kv_.n_layers(); ++a) {
     for (bool value : {false, true}) {
       for (int64_t p0 = 0; p0 < n; p0 += static_cast<int64_t>(P)) {
-        const std::span<const uint8_t> rows = kv_.StoredRows(a, value, p0, std::min<int64_t>(static_cast<int64_t>(P), n - p0));
+        const std::span<const uint8_t> rows =
+            kv_.StoredRows(a, value, p0, std::min<int64_t>(static_cast<int64_t>(P), n - p0));
         w.PutBytes(rows.data(), rows.size());
       }
     }
@@ -182,14 +194,15 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
   ByteCursor hc(file.sections[0].payload, "SESS section");
   QWENRT_RETURN_IF_ERROR(hc.Bytes(&h, sizeof h));
   QWENRT_RETURN_IF_ERROR(hc.ExpectEnd());
-  if (h.n_vocab != n_vocab() || h.n_attn_layers != kv_.n_layers() || h.kv_row_floats != kv_.row_floats() ||
-      h.n_gdn_layers != rec_.n_layers() || h.conv_floats != rec_.conv_floats() || h.ssm_floats != rec_.ssm_floats())
+  if (h.n_vocab != n_vocab() || h.n_attn_layers != kv_.n_layers() ||
+      h.kv_row_floats != kv_.row_floats() || h.n_gdn_layers != rec_.n_layers() ||
+      h.conv_floats != rec_.conv_floats() || h.ssm_floats != rec_.ssm_floats())
     return BadFormat("session file: state shapes do not match the model");
   if (h.n_tokens < 0 || h.n_checkpoints < 0)
     return BadFormat("session file: negative token or checkpoint count");
   if (h.n_tokens > max_context_)
-    return ContextFull("session file holds {} tokens, more than this session's context of {}", h.n_tokens,
-                       max_context_);
+    return ContextFull("session file holds {} tokens, more than this session's context of {}",
+                       h.n_tokens, max_context_);
   const size_t n = static_cast<size_t>(h.n_tokens);
   const uint64_t state_bytes = StateBytes(h);
 
@@ -205,10 +218,12 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
     QWENRT_RETURN_IF_ERROR(c.U32(&t));
     QWENRT_RETURN_IF_ERROR(c.ExpectEnd());
     if (t >= kKvTypeCount)
-      return Unsupported("session file: KV storage type {} is unknown to this version of qwenrt", t);
+      return Unsupported("session file: KV storage type {} is unknown to this version of qwenrt",
+                         t);
     file_type = static_cast<KvType>(t);
     if (!KvTypeFits(file_type, cfg.head_dim))
-      return BadFormat("session file: KV storage type {} cannot hold this model's rows", KvTypeName(file_type));
+      return BadFormat("session file: KV storage type {} cannot hold this model's rows",
+                       KvTypeName(file_type));
     break;
   }
   const uint64_t file_row_bytes = static_cast<uint64_t>(KvRowBytes(file_type, h.kv_row_floats));
@@ -220,18 +235,28 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
     const SessionSection& s = file.sections[i];
     const uint64_t len = s.payload.size();
     bool ok = false;
-    if (s.tag == kTagToks) ok = !seen_toks++ && len == n * 4;
-    else if (s.tag == kTagLogt) ok = !seen_logt++ && (len == 0 || (n > 0 && len == static_cast<uint64_t>(h.n_vocab) * 4));
-    else if (s.tag == kTagKvty) ok = !seen_kvty++ && !seen_kvca && len == 4;
-    else if (s.tag == kTagKvca) ok = !seen_kvca++ && len == static_cast<uint64_t>(h.n_attn_layers) * 2 * n * file_row_bytes;
-    else if (s.tag == kTagRecs) ok = !seen_recs++ && len == state_bytes;
-    else if (s.tag == kTagCkpt) ok = ++seen_ckpt <= h.n_checkpoints && len == 16 + state_bytes;
-    else if (s.tag == kTagChat || s.tag == kTagSamp) ok = !seen_samp++;
-    else return BadFormat("session file: unknown section {}", SectionTagName(s.tag));
-    if (!ok) return BadFormat("session file: {} section repeated or of the wrong size ({} bytes)",
-                              SectionTagName(s.tag), len);
+    if (s.tag == kTagToks)
+      ok = !seen_toks++ && len == n * 4;
+    else if (s.tag == kTagLogt)
+      ok = !seen_logt++ && (len == 0 || (n > 0 && len == static_cast<uint64_t>(h.n_vocab) * 4));
+    else if (s.tag == kTagKvty)
+      ok = !seen_kvty++ && !seen_kvca && len == 4;
+    else if (s.tag == kTagKvca)
+      ok = !seen_kvca++ && len == static_cast<uint64_t>(h.n_attn_layers) * 2 * n * file_row_bytes;
+    else if (s.tag == kTagRecs)
+      ok = !seen_recs++ && len == state_bytes;
+    else if (s.tag == kTagCkpt)
+      ok = ++seen_ckpt <= h.n_checkpoints && len == 16 + state_bytes;
+    else if (s.tag == kTagChat || s.tag == kTagSamp)
+      ok = !seen_samp++;
+    else
+      return BadFormat("session file: unknown section {}", SectionTagName(s.tag));
+    if (!ok)
+      return BadFormat("session file: {} section repeated or of the wrong size ({} bytes)",
+                       SectionTagName(s.tag), len);
   }
-  if (!seen_toks || !seen_logt || !seen_kvca || !seen_recs || !seen_samp || seen_ckpt != h.n_checkpoints)
+  if (!seen_toks || !seen_logt || !seen_kvca || !seen_recs || !seen_samp ||
+      seen_ckpt != h.n_checkpoints)
     return BadFormat("session file: missing sections");
 
   // Pass 2: decode into fresh objects.
@@ -255,7 +280,8 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
         transcript.resize(n);
         QWENRT_RETURN_IF_ERROR(c.Bytes(transcript.data(), n * 4));
         for (int32_t t : transcript)
-          if (t < 0 || t >= h.n_vocab) return BadFormat("session file: token {} outside the vocabulary", t);
+          if (t < 0 || t >= h.n_vocab)
+            return BadFormat("session file: token {} outside the vocabulary", t);
       } else if (s.tag == kTagLogt) {
         has_logits = !s.payload.empty();
         logits.assign(static_cast<size_t>(h.n_vocab), 0.0f);
@@ -269,7 +295,8 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
         uint64_t turn = 0;
         QWENRT_RETURN_IF_ERROR(c.I64(&pos));
         QWENRT_RETURN_IF_ERROR(c.U64(&turn));
-        if (pos < 1 || pos > h.n_tokens) return BadFormat("session file: checkpoint at {} outside [1, {}]", pos, n);
+        if (pos < 1 || pos > h.n_tokens)
+          return BadFormat("session file: checkpoint at {} outside [1, {}]", pos, n);
         for (const auto& e : cps.entries())
           if (e.pos == pos) return BadFormat("session file: two checkpoints at {}", pos);
         QWENRT_ASSIGN_OR_RETURN(RecurrentState snap, RecurrentState::Create(cfg));

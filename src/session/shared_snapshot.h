@@ -40,7 +40,9 @@ class SharedSnapshot {
   // Sessions holding it now (another thread may change that the next moment).
   long holders() const { return held_.use_count(); }
   // Its share of the memory when the bytes are divided among the sessions holding it.
-  double prorated_bytes() const { return static_cast<double>(bytes()) / static_cast<double>(held_.use_count()); }
+  double prorated_bytes() const {
+    return static_cast<double>(bytes()) / static_cast<double>(held_.use_count());
+  }
   // Brings device-resident contents to the host (recurrent_state.h). A shared snapshot is never
   // pending (Fork fetches before it shares), so this only ever changes an unshared one.
   Status Fetch() { return held_->state.pending() == nullptr ? OkStatus() : held_->state.Fetch(); }

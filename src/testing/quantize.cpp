@@ -1,6 +1,7 @@
-// Min/max weight quantizers of quantize.h. For every block: choose per-sub-block scales that cover the
-// data, quantize those scales against an fp16 super-scale rounded *up* (so no sub-block scale needs more
-// than its 6 or 8 bits), round the scales up too (so no element clips), then round each element.
+// Min/max weight quantizers of quantize.h. For every block: choose per-sub-block scales that cover
+// the data, quantize those scales against an fp16 super-scale rounded *up* (so no sub-block scale
+// needs more than its 6 or 8 bits), round the scales up too (so no element clips), then round each
+// element.
 #include "testing/quantize.h"
 
 #include <algorithm>
@@ -37,9 +38,11 @@ void QuantizeQ6K(const float* x, BlockQ6K* y, int64_t nb) {
       const float step = d * sc;
       for (int j = 0; j < 16; ++j) {
         const int e = 16 * g + j;
-        const int q = step > 0 ? std::clamp(static_cast<int>(std::lround(x[e] / step)), -32, 31) : 0;
+        const int q =
+            step > 0 ? std::clamp(static_cast<int>(std::lround(x[e] / step)), -32, 31) : 0;
         const int u = q + 32;
-        // docs/spec/gguf-and-quants.md §3.7: element 128n + 32k + l -> ql[64n + l + 32(k%2)] nibble k/2, qh[32n + l] bits 2k.
+        // docs/spec/gguf-and-quants.md §3.7: element 128n + 32k + l -> ql[64n + l + 32(k%2)] nibble
+        // k/2, qh[32n + l] bits 2k.
         const int n = e / 128, k = (e % 128) / 32, l = e % 32;
         out.ql[64 * n + l + 32 * (k % 2)] |= static_cast<uint8_t>((u & 15) << (4 * (k / 2)));
         out.qh[32 * n + l] |= static_cast<uint8_t>((u >> 4) << (2 * k));
@@ -64,7 +67,8 @@ void QuantizeQ4K(const float* x, BlockQ4K* y, int64_t nb) {
     float lo[8], hi[8], max_min = 0;
     for (int s = 0; s < 8; ++s) {
       lo[s] = 0, hi[s] = 0;  // the range always includes 0, so the min offset is >= 0
-      for (int l = 0; l < 32; ++l) lo[s] = std::min(lo[s], x[32 * s + l]), hi[s] = std::max(hi[s], x[32 * s + l]);
+      for (int l = 0; l < 32; ++l)
+        lo[s] = std::min(lo[s], x[32 * s + l]), hi[s] = std::max(hi[s], x[32 * s + l]);
       max_min = std::max(max_min, -lo[s]);
     }
     out.dmin = Fp16Up(max_min / 63);
@@ -79,13 +83,17 @@ void QuantizeQ4K(const float* x, BlockQ4K* y, int64_t nb) {
     }
     out.d = Fp16Up(max_need / 63);
     const float d = Fp16ToFp32(out.d);
-    for (int s = 0; s < 8; ++s) sc[s] = d > 0 ? std::min(63, static_cast<int>(std::ceil(need[s] / d))) : 0;
+    for (int s = 0; s < 8; ++s)
+      sc[s] = d > 0 ? std::min(63, static_cast<int>(std::ceil(need[s] / d))) : 0;
     PackScaleMin(sc, m, out.scales);
     for (int s = 0; s < 8; ++s) {
       // Use exactly the products the dequantizer forms (d * sc, dmin * m).
       const float step = d * sc[s], off = dmin * m[s];
       for (int l = 0; l < 32; ++l) {
-        const int q = step > 0 ? std::clamp(static_cast<int>(std::lround((x[32 * s + l] + off) / step)), 0, 15) : 0;
+        const int q =
+            step > 0
+                ? std::clamp(static_cast<int>(std::lround((x[32 * s + l] + off) / step)), 0, 15)
+                : 0;
         out.qs[32 * (s / 2) + l] |= static_cast<uint8_t>(q << (4 * (s % 2)));
       }
     }
@@ -98,7 +106,9 @@ bool QuantizeRow(gguf::Type type, const float* x, void* dst, int64_t n) {
   const int64_t elems = BlockElems(type);
   if (elems == 0 || n < 0 || n % elems != 0) return false;
   switch (type) {
-    case gguf::Type::F32: std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float)); return true;
+    case gguf::Type::F32:
+      std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float));
+      return true;
     case gguf::Type::F16: {
       auto* h = static_cast<uint16_t*>(dst);
       for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToFp16(x[i]);
@@ -109,10 +119,17 @@ bool QuantizeRow(gguf::Type type, const float* x, void* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToBf16(x[i]);
       return true;
     }
-    case gguf::Type::Q8_0: QuantizeRowQ8_0(x, dst, n); return true;
-    case gguf::Type::Q4_K: QuantizeQ4K(x, static_cast<BlockQ4K*>(dst), n / kQK_K); return true;
-    case gguf::Type::Q6_K: QuantizeQ6K(x, static_cast<BlockQ6K*>(dst), n / kQK_K); return true;
-    default: return false;
+    case gguf::Type::Q8_0:
+      QuantizeRowQ8_0(x, dst, n);
+      return true;
+    case gguf::Type::Q4_K:
+      QuantizeQ4K(x, static_cast<BlockQ4K*>(dst), n / kQK_K);
+      return true;
+    case gguf::Type::Q6_K:
+      QuantizeQ6K(x, static_cast<BlockQ6K*>(dst), n / kQK_K);
+      return true;
+    default:
+      return false;
   }
 }
 

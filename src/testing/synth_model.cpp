@@ -1,6 +1,7 @@
 // Synthetic model writer of synth_model.h. Tensor list, order (global tensors, then each layer's
 // tensors sorted by name), types and metadata keys follow tests/data/tiny-s1-q4km.gguf, which the
-// llama.cpp's converter + llama-quantize wrote; shapes follow docs/spec/qwen35-architecture.md §4 / §13.
+// llama.cpp's converter + llama-quantize wrote; shapes follow docs/spec/qwen35-architecture.md §4 /
+// §13.
 //
 // Values: a counter-based hash RNG (element index -> value), so the file does not depend on the
 // thread count. Projections ~ N(0, 1/fan_in) (output projections further / sqrt(2L) so the residual
@@ -14,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
+#include "ops/quant.h"
 #include "qwenrt/gguf.hpp"
 #include "qwenrt/gguf_writer.hpp"
-#include "ops/quant.h"
 #include "testing/quantize.h"
 
 namespace qwenrt {
@@ -24,9 +25,11 @@ namespace {
 
 constexpr int64_t kRealFirstSpecial = 248044;  // <|endoftext|> in the real Qwen3.5 vocabulary
 constexpr int64_t kRealFirstUnused = 248077;   // converter padding "[PAD248077]" ... (UNUSED)
-// Real added tokens after the 26 the fixture vocabulary carries (docs/spec/tokenizer-and-chat.md §2.2).
-constexpr std::string_view kExtraSpecials[] = {"<|audio_start|>", "<|audio_end|>", "<tts_pad>", "<tts_text_bos>",
-                                               "<tts_text_eod>", "<tts_text_bos_single>", "<|audio_pad|>"};
+// Real added tokens after the 26 the fixture vocabulary carries (docs/spec/tokenizer-and-chat.md
+// §2.2).
+constexpr std::string_view kExtraSpecials[] = {
+    "<|audio_start|>", "<|audio_end|>",         "<tts_pad>",    "<tts_text_bos>",
+    "<tts_text_eod>",  "<tts_text_bos_single>", "<|audio_pad|>"};
 constexpr int32_t kTypeNormal = 1, kTypeControl = 3, kTypeUnused = 5;
 
 uint64_t SplitMix64(uint64_t x) {
@@ -43,7 +46,9 @@ float Normal(uint64_t key) {
   for (int k = 0; k < 4; ++k) s += (static_cast<float>((h >> (16 * k)) & 0xFFFF) + 0.5f) / 65536.f;
   return (s - 2.f) * 1.7320508f;  // var(sum) = 4/12
 }
-float Uniform(uint64_t key) { return (static_cast<float>(SplitMix64(key) >> 40) + 0.5f) / 16777216.f; }
+float Uniform(uint64_t key) {
+  return (static_cast<float>(SplitMix64(key) >> 40) + 0.5f) / 16777216.f;
+}
 
 enum class Init { kWeight, kNorm, kSsmA, kDtBias, kConv };
 
@@ -56,7 +61,9 @@ struct TensorSpec {
 };
 
 // llama-quantize's use_more_bits (docs/spec/gguf-and-quants.md §4.2).
-bool UseMoreBits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+bool UseMoreBits(int64_t i, int64_t n) {
+  return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
 
 std::vector<TensorSpec> TensorList(const SynthShape& s) {
   const int64_t D = s.n_embd, L = s.n_layer, Dh = s.head_dim, F = s.n_ff;
@@ -66,7 +73,8 @@ std::vector<TensorSpec> TensorList(const SynthShape& s) {
   auto w = [](int64_t fan_in) { return 1.f / std::sqrt(static_cast<float>(fan_in)); };
   std::vector<TensorSpec> list;
   list.push_back({"output_norm.weight", {D}, gguf::Type::F32, Init::kNorm});
-  list.push_back({"token_embd.weight", {D, s.n_vocab}, gguf::Type::Q6_K, Init::kWeight, w_in});  // tied
+  list.push_back(
+      {"token_embd.weight", {D, s.n_vocab}, gguf::Type::Q6_K, Init::kWeight, w_in});  // tied
   for (int64_t i = 0; i < L; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     const gguf::Type more = UseMoreBits(i, L) ? gguf::Type::Q6_K : gguf::Type::Q4_K;
@@ -79,24 +87,33 @@ std::vector<TensorSpec> TensorList(const SynthShape& s) {
     layer.push_back({p + "ffn_down.weight", {F, D}, more, Init::kWeight, w(F) * out_damp});
     if (attention) {
       const int64_t H = s.n_head, Hkv = s.n_head_kv;
-      layer.push_back({p + "attn_q.weight", {D, 2 * H * Dh}, gguf::Type::Q4_K, Init::kWeight, w_in});
+      layer.push_back(
+          {p + "attn_q.weight", {D, 2 * H * Dh}, gguf::Type::Q4_K, Init::kWeight, w_in});
       layer.push_back({p + "attn_k.weight", {D, Hkv * Dh}, gguf::Type::Q4_K, Init::kWeight, w_in});
       layer.push_back({p + "attn_v.weight", {D, Hkv * Dh}, more, Init::kWeight, w_in});
-      layer.push_back({p + "attn_output.weight", {H * Dh, D}, gguf::Type::Q4_K, Init::kWeight, w(H * Dh) * out_damp});
+      layer.push_back({p + "attn_output.weight",
+                       {H * Dh, D},
+                       gguf::Type::Q4_K,
+                       Init::kWeight,
+                       w(H * Dh) * out_damp});
       layer.push_back({p + "attn_q_norm.weight", {Dh}, gguf::Type::F32, Init::kNorm});
       layer.push_back({p + "attn_k_norm.weight", {Dh}, gguf::Type::F32, Init::kNorm});
     } else {
       layer.push_back({p + "attn_qkv.weight", {D, C}, more, Init::kWeight, w_in});
       layer.push_back({p + "attn_gate.weight", {D, Cv}, gguf::Type::Q4_K, Init::kWeight, w_in});
-      layer.push_back({p + "ssm_alpha.weight", {D, s.ssm_hv}, gguf::Type::Q4_K, Init::kWeight, w_in});
-      layer.push_back({p + "ssm_beta.weight", {D, s.ssm_hv}, gguf::Type::Q4_K, Init::kWeight, w_in});
+      layer.push_back(
+          {p + "ssm_alpha.weight", {D, s.ssm_hv}, gguf::Type::Q4_K, Init::kWeight, w_in});
+      layer.push_back(
+          {p + "ssm_beta.weight", {D, s.ssm_hv}, gguf::Type::Q4_K, Init::kWeight, w_in});
       layer.push_back({p + "ssm_a", {s.ssm_hv}, gguf::Type::F32, Init::kSsmA});
       layer.push_back({p + "ssm_dt.bias", {s.ssm_hv}, gguf::Type::F32, Init::kDtBias});
       layer.push_back({p + "ssm_conv1d.weight", {s.conv_kernel, C}, gguf::Type::F32, Init::kConv});
       layer.push_back({p + "ssm_norm.weight", {s.ssm_dv}, gguf::Type::F32, Init::kNorm});
-      layer.push_back({p + "ssm_out.weight", {Cv, D}, gguf::Type::Q4_K, Init::kWeight, w(Cv) * out_damp});
+      layer.push_back(
+          {p + "ssm_out.weight", {Cv, D}, gguf::Type::Q4_K, Init::kWeight, w(Cv) * out_damp});
     }
-    std::sort(layer.begin(), layer.end(), [](const TensorSpec& a, const TensorSpec& b) { return a.name < b.name; });
+    std::sort(layer.begin(), layer.end(),
+              [](const TensorSpec& a, const TensorSpec& b) { return a.name < b.name; });
     for (auto& t : layer) list.push_back(std::move(t));
   }
   return list;
@@ -104,14 +121,19 @@ std::vector<TensorSpec> TensorList(const SynthShape& s) {
 
 float InitValue(const TensorSpec& t, uint64_t key) {
   switch (t.init) {
-    case Init::kWeight: return Normal(key) * t.scale;
-    case Init::kNorm: return 1.f + 0.05f * Normal(key);
-    case Init::kSsmA: return -(1.f + 7.f * Uniform(key));
+    case Init::kWeight:
+      return Normal(key) * t.scale;
+    case Init::kNorm:
+      return 1.f + 0.05f * Normal(key);
+    case Init::kSsmA:
+      return -(1.f + 7.f * Uniform(key));
     case Init::kDtBias: {
-      const float dt = std::exp(std::log(1e-3f) + (std::log(1e-1f) - std::log(1e-3f)) * Uniform(key));
+      const float dt =
+          std::exp(std::log(1e-3f) + (std::log(1e-1f) - std::log(1e-3f)) * Uniform(key));
       return dt + std::log(-std::expm1(-dt));  // softplus^-1(dt)
     }
-    case Init::kConv: return 0.5f * Normal(key);
+    case Init::kConv:
+      return 0.5f * Normal(key);
   }
   return 0;
 }
@@ -123,7 +145,8 @@ Status FillTensor(const TensorSpec& t, uint64_t base, std::vector<uint8_t>* out,
   int64_t rows = 1;
   for (size_t j = 1; j < t.ne.size(); ++j) rows *= t.ne[j];
   const int64_t row_bytes = RowBytes(t.type, cols);
-  if (row_bytes < 0) return InvalidArgument("synth: {} has {} columns, not a multiple of its block", t.name, cols);
+  if (row_bytes < 0)
+    return InvalidArgument("synth: {} has {} columns, not a multiple of its block", t.name, cols);
   try {
     out->assign(static_cast<size_t>(row_bytes * rows), 0);
   } catch (const std::bad_alloc&) {
@@ -134,7 +157,8 @@ Status FillTensor(const TensorSpec& t, uint64_t base, std::vector<uint8_t>* out,
     thread_local std::vector<float> row;
     row.resize(static_cast<size_t>(cols));
     for (int64_t r = b; r < e; ++r) {
-      for (int64_t c = 0; c < cols; ++c) row[c] = InitValue(t, base + static_cast<uint64_t>(r * cols + c));
+      for (int64_t c = 0; c < cols; ++c)
+        row[c] = InitValue(t, base + static_cast<uint64_t>(r * cols + c));
       QuantizeRow(t.type, row.data(), dst + r * row_bytes, cols);
     }
   });
@@ -164,22 +188,28 @@ Status LoadVocab(const std::string& path, int64_t n_vocab, Vocab* v) {
   const gguf::Value* eos = f->Find("tokenizer.ggml.eos_token_id");
   const gguf::Value* pad = f->Find("tokenizer.ggml.padding_token_id");
   const gguf::Value* bos = f->Find("tokenizer.ggml.bos_token_id");
-  if (!tokens || !types || !merges || !tmpl || !eos || !pad || tokens->element_type() != gguf::ValueType::STRING ||
+  if (!tokens || !types || !merges || !tmpl || !eos || !pad ||
+      tokens->element_type() != gguf::ValueType::STRING ||
       types->element_type() != gguf::ValueType::I32 || types->size() != tokens->size() ||
-      merges->element_type() != gguf::ValueType::STRING || !eos->Is<uint32_t>() || !pad->Is<uint32_t>()) {
-    return BadFormat("synth: {} lacks a complete gpt2 tokenizer (tokens, token_type as i32, merges, "
-                     "chat_template, eos/padding ids as u32)", path);
+      merges->element_type() != gguf::ValueType::STRING || !eos->Is<uint32_t>() ||
+      !pad->Is<uint32_t>()) {
+    return BadFormat(
+        "synth: {} lacks a complete gpt2 tokenizer (tokens, token_type as i32, merges, "
+        "chat_template, eos/padding ids as u32)",
+        path);
   }
   const int64_t n0 = static_cast<int64_t>(tokens->size());
   int64_t s0 = n0;  // first of the trailing non-NORMAL (special) tokens
   while (s0 > 0 && types->At<int32_t>(static_cast<uint64_t>(s0 - 1)) != kTypeNormal) --s0;
   const bool extend = n_vocab > n0;
   if (!extend && n_vocab != n0) {
-    return InvalidArgument("synth: vocabulary of {} has {} tokens, more than n_vocab {}", path, n0, n_vocab);
+    return InvalidArgument("synth: vocabulary of {} has {} tokens, more than n_vocab {}", path, n0,
+                           n_vocab);
   }
   if (extend && (s0 > kRealFirstSpecial || kRealFirstSpecial + (n0 - s0) > kRealFirstUnused ||
                  n_vocab < kRealFirstUnused)) {
-    return InvalidArgument("synth: cannot lay out {} tokens ({} special) in a vocabulary of {}", n0, n0 - s0, n_vocab);
+    return InvalidArgument("synth: cannot lay out {} tokens ({} special) in a vocabulary of {}", n0,
+                           n0 - s0, n_vocab);
   }
   auto new_id = [&](int64_t id) { return !extend || id < s0 ? id : kRealFirstSpecial + (id - s0); };
   try {
@@ -190,12 +220,15 @@ Status LoadVocab(const std::string& path, int64_t n_vocab, Vocab* v) {
       v->types[new_id(i)] = types->At<int32_t>(static_cast<uint64_t>(i));
     }
     if (extend) {
-      for (int64_t i = s0; i < kRealFirstSpecial; ++i) v->tokens[i] = "[PAD" + std::to_string(i) + "]";
+      for (int64_t i = s0; i < kRealFirstSpecial; ++i)
+        v->tokens[i] = "[PAD" + std::to_string(i) + "]";
       int64_t extra = 0;
       const int64_t first_extra = kRealFirstSpecial + (n0 - s0);
-      const bool real_extras = kRealFirstUnused - first_extra == static_cast<int64_t>(std::size(kExtraSpecials));
+      const bool real_extras =
+          kRealFirstUnused - first_extra == static_cast<int64_t>(std::size(kExtraSpecials));
       for (int64_t i = first_extra; i < kRealFirstUnused; ++i, ++extra) {
-        v->tokens[i] = real_extras ? std::string(kExtraSpecials[extra]) : "[SPECIAL" + std::to_string(i) + "]";
+        v->tokens[i] =
+            real_extras ? std::string(kExtraSpecials[extra]) : "[SPECIAL" + std::to_string(i) + "]";
         v->types[i] = kTypeControl;
       }
       for (int64_t i = kRealFirstUnused; i < n_vocab; ++i) {
@@ -235,8 +268,8 @@ bool FindSynthShape(const std::string& name, SynthShape* shape) {
 
 Status WriteSynthModel(const SynthOptions& options, const std::string& path, ThreadPool& pool) {
   const SynthShape& s = options.shape;
-  if (s.n_layer < 1 || s.n_embd % kQK_K != 0 || s.n_ff % kQK_K != 0 || s.n_head % s.n_head_kv != 0 ||
-      s.ssm_hv % s.ssm_hk != 0 || s.full_attention_interval < 1) {
+  if (s.n_layer < 1 || s.n_embd % kQK_K != 0 || s.n_ff % kQK_K != 0 ||
+      s.n_head % s.n_head_kv != 0 || s.ssm_hv % s.ssm_hk != 0 || s.full_attention_interval < 1) {
     return InvalidArgument("synth: invalid shape '{}'", s.name);
   }
   Vocab vocab;

@@ -27,7 +27,8 @@ StatusOr<std::string> CleanRendered(std::string text) {
 // The deepest JSON a render accepts: the value depth limit (a deeper document would be refused
 // by FromJson anyway; measuring first also keeps copies of it, which recurse, from being made).
 Status CheckJsonDepth(const Json& j, const jinja::TemplateLimits& limits, std::string_view what) {
-  return jinja::CheckJsonDepth(j, limits.max_value_depth, what, " (the chat template's max_value_depth)");
+  return jinja::CheckJsonDepth(j, limits.max_value_depth, what,
+                               " (the chat template's max_value_depth)");
 }
 
 // Size of a context for the work budget: its strings' bytes (keys included) plus 8 per value.
@@ -55,9 +56,11 @@ uint64_t ValueBytes(const jinja::Value& root) {
 
 }  // namespace
 
-StatusOr<ChatTemplate> ChatTemplate::Parse(std::string source, const jinja::TemplateLimits& limits) {
+StatusOr<ChatTemplate> ChatTemplate::Parse(std::string source,
+                                           const jinja::TemplateLimits& limits) {
   try {
-    QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<jinja::Template> tmpl, jinja::ParseTemplate(source, limits));
+    QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<jinja::Template> tmpl,
+                            jinja::ParseTemplate(source, limits));
     return ChatTemplate(std::shared_ptr<const jinja::Template>(std::move(tmpl)),
                         std::make_shared<const std::string>(std::move(source)), limits);
   } catch (const std::bad_alloc&) {
@@ -80,7 +83,8 @@ StatusOr<std::string> ChatTemplate::RenderValue(const jinja::Value& context) con
     jinja::TemplateLimits limits = limits_;
     const uint64_t extra = jinja::SaturatingMul(ValueBytes(context), limits.cost_per_context_byte);
     limits.max_cost = extra > UINT64_MAX - limits.max_cost ? UINT64_MAX : limits.max_cost + extra;
-    QWENRT_ASSIGN_OR_RETURN(std::string text, jinja::RenderTemplate(*tmpl_, context.AsDict(), limits));
+    QWENRT_ASSIGN_OR_RETURN(std::string text,
+                            jinja::RenderTemplate(*tmpl_, context.AsDict(), limits));
     return CleanRendered(std::move(text));
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory while rendering the chat template");
@@ -106,10 +110,12 @@ Status ParseToolCallArguments(Json* messages, const jinja::TemplateLimits& limit
       if (args == target.end() || !args->is_string()) continue;
       // A string that is not a JSON object stays a string; one nested too deeply is an error.
       bool too_deep = false;
-      StatusOr<Json> parsed = Json::Parse(args->str(), Json::Limits{limits.max_value_depth}, "tool call arguments", &too_deep);
+      StatusOr<Json> parsed = Json::Parse(args->str(), Json::Limits{limits.max_value_depth},
+                                          "tool call arguments", &too_deep);
       if (too_deep) {
-        return InvalidArgument("tool call arguments nested too deeply for the chat template (max_value_depth is {})",
-                               limits.max_value_depth);
+        return InvalidArgument(
+            "tool call arguments nested too deeply for the chat template (max_value_depth is {})",
+            limits.max_value_depth);
       }
       if (!parsed.ok() || !parsed->is_object()) continue;
       *args = std::move(*parsed);
@@ -120,8 +126,8 @@ Status ParseToolCallArguments(Json* messages, const jinja::TemplateLimits& limit
 
 }  // namespace
 
-StatusOr<std::string> ChatTemplate::RenderChat(const Json& messages,
-                                               const Json& tools, bool add_generation_prompt,
+StatusOr<std::string> ChatTemplate::RenderChat(const Json& messages, const Json& tools,
+                                               bool add_generation_prompt,
                                                std::optional<bool> enable_thinking,
                                                const Json& extra) const {
   // Before any copy: copying a document recurses per level.
@@ -137,29 +143,35 @@ StatusOr<std::string> ChatTemplate::RenderChat(const Json& messages,
 }
 
 StatusOr<std::string> ChatTemplate::RenderChat(jinja::Value messages, const Json& tools,
-                                               bool add_generation_prompt, std::optional<bool> enable_thinking,
+                                               bool add_generation_prompt,
+                                               std::optional<bool> enable_thinking,
                                                const Json& extra) const {
-  if (!extra.is_null() && !extra.is_object()) return InvalidArgument("extra template variables must be a JSON object");
+  if (!extra.is_null() && !extra.is_object())
+    return InvalidArgument("extra template variables must be a JSON object");
   QWENRT_RETURN_IF_ERROR(CheckJsonDepth(tools, limits_, "tools"));
   QWENRT_RETURN_IF_ERROR(CheckJsonDepth(extra, limits_, "extra template variables"));
   if (messages.Depth() > limits_.max_value_depth) {
-    return InvalidArgument("messages nested too deeply for the chat template (max_value_depth is {})",
-                           limits_.max_value_depth);
+    return InvalidArgument(
+        "messages nested too deeply for the chat template (max_value_depth is {})",
+        limits_.max_value_depth);
   }
   try {
     jinja::Dict ctx;
     ctx.items.reserve(8);
     ctx.Set(jinja::Value::String("messages"), std::move(messages));
-    QWENRT_ASSIGN_OR_RETURN(jinja::Value tools_value, jinja::FromJson(tools, limits_.max_value_depth));
+    QWENRT_ASSIGN_OR_RETURN(jinja::Value tools_value,
+                            jinja::FromJson(tools, limits_.max_value_depth));
     ctx.Set(jinja::Value::String("tools"), std::move(tools_value));
-    ctx.Set(jinja::Value::String("add_generation_prompt"), jinja::Value::Bool(add_generation_prompt));
+    ctx.Set(jinja::Value::String("add_generation_prompt"),
+            jinja::Value::Bool(add_generation_prompt));
     if (enable_thinking.has_value())
       ctx.Set(jinja::Value::String("enable_thinking"), jinja::Value::Bool(*enable_thinking));
     ctx.Set(jinja::Value::String("bos_token"), jinja::Value::String(""));
     ctx.Set(jinja::Value::String("eos_token"), jinja::Value::String(""));
     if (extra.is_object()) {
       for (auto it = extra.begin(); it != extra.end(); ++it) {
-        QWENRT_ASSIGN_OR_RETURN(jinja::Value v, jinja::FromJson(it.value(), limits_.max_value_depth));
+        QWENRT_ASSIGN_OR_RETURN(jinja::Value v,
+                                jinja::FromJson(it.value(), limits_.max_value_depth));
         ctx.Set(jinja::Value::String(it.key()), std::move(v));
       }
     }

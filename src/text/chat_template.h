@@ -5,7 +5,8 @@
 // parse and render is bounded by jinja::TemplateLimits and fails with a Status, never a crash.
 //
 //   QWENRT_ASSIGN_OR_RETURN(ChatTemplate tmpl, ChatTemplate::Parse(source));
-//   QWENRT_ASSIGN_OR_RETURN(std::string prompt, tmpl.RenderChat(messages, nullptr, true, std::nullopt));
+//   QWENRT_ASSIGN_OR_RETURN(std::string prompt, tmpl.RenderChat(messages, nullptr, true,
+//   std::nullopt));
 //
 // Thread safety: a parsed ChatTemplate is immutable; any thread may render with it concurrently.
 #pragma once
@@ -30,8 +31,8 @@ class ChatTemplate {
   // Parses a template source. Syntax errors and unsupported tags: InvalidArgument whose message
   // names the line and column ("template syntax error at line 3, column 7: ..."). `limits` bound
   // this parse and every later render with this template.
-  static StatusOr<ChatTemplate> Parse(std::string source,
-                                      const jinja::TemplateLimits& limits = jinja::TemplateLimits());
+  static StatusOr<ChatTemplate> Parse(
+      std::string source, const jinja::TemplateLimits& limits = jinja::TemplateLimits());
 
   // Renders with `context` (a JSON object) as the template's variables; the globals
   // `raise_exception`, `namespace`, `range`, `dict` and `strftime_now` are always available.
@@ -62,8 +63,8 @@ class ChatTemplate {
   const jinja::TemplateLimits& limits() const { return limits_; }
 
  private:
-  ChatTemplate(std::shared_ptr<const jinja::Template> tmpl, std::shared_ptr<const std::string> source,
-               const jinja::TemplateLimits& limits)
+  ChatTemplate(std::shared_ptr<const jinja::Template> tmpl,
+               std::shared_ptr<const std::string> source, const jinja::TemplateLimits& limits)
       : tmpl_(std::move(tmpl)), source_(std::move(source)), limits_(limits) {}
   // Renders with `context` (a dict value) as the template's variables.
   StatusOr<std::string> RenderValue(const jinja::Value& context) const;

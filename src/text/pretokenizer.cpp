@@ -38,7 +38,8 @@ void PreTokenizeQwen35(std::span<const uint32_t> c, std::vector<PreToken>* out) 
       }
     }
     // [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+ : one optional non-letter prefix, then the letter/mark run.
-    if (!is_newline(pos) && !(f & kNumber) && ((f & kLM) || (pos + 1 < n && (flags(pos + 1) & kLM)))) {
+    if (!is_newline(pos) && !(f & kNumber) &&
+        ((f & kLM) || (pos + 1 < n && (flags(pos + 1) & kLM)))) {
       size_t end = pos + 1;
       while (end < n && (flags(end) & kLM)) ++end;
       emit(pos, end);

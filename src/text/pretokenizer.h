@@ -1,7 +1,9 @@
 // The `qwen35` pre-tokenizer: splits a run of code points into the pieces that byte-level BPE
 // encodes independently. A hand-written scanner equivalent to the reference regex
-//   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-// (docs/spec/tokenizer-and-chat.md §3.2). Special-token splitting and NFC happen before, in tokenizer.cpp.
+//   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|
+//   ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// (docs/spec/tokenizer-and-chat.md §3.2). Special-token splitting and NFC happen before, in
+// tokenizer.cpp.
 #pragma once
 
 #include <cstdint>

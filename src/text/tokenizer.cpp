@@ -1,8 +1,9 @@
-// Byte-level BPE tokenizer (see tokenizer.h). Encoding: special-token partition (docs/spec/tokenizer-and-chat.md §3.1) ->
-// per raw fragment: lenient UTF-8 decode, optional NFC, `qwen35` pre-tokenization (tokenizer-and-chat.md §3.2) ->
-// per piece: BPE over raw bytes with a (left id, right id) -> (rank, result) hash table (tokenizer-and-chat.md §3.3,
-// tokenizer-and-chat.md §3.4). Token texts are converted from the GPT-2 byte mapping to raw bytes once, at load, so
-// neither encoding nor decoding touches the mapped form afterwards.
+// Byte-level BPE tokenizer (see tokenizer.h). Encoding: special-token partition
+// (docs/spec/tokenizer-and-chat.md §3.1) -> per raw fragment: lenient UTF-8 decode, optional NFC,
+// `qwen35` pre-tokenization (tokenizer-and-chat.md §3.2) -> per piece: BPE over raw bytes with a
+// (left id, right id) -> (rank, result) hash table (tokenizer-and-chat.md §3.3,
+// tokenizer-and-chat.md §3.4). Token texts are converted from the GPT-2 byte mapping to raw bytes
+// once, at load, so neither encoding nor decoding touches the mapped form afterwards.
 #include "text/tokenizer.h"
 
 #include <algorithm>
@@ -13,8 +14,8 @@
 #include <numeric>
 #include <utility>
 
-#include "text/pretokenizer.h"
 #include "qwenrt/gguf.hpp"
+#include "text/pretokenizer.h"
 #include "text/unicode.h"
 
 namespace qwenrt {
@@ -25,7 +26,8 @@ constexpr uint64_t kEmptyKey = ~uint64_t{0};
 // spaces) rarely repeat and would fill the cache.
 constexpr size_t kMaxCachedPieceBytes = 64;
 
-// GPT-2 byte mapping (tokenizer-and-chat.md §3.3): byte -> code point of its printable stand-in, and back.
+// GPT-2 byte mapping (tokenizer-and-chat.md §3.3): byte -> code point of its printable stand-in,
+// and back.
 struct ByteMap {
   std::array<uint32_t, 256> byte_to_cp;
   std::array<int16_t, 0x144> cp_to_byte;  // every stand-in is below U+0144; -1 = none
@@ -63,7 +65,8 @@ bool UnmapBytes(std::string_view mapped, std::string* raw) {
   return true;
 }
 
-// Texts that are chat markup: always rendered when decoding, whatever their stored type (tokenizer-and-chat.md §4).
+// Texts that are chat markup: always rendered when decoding, whatever their stored type
+// (tokenizer-and-chat.md §4).
 bool IsMarkupText(std::string_view t) {
   return t == "<think>" || t == "</think>" || t == "<tool_call>" || t == "</tool_call>" ||
          t == "<tool_response>" || t == "</tool_response>";
@@ -118,8 +121,10 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::File& file,
     if (!file.GetString("tokenizer.ggml.model", &v.model, &err)) return fail("model");
     if (!file.GetString("tokenizer.ggml.pre", &v.pre, &err)) return fail("pre-tokenizer");
     if (!file.GetStringArray("tokenizer.ggml.tokens", &v.tokens, &err)) return fail("tokens");
-    if (!file.GetI32Array("tokenizer.ggml.token_type", &v.token_types, &err)) return fail("token types");
-    if (!file.Has("tokenizer.ggml.merges")) return BadFormat("tokenizer metadata: tokenizer.ggml.merges is missing");
+    if (!file.GetI32Array("tokenizer.ggml.token_type", &v.token_types, &err))
+      return fail("token types");
+    if (!file.Has("tokenizer.ggml.merges"))
+      return BadFormat("tokenizer metadata: tokenizer.ggml.merges is missing");
     if (!file.GetStringArray("tokenizer.ggml.merges", &v.merges, &err)) return fail("merges");
   } catch (const std::bad_alloc&) {
     return OutOfMemory("tokenizer metadata");
@@ -163,15 +168,16 @@ Status Tokenizer::Init(VocabData vocab, const TokenizerOptions& options) {
   }
   const size_t V = vocab.tokens.size();
   if (V == 0) return BadFormat("tokenizer.ggml.tokens is empty");
-  if (V > static_cast<size_t>(INT32_MAX)) return BadFormat("tokenizer.ggml.tokens has {} entries", V);
+  if (V > static_cast<size_t>(INT32_MAX))
+    return BadFormat("tokenizer.ggml.tokens has {} entries", V);
   if (vocab.token_types.size() != V) {
     return BadFormat("tokenizer.ggml.token_type has {} entries, tokenizer.ggml.tokens has {}",
                      vocab.token_types.size(), V);
   }
   if (vocab.merges.empty()) return BadFormat("tokenizer.ggml.merges is missing or empty");
-  for (auto [name, id] : {std::pair{"eos_token_id", vocab.eos_id},
-                          std::pair{"padding_token_id", vocab.padding_id},
-                          std::pair{"bos_token_id", vocab.bos_id}}) {
+  for (auto [name, id] :
+       {std::pair{"eos_token_id", vocab.eos_id}, std::pair{"padding_token_id", vocab.padding_id},
+        std::pair{"bos_token_id", vocab.bos_id}}) {
     if (id < -1 || id >= static_cast<int64_t>(V)) {
       return BadFormat("tokenizer.ggml.{} = {} is outside the vocabulary (size {})", name, id, V);
     }
@@ -230,7 +236,8 @@ Status Tokenizer::Init(VocabData vocab, const TokenizerOptions& options) {
   std::stable_sort(specials_.begin(), specials_.end(), [&](int32_t a, int32_t b) {
     return texts_[static_cast<size_t>(a)].size() > texts_[static_cast<size_t>(b)].size();
   });
-  for (int32_t id : specials_) special_first_byte_[static_cast<uint8_t>(texts_[static_cast<size_t>(id)][0])] = true;
+  for (int32_t id : specials_)
+    special_first_byte_[static_cast<uint8_t>(texts_[static_cast<size_t>(id)][0])] = true;
   for (int b = 0; b < 256; ++b) {
     if (!special_first_byte_[b]) continue;
     special_single_first_byte_ = special_single_first_byte_ == -1 ? b : -2;
@@ -238,7 +245,8 @@ Status Tokenizer::Init(VocabData vocab, const TokenizerOptions& options) {
   if (special_single_first_byte_ < 0) special_single_first_byte_ = -1;
   specials_scan_ok_ = std::none_of(specials_.begin(), specials_.end(), [&](int32_t id) {
     const std::string& t = texts_[static_cast<size_t>(id)];
-    return std::any_of(t.begin() + 1, t.end(), [&](char c) { return special_first_byte_[static_cast<uint8_t>(c)]; });
+    return std::any_of(t.begin() + 1, t.end(),
+                       [&](char c) { return special_first_byte_[static_cast<uint8_t>(c)]; });
   });
 
   // Merge table: open addressing, load factor <= 1/2.
@@ -250,7 +258,8 @@ Status Tokenizer::Init(VocabData vocab, const TokenizerOptions& options) {
   for (size_t r = 0; r < n_merges; ++r) {
     const std::string& m = vocab.merges[r];
     const size_t sp = m.find(' ', 1);
-    if (sp == std::string::npos) return BadFormat("merge {} ({}) has no separating space", r, gguf::QuoteBytes(m));
+    if (sp == std::string::npos)
+      return BadFormat("merge {} ({}) has no separating space", r, gguf::QuoteBytes(m));
     if (!UnmapBytes(std::string_view(m).substr(0, sp), &left_raw) ||
         !UnmapBytes(std::string_view(m).substr(sp + 1), &right_raw)) {
       return BadFormat("merge {} ({}) has a character outside the byte-level alphabet", r,
@@ -263,9 +272,11 @@ Status Tokenizer::Init(VocabData vocab, const TokenizerOptions& options) {
       return BadFormat("merge {} ({}): its parts or their concatenation are not tokens", r,
                        gguf::QuoteBytes(m));
     }
-    const uint64_t key = (static_cast<uint64_t>(left->second) << 32) | static_cast<uint32_t>(right->second);
+    const uint64_t key =
+        (static_cast<uint64_t>(left->second) << 32) | static_cast<uint32_t>(right->second);
     uint64_t slot = MergeHash(key) & merge_mask_;
-    while (merges_[slot].key != kEmptyKey && merges_[slot].key != key) slot = (slot + 1) & merge_mask_;
+    while (merges_[slot].key != kEmptyKey && merges_[slot].key != key)
+      slot = (slot + 1) & merge_mask_;
     if (merges_[slot].key == key) continue;  // duplicate merge: the lower rank stays
     merges_[slot] = MergeEntry{key, static_cast<int32_t>(r), result->second};
   }
@@ -308,7 +319,8 @@ const Tokenizer::MergeEntry* Tokenizer::FindMerge(int32_t left, int32_t right) c
   }
 }
 
-void Tokenizer::Encode(std::string_view text, SpecialTokens special, std::vector<int32_t>* out) const {
+void Tokenizer::Encode(std::string_view text, SpecialTokens special,
+                       std::vector<int32_t>* out) const {
   Scratch s;
   Partition(text, special, &s);
   for (const Scratch::Fragment& f : s.fragments) {
@@ -320,11 +332,13 @@ void Tokenizer::Encode(std::string_view text, SpecialTokens special, std::vector
   }
 }
 
-// tokenizer-and-chat.md §3.1: split off special tokens, longest candidates first; token fragments are final.
+// tokenizer-and-chat.md §3.1: split off special tokens, longest candidates first; token fragments
+// are final.
 void Tokenizer::Partition(std::string_view text, SpecialTokens special, Scratch* s) const {
   s->fragments.clear();
   const auto wanted = [&](int32_t id) {
-    return special == SpecialTokens::kAll || types_[static_cast<size_t>(id)] == TokenType::kUserDefined;
+    return special == SpecialTokens::kAll ||
+           types_[static_cast<size_t>(id)] == TokenType::kUserDefined;
   };
   if (special == SpecialTokens::kNone || specials_.empty()) {
     s->fragments.push_back({-1, 0, text.size()});
@@ -335,7 +349,8 @@ void Tokenizer::Partition(std::string_view text, SpecialTokens special, Scratch*
     size_t raw_begin = 0;
     for (size_t pos = 0; pos < text.size();) {
       if (special_single_first_byte_ >= 0) {  // usually '<': let memchr skip ahead
-        const void* p = std::memchr(text.data() + pos, special_single_first_byte_, text.size() - pos);
+        const void* p =
+            std::memchr(text.data() + pos, special_single_first_byte_, text.size() - pos);
         if (p == nullptr) break;
         pos = static_cast<size_t>(static_cast<const char*>(p) - text.data());
       } else if (!special_first_byte_[static_cast<uint8_t>(text[pos])]) {
@@ -432,16 +447,17 @@ void Tokenizer::EncodePiece(std::string_view bytes, Scratch* s, std::vector<int3
   }
 }
 
-// tokenizer-and-chat.md §3.4: repeatedly merge the adjacent pair with the lowest rank (ties: leftmost). Pairs sit in
-// a min-heap keyed by (rank, left position); entries made stale by earlier merges are detected
-// on pop by comparing the ids they were pushed with.
+// tokenizer-and-chat.md §3.4: repeatedly merge the adjacent pair with the lowest rank (ties:
+// leftmost). Pairs sit in a min-heap keyed by (rank, left position); entries made stale by earlier
+// merges are detected on pop by comparing the ids they were pushed with.
 void Tokenizer::Bpe(std::string_view bytes, Scratch* s, std::vector<int32_t>* out) const {
   const int32_t n = static_cast<int32_t>(bytes.size());
   s->sym_id.resize(static_cast<size_t>(n));
   s->sym_prev.resize(static_cast<size_t>(n));
   s->sym_next.resize(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) {
-    s->sym_id[static_cast<size_t>(i)] = byte_token_[static_cast<uint8_t>(bytes[static_cast<size_t>(i)])];
+    s->sym_id[static_cast<size_t>(i)] =
+        byte_token_[static_cast<uint8_t>(bytes[static_cast<size_t>(i)])];
     s->sym_prev[static_cast<size_t>(i)] = i - 1;
     s->sym_next[static_cast<size_t>(i)] = i + 1 < n ? i + 1 : -1;
   }
@@ -453,7 +469,8 @@ void Tokenizer::Bpe(std::string_view bytes, Scratch* s, std::vector<int32_t>* ou
     if (left < 0) return;
     const int32_t right = s->sym_next[static_cast<size_t>(left)];
     if (right < 0) return;
-    const int32_t l_id = s->sym_id[static_cast<size_t>(left)], r_id = s->sym_id[static_cast<size_t>(right)];
+    const int32_t l_id = s->sym_id[static_cast<size_t>(left)],
+                  r_id = s->sym_id[static_cast<size_t>(right)];
     if (const MergeEntry* m = FindMerge(l_id, r_id)) {
       s->heap.push_back({m->rank, left, l_id, r_id});
       std::push_heap(s->heap.begin(), s->heap.end(), later);
@@ -522,8 +539,8 @@ StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool special)
 void StreamDecoder::Push(int32_t id, std::string* out) {
   const std::string_view piece = tokenizer_->TokenToPiece(id, special_);
   // Fast path: nothing held and the piece is plain ASCII.
-  if (pending_.empty() &&
-      std::all_of(piece.begin(), piece.end(), [](char c) { return static_cast<uint8_t>(c) < 0x80; })) {
+  if (pending_.empty() && std::all_of(piece.begin(), piece.end(),
+                                      [](char c) { return static_cast<uint8_t>(c) < 0x80; })) {
     out->append(piece);
     return;
   }

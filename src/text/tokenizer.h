@@ -40,12 +40,12 @@ enum class TokenType : int32_t {
 // The tokenizer metadata as stored in a GGUF (FromGguf reads exactly this). Tests and tools may
 // build one directly.
 struct VocabData {
-  std::string model = "gpt2";              // tokenizer.ggml.model
-  std::string pre = "qwen35";              // tokenizer.ggml.pre
-  std::vector<std::string> tokens;         // [V] texts; NORMAL ones in byte-level-mapped form
-  std::vector<int32_t> token_types;        // [V] TokenType values
-  std::vector<std::string> merges;         // "A B" (mapped form), index = rank
-  int32_t eos_id = -1;                     // -1: absent
+  std::string model = "gpt2";        // tokenizer.ggml.model
+  std::string pre = "qwen35";        // tokenizer.ggml.pre
+  std::vector<std::string> tokens;   // [V] texts; NORMAL ones in byte-level-mapped form
+  std::vector<int32_t> token_types;  // [V] TokenType values
+  std::vector<std::string> merges;   // "A B" (mapped form), index = rank
+  int32_t eos_id = -1;               // -1: absent
   int32_t padding_id = -1;
   int32_t bos_id = -1;
   bool add_bos = false;
@@ -86,9 +86,9 @@ class Tokenizer {
   void Encode(std::string_view text, SpecialTokens special, std::vector<int32_t>* out) const;
   std::vector<int32_t> Encode(std::string_view text, bool parse_special = false) const;
 
-  // Bytes of one token (tokenizer-and-chat.md §4): NORMAL tokens decode to their raw bytes (possibly part of a
-  // UTF-8 character), USER_DEFINED ones and the <think>/<tool_call> markers to their text,
-  // CONTROL/UNKNOWN ones to their text only when `special`, UNUSED ones to nothing.
+  // Bytes of one token (tokenizer-and-chat.md §4): NORMAL tokens decode to their raw bytes
+  // (possibly part of a UTF-8 character), USER_DEFINED ones and the <think>/<tool_call> markers to
+  // their text, CONTROL/UNKNOWN ones to their text only when `special`, UNUSED ones to nothing.
   // Out-of-range ids give "".
   std::string_view TokenToPiece(int32_t id, bool special = false) const;
   // Concatenated pieces; no clean-up of spaces (clean_spaces = false).
@@ -144,13 +144,13 @@ class Tokenizer {
   void Bpe(std::string_view bytes, Scratch* s, std::vector<int32_t>* out) const;
 
   TokenizerOptions options_;
-  std::vector<std::string> texts_;           // [V] stored texts
-  std::vector<TokenType> types_;             // [V]
-  std::vector<std::string> pieces_;          // [V] decoded bytes, special = false
-  std::vector<uint8_t> control_piece_;       // [V] 1: piece is the text only when special = true
+  std::vector<std::string> texts_;      // [V] stored texts
+  std::vector<TokenType> types_;        // [V]
+  std::vector<std::string> pieces_;     // [V] decoded bytes, special = false
+  std::vector<uint8_t> control_piece_;  // [V] 1: piece is the text only when special = true
   std::unordered_map<std::string_view, int32_t> text_to_id_;
-  int32_t byte_token_[256] = {};             // id of each single-byte token
-  std::vector<MergeEntry> merges_;           // open addressing, power-of-two size
+  int32_t byte_token_[256] = {};    // id of each single-byte token
+  std::vector<MergeEntry> merges_;  // open addressing, power-of-two size
   uint64_t merge_mask_ = 0;
   // Special-token candidates, longest text first (ties by id): ids with their text.
   std::vector<int32_t> specials_;

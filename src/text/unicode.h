@@ -32,7 +32,8 @@ void DecodeAll(std::string_view text, std::vector<uint32_t>* out);
 // but incomplete prefix of a sequence (more bytes may complete it).
 int ValidSequenceLength(const char* s, size_t n);
 
-// Whether `s` is strictly valid UTF-8 all the way (ValidSequenceLength > 0 to the end, no partial tail).
+// Whether `s` is strictly valid UTF-8 all the way (ValidSequenceLength > 0 to the end, no partial
+// tail).
 bool IsValidUtf8(std::string_view s);
 
 // Appends `s` with every byte that does not start a valid sequence (a partial tail included)
@@ -63,10 +64,11 @@ uint32_t ToLower(uint32_t cp);
 
 // Replaces *cps by its NFC form. Code points that are not Unicode scalar values (surrogates or
 // > U+10FFFF, which the lenient decoder can produce) are left untouched and act as boundaries.
-// The input is first made stream-safe (UAX #15 docs/spec/qwen35-architecture.md §13): a U+034F COMBINING GRAPHEME JOINER is inserted
-// wherever more than 30 non-starters would follow each other, which bounds the work per code point
-// (NFC sorts runs of non-starters); text with shorter runs, i.e. all real text, is unaffected.
-// `scratch` is reused storage (no allocation once it has grown). Returns whether anything changed.
+// The input is first made stream-safe (UAX #15 docs/spec/qwen35-architecture.md §13): a U+034F
+// COMBINING GRAPHEME JOINER is inserted wherever more than 30 non-starters would follow each other,
+// which bounds the work per code point (NFC sorts runs of non-starters); text with shorter runs,
+// i.e. all real text, is unaffected. `scratch` is reused storage (no allocation once it has grown).
+// Returns whether anything changed.
 struct NfcScratch {
   std::string utf8;
   std::vector<int32_t> utf32;

@@ -2,8 +2,8 @@
 // is fields separated by 0x1E: a flags byte, the tools JSON, then messages (first byte: the role;
 // an assistant message's text may carry tool calls after 0x1F, as name 0x1D arguments-JSON pairs).
 // Flags pick thinking, the generation prompt, whether tools are passed, a tool choice and whether
-// a two-token chat turn runs after the render (prompts up to 160 bytes). Properties: no crash, hang or
-// UB; every status is a documented one; the render and every error message are clean text; after
+// a two-token chat turn runs after the render (prompts up to 160 bytes). Properties: no crash, hang
+// or UB; every status is a documented one; the render and every error message are clean text; after
 // any failure the session still answers (its tokens can be read and a plain turn succeeds).
 #include <cstddef>
 #include <cstdint>

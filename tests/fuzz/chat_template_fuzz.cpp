@@ -1,17 +1,16 @@
 // libFuzzer target: chat templates. An input starting with "J:" is a JSON conversation
-// (`{"messages": [...], "tools": [...]}`) rendered with Qwen3.5's own template (the hostile caller);
-// any other input is a template source (the hostile model file), parsed and rendered with a fixed
-// conversation that has a system prompt, tools, a tool call and a tool result. Properties: no
-// crash, UB or escaping exception (the engine's depth, step and size limits hold).
+// (`{"messages": [...], "tools": [...]}`) rendered with Qwen3.5's own template (the hostile
+// caller); any other input is a template source (the hostile model file), parsed and rendered with
+// a fixed conversation that has a system prompt, tools, a tool call and a tool result. Properties:
+// no crash, UB or escaping exception (the engine's depth, step and size limits hold).
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-
+#include "chat/messages.h"
 #include "fuzz_util.h"
 #include "text/chat_template.h"
-#include "chat/messages.h"
 
 using namespace qwenrt;  // NOLINT: fuzz target
 using json = qwenrt::Json;
@@ -20,7 +19,8 @@ namespace {
 
 const ChatTemplate& QwenTemplate() {
   static const ChatTemplate* t = [] {
-    FILE* f = std::fopen((std::string(QWENRT_TEST_DATA) + "/chat/qwen3.5-chat-template.jinja").c_str(), "rb");
+    FILE* f = std::fopen(
+        (std::string(QWENRT_TEST_DATA) + "/chat/qwen3.5-chat-template.jinja").c_str(), "rb");
     if (f == nullptr) __builtin_trap();
     std::string src;
     char buf[4096];
@@ -45,7 +45,8 @@ const json& FixedConversation() {
     ],
     "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather",
                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
-  })", "the fixed conversation"));
+  })",
+                                                    "the fixed conversation"));
   return *c;
 }
 

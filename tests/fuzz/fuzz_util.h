@@ -12,12 +12,12 @@
 namespace qwenrt::fuzz {
 
 // Like assert, but also in release builds, and libFuzzer reports it as a crash with the input.
-#define QWENRT_FUZZ_CHECK(cond, what)                                             \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      std::fprintf(stderr, "fuzz property failed: %s (%s)\n", #cond, what);       \
-      __builtin_trap();                                                           \
-    }                                                                             \
+#define QWENRT_FUZZ_CHECK(cond, what)                                       \
+  do {                                                                      \
+    if (!(cond)) {                                                          \
+      std::fprintf(stderr, "fuzz property failed: %s (%s)\n", #cond, what); \
+      __builtin_trap();                                                     \
+    }                                                                       \
   } while (0)
 
 // Strict UTF-8 with no NUL byte: what a NUL-terminated C API may hand out.

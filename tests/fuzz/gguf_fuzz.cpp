@@ -34,7 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::vector<int32_t> i32;
       std::vector<std::string_view> strs;
       std::vector<float> f32;
-      if (!f->GetU32(key, &u32, &e)) QWENRT_FUZZ_CHECK(fuzz::IsCleanText(e.ToString()), "getter message");
+      if (!f->GetU32(key, &u32, &e))
+        QWENRT_FUZZ_CHECK(fuzz::IsCleanText(e.ToString()), "getter message");
       f->GetString(key, &s, &e);
       f->GetI32Array(key, &i32, &e);
       f->GetF32Array(key, &f32, &e);

@@ -42,11 +42,22 @@ bool Write(const std::string& path, const gguf::Writer& w) {
 gguf::Writer AllTypes() {
   gguf::Writer w;
   w.AddU32("general.alignment", 64);
-  w.AddU8("u8", 1); w.AddI8("i8", -1); w.AddU16("u16", 2); w.AddI16("i16", -2);
-  w.AddU32("u32", 3); w.AddI32("i32", -3); w.AddF32("f32", 1.5f); w.AddBool("bool", true);
-  w.AddString("str", "h\xC3\xA9llo"); w.AddU64("u64", 4); w.AddI64("i64", -4); w.AddF64("f64", 2.5);
-  w.AddI32Array("ai32", {1, -2, 3}); w.AddF32Array("af32", {0.5f, -1.0f});
-  w.AddBoolArray("abool", {true, false}); w.AddStringArray("astr", {"a", "", "bc"});
+  w.AddU8("u8", 1);
+  w.AddI8("i8", -1);
+  w.AddU16("u16", 2);
+  w.AddI16("i16", -2);
+  w.AddU32("u32", 3);
+  w.AddI32("i32", -3);
+  w.AddF32("f32", 1.5f);
+  w.AddBool("bool", true);
+  w.AddString("str", "h\xC3\xA9llo");
+  w.AddU64("u64", 4);
+  w.AddI64("i64", -4);
+  w.AddF64("f64", 2.5);
+  w.AddI32Array("ai32", {1, -2, 3});
+  w.AddF32Array("af32", {0.5f, -1.0f});
+  w.AddBoolArray("abool", {true, false});
+  w.AddStringArray("astr", {"a", "", "bc"});
   static const std::vector<float> f32(64, 0.25f);
   static const std::vector<uint16_t> f16(32, 0x3C00);
   std::vector<uint8_t> q8(34 * 2, 0);
@@ -62,8 +73,8 @@ bool WriteNano(const std::string& path) {
   gguf::Error err;
   auto micro = gguf::File::Open(kData + "/micro-s1-f32.gguf", &err);
   if (!micro) return false;
-  constexpr int64_t D = 32, L = 4, H = 2, Hkv = 1, Dh = 16, F = 32, Hk = 1, Hv = 2, Dk = 16, Dv = 16,
-                    Kc = 4, C = 2 * Hk * Dk + Hv * Dv;
+  constexpr int64_t D = 32, L = 4, H = 2, Hkv = 1, Dh = 16, F = 32, Hk = 1, Hv = 2, Dk = 16,
+                    Dv = 16, Kc = 4, C = 2 * Hk * Dk + Hv * Dv;
   const int64_t V = static_cast<int64_t>(micro->Find("tokenizer.ggml.tokens")->size());
   gguf::Writer w;
   w.AddString("general.architecture", "qwen35");
@@ -102,27 +113,31 @@ bool WriteNano(const std::string& path) {
       w.AddBool(key, value.AsBool());
     }
   }
-  w.AddString("tokenizer.chat_template",
-              "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{%- endfor %}"
-              "{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}");
+  w.AddString(
+      "tokenizer.chat_template",
+      "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{%- endfor %}"
+      "{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}");
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.f, 0.1f);
   std::vector<std::vector<uint8_t>> keep;
   const auto tensor = [&](const std::string& name, int64_t cols, int64_t rows, bool f32) {
     std::vector<float> x(static_cast<size_t>(cols * rows));
     for (float& v : x) v = f32 && rows == 1 ? 1.0f + nd(rng) : nd(rng);
-    if (name.find("ssm_a") != std::string::npos) for (float& v : x) v = -std::fabs(v) - 0.5f;
+    if (name.find("ssm_a") != std::string::npos)
+      for (float& v : x) v = -std::fabs(v) - 0.5f;
     std::vector<uint8_t> bytes;
     if (f32 || cols % 32 != 0) {
       bytes.resize(x.size() * 4);
       std::memcpy(bytes.data(), x.data(), bytes.size());
       keep.push_back(std::move(bytes));
-      w.AddTensor(name, gguf::Type::F32, rows == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{cols, rows},
+      w.AddTensor(name, gguf::Type::F32,
+                  rows == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{cols, rows},
                   keep.back().data(), keep.back().size());
     } else {
       bytes.resize(static_cast<size_t>(rows * (cols / 32) * 34));
       for (int64_t r = 0; r < rows; ++r) {
-        QuantizeRow(gguf::Type::Q8_0, x.data() + r * cols, bytes.data() + r * (cols / 32) * 34, cols);
+        QuantizeRow(gguf::Type::Q8_0, x.data() + r * cols, bytes.data() + r * (cols / 32) * 34,
+                    cols);
       }
       keep.push_back(std::move(bytes));
       w.AddTensor(name, gguf::Type::Q8_0, {cols, rows}, keep.back().data(), keep.back().size());

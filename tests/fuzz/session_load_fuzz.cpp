@@ -54,10 +54,10 @@ void LoadOne(Fixture& fx, std::span<const uint8_t> bytes) {
   if (!st.ok()) {
     QWENRT_FUZZ_CHECK(fuzz::IsCleanText(st.ToString()), "load error message");
     QWENRT_FUZZ_CHECK(s.transcript() == transcript, "a failed load changed the transcript");
-    QWENRT_FUZZ_CHECK(s.last_logits().size() == logits.size() &&
-                          std::memcmp(s.last_logits().data(), logits.data(),
-                                      logits.size() * sizeof(float)) == 0,
-                      "a failed load changed the logits");
+    QWENRT_FUZZ_CHECK(
+        s.last_logits().size() == logits.size() &&
+            std::memcmp(s.last_logits().data(), logits.data(), logits.size() * sizeof(float)) == 0,
+        "a failed load changed the logits");
     return;
   }
   if (s.size() < s.max_context()) {

@@ -6,17 +6,19 @@
 //
 // Per query row the arithmetic is fixed, whatever the blocking (so results do not depend on the
 // batch split, and a prefill equals the same tokens decoded one at a time):
-//   s_j = DotRow(q, k_j) * scale                     (lane-wise FMAs in dimension order, fixed reduction)
-//   p_j = exp(s_j - max_j s_j), sum in a fixed order  (simd::Exp on whole vectors, std::exp on the tail)
-//   o   = sum_j (p_j / sum) v_j, j ascending         (one FMA per element per key)
+//   s_j = DotRow(q, k_j) * scale                     (lane-wise FMAs in dimension order, fixed
+//   reduction) p_j = exp(s_j - max_j s_j), sum in a fixed order  (simd::Exp on whole vectors,
+//   std::exp on the tail) o   = sum_j (p_j / sum) v_j, j ascending         (one FMA per element per
+//   key)
 // This changes the summation order and exp against ref (rounding only). f32 rows are read in place;
 // f16 / q8_0 rows are widened into a per-thread row first, so f16 storage of f16-representable
 // values gives exactly the f32-storage result.
+#include "ops/attention.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "ops/attention.h"
 #include "ops/cpu/simd_f32.h"
 #include "ops/cpu_namespace.h"
 
@@ -57,10 +59,17 @@ void DotRowsN(const float* const* q, int64_t n, const float* k, int64_t Dh, floa
   int64_t r = 0;
   for (; r + 4 <= n; r += 4) DotRows<4>(q + r, k, Dh, out + r);
   switch (n - r) {
-    case 3: DotRows<3>(q + r, k, Dh, out + r); break;
-    case 2: DotRows<2>(q + r, k, Dh, out + r); break;
-    case 1: DotRows<1>(q + r, k, Dh, out + r); break;
-    default: break;
+    case 3:
+      DotRows<3>(q + r, k, Dh, out + r);
+      break;
+    case 2:
+      DotRows<2>(q + r, k, Dh, out + r);
+      break;
+    case 1:
+      DotRows<1>(q + r, k, Dh, out + r);
+      break;
+    default:
+      break;
   }
 }
 
@@ -109,9 +118,10 @@ struct Args {
   float scale;
 };
 
-// Query tokens [t0, t1) x query heads [h0, h1) of KV head g. scores: [kTokBlock * group, n_max + 2].
-void RunItem(const Args& a, int64_t t0, int64_t t1, int64_t g, int64_t h0, int64_t h1, float* scores, float* krow,
-             float* vrow) {
+// Query tokens [t0, t1) x query heads [h0, h1) of KV head g. scores: [kTokBlock * group, n_max +
+// 2].
+void RunItem(const Args& a, int64_t t0, int64_t t1, int64_t g, int64_t h0, int64_t h1,
+             float* scores, float* krow, float* vrow) {
   const AttentionShape& sh = a.s;
   const int64_t Dh = sh.Dh, nh = h1 - h0, stride = a.n_max + 2;
   const int64_t keys_end = sh.n_past + t1;  // the last token's keys; token t sees n_past + t + 1
@@ -148,30 +158,43 @@ void RunItem(const Args& a, int64_t t0, int64_t t1, int64_t g, int64_t h0, int64
 
 }  // namespace
 
-void Attention(const AttentionShape& s, const float* q, const KvView& k, const KvView& v, float* out,
-               float* scores, float* rows, ThreadPool& pool) {
+void Attention(const AttentionShape& s, const float* q, const KvView& k, const KvView& v,
+               float* out, float* scores, float* rows, ThreadPool& pool) {
   if (s.T <= 0) return;
   const int64_t group = s.H / s.Hkv;
   const int64_t blocks = (s.T + kAttentionTokBlock - 1) / kAttentionTokBlock;
   // Too few (token block, KV head) items to give every thread one (decode on a many-core pool):
   // split the heads of a group too; each row's arithmetic is the same either way, only the K/V
   // reads (and their widening from f16) repeat, once per part.
-  const int64_t head_parts = blocks * s.Hkv >= pool.size() && group <= kAttentionMaxGroup ? 1 : group;
+  const int64_t head_parts =
+      blocks * s.Hkv >= pool.size() && group <= kAttentionMaxGroup ? 1 : group;
   // Everything the workers need behind one pointer: keeps the std::function allocation-free.
-  const Args args{s, q, k, v, out, scores, rows, s.n_past + s.T, group, head_parts,
+  const Args args{s,
+                  q,
+                  k,
+                  v,
+                  out,
+                  scores,
+                  rows,
+                  s.n_past + s.T,
+                  group,
+                  head_parts,
                   1.0f / std::sqrt(static_cast<float>(s.Dh))};
-  pool.ParallelForDynamic(blocks * s.Hkv * head_parts, 1, [a = &args](int64_t b, int64_t e, int thread) {
-    const AttentionShape& sh = a->s;
-    float* sc = a->scores + thread * AttentionScoreFloats(a->n_max, a->group);
-    float* krow = a->rows == nullptr ? nullptr : a->rows + thread * 2 * sh.Dh;  // widened K, then V
-    float* vrow = krow == nullptr ? nullptr : krow + sh.Dh;
-    for (int64_t i = b; i < e; ++i) {
-      const int64_t part = i % a->head_parts, g = (i / a->head_parts) % sh.Hkv, blk = i / a->head_parts / sh.Hkv;
-      const int64_t t0 = blk * kAttentionTokBlock, t1 = std::min(sh.T, t0 + kAttentionTokBlock);
-      const int64_t per = a->group / a->head_parts, h0 = g * a->group + part * per;
-      RunItem(*a, t0, t1, g, h0, h0 + per, sc, krow, vrow);
-    }
-  });
+  pool.ParallelForDynamic(
+      blocks * s.Hkv * head_parts, 1, [a = &args](int64_t b, int64_t e, int thread) {
+        const AttentionShape& sh = a->s;
+        float* sc = a->scores + thread * AttentionScoreFloats(a->n_max, a->group);
+        float* krow =
+            a->rows == nullptr ? nullptr : a->rows + thread * 2 * sh.Dh;  // widened K, then V
+        float* vrow = krow == nullptr ? nullptr : krow + sh.Dh;
+        for (int64_t i = b; i < e; ++i) {
+          const int64_t part = i % a->head_parts, g = (i / a->head_parts) % sh.Hkv,
+                        blk = i / a->head_parts / sh.Hkv;
+          const int64_t t0 = blk * kAttentionTokBlock, t1 = std::min(sh.T, t0 + kAttentionTokBlock);
+          const int64_t per = a->group / a->head_parts, h0 = g * a->group + part * per;
+          RunItem(*a, t0, t1, g, h0, h0 + per, sc, krow, vrow);
+        }
+      });
 }
 
 }  // namespace QWENRT_CPU_NAMESPACE

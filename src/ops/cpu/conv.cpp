@@ -1,12 +1,14 @@
-// CPU causal depthwise conv + SiLU with conv-state carry (docs/spec/qwen35-architecture.md §7 step 4; math and layouts in
-// conv.h). Work items are blocks of 256 channels over the ThreadPool; within a block the loop runs
-// over tokens with the channels as SIMD lanes, so every load is contiguous: the Kc taps are
-// transposed once into [Kc][block] and the old state into [Kc-1][block] (stack buffers), after
-// which the inputs of token tau are either row tau of x or row Kc-1+tau of that state copy.
+// CPU causal depthwise conv + SiLU with conv-state carry (docs/spec/qwen35-architecture.md §7 step
+// 4; math and layouts in conv.h). Work items are blocks of 256 channels over the ThreadPool; within
+// a block the loop runs over tokens with the channels as SIMD lanes, so every load is contiguous:
+// the Kc taps are transposed once into [Kc][block] and the old state into [Kc-1][block] (stack
+// buffers), after which the inputs of token tau are either row tau of x or row Kc-1+tau of that
+// state copy.
+#include "ops/conv.h"
+
 #include <algorithm>
 #include <cmath>
 
-#include "ops/conv.h"
 #include "ops/cpu/simd_f32.h"
 #include "ops/cpu_namespace.h"
 
@@ -15,8 +17,8 @@ namespace {
 
 using namespace simd;
 
-constexpr int64_t kBlock = 256;   // channels per work item
-constexpr int64_t kMaxTaps = 8;   // larger kernels take the scalar path (Qwen3.5 has Kc = 4)
+constexpr int64_t kBlock = 256;  // channels per work item
+constexpr int64_t kMaxTaps = 8;  // larger kernels take the scalar path (Qwen3.5 has Kc = 4)
 
 struct Args {
   CausalConvShape shape;
@@ -57,7 +59,9 @@ void BlockSimd(const Args& a, int64_t c0, int64_t c1) {
     for (int64_t j = 0; j < K1; ++j) old[j][c] = a.state[(c0 + c) * K1 + j];
   }
   // Channel c0 of the input of token tau (tau >= -K1).
-  auto row = [&](int64_t tau) -> const float* { return tau >= 0 ? a.x + tau * C + c0 : old[K1 + tau]; };
+  auto row = [&](int64_t tau) -> const float* {
+    return tau >= 0 ? a.x + tau * C + c0 : old[K1 + tau];
+  };
   for (int64_t t = 0; t < T; ++t) {
     const float* in[kMaxTaps];
     for (int64_t j = 0; j < Kc; ++j) in[j] = row(t - K1 + j);

@@ -17,7 +17,8 @@ template <int Max = kMaxDotTokens, typename F>
 inline void ForNtok(int ntok, F&& f) {
   [&]<int... I>(std::integer_sequence<int, I...>) {
     (void)((ntok == I + 1 && (f.template operator()<I + 1>(), true)) || ...);
-  }(std::make_integer_sequence<int, Max>{});
+  }
+  (std::make_integer_sequence<int, Max>{});
 }
 
 }  // namespace QWENRT_CPU_NAMESPACE

@@ -65,7 +65,7 @@ void Tile(const uint8_t* w, size_t row_bytes, const float* panel, int64_t i0, in
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < NT; ++t) acc[r][t] = i0 == 0 ? _mm512_setzero_ps() : keep[r * NT + t];
   }
-  const auto step = [&](const __m512 (&wv)[R], const float* q) {
+  const auto step = [&](const __m512(&wv)[R], const float* q) {
     for (int t = 0; t < NT; ++t) {
       __m512 xv = _mm512_loadu_ps(q + t * 16);
       // One load per activation vector, kept in a register for the R FMAs: folded into each FMA

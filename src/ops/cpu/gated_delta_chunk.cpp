@@ -1,12 +1,13 @@
-// Chunked gated delta rule for the CPU (prefill), docs/spec/qwen35-architecture.md §10: tokens are taken 64 at a time and each
-// chunk is done with small dense matrix products instead of 64 dependent rank-1 steps.
+// Chunked gated delta rule for the CPU (prefill), docs/spec/qwen35-architecture.md §10: tokens are
+// taken 64 at a time and each chunk is done with small dense matrix products instead of 64
+// dependent rank-1 steps.
 //
 // Per value head, chunk of n <= 64 tokens (i, j = 0..n-1), S0 = state entering the chunk (Dk x Dv):
 //   gamma_i = g_0 + ... + g_i,  Gam_i = exp(gamma_i)          (cumulative log-decay)
 //   A_ij = beta_i exp(gamma_i - gamma_j) (k_i . k_j)   j < i   (strictly lower)
-//   (I + A) U = B (V - G K S0)                                 (qwen35-architecture.md §10.3: U = W - Kcd S0)
-//   O   = G Q S0 + (M .* Q K^T) U,  M_ij = exp(gamma_i - gamma_j), j <= i
-//   S_n = Gam_{n-1} S0 + (D K)^T U,  D = diag(exp(gamma_{n-1} - gamma_i))
+//   (I + A) U = B (V - G K S0)                                 (qwen35-architecture.md §10.3: U = W
+//   - Kcd S0) O   = G Q S0 + (M .* Q K^T) U,  M_ij = exp(gamma_i - gamma_j), j <= i S_n = Gam_{n-1}
+//   S0 + (D K)^T U,  D = diag(exp(gamma_{n-1} - gamma_i))
 // The solve is forward substitution on R = B (V - G K S0) directly. That equals forming
 // T = (I + A)^-1 and computing W = T B V, Kcd = T B G K, U = W - Kcd S0, but needs one triangular
 // solve of width Dv instead of two (Dv + Dk). It is blocked by 4 rows: a GEMM subtracts the rows
@@ -38,8 +39,8 @@ namespace {
 using namespace simd;
 
 constexpr int64_t kC = kGatedDeltaChunkSize;
-constexpr int kR = 4;                          // rows per micro-kernel tile
-constexpr int kMaxNV = kLanes >= 16 ? 4 : 2;   // vectors per tile row (16 or 8 accumulators)
+constexpr int kR = 4;                         // rows per micro-kernel tile
+constexpr int kMaxNV = kLanes >= 16 ? 4 : 2;  // vectors per tile row (16 or 8 accumulators)
 static_assert(kC % kR == 0 && kC % kLanes == 0);
 
 int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -54,14 +55,15 @@ int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 #endif
 template <int kNV>
 QWENRT_GD_NOINLINE void Tile(const float* A, int64_t lda, const float* B, int64_t ldb,
-                              int64_t depth, const float* C0, int64_t ldc0, const float* s,
-                              int64_t s_stride, float* C, int64_t ldc) {
+                             int64_t depth, const float* C0, int64_t ldc0, const float* s,
+                             int64_t s_stride, float* C, int64_t ldc) {
   VecF acc[kR][kNV];
 #pragma GCC unroll 4
   for (int r = 0; r < kR; ++r) {
     const VecF sr = Set1(C0 ? s[r * s_stride] : 0.0f);
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) acc[r][v] = C0 ? Mul(sr, Load(C0 + r * ldc0 + v * kLanes)) : Zero();
+    for (int v = 0; v < kNV; ++v)
+      acc[r][v] = C0 ? Mul(sr, Load(C0 + r * ldc0 + v * kLanes)) : Zero();
   }
   for (int64_t m = 0; m < depth; ++m) {
     VecF b[kNV];
@@ -97,13 +99,22 @@ void Gemm(int64_t rows, int64_t width, int64_t depth, const float* A, int64_t ld
       const float* sr = s ? s + r0 * s_stride : nullptr;
       float* c = C + r0 * ldc;
       switch (nv) {
-        case 1: Tile<1>(a, lda, B + x, ldb, depth, c0x, ldc0, sr, s_stride, c + x, ldc); break;
-        case 2: Tile<2>(a, lda, B + x, ldb, depth, c0x, ldc0, sr, s_stride, c + x, ldc); break;
+        case 1:
+          Tile<1>(a, lda, B + x, ldb, depth, c0x, ldc0, sr, s_stride, c + x, ldc);
+          break;
+        case 2:
+          Tile<2>(a, lda, B + x, ldb, depth, c0x, ldc0, sr, s_stride, c + x, ldc);
+          break;
 #if defined(__AVX512F__)
-        case 3: Tile<3>(a, lda, B + x, ldb, depth, c0x, ldc0, sr, s_stride, c + x, ldc); break;
-        case 4: Tile<4>(a, lda, B + x, ldb, depth, c0x, ldc0, sr, s_stride, c + x, ldc); break;
+        case 3:
+          Tile<3>(a, lda, B + x, ldb, depth, c0x, ldc0, sr, s_stride, c + x, ldc);
+          break;
+        case 4:
+          Tile<4>(a, lda, B + x, ldb, depth, c0x, ldc0, sr, s_stride, c + x, ldc);
+          break;
 #endif
-        default: break;
+        default:
+          break;
       }
     }
   }
@@ -142,8 +153,7 @@ inline void Transpose8x8(const float* src, int64_t lds, float* dst, int64_t ldd)
 
 // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols: 8 x 8 tiles (SIMD when available),
 // scalar at the edges.
-void Transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst,
-               int64_t ldd) {
+void Transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) {
   constexpr int64_t kB = 8;
   for (int64_t r0 = 0; r0 < rows; r0 += kB) {
     for (int64_t c0 = 0; c0 < cols; c0 += kB) {
@@ -169,11 +179,11 @@ struct Args {
 
 // Per-thread scratch (Dkp = Dk rounded up to kR, Dvp = Dv rounded up to kLanes).
 struct Scratch {
-  float* S;    // [Dkp, Dvp]  state of the current head, natural layout S[i][j]
-  float* KQ;   // [2*kC, Dk]  partial chunk: rows 0..kC-1: k_i; kC..2kC-1: q_i (zero-padded)
-  float* KT;   // [Dkp, kC]   K^T
-  float* PQ;   // [2*kC, Dvp] rows 0..: K S0 -> R -> U (in place); rows kC..: Q S0 -> O (in place)
-  float* KK;   // [2*kC, kC]  rows 0..: K K^T -> -A; rows kC..: Q K^T -> M .* Q K^T
+  float* S;   // [Dkp, Dvp]  state of the current head, natural layout S[i][j]
+  float* KQ;  // [2*kC, Dk]  partial chunk: rows 0..kC-1: k_i; kC..2kC-1: q_i (zero-padded)
+  float* KT;  // [Dkp, kC]   K^T
+  float* PQ;  // [2*kC, Dvp] rows 0..: K S0 -> R -> U (in place); rows kC..: Q S0 -> O (in place)
+  float* KK;  // [2*kC, kC]  rows 0..: K K^T -> -A; rows kC..: Q K^T -> M .* Q K^T
 };
 
 Scratch GetScratch(int64_t Dkp, int64_t Dk, int64_t Dvp) {
@@ -193,8 +203,7 @@ Scratch GetScratch(int64_t Dkp, int64_t Dk, int64_t Dvp) {
 }
 
 void RunHead(const Args& a, int64_t h) {
-  const int64_t T = a.shape.T, Hk = a.shape.Hk, Hv = a.shape.Hv, Dk = a.shape.Dk,
-                Dv = a.shape.Dv;
+  const int64_t T = a.shape.T, Hk = a.shape.Hk, Hv = a.shape.Hv, Dk = a.shape.Dk, Dv = a.shape.Dv;
   const int64_t Dkp = RoundUp(Dk, kR), Dvp = RoundUp(Dv, kLanes);
   const int64_t hk = h % Hk;
   const Scratch s = GetScratch(Dkp, Dk, Dvp);
@@ -205,9 +214,9 @@ void RunHead(const Args& a, int64_t h) {
   Transpose(St, Dk, Dv, Dk, s.S, Dvp);
   std::fill(s.KT, s.KT + Dkp * kC, 0.0f);
 
-  float* U = s.PQ;            // [kC, Dvp]
-  float* O = s.PQ + kC * Dvp;  // [kC, Dvp]
-  float* An = s.KK;           // [kC, kC]  -A
+  float* U = s.PQ;              // [kC, Dvp]
+  float* O = s.PQ + kC * Dvp;   // [kC, Dvp]
+  float* An = s.KK;             // [kC, kC]  -A
   float* Mqk = s.KK + kC * kC;  // [kC, kC]
   float bt[kC], gam[kC], one[1] = {1.0f};
   double gamma[kC], e_pos[kC], e_neg[kC];
@@ -241,7 +250,8 @@ void RunHead(const Args& a, int64_t h) {
       for (int64_t m = 0; m < Dk; ++m) std::fill(s.KT + m * kC + np, s.KT + (m + 1) * kC, 0.0f);
     }
     // gamma in double: a chunk's cumulative log-decay can reach hundreds, where an f32 sum has an
-    // absolute error of ~1e-4 and so would put a relative error of ~1e-4 into exp(gamma_i - gamma_j).
+    // absolute error of ~1e-4 and so would put a relative error of ~1e-4 into exp(gamma_i -
+    // gamma_j).
     double acc = 0.0, max_abs = 0.0;
     for (int64_t i = 0; i < np; ++i) {
       const bool real = i < n;

@@ -1,5 +1,6 @@
 // Token-serial gated delta rule for the CPU (used for decode and short batches): the recurrence of
-// docs/spec/qwen35-architecture.md §7 step 8, organised for cache and SIMD. The chunked prefill form is gated_delta_chunk.cpp.
+// docs/spec/qwen35-architecture.md §7 step 8, organised for cache and SIMD. The chunked prefill
+// form is gated_delta_chunk.cpp.
 //
 // Why it is organised by value column: with the transposed state layout (S_h[i][j] at
 // h*Dv*Dk + j*Dk + i) each value column j of S evolves independently of the others:

@@ -1,5 +1,5 @@
-// This level's entry points, for the dispatcher (ops/cpu_dispatch.h). Compiled once per ISA level like
-// every file here, so `cpu::X` below names this level's qwenrt::isa_<level>::cpu::X.
+// This level's entry points, for the dispatcher (ops/cpu_dispatch.h). Compiled once per ISA level
+// like every file here, so `cpu::X` below names this level's qwenrt::isa_<level>::cpu::X.
 #include "ops/cpu_dispatch.h"
 #include "ops/cpu_namespace.h"
 

@@ -1,8 +1,9 @@
 // The KV row codecs of kv_view.h, per ISA level: f32 rows into f32 / f16 / q8_0 and back. f16 uses
 // F16C where the level has it (round to nearest even on the way in, exact widening on the way out:
-// bit-equal to Fp32ToFp16 / Fp16ToFp32); q8_0 is llama.cpp's block format (QuantizeRowQ8_0). Attention
-// widens every f16 K and V row it reads through KvDecode, so the conversion must not be the portable
-// per-element one on a level that has the instruction (it was 24% of a prefill's time).
+// bit-equal to Fp32ToFp16 / Fp16ToFp32); q8_0 is llama.cpp's block format (QuantizeRowQ8_0).
+// Attention widens every f16 K and V row it reads through KvDecode, so the conversion must not be
+// the portable per-element one on a level that has the instruction (it was 24% of a prefill's
+// time).
 #include <cstring>
 
 #include "ops/cpu_namespace.h"
@@ -48,7 +49,8 @@ void KvDecode(KvType type, const uint8_t* row, int64_t i0, int64_t n, float* dst
       int64_t i = 0;
 #if defined(__F16C__)
       for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
+        _mm256_storeu_ps(dst + i,
+                         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
 #endif
       for (; i < n; ++i) dst[i] = Fp16ToFp32(h[i]);
       return;

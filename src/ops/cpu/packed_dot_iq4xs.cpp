@@ -7,8 +7,8 @@
 //   S   += (acc - 128 * (bsums[2s] + bsums[2s + 1])) * scale(row, s)        -> ref's exact sum
 // then once per super-block accf = fma(float(S), d(row) * d_act, accf). Nothing a token computes
 // depends on the other tokens of the tile: ntok = 1 (decode) and ntok = 8 (prefill) give the same
-// bits. Without AVX-512 VNNI the portable loop below computes the same integer sums (slower than the
-// file-layout kernel there, so the loader keeps the file layout: PackedKernelFast).
+// bits. Without AVX-512 VNNI the portable loop below computes the same integer sums (slower than
+// the file-layout kernel there, so the loader keeps the file layout: PackedKernelFast).
 #include "ops/cpu/dot_dispatch.h"
 #include "ops/cpu_namespace.h"
 #include "ops/packed.h"
@@ -22,13 +22,14 @@ namespace {
 #if QWENRT_PACKED_X86
 using namespace packed_x86;
 
-
 template <int NT, bool kPrefetch>
-void Tile(const PackedIQ4XS* x, const BlockQ8K* const* y, int64_t nb, float* out, int64_t out_stride, int nrows) {
+void Tile(const PackedIQ4XS* x, const BlockQ8K* const* y, int64_t nb, float* out,
+          int64_t out_stride, int nrows) {
   __m512 accf[NT];
   for (int t = 0; t < NT; ++t) accf[t] = _mm512_setzero_ps();
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4ValuesU8.v)));
+  const __m512i table =
+      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4ValuesU8.v)));
   for (int64_t b = 0; b < nb; ++b) {
     const PackedIQ4XS& X = x[b];
     __m512i sum[NT];
@@ -41,7 +42,8 @@ void Tile(const PackedIQ4XS* x, const BlockQ8K* const* y, int64_t nb, float* out
         q[j] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, m4));
         q[4 + j] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
       }
-      const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X.scales[s])));
+      const __m512i sc =
+          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X.scales[s])));
       for (int t = 0; t < NT; ++t) {
         const int8_t* a = y[t][b].qs + 32 * s;
         __m512i lo, hi;
@@ -61,15 +63,17 @@ void Tile(const PackedIQ4XS* x, const BlockQ8K* const* y, int64_t nb, float* out
 
 }  // namespace
 
-void DotPackedIQ4XS_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows, bool stream) {
+void DotPackedIQ4XS_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n,
+                        float* out, int64_t out_stride, int nrows, bool stream) {
   const PackedTokens tok(a, a_stride, ntok);
   const auto* x = reinterpret_cast<const PackedIQ4XS*>(w);
   const int64_t nb = n / kQK_K;
 #if QWENRT_PACKED_X86
-  ForTile(ntok, stream, [&]<int NT, bool P>() { Tile<NT, P>(x, tok.y, nb, out, out_stride, nrows); });
+  ForTile(ntok, stream,
+          [&]<int NT, bool P>() { Tile<NT, P>(x, tok.y, nb, out, out_stride, nrows); });
 #else
-  // The portable form: per (row, token) the same integer sums, combined as ref::VecDotIQ4XS_Q8K does.
+  // The portable form: per (row, token) the same integer sums, combined as ref::VecDotIQ4XS_Q8K
+  // does.
   PortablePackedDot(ntok, nrows, nb, out, out_stride, [&](int t, int r, int64_t b) {
     int32_t sum = 0;
     for (int s = 0; s < 8; ++s) {

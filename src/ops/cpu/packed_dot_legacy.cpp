@@ -1,12 +1,14 @@
 // Packed Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 / Q8_0 kernels (packed.h) against Q8_0
-// activations: the 16-row x NT-token register tile of the K-quant packed kernels (packed_dot_x86.cpp) for the 32-element block types.
+// activations: the 16-row x NT-token register tile of the K-quant packed kernels
+// (packed_dot_x86.cpp) for the 32-element block types.
 //
 // Per 32-element block s of a 256-element record, and token t:
 //   u_k  = 64 bytes = elements 4k..4k+3 of the 16 rows as u8: Q4_0's nibble q in [0, 15], IQ4_NL's
 //          and MXFP4's table value + 128 (one vpshufb of the nibbles), Q8_0's q + 128 (stored so)
-//   acc  = sum_k vpdpbusd(u_k, broadcast(activation bytes 4k..4k+3 of token t))  -> 16 rows' int32 sums
-//   S    = acc - off * sum(a)  with off = 8 (Q4_0: q - 8) or 128                 -> ref::VecDot*'s exact sum
-//   accf = fma(float(S), d(row) * d_act, accf), blocks in order (MXFP4: d = E8M0ToFp32Half(e)).
+//   acc  = sum_k vpdpbusd(u_k, broadcast(activation bytes 4k..4k+3 of token t))  -> 16 rows' int32
+//   sums S    = acc - off * sum(a)  with off = 8 (Q4_0: q - 8) or 128                 ->
+//   ref::VecDot*'s exact sum accf = fma(float(S), d(row) * d_act, accf), blocks in order (MXFP4: d
+//   = E8M0ToFp32Half(e)).
 // Nothing a token computes depends on the other tokens of the tile: ntok = 1 (decode) and ntok = 8
 // (prefill) give the same bits. Without AVX-512 VNNI the portable loops below compute the same
 // integer sums (slower than the file-layout kernels there, so the loader keeps the file layout for
@@ -26,19 +28,40 @@ enum class Kind { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kIQ4NL, kMXFP4, kQ8_0 };
 template <Kind K>
 struct Traits;
 template <>
-struct Traits<Kind::kQ4_0> { using Record = PackedQ4_0; static constexpr int32_t kOff = 8; };
+struct Traits<Kind::kQ4_0> {
+  using Record = PackedQ4_0;
+  static constexpr int32_t kOff = 8;
+};
 template <>
-struct Traits<Kind::kQ4_1> { using Record = PackedQ4_1; static constexpr int32_t kOff = 0; };
+struct Traits<Kind::kQ4_1> {
+  using Record = PackedQ4_1;
+  static constexpr int32_t kOff = 0;
+};
 template <>
-struct Traits<Kind::kQ5_0> { using Record = PackedQ5_0; static constexpr int32_t kOff = 16; };
+struct Traits<Kind::kQ5_0> {
+  using Record = PackedQ5_0;
+  static constexpr int32_t kOff = 16;
+};
 template <>
-struct Traits<Kind::kQ5_1> { using Record = PackedQ5_1; static constexpr int32_t kOff = 0; };
+struct Traits<Kind::kQ5_1> {
+  using Record = PackedQ5_1;
+  static constexpr int32_t kOff = 0;
+};
 template <>
-struct Traits<Kind::kIQ4NL> { using Record = PackedQ4_0; static constexpr int32_t kOff = 128; };
+struct Traits<Kind::kIQ4NL> {
+  using Record = PackedQ4_0;
+  static constexpr int32_t kOff = 128;
+};
 template <>
-struct Traits<Kind::kMXFP4> { using Record = PackedMXFP4; static constexpr int32_t kOff = 128; };
+struct Traits<Kind::kMXFP4> {
+  using Record = PackedMXFP4;
+  static constexpr int32_t kOff = 128;
+};
 template <>
-struct Traits<Kind::kQ8_0> { using Record = PackedQ8_0; static constexpr int32_t kOff = 128; };
+struct Traits<Kind::kQ8_0> {
+  using Record = PackedQ8_0;
+  static constexpr int32_t kOff = 128;
+};
 template <Kind K>
 using Record = typename Traits<K>::Record;
 template <Kind K>
@@ -51,10 +74,10 @@ constexpr bool kFiveBits = K == Kind::kQ5_0 || K == Kind::kQ5_1;
 #if QWENRT_PACKED_X86
 using namespace packed_x86;
 
-
 // Sum of 32 signed bytes: vpsadbw of a + 128 (the xor), minus 32 * 128.
 inline int32_t SumBytes(const int8_t* a) {
-  const __m256i v = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)), _mm256_set1_epi8(-128));
+  const __m256i v = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)),
+                                     _mm256_set1_epi8(-128));
   const __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());
   const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
   return static_cast<int32_t>(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
@@ -64,22 +87,26 @@ inline int32_t SumBytes(const int8_t* a) {
 template <Kind K>
 inline __m512 Scales(const Record<K>& X, int s) {
   if constexpr (K == Kind::kMXFP4) {
-    const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X.e[s])));
+    const __m512i e =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X.e[s])));
     const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
     const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
-    return _mm512_castsi512_ps(_mm512_mask_mov_epi32(normal, _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), tiny));
+    return _mm512_castsi512_ps(
+        _mm512_mask_mov_epi32(normal, _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), tiny));
   } else {
     return Halves(X.d[s]);
   }
 }
 
 template <Kind K, int NT, bool kPrefetch>
-void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out, int64_t out_stride, int nrows) {
+void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out, int64_t out_stride,
+          int nrows) {
   __m512 accf[NT];
   for (int t = 0; t < NT; ++t) accf[t] = _mm512_setzero_ps();
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const uint8_t* values = K == Kind::kMXFP4 ? kMxfp4ValuesU8.v : kIq4ValuesU8.v;
-  const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
+  const __m512i table =
+      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
   for (int64_t b = 0; b < nb; ++b) {
     const Record<K>& X = x[b];
     for (int s = 0; s < 8; ++s) {
@@ -109,10 +136,13 @@ void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out,
         DotQuads(q, a, &lo, &hi);
         const __m512 da = _mm512_set1_ps(_cvtsh_ss(A.d));
         if constexpr (kHasMin<K>) {  // d * da * sum(q a) + m * da * sum(a), as ref
-          accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi)), _mm512_mul_ps(dw, da), accf[t]);
-          accf[t] = _mm512_fmadd_ps(_mm512_set1_ps(static_cast<float>(SumBytes(a))), _mm512_mul_ps(mw, da), accf[t]);
+          accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi)),
+                                    _mm512_mul_ps(dw, da), accf[t]);
+          accf[t] = _mm512_fmadd_ps(_mm512_set1_ps(static_cast<float>(SumBytes(a))),
+                                    _mm512_mul_ps(mw, da), accf[t]);
         } else {
-          const __m512i sum = _mm512_sub_epi32(_mm512_add_epi32(lo, hi), _mm512_set1_epi32(kOff<K> * SumBytes(a)));
+          const __m512i sum =
+              _mm512_sub_epi32(_mm512_add_epi32(lo, hi), _mm512_set1_epi32(kOff<K> * SumBytes(a)));
           accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, da), accf[t]);
         }
       }
@@ -122,17 +152,20 @@ void Tile(const Record<K>* x, const BlockQ8_0* const* y, int64_t nb, float* out,
 }
 
 template <Kind K>
-void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out, int64_t out_stride,
-         int nrows, bool stream) {
+void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+         int64_t out_stride, int nrows, bool stream) {
   const BlockQ8_0* y[kMaxDotTokens];
-  for (int t = 0; t < ntok && t < kMaxDotTokens; ++t) y[t] = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride);
+  for (int t = 0; t < ntok && t < kMaxDotTokens; ++t)
+    y[t] = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride);
   const auto* x = reinterpret_cast<const Record<K>*>(w);
-  ForTile(ntok, stream, [&]<int NT, bool P>() { Tile<K, NT, P>(x, y, n / kQK_K, out, out_stride, nrows); });
+  ForTile(ntok, stream,
+          [&]<int NT, bool P>() { Tile<K, NT, P>(x, y, n / kQK_K, out, out_stride, nrows); });
 }
 #else
 // The portable form: per (row, token) the same integer sums, combined as ref::VecDot*_Q8_0 does.
 template <Kind K>
-int Value(const Record<K>& x, int s, int r, int e) {  // element e of block s of row r, as ref decodes it
+int Value(const Record<K>& x, int s, int r,
+          int e) {  // element e of block s of row r, as ref decodes it
   if constexpr (K == Kind::kQ8_0) {
     return x.qs[s][e / 4][4 * r + e % 4] - 128;
   } else {
@@ -155,8 +188,8 @@ float Scale(const Record<K>& x, int s, int r) {
 }
 
 template <Kind K>
-void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out, int64_t out_stride,
-         int nrows, bool stream) {
+void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
+         int64_t out_stride, int nrows, bool stream) {
   const int64_t nb = n / kQK_K;
   const auto* x = reinterpret_cast<const Record<K>*>(w);
   for (int t = 0; t < ntok; ++t) {
@@ -188,32 +221,32 @@ void Dot(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t 
 
 }  // namespace
 
-void DotPackedQ4_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows, bool stream) {
+void DotPackedQ4_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n,
+                        float* out, int64_t out_stride, int nrows, bool stream) {
   Dot<Kind::kQ4_0>(w, a, a_stride, ntok, n, out, out_stride, nrows, stream);
 }
-void DotPackedQ4_1_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows, bool stream) {
+void DotPackedQ4_1_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n,
+                        float* out, int64_t out_stride, int nrows, bool stream) {
   Dot<Kind::kQ4_1>(w, a, a_stride, ntok, n, out, out_stride, nrows, stream);
 }
-void DotPackedQ5_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows, bool stream) {
+void DotPackedQ5_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n,
+                        float* out, int64_t out_stride, int nrows, bool stream) {
   Dot<Kind::kQ5_0>(w, a, a_stride, ntok, n, out, out_stride, nrows, stream);
 }
-void DotPackedQ5_1_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows, bool stream) {
+void DotPackedQ5_1_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n,
+                        float* out, int64_t out_stride, int nrows, bool stream) {
   Dot<Kind::kQ5_1>(w, a, a_stride, ntok, n, out, out_stride, nrows, stream);
 }
-void DotPackedIQ4NL_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                         int64_t out_stride, int nrows, bool stream) {
+void DotPackedIQ4NL_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n,
+                         float* out, int64_t out_stride, int nrows, bool stream) {
   Dot<Kind::kIQ4NL>(w, a, a_stride, ntok, n, out, out_stride, nrows, stream);
 }
-void DotPackedMXFP4_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                         int64_t out_stride, int nrows, bool stream) {
+void DotPackedMXFP4_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n,
+                         float* out, int64_t out_stride, int nrows, bool stream) {
   Dot<Kind::kMXFP4>(w, a, a_stride, ntok, n, out, out_stride, nrows, stream);
 }
-void DotPackedQ8_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                        int64_t out_stride, int nrows, bool stream) {
+void DotPackedQ8_0_Q8_0(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n,
+                        float* out, int64_t out_stride, int nrows, bool stream) {
   Dot<Kind::kQ8_0>(w, a, a_stride, ntok, n, out, out_stride, nrows, stream);
 }
 

@@ -1,5 +1,6 @@
-// Packed Q2_K kernel (packed.h) against Q8_K activations: the 16-row x NT-token register tile of the
-// K-quant packed kernels (packed_dot_x86.cpp), for 2-bit values stored as Q3_K's low bit planes.
+// Packed Q2_K kernel (packed.h) against Q8_K activations: the 16-row x NT-token register tile of
+// the K-quant packed kernels (packed_dot_x86.cpp), for 2-bit values stored as Q3_K's low bit
+// planes.
 //
 // Per super-block, 32-element pair p (groups 2p, 2p + 1 of 16 elements), and token t:
 //   u_k  = 64 bytes = elements 4k..4k+3 of the 16 rows, q in [0, 3]
@@ -23,7 +24,8 @@ namespace {
 #if QWENRT_PACKED_X86
 using namespace packed_x86;
 
-// Quad k of a pair from its bit planes (the 16-bit shifts stay within each byte: shift <= 6, then & 3).
+// Quad k of a pair from its bit planes (the 16-bit shifts stay within each byte: shift <= 6, then &
+// 3).
 template <int k>
 inline __m512i Quad(__m512i lo) {
   return _mm512_and_si512(k == 0 ? lo : _mm512_srli_epi16(lo, 2 * k), _mm512_set1_epi8(3));
@@ -34,7 +36,8 @@ inline __m512i Groups(const uint8_t* p) {  // 16 rows' bytes as int32 lanes
 }
 
 template <int NT, bool kPrefetch>
-void Tile(const PackedQ2K* x, const BlockQ8K* const* y, int64_t nb, float* out, int64_t out_stride, int nrows) {
+void Tile(const PackedQ2K* x, const BlockQ8K* const* y, int64_t nb, float* out, int64_t out_stride,
+          int nrows) {
   __m512 accf[NT];
   for (int t = 0; t < NT; ++t) accf[t] = _mm512_setzero_ps();
   const __m512i m15 = _mm512_set1_epi32(15);
@@ -52,14 +55,16 @@ void Tile(const PackedQ2K* x, const BlockQ8K* const* y, int64_t nb, float* out, 
       for (int t = 0; t < NT; ++t) {
         __m512i g0, g1;  // groups 2p and 2p + 1
         DotQuads(u, y[t][b].qs + 32 * p, &g0, &g1);
-        s1[t] = _mm512_add_epi32(s1[t], _mm512_add_epi32(_mm512_mullo_epi32(g0, sc0), _mm512_mullo_epi32(g1, sc1)));
+        s1[t] = _mm512_add_epi32(
+            s1[t], _mm512_add_epi32(_mm512_mullo_epi32(g0, sc0), _mm512_mullo_epi32(g1, sc1)));
       }
     }
     // sum_g m_g * bsums[g]: lanes hold (m_2p, m_2p+1) as an int16 pair.
     __m512i mp[8];
     for (int p = 0; p < 8; ++p) {
-      mp[p] = _mm512_or_si512(_mm512_srli_epi32(Groups(X.scales[2 * p]), 4),
-                              _mm512_slli_epi32(_mm512_srli_epi32(Groups(X.scales[2 * p + 1]), 4), 16));
+      mp[p] =
+          _mm512_or_si512(_mm512_srli_epi32(Groups(X.scales[2 * p]), 4),
+                          _mm512_slli_epi32(_mm512_srli_epi32(Groups(X.scales[2 * p + 1]), 4), 16));
     }
     AddSuperBlockMins<NT>(s1, mp, X.d, X.dmin, y, b, accf);
   }
@@ -69,13 +74,14 @@ void Tile(const PackedQ2K* x, const BlockQ8K* const* y, int64_t nb, float* out, 
 
 }  // namespace
 
-void DotPackedQ2K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                      int64_t out_stride, int nrows, bool stream) {
+void DotPackedQ2K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n,
+                      float* out, int64_t out_stride, int nrows, bool stream) {
   const PackedTokens tok(a, a_stride, ntok);
   const auto* x = reinterpret_cast<const PackedQ2K*>(w);
   const int64_t nb = n / kQK_K;
 #if QWENRT_PACKED_X86
-  ForTile(ntok, stream, [&]<int NT, bool P>() { Tile<NT, P>(x, tok.y, nb, out, out_stride, nrows); });
+  ForTile(ntok, stream,
+          [&]<int NT, bool P>() { Tile<NT, P>(x, tok.y, nb, out, out_stride, nrows); });
 #else
   // The portable form: per (row, token) the same integer sums, combined as ref::VecDotQ2K_Q8K does.
   PortablePackedDot(ntok, nrows, nb, out, out_stride, [&](int t, int r, int64_t b) {

@@ -1,15 +1,15 @@
-// Portable packed kernels (packed.h), for the levels with neither AVX-512 VNNI nor AVX2: per (row, token) the same exact
-// integer sums as the SIMD version, read from the interleaved layout. Slower than the file-layout
-// kernels of vec_dot.h, which is why the loader packs only when PackedKernelsFast(); they exist so
-// that a packed matrix is usable (and testable) on every build.
+// Portable packed kernels (packed.h), for the levels with neither AVX-512 VNNI nor AVX2: per (row,
+// token) the same exact integer sums as the SIMD version, read from the interleaved layout. Slower
+// than the file-layout kernels of vec_dot.h, which is why the loader packs only when
+// PackedKernelsFast(); they exist so that a packed matrix is usable (and testable) on every build.
 #include "ops/cpu_namespace.h"
 #include "ops/packed.h"
 #if !QWENRT_PACKED_X86 && !QWENRT_X86_DOT
 
 namespace QWENRT_CPU_NAMESPACE {
 
-void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                      int64_t out_stride, int nrows, bool stream) {
+void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n,
+                      float* out, int64_t out_stride, int nrows, bool stream) {
   const int64_t nb = n / kQK_K;
   const auto* x = reinterpret_cast<const PackedQ4K*>(w);
   for (int t = 0; t < ntok; ++t) {
@@ -23,7 +23,8 @@ void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
           for (int j = 0; j < 4; ++j) {
             for (int i = 0; i < 4; ++i) {
               const uint8_t q = x[b].qs[s][j][4 * r + i];
-              dot += (q & 0x0F) * y[b].qs[32 * s + 4 * j + i] + (q >> 4) * y[b].qs[32 * s + 16 + 4 * j + i];
+              dot += (q & 0x0F) * y[b].qs[32 * s + 4 * j + i] +
+                     (q >> 4) * y[b].qs[32 * s + 16 + 4 * j + i];
             }
           }
           s1 += x[b].scales[s][r] * dot;
@@ -37,8 +38,8 @@ void DotPackedQ4K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int n
   }
 }
 
-void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n, float* out,
-                      int64_t out_stride, int nrows, bool stream) {
+void DotPackedQ6K_Q8K(const uint8_t* w, const uint8_t* a, size_t a_stride, int ntok, int64_t n,
+                      float* out, int64_t out_stride, int nrows, bool stream) {
   const int64_t nb = n / kQK_K;
   const auto* x = reinterpret_cast<const PackedQ6K*>(w);
   for (int t = 0; t < ntok; ++t) {

@@ -1,5 +1,5 @@
-// The pieces every AVX-512 VNNI packed kernel (packed.h) shares: fp16 row scales, the fifth-bit plane,
-// the 4-byte activation broadcast, the eight-quad dot product of one 32-element stretch, the
+// The pieces every AVX-512 VNNI packed kernel (packed.h) shares: fp16 row scales, the fifth-bit
+// plane, the 4-byte activation broadcast, the eight-quad dot product of one 32-element stretch, the
 // once-per-super-block combinations, and the masked store of a tile. Internal to
 // src/ops/cpu/ (included only where QWENRT_PACKED_X86).
 #pragma once
@@ -26,19 +26,23 @@ inline __m512 Halves(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-// Quad k's fifth bits (bit k of each byte of qh, the layout of PackedQ5_0 / Q5_1 / Q5K) moved to bit
-// 4 and or-ed into q[k], for k = 0..7. The 16-bit shifts move bits only within each byte here (<= 4
-// left, <= 3 right, then the mask).
+// Quad k's fifth bits (bit k of each byte of qh, the layout of PackedQ5_0 / Q5_1 / Q5K) moved to
+// bit 4 and or-ed into q[k], for k = 0..7. The 16-bit shifts move bits only within each byte here
+// (<= 4 left, <= 3 right, then the mask).
 template <int k>
 inline __m512i FifthBit(__m512i qh) {
-  const __m512i v = k < 4 ? _mm512_slli_epi16(qh, 4 - k) : k == 4 ? qh : _mm512_srli_epi16(qh, k - 4);
+  const __m512i v = k < 4    ? _mm512_slli_epi16(qh, 4 - k)
+                    : k == 4 ? qh
+                             : _mm512_srli_epi16(qh, k - 4);
   return _mm512_and_si512(v, _mm512_set1_epi8(0x10));
 }
 template <int... k>
 inline void AddFifthBits(__m512i* q, __m512i qh, std::integer_sequence<int, k...>) {
   ((q[k] = _mm512_or_si512(q[k], FifthBit<k>(qh))), ...);
 }
-inline void AddFifthBits(__m512i* q, __m512i qh) { AddFifthBits(q, qh, std::make_integer_sequence<int, 8>{}); }
+inline void AddFifthBits(__m512i* q, __m512i qh) {
+  AddFifthBits(q, qh, std::make_integer_sequence<int, 8>{});
+}
 
 // 4 bytes at p broadcast to the 16 dword lanes (folds into vpdpbusd's {1to16} memory operand).
 inline __m512i Bcast(const void* p) {
@@ -66,20 +70,24 @@ inline void DotQuads(const __m512i* q, const int8_t* a, __m512i* lo, __m512i* hi
 // accf[t] += float(sum[t]) * (d(row) * d_act(t)): the once-per-super-block combination of the Q8_K
 // kernels. d16: the 16 rows' fp16 scales; d_act[t]: token t's Q8_K scale of this super-block.
 template <int NT>
-inline void AddSuperBlock(const __m512i* sum, const uint16_t* d16, const float* d_act, __m512* accf) {
+inline void AddSuperBlock(const __m512i* sum, const uint16_t* d16, const float* d_act,
+                          __m512* accf) {
   const __m512 d = Halves(d16);
   for (int t = 0; t < NT; ++t) {
-    accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(d, _mm512_set1_ps(d_act[t])), accf[t]);
+    accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]),
+                              _mm512_mul_ps(d, _mm512_set1_ps(d_act[t])), accf[t]);
   }
 }
 
-// The same for the K-quants with mins (Q2_K, Q4_K, Q5_K): accf[t] += d * d_act * S1[t] - dmin * d_act
-// * S2, where S2 = sum_p vpdpwssd(mp[p], token t's bsums 2p, 2p + 1) -- mp[p]'s lanes hold the int16
-// pair of mins that multiplies that bsums pair. The super-block's d*S1 - dmin*S2 is rounded once,
-// then added.
+// The same for the K-quants with mins (Q2_K, Q4_K, Q5_K): accf[t] += d * d_act * S1[t] - dmin *
+// d_act
+// * S2, where S2 = sum_p vpdpwssd(mp[p], token t's bsums 2p, 2p + 1) -- mp[p]'s lanes hold the
+// int16 pair of mins that multiplies that bsums pair. The super-block's d*S1 - dmin*S2 is rounded
+// once, then added.
 template <int NT>
-inline void AddSuperBlockMins(const __m512i* s1, const __m512i* mp, const uint16_t* d16, const uint16_t* dmin16,
-                              const BlockQ8K* const* y, int64_t b, __m512* accf) {
+inline void AddSuperBlockMins(const __m512i* s1, const __m512i* mp, const uint16_t* d16,
+                              const uint16_t* dmin16, const BlockQ8K* const* y, int64_t b,
+                              __m512* accf) {
   const __m512 d = Halves(d16), dmin = Halves(dmin16);
   for (int t = 0; t < NT; ++t) {
     const int16_t* bs = y[t][b].bsums;
@@ -90,8 +98,10 @@ inline void AddSuperBlockMins(const __m512i* s1, const __m512i* mp, const uint16
       s2b = _mm512_dpwssd_epi32(s2b, mp[p + 1], Bcast(bs + 2 * p + 2));
     }
     const __m512 dy = _mm512_set1_ps(y[t][b].d);
-    const __m512 m = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s2a, s2b)), _mm512_mul_ps(dmin, dy));
-    accf[t] = _mm512_add_ps(accf[t], _mm512_fmsub_ps(_mm512_cvtepi32_ps(s1[t]), _mm512_mul_ps(d, dy), m));
+    const __m512 m =
+        _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s2a, s2b)), _mm512_mul_ps(dmin, dy));
+    accf[t] =
+        _mm512_add_ps(accf[t], _mm512_fmsub_ps(_mm512_cvtepi32_ps(s1[t]), _mm512_mul_ps(d, dy), m));
   }
 }
 
@@ -105,7 +115,8 @@ inline void PrefetchAhead(const Record* x, int part) {
   if constexpr (kPrefetch) {
     constexpr int kLines = (sizeof(Record) + 63) / 64, kPerPart = (kLines + 7) / 8;
     const char* next = reinterpret_cast<const char*>(x + 2);
-    for (int i = part * kPerPart; i < (part + 1) * kPerPart && i < kLines; ++i) PrefetchLine(next + 64 * i);
+    for (int i = part * kPerPart; i < (part + 1) * kPerPart && i < kLines; ++i)
+      PrefetchLine(next + 64 * i);
   }
 }
 
@@ -127,7 +138,8 @@ inline void ForTile(int ntok, bool stream, F&& tile) {
   });
 }
 
-// out[t * out_stride + r] = acc[t] lane r, for r < nrows (the padded rows of a group are not stored).
+// out[t * out_stride + r] = acc[t] lane r, for r < nrows (the padded rows of a group are not
+// stored).
 template <int NT>
 inline void StoreTile(const __m512* acc, float* out, int64_t out_stride, int nrows) {
   const __mmask16 rows = static_cast<__mmask16>((1u << nrows) - 1u);

@@ -3,11 +3,11 @@
 // operations, and rotates all its heads with them: bit-identical to ref at 1/heads of the trig
 // calls. Tokens are independent, so any split gives the same bits.
 #include "ops/rope.h"
-#include "ops/cpu_namespace.h"
 
 #include <cmath>
 
 #include "ops/cpu/parallel.h"
+#include "ops/cpu_namespace.h"
 
 namespace QWENRT_CPU_NAMESPACE {
 namespace {
@@ -15,7 +15,8 @@ namespace {
 constexpr int64_t kMaxPairs = 256;  // R/2 up to here uses the stack tables (Qwen3.5: 32); else ref
 
 // Tokens [t0, t1) of x [T, heads, Dh].
-void RopeTokens(float* x, int64_t t0, int64_t t1, int64_t heads, int64_t Dh, int64_t pos0, const RopeParams& p) {
+void RopeTokens(float* x, int64_t t0, int64_t t1, int64_t heads, int64_t Dh, int64_t pos0,
+                const RopeParams& p) {
   const int64_t half = p.n_dims / 2;
   const float theta_scale = std::pow(p.base, -2.0f / static_cast<float>(p.n_dims));
   float cos_i[kMaxPairs], sin_i[kMaxPairs];
@@ -42,12 +43,12 @@ void RopeTokens(float* x, int64_t t0, int64_t t1, int64_t heads, int64_t Dh, int
 
 }  // namespace
 
-void Rope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, const RopeParams& p, ThreadPool& pool) {
+void Rope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, const RopeParams& p,
+          ThreadPool& pool) {
   if (p.n_dims / 2 > kMaxPairs) return ref::Rope(x, T, heads, Dh, pos0, p);
   // Per token: R/2 (sin, cos) pairs, then heads * R/2 rotations.
-  ParallelRanges(pool, T, (p.n_dims / 2) * (kExpCost + heads), [&](int64_t b, int64_t e) {
-    RopeTokens(x, b, e, heads, Dh, pos0, p);
-  });
+  ParallelRanges(pool, T, (p.n_dims / 2) * (kExpCost + heads),
+                 [&](int64_t b, int64_t e) { RopeTokens(x, b, e, heads, Dh, pos0, p); });
 }
 
 }  // namespace QWENRT_CPU_NAMESPACE

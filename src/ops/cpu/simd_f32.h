@@ -1,7 +1,7 @@
 // A minimal f32 SIMD vocabulary for the CPU kernels (gated delta rule, causal conv): one vector
 // type `VecF` of `kLanes` floats with load/store/fma/reduce/exp, backed by AVX-512, AVX2+FMA or
-// aarch64 NEON when the compiler targets them, and by a portable one-lane scalar fallback otherwise.
-// Internal to src/cpu/.
+// aarch64 NEON when the compiler targets them, and by a portable one-lane scalar fallback
+// otherwise. Internal to src/cpu/.
 #pragma once
 
 #include <cmath>
@@ -19,7 +19,9 @@ namespace QWENRT_CPU_NAMESPACE::simd {
 
 #if defined(__AVX512F__)
 inline constexpr int kLanes = 16;
-struct VecF { __m512 v; };
+struct VecF {
+  __m512 v;
+};
 inline VecF Zero() { return {_mm512_setzero_ps()}; }
 inline VecF Set1(float x) { return {_mm512_set1_ps(x)}; }
 inline VecF Load(const float* p) { return {_mm512_loadu_ps(p)}; }
@@ -48,7 +50,9 @@ inline float ReduceAdd(VecF a) {
 }
 #elif defined(__AVX2__) && defined(__FMA__)
 inline constexpr int kLanes = 8;
-struct VecF { __m256 v; };
+struct VecF {
+  __m256 v;
+};
 inline VecF Zero() { return {_mm256_setzero_ps()}; }
 inline VecF Set1(float x) { return {_mm256_set1_ps(x)}; }
 inline VecF Load(const float* p) { return {_mm256_loadu_ps(p)}; }
@@ -76,7 +80,9 @@ inline float ReduceAdd(VecF a) {
 }
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 inline constexpr int kLanes = 4;
-struct VecF { float32x4_t v; };
+struct VecF {
+  float32x4_t v;
+};
 inline VecF Zero() { return {vdupq_n_f32(0)}; }
 inline VecF Set1(float x) { return {vdupq_n_f32(x)}; }
 inline VecF Load(const float* p) { return {vld1q_f32(p)}; }
@@ -96,7 +102,9 @@ inline VecF Ldexp(VecF a, VecF n) {  // a * 2^n for integral n in [-126, 127]: b
 inline float ReduceAdd(VecF a) { return vaddvq_f32(a.v); }
 #else
 inline constexpr int kLanes = 1;
-struct VecF { float v; };
+struct VecF {
+  float v;
+};
 inline VecF Zero() { return {0.0f}; }
 inline VecF Set1(float x) { return {x}; }
 inline VecF Load(const float* p) { return {*p}; }

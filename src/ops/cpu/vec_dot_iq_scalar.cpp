@@ -6,10 +6,11 @@
 
 namespace QWENRT_CPU_NAMESPACE {
 
-#define QWENRT_IQ_SCALAR_KERNEL(Name, Dot)                                                        \
-  void Name(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,       \
-            int64_t out_stride) {                                                                  \
-    for (int t = 0; t < ntok; ++t) out[t * out_stride] = Dot(w, static_cast<const uint8_t*>(a) + t * a_stride, n); \
+#define QWENRT_IQ_SCALAR_KERNEL(Name, Dot)                                                  \
+  void Name(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out, \
+            int64_t out_stride) {                                                           \
+    for (int t = 0; t < ntok; ++t)                                                          \
+      out[t * out_stride] = Dot(w, static_cast<const uint8_t*>(a) + t * a_stride, n);       \
   }
 QWENRT_IQ_SCALAR_KERNEL(DotIQ2XXS_Q8K, ref::VecDotIQ2XXS_Q8K)
 QWENRT_IQ_SCALAR_KERNEL(DotIQ2XS_Q8K, ref::VecDotIQ2XS_Q8K)

@@ -3,8 +3,8 @@
 // Each weight block is decoded once into 32 int8 values w, then for every token:
 //   signed values (Q4_0, Q5_0, IQ4_NL, MXFP4): s = dot(|w| as u8, a * sign(w))   (exact i32 sums)
 //   unsigned values (Q4_1, Q5_1):              s = dot(w, a), plus dot(1, a) for the min term
-// and accf += float(s) * scale_w * fp16(d_a) (+ float(sum a) * fp16(m) * fp16(d_a)), one horizontal sum
-// per row at the end. Integer sums equal ref::VecDot*_Q8_0's, so results differ only by float
+// and accf += float(s) * scale_w * fp16(d_a) (+ float(sum a) * fp16(m) * fp16(d_a)), one horizontal
+// sum per row at the end. Integer sums equal ref::VecDot*_Q8_0's, so results differ only by float
 // summation order. Without AVX2 the kernels are the scalar loops of vec_dot_scalar.cpp.
 #include "ops/cpu_namespace.h"
 #include "ops/vec_dot.h"
@@ -18,7 +18,8 @@ namespace {
 
 using namespace x86;
 
-// A decoded block: 32 int8 weight values, their scale, and (kHasMin) the min added to every element.
+// A decoded block: 32 int8 weight values, their scale, and (kHasMin) the min added to every
+// element.
 struct Decoded {
   __m256i w;
   float d;
@@ -40,7 +41,8 @@ struct Q4_1 {
 inline __m256i FiveBits(const uint8_t* qs, const uint8_t* qh) {
   uint32_t bits;
   __builtin_memcpy(&bits, qh, 4);
-  return _mm256_or_si256(Nibbles32(qs), _mm256_and_si256(BitsToBytes(bits), _mm256_set1_epi8(0x10)));
+  return _mm256_or_si256(Nibbles32(qs),
+                         _mm256_and_si256(BitsToBytes(bits), _mm256_set1_epi8(0x10)));
 }
 struct Q5_0 {
   using Block = BlockQ5_0;
@@ -82,8 +84,8 @@ void Dot32(const typename T::Block* x, const uint8_t* a, size_t a_stride, int64_
   const __m256i ones = _mm256_set1_epi8(1);
   for (int64_t b = 0; b < nb; ++b) {
     const Decoded blk = T::Decode(x[b]);
-    // Signed values: |w| (no -128 occurs: the smallest value is -127) and a * sign(w). Unsigned ones
-    // are used as they are. Either way |u| <= 127, so maddubs' pair sums cannot saturate.
+    // Signed values: |w| (no -128 occurs: the smallest value is -127) and a * sign(w). Unsigned
+    // ones are used as they are. Either way |u| <= 127, so maddubs' pair sums cannot saturate.
     const __m256i u = T::kHasMin ? blk.w : _mm256_sign_epi8(blk.w, blk.w);
     for (int t = 0; t < NT; ++t) {
       const __m256i qa = Load256(y[t][b].qs);
@@ -103,28 +105,35 @@ void Dot32(const typename T::Block* x, const uint8_t* a, size_t a_stride, int64_
 template <class T>
 void Dot(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
   ForNtok(ntok, [&]<int NT>() {
-    Dot32<T, NT>(static_cast<const typename T::Block*>(w), static_cast<const uint8_t*>(a), s, n / kQK4_0, o, os);
+    Dot32<T, NT>(static_cast<const typename T::Block*>(w), static_cast<const uint8_t*>(a), s,
+                 n / kQK4_0, o, os);
   });
 }
 
 }  // namespace
 
-void DotQ4_0_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+void DotQ4_0_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
+                  int64_t os) {
   Dot<Q4_0>(w, a, s, ntok, n, o, os);
 }
-void DotQ4_1_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+void DotQ4_1_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
+                  int64_t os) {
   Dot<Q4_1>(w, a, s, ntok, n, o, os);
 }
-void DotQ5_0_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+void DotQ5_0_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
+                  int64_t os) {
   Dot<Q5_0>(w, a, s, ntok, n, o, os);
 }
-void DotQ5_1_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+void DotQ5_1_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
+                  int64_t os) {
   Dot<Q5_1>(w, a, s, ntok, n, o, os);
 }
-void DotIQ4NL_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+void DotIQ4NL_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
+                   int64_t os) {
   Dot<IQ4NL>(w, a, s, ntok, n, o, os);
 }
-void DotMXFP4_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o, int64_t os) {
+void DotMXFP4_Q8_0(const void* w, const void* a, size_t s, int ntok, int64_t n, float* o,
+                   int64_t os) {
   Dot<MXFP4>(w, a, s, ntok, n, o, os);
 }
 

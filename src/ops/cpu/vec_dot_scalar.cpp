@@ -1,7 +1,7 @@
-// Portable multi-token dot kernels: the scalar definitions of vec_dot.h applied token by token. Used
-// when the ISA level has neither AVX2 nor NEON (see vec_dot_x86.cpp, vec_dot_arm.cpp for the SIMD
-// versions), and on NEON for the types vec_dot_arm.cpp has no kernel for (Q4_1, Q5_0, Q5_1, IQ4_NL,
-// MXFP4, Q2_K, Q3_K).
+// Portable multi-token dot kernels: the scalar definitions of vec_dot.h applied token by token.
+// Used when the ISA level has neither AVX2 nor NEON (see vec_dot_x86.cpp, vec_dot_arm.cpp for the
+// SIMD versions), and on NEON for the types vec_dot_arm.cpp has no kernel for (Q4_1, Q5_0, Q5_1,
+// IQ4_NL, MXFP4, Q2_K, Q3_K).
 #include "ops/cpu_namespace.h"
 #include "ops/vec_dot.h"
 #if !QWENRT_X86_DOT
@@ -10,8 +10,10 @@ namespace QWENRT_CPU_NAMESPACE {
 namespace {
 
 template <float (*Dot)(const void*, const void*, int64_t)>
-void Each(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out, int64_t out_stride) {
-  for (int t = 0; t < ntok; ++t) out[t * out_stride] = Dot(w, static_cast<const uint8_t*>(a) + t * a_stride, n);
+void Each(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,
+          int64_t out_stride) {
+  for (int t = 0; t < ntok; ++t)
+    out[t * out_stride] = Dot(w, static_cast<const uint8_t*>(a) + t * a_stride, n);
 }
 
 #if !QWENRT_ARM_DOT
@@ -28,10 +30,10 @@ float BF16(const void* w, const void* a, int64_t n) {
 
 }  // namespace
 
-#define QWENRT_SCALAR_KERNEL(Name, Dot)                                                              \
-  void Name(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out,         \
-            int64_t out_stride) {                                                                    \
-    Each<Dot>(w, a, a_stride, ntok, n, out, out_stride);                                             \
+#define QWENRT_SCALAR_KERNEL(Name, Dot)                                                     \
+  void Name(const void* w, const void* a, size_t a_stride, int ntok, int64_t n, float* out, \
+            int64_t out_stride) {                                                           \
+    Each<Dot>(w, a, a_stride, ntok, n, out, out_stride);                                    \
   }
 QWENRT_SCALAR_KERNEL(DotQ4_1_Q8_0, ref::VecDotQ4_1_Q8_0)
 QWENRT_SCALAR_KERNEL(DotQ5_0_Q8_0, ref::VecDotQ5_0_Q8_0)

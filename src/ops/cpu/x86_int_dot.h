@@ -1,5 +1,6 @@
 // Small AVX2 (+ VNNI where the build targets it) helpers shared by the integer dot kernels of
-// vec_dot_x86.cpp, vec_dot_iq_x86.cpp, vec_dot_legacy_x86.cpp and vec_dot_kquant_low_x86.cpp. Include only under QWENRT_X86_DOT.
+// vec_dot_x86.cpp, vec_dot_iq_x86.cpp, vec_dot_legacy_x86.cpp and vec_dot_kquant_low_x86.cpp.
+// Include only under QWENRT_X86_DOT.
 #pragma once
 
 #include <immintrin.h>
@@ -15,10 +16,16 @@ namespace QWENRT_CPU_NAMESPACE::x86 {
 // acc + sum of adjacent i16 pair products (vpdpwssd).
 inline __m256i MaddAcc(__m256i acc, __m256i a, __m256i b) { return _mm256_dpwssd_epi32(acc, a, b); }
 // acc + sums of 4 adjacent u8 * s8 products (vpdpbusd); no saturation.
-inline __m256i DotU8S8Acc(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
+inline __m256i DotU8S8Acc(__m256i acc, __m256i u, __m256i s) {
+  return _mm256_dpbusd_epi32(acc, u, s);
+}
 #elif defined(__AVXVNNI__)
-inline __m256i MaddAcc(__m256i acc, __m256i a, __m256i b) { return _mm256_dpwssd_avx_epi32(acc, a, b); }
-inline __m256i DotU8S8Acc(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
+inline __m256i MaddAcc(__m256i acc, __m256i a, __m256i b) {
+  return _mm256_dpwssd_avx_epi32(acc, a, b);
+}
+inline __m256i DotU8S8Acc(__m256i acc, __m256i u, __m256i s) {
+  return _mm256_dpbusd_avx_epi32(acc, u, s);
+}
 #else
 inline __m256i MaddAcc(__m256i acc, __m256i a, __m256i b) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
@@ -53,8 +60,8 @@ inline __m256i Nibbles32(const uint8_t* qs) {
 
 // Byte j = 0xFF where bit j of the 32-bit `bits` is set, else 0.
 inline __m256i BitsToBytes(uint32_t bits) {
-  const __m256i shuf = _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202,
-                                          0x0303030303030303);
+  const __m256i shuf = _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101,
+                                          0x0202020202020202, 0x0303030303030303);
   const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)), shuf);
   const __m256i mask = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
   return _mm256_cmpeq_epi8(_mm256_and_si256(v, mask), mask);

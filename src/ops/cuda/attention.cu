@@ -16,15 +16,16 @@
 //   pass 2, one block per (t, h): M = max_c m_c, out[d] = (sum_c acc_c[d] e^(m_c-M)) /
 //           (sum_c l_c e^(m_c-M)), c = 0, 1, ... in order.
 // The chunking depends only on n_keys = n_past + t + 1, never on T, so out[t][h] depends only on
-// q[t][h] and the cache rows 0..n_past+t: a prefill equals token-by-token decode bit for bit. Tokens
-// are processed in groups sized to the caller's scratch (AttentionScratchFloats holds 64 tokens).
+// q[t][h] and the cache rows 0..n_past+t: a prefill equals token-by-token decode bit for bit.
+// Tokens are processed in groups sized to the caller's scratch (AttentionScratchFloats holds 64
+// tokens).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
 
 #include "common.cuh"
-#include "ops/cuda_kernels.h"
 #include "launch_util.cuh"
+#include "ops/cuda_kernels.h"
 
 namespace qwenrt::cuda {
 namespace {
@@ -62,7 +63,8 @@ __device__ float BlockSum(float v, float* red) {
 
 __device__ float BlockMax(float v, float* red) {
 #pragma unroll
-  for (int off = kWarpSize / 2; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  for (int off = kWarpSize / 2; off > 0; off >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   __syncthreads();
   if (lane == 0) red[warp] = v;
@@ -79,8 +81,9 @@ template <int NS>  // Dh slices per lane: dims lane + 32*s, s < NS
 __global__ void __launch_bounds__(kAttnThreads)
     AttentionPartialKernel(const float* __restrict__ q, const float* __restrict__ k,
                            const float* __restrict__ v, float* __restrict__ part_acc,
-                           float* __restrict__ part_ml, int64_t t0, int64_t n_past, const int64_t* n_past_dev,
-                           int64_t H, int64_t Hkv, int64_t Dh, float scale) {
+                           float* __restrict__ part_ml, int64_t t0, int64_t n_past,
+                           const int64_t* n_past_dev, int64_t H, int64_t Hkv, int64_t Dh,
+                           float scale) {
   extern __shared__ float scores[];
   if (n_past_dev != nullptr) n_past += *n_past_dev;
   __shared__ float red[kAttnWarps];
@@ -150,8 +153,8 @@ __global__ void __launch_bounds__(kAttnThreads)
 // Pass 2. grid = items of the group; merges the chunks of each (t, h) in order.
 __global__ void __launch_bounds__(kAttnThreads)
     AttentionCombineKernel(const float* __restrict__ part_acc, const float* __restrict__ part_ml,
-                           float* __restrict__ out, int64_t t0, int64_t n_past, const int64_t* n_past_dev,
-                           int64_t H, int64_t Dh) {
+                           float* __restrict__ out, int64_t t0, int64_t n_past,
+                           const int64_t* n_past_dev, int64_t H, int64_t Dh) {
   __shared__ float weight[kMaxChunks];
   if (n_past_dev != nullptr) n_past += *n_past_dev;
   __shared__ float inv_l;
@@ -179,17 +182,19 @@ __global__ void __launch_bounds__(kAttnThreads)
 }
 
 template <int NS>
-void LaunchPartial(dim3 grid, size_t shared, cudaStream_t st, const float* q, const float* k, const float* v,
-                   float* part_acc, float* part_ml, int64_t t0, int64_t n_past, const int64_t* n_past_dev,
-                   int64_t H, int64_t Hkv, int64_t Dh, float scale) {
+void LaunchPartial(dim3 grid, size_t shared, cudaStream_t st, const float* q, const float* k,
+                   const float* v, float* part_acc, float* part_ml, int64_t t0, int64_t n_past,
+                   const int64_t* n_past_dev, int64_t H, int64_t Hkv, int64_t Dh, float scale) {
   if (shared > 48 * 1024) return;  // checked by the caller
-  AttentionPartialKernel<NS><<<grid, kAttnThreads, shared, st>>>(q, k, v, part_acc, part_ml, t0, n_past, n_past_dev,
-                                                                 H, Hkv, Dh, scale);
+  AttentionPartialKernel<NS><<<grid, kAttnThreads, shared, st>>>(
+      q, k, v, part_acc, part_ml, t0, n_past, n_past_dev, H, Hkv, Dh, scale);
 }
 
 }  // namespace
 
-int64_t AttentionScratchFloats(int64_t H, int64_t Dh) { return kGroupTokens * H * kMaxChunks * (Dh + 2); }
+int64_t AttentionScratchFloats(int64_t H, int64_t Dh) {
+  return kGroupTokens * H * kMaxChunks * (Dh + 2);
+}
 
 Status LaunchAttention(const AttentionShape& shape, const float* q, const float* k, const float* v,
                        float* out, float* scratch, int64_t scratch_floats, Stream stream,
@@ -201,24 +206,28 @@ Status LaunchAttention(const AttentionShape& shape, const float* q, const float*
                                " Hkv=" + std::to_string(s.Hkv) + " Dh=" + std::to_string(s.Dh));
   }
   if (s.Dh > kAttnMaxDh) {
-    return Status(StatusCode::kUnsupported, "cuda::LaunchAttention: head size " + std::to_string(s.Dh) +
-                                                " > " + std::to_string(kAttnMaxDh));
+    return Status(StatusCode::kUnsupported, "cuda::LaunchAttention: head size " +
+                                                std::to_string(s.Dh) + " > " +
+                                                std::to_string(kAttnMaxDh));
   }
   int64_t items = 0, q_elems = 0, kv_elems = 0;
   QWENRT_RETURN_IF_ERROR(CountElements("LaunchAttention", {s.T, s.H}, &items));
   QWENRT_RETURN_IF_ERROR(CountElements("LaunchAttention", {s.T, s.H, s.Dh}, &q_elems));
-  QWENRT_RETURN_IF_ERROR(CountElements("LaunchAttention", {s.n_past + s.T, s.Hkv, s.Dh}, &kv_elems));
+  QWENRT_RETURN_IF_ERROR(
+      CountElements("LaunchAttention", {s.n_past + s.T, s.Hkv, s.Dh}, &kv_elems));
   if (items == 0) return OkStatus();
   QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchAttention", {q, k, v, out, scratch}));
   const int64_t per_token = s.H * kMaxChunks * (s.Dh + 2);
   if (scratch_floats < per_token) {
-    return CudaInvalidArgument("cuda::LaunchAttention: scratch of " + std::to_string(scratch_floats) +
-                               " floats < " + std::to_string(per_token) + " (AttentionScratchFloats)");
+    return CudaInvalidArgument("cuda::LaunchAttention: scratch of " +
+                               std::to_string(scratch_floats) + " floats < " +
+                               std::to_string(per_token) + " (AttentionScratchFloats)");
   }
   const int64_t max_len = ChunkLen(s.n_past + s.T);
   if (max_len > kMaxChunkLen) {
-    return Status(StatusCode::kUnsupported, "cuda::LaunchAttention: " + std::to_string(s.n_past + s.T) +
-                                                " keys exceed the kernel's limit");
+    return Status(StatusCode::kUnsupported,
+                  "cuda::LaunchAttention: " + std::to_string(s.n_past + s.T) +
+                      " keys exceed the kernel's limit");
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.Dh));  // as ref::Attention
   const cudaStream_t st = AsCuda(stream);
@@ -235,20 +244,26 @@ Status LaunchAttention(const AttentionShape& shape, const float* q, const float*
     const size_t shared =
         n_past_dev != nullptr
             ? static_cast<size_t>(kMaxChunkLen) * sizeof(float)
-            : static_cast<size_t>(std::max<int64_t>(kMinChunkKeys, ChunkLen(s.n_past + t0 + nt))) * sizeof(float);
+            : static_cast<size_t>(std::max<int64_t>(kMinChunkKeys, ChunkLen(s.n_past + t0 + nt))) *
+                  sizeof(float);
     const dim3 grid(kMaxChunks, static_cast<unsigned>(nt * s.H));
     // q, out: the group's rows are addressed from token t0 inside the kernels (t = t0 + local).
     auto partial = [&](auto ns) {
-      LaunchPartial<decltype(ns)::value>(grid, shared, st, q, k, v, part_acc, part_ml, t0, s.n_past, n_past_dev, s.H,
-                                         s.Hkv, s.Dh, scale);
+      LaunchPartial<decltype(ns)::value>(grid, shared, st, q, k, v, part_acc, part_ml, t0, s.n_past,
+                                         n_past_dev, s.H, s.Hkv, s.Dh, scale);
     };
-    if (slices <= 1) partial(std::integral_constant<int, 1>{});
-    else if (slices <= 2) partial(std::integral_constant<int, 2>{});
-    else if (slices <= 4) partial(std::integral_constant<int, 4>{});
-    else if (slices <= 8) partial(std::integral_constant<int, 8>{});
-    else partial(std::integral_constant<int, 16>{});
-    AttentionCombineKernel<<<static_cast<unsigned>(nt * s.H), kAttnThreads, 0, st>>>(part_acc, part_ml, out, t0,
-                                                                                     s.n_past, n_past_dev, s.H, s.Dh);
+    if (slices <= 1)
+      partial(std::integral_constant<int, 1>{});
+    else if (slices <= 2)
+      partial(std::integral_constant<int, 2>{});
+    else if (slices <= 4)
+      partial(std::integral_constant<int, 4>{});
+    else if (slices <= 8)
+      partial(std::integral_constant<int, 8>{});
+    else
+      partial(std::integral_constant<int, 16>{});
+    AttentionCombineKernel<<<static_cast<unsigned>(nt * s.H), kAttnThreads, 0, st>>>(
+        part_acc, part_ml, out, t0, s.n_past, n_past_dev, s.H, s.Dh);
   }
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();

@@ -1,5 +1,5 @@
-// Causal depthwise convolution + SiLU with the rolling conv state (cuda_kernels.h), the same math as
-// ref::CausalConvSilu (conv.h, ref/conv.cpp):
+// Causal depthwise convolution + SiLU with the rolling conv state (cuda_kernels.h), the same math
+// as ref::CausalConvSilu (conv.h, ref/conv.cpp):
 //
 //   u_t[c] = sum_{j=0}^{Kc-1} w[c][j] * x_{t-(Kc-1)+j}[c]      (j ascending, from 0.0f)
 //   y_t[c] = u / (1 + exp(-u))
@@ -16,8 +16,8 @@
 // tokens at once or in pieces gives bit-identical outputs and state.
 #include "activations.cuh"
 #include "common.cuh"
-#include "ops/cuda_kernels.h"
 #include "launch_util.cuh"
+#include "ops/cuda_kernels.h"
 
 namespace qwenrt::cuda {
 namespace {
@@ -32,7 +32,8 @@ __global__ void ConvOutputsKernel(const float* __restrict__ x, const float* __re
                                   const float* __restrict__ state, float* __restrict__ y, int64_t C,
                                   int64_t Kc, int64_t count) {
   const int64_t K1 = Kc - 1;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t t = i / C, c = i % C;
     const float* st = state + c * K1;
     const float* wc = w + c * Kc;
@@ -44,7 +45,8 @@ __global__ void ConvOutputsKernel(const float* __restrict__ x, const float* __re
 
 __global__ void ConvStateKernel(const float* __restrict__ x, float* state, int64_t T, int64_t C,
                                 int64_t K1) {
-  for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < C; c += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < C;
+       c += int64_t{gridDim.x} * blockDim.x) {
     float* st = state + c * K1;
     for (int64_t j = 0; j < K1; ++j) st[j] = ConvInput(x, st, C, K1, c, T - K1 + j);
   }
@@ -52,8 +54,8 @@ __global__ void ConvStateKernel(const float* __restrict__ x, float* state, int64
 
 }  // namespace
 
-Status LaunchCausalConvSilu(const CausalConvShape& shape, const float* x, const float* w, float* state,
-                            float* y, Stream stream) {
+Status LaunchCausalConvSilu(const CausalConvShape& shape, const float* x, const float* w,
+                            float* state, float* y, Stream stream) {
   const int64_t T = shape.T, C = shape.C, Kc = shape.Kc;
   if (T < 0 || C < 1 || Kc < 1) {
     return CudaInvalidArgument("cuda::LaunchCausalConvSilu: bad shape T=" + std::to_string(T) +
@@ -66,7 +68,8 @@ Status LaunchCausalConvSilu(const CausalConvShape& shape, const float* x, const 
   QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchCausalConvSilu", {x, w, y}));
   if (Kc > 1) QWENRT_RETURN_IF_ERROR(CheckPointers("LaunchCausalConvSilu", {state}));
   const cudaStream_t s = AsCuda(stream);
-  ConvOutputsKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, s>>>(x, w, state, y, C, Kc, count);
+  ConvOutputsKernel<<<GridStrideBlocks(count), kElementwiseThreads, 0, s>>>(x, w, state, y, C, Kc,
+                                                                            count);
   QWENRT_CUDA_TRY(cudaGetLastError());
   if (Kc > 1) {
     ConvStateKernel<<<GridStrideBlocks(C), kElementwiseThreads, 0, s>>>(x, state, T, C, Kc - 1);

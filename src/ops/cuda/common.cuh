@@ -1,6 +1,6 @@
 // Shared CUDA helpers for the kernels in cuda/: QWENRT_CUDA_TRY (a failed CUDA runtime call
-// becomes a DEVICE Status, never an exit or abort), warp reductions, a move-only device buffer and a
-// launch timer. Only included by .cu files; no CUDA header leaves cuda/.
+// becomes a DEVICE Status, never an exit or abort), warp reductions, a move-only device buffer and
+// a launch timer. Only included by .cu files; no CUDA header leaves cuda/.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -34,13 +34,13 @@ inline Status CudaInvalidArgument(const std::string& message) {
 
 // Evaluates a cudaError_t expression once and returns a DEVICE Status from the
 // enclosing function (which returns Status or StatusOr<T>) when it failed.
-#define QWENRT_CUDA_TRY(expr)                                                          \
-  do {                                                                                 \
-    const auto qwenrt_cuda_rc_ = (expr);                                               \
-    if (!::qwenrt::cuda::IsOk(qwenrt_cuda_rc_)) {                                      \
+#define QWENRT_CUDA_TRY(expr)                                                            \
+  do {                                                                                   \
+    const auto qwenrt_cuda_rc_ = (expr);                                                 \
+    if (!::qwenrt::cuda::IsOk(qwenrt_cuda_rc_)) {                                        \
       cudaGetLastError(); /* clear a non-sticky error so the next launch starts clean */ \
-      return ::qwenrt::cuda::CudaCallError(qwenrt_cuda_rc_, #expr, __FILE__, __LINE__); \
-    }                                                                                  \
+      return ::qwenrt::cuda::CudaCallError(qwenrt_cuda_rc_, #expr, __FILE__, __LINE__);  \
+    }                                                                                    \
   } while (0)
 
 namespace qwenrt::cuda {
@@ -60,7 +60,8 @@ class DeviceBuffer {
   DeviceBuffer() = default;
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(o.bytes_) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(o.bytes_) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     if (this != &o) {
       Free();
@@ -88,7 +89,9 @@ class DeviceBuffer {
     return OkStatus();
   }
   template <typename T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   size_t bytes() const { return bytes_; }
 
  private:

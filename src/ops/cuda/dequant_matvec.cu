@@ -1,31 +1,33 @@
-// Mat-vec with GGUF weights dequantized on the fly (the exact f32 path; no activation quantization).
+// Mat-vec with GGUF weights dequantized on the fly (the exact f32 path; no activation
+// quantization).
 //
 // Math:   y[t][r] = sum_c W[r][c] * x[t][c], W[r][c] decoded exactly as ref::DequantizeRow does
-//         (docs/spec/gguf-and-quants.md §3): Q8_0 d*q; Q4_K/Q5_K (d*sc)*q - (dmin*m); Q6_K (d*sc)*q;
-//         F16/BF16 widened. Products in f32, summed per lane then across the warp (the order differs
-//         from ref::MatMul's column order, so results agree to rounding, not bit for bit).
-// Shapes: W rows x cols (row r at w + r*row_bytes, cols % block size == 0); x [T, cols]; y [T, rows].
-// Grid:   block = 128 threads = 4 warps per weight row and group of NT tokens (NT = 8, 4, 2 or 1: T
+//         (docs/spec/gguf-and-quants.md §3): Q8_0 d*q; Q4_K/Q5_K (d*sc)*q - (dmin*m); Q6_K
+//         (d*sc)*q; F16/BF16 widened. Products in f32, summed per lane then across the warp (the
+//         order differs from ref::MatMul's column order, so results agree to rounding, not bit for
+//         bit).
+// Shapes: W rows x cols (row r at w + r*row_bytes, cols % block size == 0); x [T, cols]; y [T,
+// rows]. Grid:   block = 128 threads = 4 warps per weight row and group of NT tokens (NT = 8, 4, 2
+// or 1: T
 //         is covered by launches of decreasing NT); grid = (rows, tokens / NT) (grid.y split into
-//         launches of at most 65535). Warp w takes the row's quant blocks w, w + 4, ...; lane l owns
-//         fixed positions inside every block (src/ops/quant_lanes.h), so a warp reads each block's
-//         quant bytes with consecutive lanes on consecutive bytes and decodes every weight once for
-//         its NT tokens. The 32 lane sums of each token meet in a shuffle reduction, the 4 warp sums
-//         in shared memory in warp order. (v2 gave a whole row to one warp: latency-bound on the
-//         short rows of the 0.8B shape, 100-400 GB/s on an H200.)
+//         launches of at most 65535). Warp w takes the row's quant blocks w, w + 4, ...; lane l
+//         owns fixed positions inside every block (src/ops/quant_lanes.h), so a warp reads each
+//         block's quant bytes with consecutive lanes on consecutive bytes and decodes every weight
+//         once for its NT tokens. The 32 lane sums of each token meet in a shuffle reduction, the 4
+//         warp sums in shared memory in warp order. (v2 gave a whole row to one warp: latency-bound
+//         on the short rows of the 0.8B shape, 100-400 GB/s on an H200.)
 // Split invariance: the lane code pins its roundings (lanes::Fma/Mul/Sub) and the reduction tree is
 //         fixed, so y[t][r] is the same bits for every NT and every T: a prefill equals the same
 //         tokens decoded one by one.
 // Versions: v3 (this): 4 warps per row, 4 rows x 8 tokens per block in prefill, 32-bit quant and
 //         float4 activation loads. v2: NT tokens per warp. v1: one row and token per warp. Next
 //         (docs/cuda.md): more loads in flight for decode, tensor cores for large T.
-#include "common.cuh"
-#include "ops/cuda_kernels.h"
-
 #include <algorithm>
 #include <limits>
 #include <string>
 
+#include "common.cuh"
+#include "ops/cuda_kernels.h"
 #include "ops/cuda_ops.h"
 #include "ops/quant_lanes.h"
 
@@ -59,7 +61,8 @@ __global__ void __launch_bounds__(kMatVecThreads)
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
   const uint8_t* row_ptr[R];
 #pragma unroll
-  for (int r = 0; r < R; ++r) row_ptr[r] = m.w[i] + (r0 + r < rows ? r0 + r : rows - 1) * m.row_bytes[i];
+  for (int r = 0; r < R; ++r)
+    row_ptr[r] = m.w[i] + (r0 + r < rows ? r0 + r : rows - 1) * m.row_bytes[i];
   float acc[R][NT];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -67,7 +70,8 @@ __global__ void __launch_bounds__(kMatVecThreads)
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
   }
   // Warp w takes blocks w, w + 4, ... of the rows; the type is uniform across the block.
-  lanes::LaneDotN<NT, R>(m.type[i], row_ptr, x + t0 * cols, cols, cols, lane, warp, kWarpsPerRow, acc);
+  lanes::LaneDotN<NT, R>(m.type[i], row_ptr, x + t0 * cols, cols, cols, lane, warp, kWarpsPerRow,
+                         acc);
   __shared__ float part[kWarpsPerRow][R][NT];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -89,8 +93,8 @@ __global__ void __launch_bounds__(kMatVecThreads)
 
 // Tokens [t_begin, t_begin + n) in groups of NT (n % NT == 0), R rows per block.
 template <int NT, int R>
-void LaunchGroups(Targets m, int64_t cols, const float* x, int64_t t_begin, int64_t n, int n_targets,
-                  cudaStream_t stream) {
+void LaunchGroups(Targets m, int64_t cols, const float* x, int64_t t_begin, int64_t n,
+                  int n_targets, cudaStream_t stream) {
   m.first[0] = 0;
   for (int i = 0; i < n_targets; ++i) m.first[i + 1] = m.first[i] + (m.rows[i] + R - 1) / R;
   constexpr int64_t kMaxGridY = 65535;
@@ -108,18 +112,24 @@ void LaunchGroups(Targets m, int64_t cols, const float* x, int64_t t_begin, int6
 
 bool HasMatMulKernel(gguf::Type type) {
   switch (type) {
-    case gguf::Type::F32: case gguf::Type::F16: case gguf::Type::BF16: case gguf::Type::Q8_0:
-    case gguf::Type::Q4_K: case gguf::Type::Q5_K: case gguf::Type::Q6_K:
+    case gguf::Type::F32:
+    case gguf::Type::F16:
+    case gguf::Type::BF16:
+    case gguf::Type::Q8_0:
+    case gguf::Type::Q4_K:
+    case gguf::Type::Q5_K:
+    case gguf::Type::Q6_K:
       return true;
     default:
       return false;
   }
 }
 
-Status LaunchMatMulMulti(const MatMulTarget* targets, int n, int64_t cols, const float* x, int64_t T,
-                         Stream stream_handle) {
+Status LaunchMatMulMulti(const MatMulTarget* targets, int n, int64_t cols, const float* x,
+                         int64_t T, Stream stream_handle) {
   if (n < 1 || n > kMaxMatMulTargets || targets == nullptr) {
-    return CudaInvalidArgument("LaunchMatMulMulti: 1 to " + std::to_string(kMaxMatMulTargets) + " targets");
+    return CudaInvalidArgument("LaunchMatMulMulti: 1 to " + std::to_string(kMaxMatMulTargets) +
+                               " targets");
   }
   if (T < 0 || cols < 0) return CudaInvalidArgument("LaunchMatMul: negative size");
   Targets m{};
@@ -128,14 +138,15 @@ Status LaunchMatMulMulti(const MatMulTarget* targets, int n, int64_t cols, const
     const MatMulTarget& t = targets[i];
     if (t.rows < 0) return CudaInvalidArgument("LaunchMatMul: negative size");
     // F32 rows are read as floats, Q4_K/Q5_K quants as 32-bit words (GGUF data is 32-byte aligned).
-    const bool word_loads = t.type == gguf::Type::F32 || t.type == gguf::Type::Q4_K || t.type == gguf::Type::Q5_K;
+    const bool word_loads =
+        t.type == gguf::Type::F32 || t.type == gguf::Type::Q4_K || t.type == gguf::Type::Q5_K;
     if (word_loads && (t.row_bytes % 4 != 0 || reinterpret_cast<uintptr_t>(t.w) % 4 != 0)) {
       return CudaInvalidArgument(std::string("LaunchMatMul: ") + gguf::TypeName(t.type) +
                                  " rows must be 4-byte aligned");
     }
     if (!HasMatMulKernel(t.type)) {
-      return Status(StatusCode::kUnsupported,
-                    std::string("cuda::MatMul: weight type ") + gguf::TypeName(t.type) + " is not supported");
+      return Status(StatusCode::kUnsupported, std::string("cuda::MatMul: weight type ") +
+                                                  gguf::TypeName(t.type) + " is not supported");
     }
     m.type[i] = static_cast<uint32_t>(t.type);
     m.w[i] = t.w;
@@ -144,9 +155,11 @@ Status LaunchMatMulMulti(const MatMulTarget* targets, int n, int64_t cols, const
     m.y[i] = t.y;
     m.first[i + 1] = m.first[i] + t.rows;
   }
-  if (m.first[n] > std::numeric_limits<int32_t>::max()) return CudaInvalidArgument("LaunchMatMul: too many rows");
+  if (m.first[n] > std::numeric_limits<int32_t>::max())
+    return CudaInvalidArgument("LaunchMatMul: too many rows");
   // (first[] is recomputed per launch in row groups; here it only totals the rows.)
-  // K-quant lanes read x as float4 (Q4_K/Q5_K) or float2 (Q6_K): rows of x must stay 16-byte aligned.
+  // K-quant lanes read x as float4 (Q4_K/Q5_K) or float2 (Q6_K): rows of x must stay 16-byte
+  // aligned.
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || (cols % 256 != 0 && cols % 4 != 0)) {
     for (int i = 0; i < n; ++i) {
       const gguf::Type ty = targets[i].type;
@@ -161,8 +174,14 @@ Status LaunchMatMulMulti(const MatMulTarget* targets, int n, int64_t cols, const
   const int64_t n8 = T / 8 * 8;
   LaunchGroups<8, 4>(m, cols, x, t, n8, n, stream);  // prefill: 4 rows x 8 tokens per warp
   t += n8;
-  if (T - t >= 4) { LaunchGroups<4, 1>(m, cols, x, t, 4, n, stream); t += 4; }
-  if (T - t >= 2) { LaunchGroups<2, 1>(m, cols, x, t, 2, n, stream); t += 2; }
+  if (T - t >= 4) {
+    LaunchGroups<4, 1>(m, cols, x, t, 4, n, stream);
+    t += 4;
+  }
+  if (T - t >= 2) {
+    LaunchGroups<2, 1>(m, cols, x, t, 2, n, stream);
+    t += 2;
+  }
   if (T - t >= 1) {
     // Decode: one row per block, except for very tall matrices (the 248k-row LM head), where 4 rows
     // per block keep more bytes in flight per warp and need a quarter of the blocks. (Same bits
@@ -183,12 +202,13 @@ Status LaunchMatMul(gguf::Type type, const uint8_t* w, size_t row_bytes, int64_t
   return LaunchMatMulMulti(&target, 1, cols, x, T, stream);
 }
 
-Status DequantMatVec(const WeightMatrix& w, const float* x, float* y, int64_t T, KernelTiming* timing) {
+Status DequantMatVec(const WeightMatrix& w, const float* x, float* y, int64_t T,
+                     KernelTiming* timing) {
   if (T < 0) return CudaInvalidArgument("cuda::DequantMatVec: T = " + std::to_string(T));
   QWENRT_RETURN_IF_ERROR(CheckWeightMatrix(w));
   if (!HasMatMulKernel(w.type)) {  // refused before touching the device
-    return Status(StatusCode::kUnsupported,
-                  std::string("cuda::DequantMatVec: weight type ") + gguf::TypeName(w.type) + " is not supported");
+    return Status(StatusCode::kUnsupported, std::string("cuda::DequantMatVec: weight type ") +
+                                                gguf::TypeName(w.type) + " is not supported");
   }
   if (T == 0 || w.rows == 0) return OkStatus();
   if (x == nullptr || y == nullptr) return CudaInvalidArgument("cuda::DequantMatVec: null pointer");

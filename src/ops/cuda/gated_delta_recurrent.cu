@@ -14,17 +14,16 @@
 //         stored once after token T-1. Per token the warp needs two warp reductions (S^T k and
 //         S^T q); k_t, q_t are read by all warps of the head and served from L1/L2.
 //         Columns are independent, so there is no inter-warp synchronisation at all. The per-column
-//         code is lanes::GatedDeltaColumn (src/ops/gated_delta_lanes.h), which tests also run on the CPU
-//         with an emulated warp.
+//         code is lanes::GatedDeltaColumn (src/ops/gated_delta_lanes.h), which tests also run on
+//         the CPU with an emulated warp.
 // Measured (H200, cuda_ops_bench, 16 heads of 128 x 128): 3.5 us for one token, 43 us for 64.
 //         A chunked prefill form (as cpu/gated_delta_chunk.cpp) would be faster for large T but not
 //         split-invariant; at the 0.8B shape the delta rule is a small part of a prefill.
-#include "common.cuh"
-#include "ops/cuda_kernels.h"
-
 #include <limits>
 #include <string>
 
+#include "common.cuh"
+#include "ops/cuda_kernels.h"
 #include "ops/cuda_ops.h"
 #include "ops/gated_delta_lanes.h"
 
@@ -58,15 +57,17 @@ __global__ void __launch_bounds__(kGdnThreads)
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int64_t j = static_cast<int64_t>(blockIdx.x) * kColsPerBlock + warp;
   if (j >= sh.Dv) return;  // whole warps exit together: the shuffles below stay full-warp
-  lanes::GatedDeltaColumn<kPerLane>(DeviceWarp{lane}, sh, blockIdx.y, j, q, k, v, g, beta, state, out);
+  lanes::GatedDeltaColumn<kPerLane>(DeviceWarp{lane}, sh, blockIdx.y, j, q, k, v, g, beta, state,
+                                    out);
 }
 
 template <int kPerLane>
-void Launch(const GatedDeltaShape& sh, const float* q, const float* k, const float* v, const float* g,
-            const float* beta, float* state, float* out, cudaStream_t stream) {
+void Launch(const GatedDeltaShape& sh, const float* q, const float* k, const float* v,
+            const float* g, const float* beta, float* state, float* out, cudaStream_t stream) {
   dim3 grid(static_cast<unsigned>((sh.Dv + kColsPerBlock - 1) / kColsPerBlock),
             static_cast<unsigned>(sh.Hv));
-  GatedDeltaRecurrentKernel<kPerLane><<<grid, kGdnThreads, 0, stream>>>(sh, q, k, v, g, beta, state, out);
+  GatedDeltaRecurrentKernel<kPerLane>
+      <<<grid, kGdnThreads, 0, stream>>>(sh, q, k, v, g, beta, state, out);
 }
 
 Status CheckShape(const GatedDeltaShape& s) {
@@ -76,8 +77,9 @@ Status CheckShape(const GatedDeltaShape& s) {
                                " Dk=" + std::to_string(s.Dk) + " Dv=" + std::to_string(s.Dv));
   }
   if (s.Dk > kGatedDeltaMaxDk) {
-    return Status(StatusCode::kUnsupported, "cuda::GatedDeltaRecurrent: Dk = " + std::to_string(s.Dk) +
-                                                " > " + std::to_string(kGatedDeltaMaxDk));
+    return Status(StatusCode::kUnsupported,
+                  "cuda::GatedDeltaRecurrent: Dk = " + std::to_string(s.Dk) + " > " +
+                      std::to_string(kGatedDeltaMaxDk));
   }
   if (s.Hv > 65535 || s.Dv > std::numeric_limits<int32_t>::max()) {
     return CudaInvalidArgument("cuda::GatedDeltaRecurrent: Hv or Dv too large for the grid");
@@ -88,26 +90,44 @@ Status CheckShape(const GatedDeltaShape& s) {
     return CudaInvalidArgument("cuda::GatedDeltaRecurrent: shape overflows");
   }
   const int64_t per_t = std::max(s.Hk * s.Dk, s.Hv * s.Dv);
-  if (s.T > 0 && s.T > lim / per_t) return CudaInvalidArgument("cuda::GatedDeltaRecurrent: T too large");
+  if (s.T > 0 && s.T > lim / per_t)
+    return CudaInvalidArgument("cuda::GatedDeltaRecurrent: T too large");
   return OkStatus();
 }
 
 }  // namespace
 
-Status LaunchGatedDelta(const GatedDeltaShape& shape, const float* q, const float* k, const float* v,
-                        const float* g, const float* beta, float* state, float* out, Stream stream_handle) {
+Status LaunchGatedDelta(const GatedDeltaShape& shape, const float* q, const float* k,
+                        const float* v, const float* g, const float* beta, float* state, float* out,
+                        Stream stream_handle) {
   const cudaStream_t stream = AsCuda(stream_handle);
   QWENRT_RETURN_IF_ERROR(CheckShape(shape));
   if (shape.T == 0) return OkStatus();
   switch ((shape.Dk + kWarpSize - 1) / kWarpSize) {
-    case 1: Launch<1>(shape, q, k, v, g, beta, state, out, stream); break;
-    case 2: Launch<2>(shape, q, k, v, g, beta, state, out, stream); break;
-    case 3: Launch<3>(shape, q, k, v, g, beta, state, out, stream); break;
-    case 4: Launch<4>(shape, q, k, v, g, beta, state, out, stream); break;
-    case 5: Launch<5>(shape, q, k, v, g, beta, state, out, stream); break;
-    case 6: Launch<6>(shape, q, k, v, g, beta, state, out, stream); break;
-    case 7: Launch<7>(shape, q, k, v, g, beta, state, out, stream); break;
-    default: Launch<8>(shape, q, k, v, g, beta, state, out, stream); break;  // Dk <= 256 checked
+    case 1:
+      Launch<1>(shape, q, k, v, g, beta, state, out, stream);
+      break;
+    case 2:
+      Launch<2>(shape, q, k, v, g, beta, state, out, stream);
+      break;
+    case 3:
+      Launch<3>(shape, q, k, v, g, beta, state, out, stream);
+      break;
+    case 4:
+      Launch<4>(shape, q, k, v, g, beta, state, out, stream);
+      break;
+    case 5:
+      Launch<5>(shape, q, k, v, g, beta, state, out, stream);
+      break;
+    case 6:
+      Launch<6>(shape, q, k, v, g, beta, state, out, stream);
+      break;
+    case 7:
+      Launch<7>(shape, q, k, v, g, beta, state, out, stream);
+      break;
+    default:
+      Launch<8>(shape, q, k, v, g, beta, state, out, stream);
+      break;  // Dk <= 256 checked
   }
   QWENRT_CUDA_TRY(cudaGetLastError());
   return OkStatus();

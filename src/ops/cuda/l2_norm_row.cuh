@@ -1,6 +1,7 @@
 // One row's L2 normalisation by one warp, shared by L2NormScale (elementwise.cu) and the GDN split
-// (gdn_split.cu) so both give the same bits: lane l sums x[l], x[l+32], ... in double (as ref::L2Norm
-// does), a butterfly reduction gives every lane the total, then y = (x * (1 / max(||x||, eps))) * scale.
+// (gdn_split.cu) so both give the same bits: lane l sums x[l], x[l+32], ... in double (as
+// ref::L2Norm does), a butterfly reduction gives every lane the total, then y = (x * (1 /
+// max(||x||, eps))) * scale.
 #pragma once
 
 #include "common.cuh"
@@ -14,7 +15,8 @@ __device__ __forceinline__ double WarpSumDouble(double v) {
 }
 
 // x, y: [n] (may alias); all 32 lanes of the warp call it with the same row.
-__device__ __forceinline__ void L2NormRow(const float* x, float* y, int64_t n, float eps, float scale, int lane) {
+__device__ __forceinline__ void L2NormRow(const float* x, float* y, int64_t n, float eps,
+                                          float scale, int lane) {
   double sum = 0.0;
   for (int64_t i = lane; i < n; i += kWarpSize) sum += static_cast<double>(x[i] * x[i]);
   sum = WarpSumDouble(sum);

@@ -29,7 +29,9 @@ inline Status CountElements(const char* op, std::initializer_list<int64_t> dims,
   constexpr int64_t kLimit = int64_t{1} << 62;
   int64_t n = 1;
   for (int64_t d : dims) {
-    if (d < 0) return CudaInvalidArgument(std::string("cuda::") + op + ": negative size " + std::to_string(d));
+    if (d < 0)
+      return CudaInvalidArgument(std::string("cuda::") + op + ": negative size " +
+                                 std::to_string(d));
   }
   for (int64_t d : dims) {
     if (d == 0) {

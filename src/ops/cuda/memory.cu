@@ -25,9 +25,11 @@ namespace qwenrt::cuda {
 namespace {
 
 // Enqueues one copy of `bytes` (none when 0) after checking the pointers.
-Status Copy(const char* what, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, Stream stream) {
+Status Copy(const char* what, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+            Stream stream) {
   if (bytes == 0) return OkStatus();
-  if (dst == nullptr || src == nullptr) return CudaInvalidArgument(std::string("cuda::") + what + ": null pointer");
+  if (dst == nullptr || src == nullptr)
+    return CudaInvalidArgument(std::string("cuda::") + what + ": null pointer");
   QWENRT_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kind, AsCuda(stream)));
   return OkStatus();
 }
@@ -102,7 +104,6 @@ Status MallocHost(void** ptr, size_t bytes) {
 void FreeHost(void* ptr) {
   if (ptr != nullptr) cudaFreeHost(ptr);
 }
-
 
 Status BeginCapture(Stream stream) {
   QWENRT_CUDA_TRY(cudaStreamBeginCapture(AsCuda(stream), cudaStreamCaptureModeRelaxed));

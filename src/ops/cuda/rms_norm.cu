@@ -7,15 +7,15 @@
 // Grid:   one block of 256 threads per row (grid.x = rows). Threads stride over the row
 //         accumulating x^2; the 8 warp partial sums meet in shared memory; then the same threads
 //         scale their elements. Memory-bound: one read of x, one read of w, one write of y.
-// Measured (H200, cuda_ops_bench): 4.1 us for one 1024-wide row (launch-bound), 5.2 us for 512 rows of
+// Measured (H200, cuda_ops_bench): 4.1 us for one 1024-wide row (launch-bound), 5.2 us for 512 rows
+// of
 //         4096 (3.3 TB/s). Plain strided loads are enough: the decode rows are too short to gain.
-#include "activations.cuh"
-#include "common.cuh"
-#include "ops/cuda_kernels.h"
-
 #include <limits>
 #include <string>
 
+#include "activations.cuh"
+#include "common.cuh"
+#include "ops/cuda_kernels.h"
 #include "ops/cuda_ops.h"
 
 namespace qwenrt::cuda {
@@ -28,8 +28,9 @@ constexpr int kRmsThreads = 256;
 // projection); mix, z and y rows are contiguous.
 template <bool kAdd, bool kGate>
 __global__ void __launch_bounds__(kRmsThreads)
-    RmsNormKernel(float* x, int64_t x_stride, const float* __restrict__ mix, const float* __restrict__ z,
-                  const float* __restrict__ w, float* y, int64_t n, float eps) {
+    RmsNormKernel(float* x, int64_t x_stride, const float* __restrict__ mix,
+                  const float* __restrict__ z, const float* __restrict__ w, float* y, int64_t n,
+                  float eps) {
   const int64_t row = blockIdx.x;
   float* xr = x + row * x_stride;
   float* yr = y + row * n;
@@ -58,11 +59,13 @@ __global__ void __launch_bounds__(kRmsThreads)
 }
 
 template <bool kAdd, bool kGate>
-Status Launch(const char* op, float* x, int64_t x_stride, const float* mix, const float* z, const float* w,
-              float* y, int64_t rows, int64_t n, float eps, Stream stream) {
-  if (rows < 0 || n < 1 || x_stride < n) return CudaInvalidArgument(std::string(op) + ": bad shape");
+Status Launch(const char* op, float* x, int64_t x_stride, const float* mix, const float* z,
+              const float* w, float* y, int64_t rows, int64_t n, float eps, Stream stream) {
+  if (rows < 0 || n < 1 || x_stride < n)
+    return CudaInvalidArgument(std::string(op) + ": bad shape");
   if (rows == 0) return OkStatus();
-  if (rows > std::numeric_limits<int32_t>::max()) return CudaInvalidArgument(std::string(op) + ": too many rows");
+  if (rows > std::numeric_limits<int32_t>::max())
+    return CudaInvalidArgument(std::string(op) + ": too many rows");
   RmsNormKernel<kAdd, kGate><<<static_cast<unsigned>(rows), kRmsThreads, 0, AsCuda(stream)>>>(
       x, x_stride, mix, z, w, y, n, eps);
   QWENRT_CUDA_TRY(cudaGetLastError());
@@ -74,24 +77,24 @@ Status Launch(const char* op, float* x, int64_t x_stride, const float* mix, cons
 // The kernels never write x without kAdd, so the const_casts below only widen the parameter type.
 Status LaunchRmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps,
                      Stream stream) {
-  return Launch<false, false>("LaunchRmsNorm", const_cast<float*>(x), n, nullptr, nullptr, w, y, rows, n, eps,
-                              stream);
+  return Launch<false, false>("LaunchRmsNorm", const_cast<float*>(x), n, nullptr, nullptr, w, y,
+                              rows, n, eps, stream);
 }
 
-Status LaunchRmsNormRows(const float* x, int64_t x_stride, const float* w, float* y, int64_t rows, int64_t n,
-                         float eps, Stream stream) {
-  return Launch<false, false>("LaunchRmsNormRows", const_cast<float*>(x), x_stride, nullptr, nullptr, w, y, rows,
-                              n, eps, stream);
+Status LaunchRmsNormRows(const float* x, int64_t x_stride, const float* w, float* y, int64_t rows,
+                         int64_t n, float eps, Stream stream) {
+  return Launch<false, false>("LaunchRmsNormRows", const_cast<float*>(x), x_stride, nullptr,
+                              nullptr, w, y, rows, n, eps, stream);
 }
 
-Status LaunchGatedRmsNorm(const float* x, const float* w, const float* z, float* y, int64_t rows, int64_t n,
-                         float eps, Stream stream) {
-  return Launch<false, true>("LaunchGatedRmsNorm", const_cast<float*>(x), n, nullptr, z, w, y, rows, n, eps,
-                             stream);
+Status LaunchGatedRmsNorm(const float* x, const float* w, const float* z, float* y, int64_t rows,
+                          int64_t n, float eps, Stream stream) {
+  return Launch<false, true>("LaunchGatedRmsNorm", const_cast<float*>(x), n, nullptr, z, w, y, rows,
+                             n, eps, stream);
 }
 
-Status LaunchAddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows, int64_t n, float eps,
-                        Stream stream) {
+Status LaunchAddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows,
+                        int64_t n, float eps, Stream stream) {
   return Launch<true, false>("LaunchAddRmsNorm", x, n, mix, nullptr, w, y, rows, n, eps, stream);
 }
 
@@ -113,7 +116,9 @@ Status RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n
   QWENRT_RETURN_IF_ERROR(dx.Upload(x, bytes));
   QWENRT_RETURN_IF_ERROR(dw.Upload(w, static_cast<size_t>(n) * sizeof(float)));
   QWENRT_RETURN_IF_ERROR(dy.Allocate(bytes));
-  auto launch = [&] { return LaunchRmsNorm(dx.as<float>(), dw.as<float>(), dy.as<float>(), rows, n, eps, nullptr); };
+  auto launch = [&] {
+    return LaunchRmsNorm(dx.as<float>(), dw.as<float>(), dy.as<float>(), rows, n, eps, nullptr);
+  };
   QWENRT_RETURN_IF_ERROR(launch());
   QWENRT_CUDA_TRY(cudaDeviceSynchronize());
   QWENRT_RETURN_IF_ERROR(dy.Download(y, bytes));

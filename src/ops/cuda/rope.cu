@@ -2,9 +2,9 @@
 // (ref/rope.cpp):
 //
 //   for token t, head h, pair i < R/2 (R = n_dims):  p = float(pos0 + t)
-//     theta_i = p * theta_scale^i   computed iteratively in f32 (theta = p; i times theta *= theta_scale)
-//     angle   = pair_uses_pos[i] ? theta_i * freq_scale : 0
-//     (x[i], x[i + R/2]) <- (x[i] cos - x[i+R/2] sin,  x[i] sin + x[i+R/2] cos)
+//     theta_i = p * theta_scale^i   computed iteratively in f32 (theta = p; i times theta *=
+//     theta_scale) angle   = pair_uses_pos[i] ? theta_i * freq_scale : 0 (x[i], x[i + R/2]) <-
+//     (x[i] cos - x[i+R/2] sin,  x[i] sin + x[i+R/2] cos)
 //   theta_scale = base^(-2/R), computed on the host with the same std::pow call as ref; dims >= R
 //   pass through. Precise sinf / cosf (no __sinf): angles reach ~1e5 rad at long positions.
 //
@@ -14,17 +14,19 @@
 #include <cmath>
 
 #include "common.cuh"
-#include "ops/cuda_kernels.h"
 #include "launch_util.cuh"
+#include "ops/cuda_kernels.h"
 
 namespace qwenrt::cuda {
 namespace {
 
-__global__ void RopeKernel(float* x, int64_t heads, int64_t Dh, int64_t pos0, const int64_t* pos_dev,
-                           int64_t half, float theta_scale, float freq_scale,
-                           const uint8_t* __restrict__ pair_uses_pos, int64_t count) {
+__global__ void RopeKernel(float* x, int64_t heads, int64_t Dh, int64_t pos0,
+                           const int64_t* pos_dev, int64_t half, float theta_scale,
+                           float freq_scale, const uint8_t* __restrict__ pair_uses_pos,
+                           int64_t count) {
   if (pos_dev != nullptr) pos0 += *pos_dev;
-  for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < count; k += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < count;
+       k += int64_t{gridDim.x} * blockDim.x) {
     const int64_t i = k % half, th = k / half;  // th = t * heads + h
     const int64_t t = th / heads;
     const float pos = static_cast<float>(pos0 + t);
@@ -46,8 +48,8 @@ Status LaunchRope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, 
                   float base, float freq_scale, const uint8_t* pair_uses_pos, Stream stream,
                   const int64_t* pos_dev) {
   if (n_dims < 0 || n_dims > Dh) {
-    return CudaInvalidArgument("cuda::LaunchRope: n_dims " + std::to_string(n_dims) + " outside [0, Dh=" +
-                               std::to_string(Dh) + "]");
+    return CudaInvalidArgument("cuda::LaunchRope: n_dims " + std::to_string(n_dims) +
+                               " outside [0, Dh=" + std::to_string(Dh) + "]");
   }
   const int64_t half = n_dims / 2;
   int64_t count = 0, elements = 0;

@@ -1,16 +1,17 @@
 // Reference causal attention over the KV cache: two-pass softmax in f32, grouped-query mapping
-// h -> h / (H/Hkv) (consecutive query heads share a KV head; docs/spec/qwen35-architecture.md §8 step 7).
-// K and V are read one element at a time through the paged view (kv_view.h), whatever their storage.
+// h -> h / (H/Hkv) (consecutive query heads share a KV head; docs/spec/qwen35-architecture.md §8
+// step 7). K and V are read one element at a time through the paged view (kv_view.h), whatever
+// their storage.
+#include "ops/attention.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "ops/attention.h"
-
 namespace qwenrt::ref {
 
-void Attention(const AttentionShape& s, const float* q, const KvView& k, const KvView& v, float* out,
-               float* scores) {
+void Attention(const AttentionShape& s, const float* q, const KvView& k, const KvView& v,
+               float* out, float* scores) {
   const int64_t group = s.H / s.Hkv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.Dh));
   for (int64_t t = 0; t < s.T; ++t) {
@@ -47,7 +48,8 @@ void Attention(const AttentionShape& s, const float* q, const float* k, const fl
                float* scores) {
   const uint8_t* kb = reinterpret_cast<const uint8_t*>(k);
   const uint8_t* vb = reinterpret_cast<const uint8_t*>(v);
-  Attention(s, q, ContiguousF32Rows(&kb, s.Hkv * s.Dh), ContiguousF32Rows(&vb, s.Hkv * s.Dh), out, scores);
+  Attention(s, q, ContiguousF32Rows(&kb, s.Hkv * s.Dh), ContiguousF32Rows(&vb, s.Hkv * s.Dh), out,
+            scores);
 }
 
 }  // namespace qwenrt::ref

@@ -1,8 +1,9 @@
-// Reference causal depthwise conv + SiLU with conv-state carry (docs/spec/qwen35-architecture.md §7 step 4): plain scalar
-// loops, one channel at a time, std::exp. No SIMD, no threads: the oracle for cpu::CausalConvSilu.
-#include <cmath>
-
+// Reference causal depthwise conv + SiLU with conv-state carry (docs/spec/qwen35-architecture.md §7
+// step 4): plain scalar loops, one channel at a time, std::exp. No SIMD, no threads: the oracle for
+// cpu::CausalConvSilu.
 #include "ops/conv.h"
+
+#include <cmath>
 
 namespace qwenrt::ref {
 

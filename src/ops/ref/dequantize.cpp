@@ -1,8 +1,9 @@
-// Scalar dequantization of one row of every supported GGUF type to float32 (docs/spec/gguf-and-quants.md §3). This is the
-// definition the fast paths and the CUDA kernels are checked against; it favours plainness over speed.
-// Float operations are ordered as llama.cpp's dequantize_row_* and gguf-py's dequantize (scale products
-// first, then one multiply and at most one add), and this file is compiled with -ffp-contract=off (see
-// CMakeLists.txt) so that no multiply-add is fused: results are bit-identical to gguf-py's.
+// Scalar dequantization of one row of every supported GGUF type to float32
+// (docs/spec/gguf-and-quants.md §3). This is the definition the fast paths and the CUDA kernels are
+// checked against; it favours plainness over speed. Float operations are ordered as llama.cpp's
+// dequantize_row_* and gguf-py's dequantize (scale products first, then one multiply and at most
+// one add), and this file is compiled with -ffp-contract=off (see CMakeLists.txt) so that no
+// multiply-add is fused: results are bit-identical to gguf-py's.
 #include <cstring>
 
 #include "ops/quant.h"
@@ -57,7 +58,8 @@ void DequantizeQ6K(const BlockQ6K* x, float* y, int64_t nb) {
       const uint8_t* qh = x[b].qh + 32 * half;
       float* out = y + 128 * half;
       for (int l = 0; l < 32; ++l) {
-        // The four elements l, l+32, l+64, l+96 of this half share ql/qh bytes (gguf-and-quants.md §3.7 table).
+        // The four elements l, l+32, l+64, l+96 of this half share ql/qh bytes (gguf-and-quants.md
+        // §3.7 table).
         const int q[4] = {
             ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32,
             ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32,
@@ -120,7 +122,8 @@ void DequantizeIQ4NL(const BlockIQ4NL* x, float* y, int64_t nb) {
 void DequantizeMXFP4(const BlockMXFP4* x, float* y, int64_t nb) {
   for (int64_t b = 0; b < nb; ++b, y += kQK4_0) {
     const float d = E8M0ToFp32Half(x[b].e);
-    for (int j = 0; j < kQK4_0; ++j) y[j] = d * static_cast<float>(kMxfp4Values[Nibble(x[b].qs, j)]);
+    for (int j = 0; j < kQK4_0; ++j)
+      y[j] = d * static_cast<float>(kMxfp4Values[Nibble(x[b].qs, j)]);
   }
 }
 
@@ -190,28 +193,71 @@ bool DequantizeRow(gguf::Type type, const void* src, float* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToFp32(h[i]);
       return true;
     }
-    case gguf::Type::Q8_0: DequantizeQ8_0(static_cast<const BlockQ8_0*>(src), dst, nb); return true;
-    case gguf::Type::Q4_K: DequantizeQ4K(static_cast<const BlockQ4K*>(src), dst, nb); return true;
-    case gguf::Type::Q5_K: DequantizeQ5K(static_cast<const BlockQ5K*>(src), dst, nb); return true;
-    case gguf::Type::Q6_K: DequantizeQ6K(static_cast<const BlockQ6K*>(src), dst, nb); return true;
-    case gguf::Type::Q4_0: DequantizeQ4_0(static_cast<const BlockQ4_0*>(src), dst, nb); return true;
-    case gguf::Type::Q4_1: DequantizeQ4_1(static_cast<const BlockQ4_1*>(src), dst, nb); return true;
-    case gguf::Type::Q5_0: DequantizeQ5_0(static_cast<const BlockQ5_0*>(src), dst, nb); return true;
-    case gguf::Type::Q5_1: DequantizeQ5_1(static_cast<const BlockQ5_1*>(src), dst, nb); return true;
-    case gguf::Type::IQ4_NL: DequantizeIQ4NL(static_cast<const BlockIQ4NL*>(src), dst, nb); return true;
-    case gguf::Type::MXFP4: DequantizeMXFP4(static_cast<const BlockMXFP4*>(src), dst, nb); return true;
-    case gguf::Type::Q2_K: DequantizeQ2K(static_cast<const BlockQ2K*>(src), dst, nb); return true;
-    case gguf::Type::Q3_K: DequantizeQ3K(static_cast<const BlockQ3K*>(src), dst, nb); return true;
-    case gguf::Type::IQ4_XS: DequantizeIQ4XS(static_cast<const BlockIQ4XS*>(src), dst, nb); return true;
-    case gguf::Type::Q8_K: DequantizeQ8K(static_cast<const BlockQ8K*>(src), dst, nb); return true;
-    case gguf::Type::IQ2_XXS: DequantizeIQ2XXS(src, dst, nb); return true;
-    case gguf::Type::IQ2_XS: DequantizeIQ2XS(src, dst, nb); return true;
-    case gguf::Type::IQ2_S: DequantizeIQ2S(src, dst, nb); return true;
-    case gguf::Type::IQ3_XXS: DequantizeIQ3XXS(src, dst, nb); return true;
-    case gguf::Type::IQ3_S: DequantizeIQ3S(src, dst, nb); return true;
-    case gguf::Type::IQ1_S: DequantizeIQ1S(src, dst, nb); return true;
-    case gguf::Type::IQ1_M: DequantizeIQ1M(src, dst, nb); return true;
-    default: return false;
+    case gguf::Type::Q8_0:
+      DequantizeQ8_0(static_cast<const BlockQ8_0*>(src), dst, nb);
+      return true;
+    case gguf::Type::Q4_K:
+      DequantizeQ4K(static_cast<const BlockQ4K*>(src), dst, nb);
+      return true;
+    case gguf::Type::Q5_K:
+      DequantizeQ5K(static_cast<const BlockQ5K*>(src), dst, nb);
+      return true;
+    case gguf::Type::Q6_K:
+      DequantizeQ6K(static_cast<const BlockQ6K*>(src), dst, nb);
+      return true;
+    case gguf::Type::Q4_0:
+      DequantizeQ4_0(static_cast<const BlockQ4_0*>(src), dst, nb);
+      return true;
+    case gguf::Type::Q4_1:
+      DequantizeQ4_1(static_cast<const BlockQ4_1*>(src), dst, nb);
+      return true;
+    case gguf::Type::Q5_0:
+      DequantizeQ5_0(static_cast<const BlockQ5_0*>(src), dst, nb);
+      return true;
+    case gguf::Type::Q5_1:
+      DequantizeQ5_1(static_cast<const BlockQ5_1*>(src), dst, nb);
+      return true;
+    case gguf::Type::IQ4_NL:
+      DequantizeIQ4NL(static_cast<const BlockIQ4NL*>(src), dst, nb);
+      return true;
+    case gguf::Type::MXFP4:
+      DequantizeMXFP4(static_cast<const BlockMXFP4*>(src), dst, nb);
+      return true;
+    case gguf::Type::Q2_K:
+      DequantizeQ2K(static_cast<const BlockQ2K*>(src), dst, nb);
+      return true;
+    case gguf::Type::Q3_K:
+      DequantizeQ3K(static_cast<const BlockQ3K*>(src), dst, nb);
+      return true;
+    case gguf::Type::IQ4_XS:
+      DequantizeIQ4XS(static_cast<const BlockIQ4XS*>(src), dst, nb);
+      return true;
+    case gguf::Type::Q8_K:
+      DequantizeQ8K(static_cast<const BlockQ8K*>(src), dst, nb);
+      return true;
+    case gguf::Type::IQ2_XXS:
+      DequantizeIQ2XXS(src, dst, nb);
+      return true;
+    case gguf::Type::IQ2_XS:
+      DequantizeIQ2XS(src, dst, nb);
+      return true;
+    case gguf::Type::IQ2_S:
+      DequantizeIQ2S(src, dst, nb);
+      return true;
+    case gguf::Type::IQ3_XXS:
+      DequantizeIQ3XXS(src, dst, nb);
+      return true;
+    case gguf::Type::IQ3_S:
+      DequantizeIQ3S(src, dst, nb);
+      return true;
+    case gguf::Type::IQ1_S:
+      DequantizeIQ1S(src, dst, nb);
+      return true;
+    case gguf::Type::IQ1_M:
+      DequantizeIQ1M(src, dst, nb);
+      return true;
+    default:
+      return false;
   }
 }
 

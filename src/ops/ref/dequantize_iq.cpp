@@ -1,6 +1,7 @@
 // Scalar dequantization of the grid-based i-quants (quant_iq.h). The float operations are those of
-// gguf-py's dequantize_blocks in the same order (group scale = d * f(ls), then * grid value, then the
-// sign or + delta), so the results are bit-identical with it (iq_quant_test checks stored vectors).
+// gguf-py's dequantize_blocks in the same order (group scale = d * f(ls), then * grid value, then
+// the sign or + delta), so the results are bit-identical with it (iq_quant_test checks stored
+// vectors).
 #include "ops/quant_iq.h"
 
 namespace qwenrt::ref {
@@ -19,7 +20,8 @@ void DequantizeIQ2XXS(const void* src, float* y, int64_t nb) {
       for (int l = 0; l < 4; ++l) {
         const uint64_t grid = iq::kIq2xxsGrid[(idx >> (8 * l)) & 0xFF];
         const uint8_t signs = iq::kKSigns[(aux >> (7 * l)) & 0x7F];
-        for (int j = 0; j < 8; ++j) y[8 * l + j] = db * GridByte(grid, j) * ((signs >> j) & 1 ? -1.f : 1.f);
+        for (int j = 0; j < 8; ++j)
+          y[8 * l + j] = db * GridByte(grid, j) * ((signs >> j) & 1 ? -1.f : 1.f);
       }
     }
   }
@@ -36,7 +38,8 @@ void DequantizeIQ2XS(const void* src, float* y, int64_t nb) {
         const uint16_t q = x[b].qs[2 * g + l];
         const uint64_t grid = iq::kIq2xsGrid[q & 511];
         const uint8_t signs = iq::kKSigns[q >> 9];
-        for (int j = 0; j < 8; ++j) y[8 * l + j] = db * GridByte(grid, j) * ((signs >> j) & 1 ? -1.f : 1.f);
+        for (int j = 0; j < 8; ++j)
+          y[8 * l + j] = db * GridByte(grid, j) * ((signs >> j) & 1 ? -1.f : 1.f);
       }
     }
   }
@@ -54,7 +57,8 @@ void DequantizeIQ2S(const void* src, float* y, int64_t nb) {
         const int k = 2 * g + l;  // chunk of 8
         const int index = x[b].qs[k] | (((x[b].qh[k / 4] >> (2 * (k % 4))) & 3) << 8);
         const uint64_t grid = iq::kIq2sGrid[index];
-        for (int j = 0; j < 8; ++j) y[8 * l + j] = db * GridByte(grid, j) * ((signs[k] >> j) & 1 ? -1.f : 1.f);
+        for (int j = 0; j < 8; ++j)
+          y[8 * l + j] = db * GridByte(grid, j) * ((signs[k] >> j) & 1 ? -1.f : 1.f);
       }
     }
   }
@@ -73,7 +77,8 @@ void DequantizeIQ3XXS(const void* src, float* y, int64_t nb) {
         for (int h = 0; h < 2; ++h) {
           const uint32_t grid = iq::kIq3xxsGrid[idx[8 * g + 2 * l + h]];
           for (int j = 0; j < 4; ++j) {
-            y[8 * l + 4 * h + j] = db * GridByte(grid, j) * ((signs >> (4 * h + j)) & 1 ? -1.f : 1.f);
+            y[8 * l + 4 * h + j] =
+                db * GridByte(grid, j) * ((signs >> (4 * h + j)) & 1 ? -1.f : 1.f);
           }
         }
       }
@@ -111,7 +116,8 @@ void DequantizeIQ1S(const void* src, float* y, int64_t nb) {
       const float delta = qh & 0x8000 ? -kIq1Delta : kIq1Delta;
       for (int l = 0; l < 4; ++l) {
         const uint64_t grid = iq::kIq1sGrid[x[b].qs[4 * g + l] | (((qh >> (3 * l)) & 7) << 8)];
-        for (int j = 0; j < 8; ++j) y[8 * l + j] = dl * (static_cast<float>(GridSByte(grid, j)) + delta);
+        for (int j = 0; j < 8; ++j)
+          y[8 * l + j] = dl * (static_cast<float>(GridSByte(grid, j)) + delta);
       }
     }
   }

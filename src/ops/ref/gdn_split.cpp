@@ -10,7 +10,8 @@
 
 namespace qwenrt::ref {
 
-void GdnGates(float* alpha, float* beta, const float* ssm_a, const float* dt_bias, int64_t T, int64_t Hv) {
+void GdnGates(float* alpha, float* beta, const float* ssm_a, const float* dt_bias, int64_t T,
+              int64_t Hv) {
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t h = 0; h < Hv; ++h) {
       float& a = alpha[t * Hv + h];
@@ -21,8 +22,9 @@ void GdnGates(float* alpha, float* beta, const float* ssm_a, const float* dt_bia
   }
 }
 
-void GdnSplit(const GatedDeltaShape& s, const float* conv, float eps, float q_scale, float* q, float* k,
-              float* v, float* alpha, float* beta, const float* ssm_a, const float* dt_bias) {
+void GdnSplit(const GatedDeltaShape& s, const float* conv, float eps, float q_scale, float* q,
+              float* k, float* v, float* alpha, float* beta, const float* ssm_a,
+              const float* dt_bias) {
   const int64_t Cq = s.Hk * s.Dk, Cv = s.Hv * s.Dv, C = 2 * Cq + Cv;
   for (int64_t t = 0; t < s.T; ++t) {
     const float* y = conv + t * C;

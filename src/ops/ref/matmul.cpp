@@ -1,9 +1,9 @@
 // Exact reference matmul: every weight row is dequantized to f32 once and dotted with each token's
 // activations in f32, column order. No threads, no SIMD intrinsics: this is the oracle for cpu/ and
 // cuda/ and reproduces the fixtures' *.exact.f32 logits.
-#include <vector>
-
 #include "ops/matmul.h"
+
+#include <vector>
 
 namespace qwenrt {
 
@@ -17,11 +17,12 @@ Status CheckWeightMatrix(const WeightMatrix& w) {
   if (!IsSupportedWeightType(w.type)) {
     return Unsupported("matmul: weight type {} is not supported", static_cast<uint32_t>(w.type));
   }
-  if (w.cols <= 0 || w.rows <= 0) return InvalidArgument("matmul: empty shape {}x{}", w.rows, w.cols);
+  if (w.cols <= 0 || w.rows <= 0)
+    return InvalidArgument("matmul: empty shape {}x{}", w.rows, w.cols);
   const int64_t rb = RowBytes(w.type, w.cols);
   if (rb < 0) {
-    return InvalidArgument("matmul: {} columns is not a multiple of the block size {} of type {}", w.cols,
-                           BlockElems(w.type), static_cast<uint32_t>(w.type));
+    return InvalidArgument("matmul: {} columns is not a multiple of the block size {} of type {}",
+                           w.cols, BlockElems(w.type), static_cast<uint32_t>(w.type));
   }
   if (w.row_bytes < static_cast<size_t>(rb)) {
     return InvalidArgument("matmul: row_bytes {} < packed row size {}", w.row_bytes, rb);

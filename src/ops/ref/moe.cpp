@@ -1,11 +1,12 @@
 // Reference MoE steps (moe.h): the router (softmax over all experts, top-k, descending, lower index
 // wins ties, renormalised weights with llama.cpp's clamp on the sum), the grouping by expert, and
 // the row moves and weighted sums around the expert FFNs.
+#include "ops/moe.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "ops/activations.h"
-#include "ops/moe.h"
 
 namespace qwenrt::ref {
 
@@ -36,7 +37,8 @@ void MoeRoute(float* logits, int64_t T, int64_t X, int64_t k, int32_t* ids, floa
   }
 }
 
-void GroupByExpert(const int32_t* ids, int64_t n, int64_t X, int32_t* slots, int32_t* expert_begin) {
+void GroupByExpert(const int32_t* ids, int64_t n, int64_t X, int32_t* slots,
+                   int32_t* expert_begin) {
   std::fill(expert_begin, expert_begin + X + 1, 0);
   for (int64_t i = 0; i < n; ++i) ++expert_begin[ids[i] + 1];
   for (int64_t e = 0; e < X; ++e) expert_begin[e + 1] += expert_begin[e];
@@ -45,15 +47,18 @@ void GroupByExpert(const int32_t* ids, int64_t n, int64_t X, int32_t* slots, int
   expert_begin[0] = 0;
 }
 
-void MoeGather(const float* src, const int32_t* slots, int64_t n, int64_t K, int64_t E, float* dst) {
+void MoeGather(const float* src, const int32_t* slots, int64_t n, int64_t K, int64_t E,
+               float* dst) {
   for (int64_t i = 0; i < n; ++i) std::copy_n(src + (slots[i] / K) * E, E, dst + i * E);
 }
 
 void MoeScatter(const float* src, const int32_t* slots, int64_t n, int64_t E, float* dst) {
-  for (int64_t i = 0; i < n; ++i) std::copy_n(src + i * E, E, dst + static_cast<int64_t>(slots[i]) * E);
+  for (int64_t i = 0; i < n; ++i)
+    std::copy_n(src + i * E, E, dst + static_cast<int64_t>(slots[i]) * E);
 }
 
-void MoeCombine(const float* yslot, const float* weights, int64_t T, int64_t K, int64_t E, float* mix) {
+void MoeCombine(const float* yslot, const float* weights, int64_t T, int64_t K, int64_t E,
+                float* mix) {
   for (int64_t t = 0; t < T; ++t) {
     float* m = mix + t * E;
     std::fill(m, m + E, 0.0f);

@@ -2,11 +2,12 @@
 // squares in double, scale in float (llama.cpp CPU). Every RMSNorm form goes through RmsScale and
 // the same `(x * scale) * w` product, which is what makes the fused forms bit-equal to their
 // compositions.
+#include "ops/norm.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "ops/activations.h"
-#include "ops/norm.h"
 
 namespace qwenrt::ref {
 namespace {
@@ -21,8 +22,8 @@ float RmsScale(const float* x, int64_t n, float eps) {
 
 }  // namespace
 
-void RmsNormRows(const float* x, int64_t x_stride, const float* w, float* y, int64_t rows, int64_t n,
-                 float eps) {
+void RmsNormRows(const float* x, int64_t x_stride, const float* w, float* y, int64_t rows,
+                 int64_t n, float eps) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * x_stride;
     float* yr = y + r * n;
@@ -35,7 +36,8 @@ void RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, 
   RmsNormRows(x, n, w, y, rows, n, eps);
 }
 
-void AddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows, int64_t n, float eps) {
+void AddRmsNorm(float* x, const float* mix, const float* w, float* y, int64_t rows, int64_t n,
+                float eps) {
   for (int64_t r = 0; r < rows; ++r) {
     float* xr = x + r * n;
     const float* mr = mix + r * n;
@@ -54,8 +56,9 @@ void GatedRmsNorm(const float* x, const float* w, const float* z, float* y, int6
     float* yr = y + r * n;
     const float scale = RmsScale(xr, n, eps);
     for (int64_t i = 0; i < n; ++i) {
-      const float normed = (xr[i] * scale) * w[i];  // RmsNorm, rounded to float as it would be stored
-      yr[i] = ::qwenrt::Silu(zr[i]) * normed;       // then SwiGlu(z, normed)
+      const float normed =
+          (xr[i] * scale) * w[i];              // RmsNorm, rounded to float as it would be stored
+      yr[i] = ::qwenrt::Silu(zr[i]) * normed;  // then SwiGlu(z, normed)
     }
   }
 }

@@ -1,7 +1,7 @@
 // Reference partial rotary embedding, NEOX pairing (i, i + R/2); dims >= R pass through.
-#include <cmath>
-
 #include "ops/rope.h"
+
+#include <cmath>
 
 namespace qwenrt::ref {
 

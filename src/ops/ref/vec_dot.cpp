@@ -1,6 +1,6 @@
-// Scalar dot products of vec_dot.h: integer inner sums (exact), then one float combination per block
-// in block order. The SIMD kernels in cpu/ compute the same integers, so they differ from these only
-// by float rounding in the combination step.
+// Scalar dot products of vec_dot.h: integer inner sums (exact), then one float combination per
+// block in block order. The SIMD kernels in cpu/ compute the same integers, so they differ from
+// these only by float rounding in the combination step.
 #include "ops/vec_dot.h"
 
 namespace qwenrt::ref {
@@ -61,7 +61,7 @@ float VecDotQ6K_Q8K(const void* w, const void* a, int64_t n) {
     for (int g = 0; g < 16; ++g) {
       int32_t isum = 0;
       for (int j = 0; j < 16; ++j) {
-        const int e = 16 * g + j;           // element in the block
+        const int e = 16 * g + j;  // element in the block
         const int half = e / 128, k = (e % 128) / 32, l = e % 32;
         const uint8_t* ql = x[b].ql + 64 * half;
         const uint8_t* qh = x[b].qh + 32 * half;

@@ -41,8 +41,8 @@ float VecDotIQ2XXS_Q8K(const void* w, const void* a, int64_t n) {
       const uint32_t idx = LoadU32(x[b].qs + 4 * g), aux = LoadU32(x[b].qs + 4 * g + 2);
       int32_t isum = 0;
       for (int l = 0; l < 4; ++l) {
-        isum += SignedGridDot8(iq::kIq2xxsGrid[(idx >> (8 * l)) & 0xFF], iq::kKSigns[(aux >> (7 * l)) & 0x7F],
-                               y[b].qs + 32 * g + 8 * l);
+        isum += SignedGridDot8(iq::kIq2xxsGrid[(idx >> (8 * l)) & 0xFF],
+                               iq::kKSigns[(aux >> (7 * l)) & 0x7F], y[b].qs + 32 * g + 8 * l);
       }
       sumi += static_cast<int32_t>(2 * (aux >> 28) + 1) * isum;
     }
@@ -62,7 +62,8 @@ float VecDotIQ2XS_Q8K(const void* w, const void* a, int64_t n) {
       int32_t isum = 0;
       for (int l = 0; l < 2; ++l) {
         const uint16_t q = x[b].qs[2 * g + l];
-        isum += SignedGridDot8(iq::kIq2xsGrid[q & 511], iq::kKSigns[q >> 9], y[b].qs + 16 * g + 8 * l);
+        isum +=
+            SignedGridDot8(iq::kIq2xsGrid[q & 511], iq::kKSigns[q >> 9], y[b].qs + 16 * g + 8 * l);
       }
       sumi += (2 * ls + 1) * isum;
     }
@@ -104,7 +105,8 @@ float VecDotIQ3XXS_Q8K(const void* w, const void* a, int64_t n) {
       const uint32_t aux = LoadU32(x[b].qs + kQK_K / 4 + 4 * g);
       int32_t isum = 0;
       for (int l = 0; l < 4; ++l) {
-        isum += SignedGridDot4x2(iq::kIq3xxsGrid[idx[8 * g + 2 * l]], iq::kIq3xxsGrid[idx[8 * g + 2 * l + 1]],
+        isum += SignedGridDot4x2(iq::kIq3xxsGrid[idx[8 * g + 2 * l]],
+                                 iq::kIq3xxsGrid[idx[8 * g + 2 * l + 1]],
                                  iq::kKSigns[(aux >> (7 * l)) & 0x7F], y[b].qs + 32 * g + 8 * l);
       }
       sumi += static_cast<int32_t>(2 * (aux >> 28) + 1) * isum;

@@ -37,7 +37,8 @@ float VecDotQ3K_Q8K(const void* w, const void* a, int64_t n) {
       int32_t isum = 0;
       for (int i = 0; i < 16; ++i) {
         const int e = 16 * g + i, h = e / 128, k = (e % 128) / 32, l = e % 32;
-        const int q = ((x[b].qs[32 * h + l] >> (2 * k)) & 3) - (((x[b].hmask[l] >> (e / 32)) & 1) ? 0 : 4);
+        const int q =
+            ((x[b].qs[32 * h + l] >> (2 * k)) & 3) - (((x[b].hmask[l] >> (e / 32)) & 1) ? 0 : 4);
         isum += q * y[b].qs[e];
       }
       sumi += (sc[g] - 32) * isum;

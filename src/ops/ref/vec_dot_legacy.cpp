@@ -44,7 +44,8 @@ float VecDotQ4_1_Q8_0(const void* w, const void* a, int64_t n) {
   for (int64_t b = 0; b < n / kQK4_0; ++b) {
     const BlockSums s = Sums(y[b], [&](int j) { return Nibble(x[b].qs, j); });
     const float da = Fp16ToFp32(y[b].d);
-    sum += Fp16ToFp32(x[b].d) * da * static_cast<float>(s.qa) + Fp16ToFp32(x[b].m) * da * static_cast<float>(s.a);
+    sum += Fp16ToFp32(x[b].d) * da * static_cast<float>(s.qa) +
+           Fp16ToFp32(x[b].m) * da * static_cast<float>(s.a);
   }
   return sum;
 }
@@ -66,9 +67,11 @@ float VecDotQ5_1_Q8_0(const void* w, const void* a, int64_t n) {
   const auto* y = static_cast<const BlockQ8_0*>(a);
   float sum = 0;
   for (int64_t b = 0; b < n / kQK4_0; ++b) {
-    const BlockSums s = Sums(y[b], [&](int j) { return Nibble(x[b].qs, j) | (HighBit5(x[b].qh, j) << 4); });
+    const BlockSums s =
+        Sums(y[b], [&](int j) { return Nibble(x[b].qs, j) | (HighBit5(x[b].qh, j) << 4); });
     const float da = Fp16ToFp32(y[b].d);
-    sum += Fp16ToFp32(x[b].d) * da * static_cast<float>(s.qa) + Fp16ToFp32(x[b].m) * da * static_cast<float>(s.a);
+    sum += Fp16ToFp32(x[b].d) * da * static_cast<float>(s.qa) +
+           Fp16ToFp32(x[b].m) * da * static_cast<float>(s.a);
   }
   return sum;
 }

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "text/jinja/jinja_value.h"
 #include "base/status.h"
+#include "text/jinja/jinja_value.h"
 
 namespace qwenrt::jinja {
 
@@ -54,12 +54,13 @@ bool HasFilter(std::string_view name);
 bool IsJinja2Filter(std::string_view name);
 // Python's `fmt % args` for %s, %d/%i, %r and %%. `strict_count`: leftover arguments are an error
 // (a tuple operand); Python skips that check when the operand is a list or dict.
-StatusOr<Value> PercentFormat(const std::string& fmt, const std::vector<Value>& args, bool strict_count);
+StatusOr<Value> PercentFormat(const std::string& fmt, const std::vector<Value>& args,
+                              bool strict_count);
 bool HasTest(std::string_view name);
 
 // Binds `args` to parameter `names` by position, then by keyword; unbound parameters are left
 // undefined. Too many positional or unknown keyword arguments are errors naming `fname`.
-Status BindArgs(std::string_view fname, const CallArgs& args, std::initializer_list<std::string_view> names,
-                std::vector<Value>* out);
+Status BindArgs(std::string_view fname, const CallArgs& args,
+                std::initializer_list<std::string_view> names, std::vector<Value>* out);
 
 }  // namespace qwenrt::jinja

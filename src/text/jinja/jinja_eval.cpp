@@ -140,25 +140,30 @@ class Evaluator {
   Status Locate(const Status& st, int line, int col) {
     if (st.ok() || raised_ || located_) return st;
     located_ = true;
-    if (col > 0) return Status(st.code(), fmt::format("template error at line {}, column {}: {}", line, col, st.message()));
+    if (col > 0)
+      return Status(st.code(), fmt::format("template error at line {}, column {}: {}", line, col,
+                                           st.message()));
     return Status(st.code(), fmt::format("template error at line {}: {}", line, st.message()));
   }
 
   static Status UndefinedError(const Value& v) {
-    return InvalidArgument("{}", v.undefined_hint().empty() ? "value is undefined" : v.undefined_hint());
+    return InvalidArgument("{}",
+                           v.undefined_hint().empty() ? "value is undefined" : v.undefined_hint());
   }
 
   Status CountStep() {
     if (++steps_ > limits_.max_steps) {
-      return InvalidArgument("template exceeded the step limit ({} loop iterations and macro calls; max_steps)",
-                             limits_.max_steps);
+      return InvalidArgument(
+          "template exceeded the step limit ({} loop iterations and macro calls; max_steps)",
+          limits_.max_steps);
     }
     return ChargeWork(kCostPerNode);
   }
 
   Status Append(std::string_view text, std::string* out) const {
     if (out->size() + text.size() > limits_.max_output_bytes) {
-      return InvalidArgument("template output exceeds {} bytes (max_output_bytes)", limits_.max_output_bytes);
+      return InvalidArgument("template output exceeds {} bytes (max_output_bytes)",
+                             limits_.max_output_bytes);
     }
     QWENRT_RETURN_IF_ERROR(ChargeWork(text.size()));
     out->append(text);
@@ -169,7 +174,8 @@ class Evaluator {
   // is ever stored, and the recursive helpers (equality, repr, tojson, destruction) stay shallow.
   Status CheckValue(const Value& v) const {
     if (v.Depth() > limits_.max_value_depth) {
-      return InvalidArgument("value nested too deeply (max_value_depth is {})", limits_.max_value_depth);
+      return InvalidArgument("value nested too deeply (max_value_depth is {})",
+                             limits_.max_value_depth);
     }
     if (v.is_string()) return CheckStringSize(v.AsString().size());
     if (v.is_list()) return CheckListSize(v.AsList().items.size());
@@ -191,77 +197,91 @@ class Evaluator {
   // ---- globals ----
 
   void AddBuiltins(Scope* g) {
-    g->Set("raise_exception", Value::MakeCallable("raise_exception", [this](CallArgs& args) -> StatusOr<Value> {
-      raised_ = true;
-      return InvalidArgument("{}", args.args.empty() ? std::string() : Str(args.args[0]));
-    }));
+    g->Set("raise_exception",
+           Value::MakeCallable("raise_exception", [this](CallArgs& args) -> StatusOr<Value> {
+             raised_ = true;
+             return InvalidArgument("{}", args.args.empty() ? std::string() : Str(args.args[0]));
+           }));
     g->Set("namespace", Value::MakeCallable("namespace", [this](CallArgs& args) -> StatusOr<Value> {
-      // An object that lives until the render ends: charged like several nodes.
-      QWENRT_RETURN_IF_ERROR(ChargeWork(4 * kCostPerNode));
-      auto ns = std::make_shared<NamespaceObject>();
-      namespaces_.push_back(ns);
-      for (const auto& a : args.args) {
-        if (!a.is_dict()) return InvalidArgument("namespace() positional argument must be a mapping");
-        for (const auto& [k, v] : a.AsDict().items) {
-          if (k.is_string()) QWENRT_RETURN_IF_ERROR(ns->SetAttr(k.AsString(), v));
-          QWENRT_RETURN_IF_ERROR(ChargeWork(kCostPerItem));  // SetAttr is linear: n keys are quadratic
-        }
-      }
-      for (const auto& [k, v] : args.kwargs) QWENRT_RETURN_IF_ERROR(ns->SetAttr(k, v));
-      return Value::MakeObject(std::move(ns));
-    }));
+             // An object that lives until the render ends: charged like several nodes.
+             QWENRT_RETURN_IF_ERROR(ChargeWork(4 * kCostPerNode));
+             auto ns = std::make_shared<NamespaceObject>();
+             namespaces_.push_back(ns);
+             for (const auto& a : args.args) {
+               if (!a.is_dict())
+                 return InvalidArgument("namespace() positional argument must be a mapping");
+               for (const auto& [k, v] : a.AsDict().items) {
+                 if (k.is_string()) QWENRT_RETURN_IF_ERROR(ns->SetAttr(k.AsString(), v));
+                 QWENRT_RETURN_IF_ERROR(
+                     ChargeWork(kCostPerItem));  // SetAttr is linear: n keys are quadratic
+               }
+             }
+             for (const auto& [k, v] : args.kwargs) QWENRT_RETURN_IF_ERROR(ns->SetAttr(k, v));
+             return Value::MakeObject(std::move(ns));
+           }));
     g->Set("dict", Value::MakeCallable("dict", [](CallArgs& args) -> StatusOr<Value> {
-      Dict d;
-      for (const auto& a : args.args) {
-        if (!a.is_dict()) return InvalidArgument("dict() positional argument must be a mapping");
-        for (const auto& [k, v] : a.AsDict().items) {
-          d.Set(k, v);
-          QWENRT_RETURN_IF_ERROR(ChargeWork(kCostPerItem));  // Set is linear: n keys are quadratic
-        }
-      }
-      for (const auto& [k, v] : args.kwargs) d.Set(Value::String(k), v);
-      return Value::MakeDict(std::move(d));
-    }));
+             Dict d;
+             for (const auto& a : args.args) {
+               if (!a.is_dict())
+                 return InvalidArgument("dict() positional argument must be a mapping");
+               for (const auto& [k, v] : a.AsDict().items) {
+                 d.Set(k, v);
+                 QWENRT_RETURN_IF_ERROR(
+                     ChargeWork(kCostPerItem));  // Set is linear: n keys are quadratic
+               }
+             }
+             for (const auto& [k, v] : args.kwargs) d.Set(Value::String(k), v);
+             return Value::MakeDict(std::move(d));
+           }));
     g->Set("range", Value::MakeCallable("range", [](CallArgs& args) -> StatusOr<Value> {
-      int64_t b = 0, e = 0, st = 1;
-      for (const auto& a : args.args) {
-        if (!a.is_int()) return InvalidArgument("'{}' object cannot be interpreted as an integer", a.TypeName());
-      }
-      if (args.args.size() == 1) {
-        e = args.args[0].AsInt();
-      } else if (args.args.size() == 2 || args.args.size() == 3) {
-        b = args.args[0].AsInt();
-        e = args.args[1].AsInt();
-        if (args.args.size() == 3) st = args.args[2].AsInt();
-      } else {
-        return InvalidArgument("range expected 1 to 3 arguments, got {}", args.args.size());
-      }
-      if (st == 0) return InvalidArgument("range() arg 3 must not be zero");
-      // The length first, in unsigned arithmetic: `i += st` could overflow int64.
-      const uint64_t ust = st > 0 ? static_cast<uint64_t>(st) : 0 - static_cast<uint64_t>(st);
-      uint64_t n = 0;
-      if (st > 0 && b < e) n = (static_cast<uint64_t>(e) - static_cast<uint64_t>(b) - 1) / ust + 1;
-      if (st < 0 && b > e) n = (static_cast<uint64_t>(b) - static_cast<uint64_t>(e) - 1) / ust + 1;
-      QWENRT_RETURN_IF_ERROR(CheckListSize(n));
-      QWENRT_RETURN_IF_ERROR(ChargeWork(n * kCostPerItem));
-      std::vector<Value> items;
-      items.reserve(n);
-      for (uint64_t i = 0; i < n; ++i) {
-        items.push_back(Value::Int(static_cast<int64_t>(static_cast<uint64_t>(b) + i * static_cast<uint64_t>(st))));
-      }
-      return Value::MakeList(std::move(items));
-    }));
-    g->Set("strftime_now", Value::MakeCallable("strftime_now", [](CallArgs& args) -> StatusOr<Value> {
-      if (args.args.size() != 1 || !args.args[0].is_string()) return InvalidArgument("strftime_now(format) expects a string");
-      const std::time_t now = std::time(nullptr);
-      std::tm tm{};
-      localtime_r(&now, &tm);
-      const std::string& format = args.args[0].AsString();
-      if (format.size() > 64) return InvalidArgument("strftime_now: format longer than 64 bytes");
-      char buf[256];
-      const size_t n = std::strftime(buf, sizeof(buf), format.c_str(), &tm);
-      return Value::String(std::string(buf, n));
-    }));
+             int64_t b = 0, e = 0, st = 1;
+             for (const auto& a : args.args) {
+               if (!a.is_int())
+                 return InvalidArgument("'{}' object cannot be interpreted as an integer",
+                                        a.TypeName());
+             }
+             if (args.args.size() == 1) {
+               e = args.args[0].AsInt();
+             } else if (args.args.size() == 2 || args.args.size() == 3) {
+               b = args.args[0].AsInt();
+               e = args.args[1].AsInt();
+               if (args.args.size() == 3) st = args.args[2].AsInt();
+             } else {
+               return InvalidArgument("range expected 1 to 3 arguments, got {}", args.args.size());
+             }
+             if (st == 0) return InvalidArgument("range() arg 3 must not be zero");
+             // The length first, in unsigned arithmetic: `i += st` could overflow int64.
+             const uint64_t ust =
+                 st > 0 ? static_cast<uint64_t>(st) : 0 - static_cast<uint64_t>(st);
+             uint64_t n = 0;
+             if (st > 0 && b < e)
+               n = (static_cast<uint64_t>(e) - static_cast<uint64_t>(b) - 1) / ust + 1;
+             if (st < 0 && b > e)
+               n = (static_cast<uint64_t>(b) - static_cast<uint64_t>(e) - 1) / ust + 1;
+             QWENRT_RETURN_IF_ERROR(CheckListSize(n));
+             QWENRT_RETURN_IF_ERROR(ChargeWork(n * kCostPerItem));
+             std::vector<Value> items;
+             items.reserve(n);
+             for (uint64_t i = 0; i < n; ++i) {
+               items.push_back(Value::Int(
+                   static_cast<int64_t>(static_cast<uint64_t>(b) + i * static_cast<uint64_t>(st))));
+             }
+             return Value::MakeList(std::move(items));
+           }));
+    g->Set("strftime_now",
+           Value::MakeCallable("strftime_now", [](CallArgs& args) -> StatusOr<Value> {
+             if (args.args.size() != 1 || !args.args[0].is_string())
+               return InvalidArgument("strftime_now(format) expects a string");
+             const std::time_t now = std::time(nullptr);
+             std::tm tm{};
+             localtime_r(&now, &tm);
+             const std::string& format = args.args[0].AsString();
+             if (format.size() > 64)
+               return InvalidArgument("strftime_now: format longer than 64 bytes");
+             char buf[256];
+             const size_t n = std::strftime(buf, sizeof(buf), format.c_str(), &tm);
+             return Value::String(std::string(buf, n));
+           }));
   }
 
   // ---- statements ----
@@ -277,7 +297,8 @@ class Evaluator {
   Status ExecNode(const Node& node, const ScopePtr& scope, std::string* out) {
     DepthGuard guard(&eval_depth_);
     if (eval_depth_ > limits_.max_eval_depth) {
-      return Locate(InvalidArgument("template recursion too deep (max_eval_depth is {})", limits_.max_eval_depth),
+      return Locate(InvalidArgument("template recursion too deep (max_eval_depth is {})",
+                                    limits_.max_eval_depth),
                     node.line, 0);
     }
     QWENRT_RETURN_IF_ERROR(Locate(ChargeWork(kCostPerNode), node.line, 0));
@@ -316,8 +337,8 @@ class Evaluator {
         std::weak_ptr<Scope> closure = scope;  // weak: the macro lives in this very scope
         const Node* def = &node;
         scope->Set(node.name, Value::MakeCallable(node.name, [this, def, closure](CallArgs& args) {
-          return CallMacro(*def, closure.lock(), args);
-        }));
+                     return CallMacro(*def, closure.lock(), args);
+                   }));
         return OkStatus();
       }
       case NodeKind::kBreak:
@@ -353,7 +374,8 @@ class Evaluator {
     }
     QWENRT_ASSIGN_OR_RETURN(auto parts, Iterate(value));
     if (parts.size() < node.targets.size()) {
-      return InvalidArgument("not enough values to unpack (expected {}, got {})", node.targets.size(), parts.size());
+      return InvalidArgument("not enough values to unpack (expected {}, got {})",
+                             node.targets.size(), parts.size());
     }
     if (parts.size() > node.targets.size()) {
       return InvalidArgument("too many values to unpack (expected {})", node.targets.size());
@@ -366,10 +388,12 @@ class Evaluator {
     if (!node.attr.empty()) {
       const Value* target = scope->Find(node.targets[0]);
       if (!target || !target->is_object()) {
-        return Locate(InvalidArgument("cannot assign attribute on non-namespace object"), node.line, 0);
+        return Locate(InvalidArgument("cannot assign attribute on non-namespace object"), node.line,
+                      0);
       }
       if (!target->AsObject().SetAttr(node.attr, std::move(v)).ok()) {  // e.g. `loop`
-        return Locate(InvalidArgument("cannot assign attribute on non-namespace object"), node.line, 0);
+        return Locate(InvalidArgument("cannot assign attribute on non-namespace object"), node.line,
+                      0);
       }
       return OkStatus();
     }
@@ -401,7 +425,8 @@ class Evaluator {
       QWENRT_RETURN_IF_ERROR(Locate(CountStep(), node.line, 0));
       loop->index0 = i;
       ScopePtr iter_scope = ChildScope(scope);
-      QWENRT_RETURN_IF_ERROR(Locate(BindTargets(node, iter_scope.get(), (*shared)[i]), node.line, 0));
+      QWENRT_RETURN_IF_ERROR(
+          Locate(BindTargets(node, iter_scope.get(), (*shared)[i]), node.line, 0));
       iter_scope->Set("loop", loop_value);
       QWENRT_RETURN_IF_ERROR(ExecBody(node.body, iter_scope, out));
       if (flow_ == Flow::kBreak) {
@@ -414,7 +439,8 @@ class Evaluator {
   }
 
   StatusOr<Value> CallMacro(const Node& def, const ScopePtr& closure, CallArgs& args) {
-    if (!closure) return InvalidArgument("macro '{}' called after its defining scope ended", def.name);
+    if (!closure)
+      return InvalidArgument("macro '{}' called after its defining scope ended", def.name);
     if (call_depth_ >= limits_.max_call_depth) {
       return InvalidArgument("maximum macro recursion depth ({}) exceeded", limits_.max_call_depth);
     }
@@ -443,8 +469,10 @@ class Evaluator {
         extra_kwargs.Set(Value::String(key), value);
         continue;
       }
-      if (i == n_params) return InvalidArgument("macro '{}' takes no keyword argument '{}'", def.name, key);
-      if (bound[i]) return InvalidArgument("macro '{}' got multiple values for argument '{}'", def.name, key);
+      if (i == n_params)
+        return InvalidArgument("macro '{}' takes no keyword argument '{}'", def.name, key);
+      if (bound[i])
+        return InvalidArgument("macro '{}' got multiple values for argument '{}'", def.name, key);
       scope->Set(def.targets[i], value);
       bound[i] = true;
     }
@@ -454,10 +482,12 @@ class Evaluator {
         QWENRT_ASSIGN_OR_RETURN(Value v, Eval(*def.values[i], scope));
         scope->Set(def.targets[i], std::move(v));
       } else {
-        scope->Set(def.targets[i], Value::Undefined(fmt::format("'{}' is undefined", def.targets[i])));
+        scope->Set(def.targets[i],
+                   Value::Undefined(fmt::format("'{}' is undefined", def.targets[i])));
       }
     }
-    if (def.uses_varargs) scope->Set("varargs", Value::MakeList(std::move(extra_args), /*is_tuple=*/true));
+    if (def.uses_varargs)
+      scope->Set("varargs", Value::MakeList(std::move(extra_args), /*is_tuple=*/true));
     if (def.uses_kwargs) scope->Set("kwargs", Value::MakeDict(std::move(extra_kwargs)));
     std::string text;
     QWENRT_RETURN_IF_ERROR(ExecBody(def.body, scope, &text));
@@ -470,7 +500,8 @@ class Evaluator {
   StatusOr<Value> Eval(const Expr& e, const ScopePtr& scope) {
     DepthGuard guard(&eval_depth_);
     if (eval_depth_ > limits_.max_eval_depth) {
-      return Locate(InvalidArgument("template recursion too deep (max_eval_depth is {})", limits_.max_eval_depth),
+      return Locate(InvalidArgument("template recursion too deep (max_eval_depth is {})",
+                                    limits_.max_eval_depth),
                     e.line, e.col);
     }
     Status charged = ChargeWork(kCostPerNode);
@@ -493,7 +524,8 @@ class Evaluator {
         if (v) return *v;
         return Value::Undefined(fmt::format("'{}' is undefined", e.name));
       }
-      case ExprKind::kList: case ExprKind::kTuple: {
+      case ExprKind::kList:
+      case ExprKind::kTuple: {
         std::vector<Value> items;
         items.reserve(e.children.size());
         for (const auto& c : e.children) {
@@ -536,7 +568,8 @@ class Evaluator {
         CallArgs args;
         QWENRT_RETURN_IF_ERROR(EvalArgs(e, scope, &args));
         if (callee.is_undefined()) return UndefinedError(callee);
-        if (!callee.is_callable()) return InvalidArgument("'{}' object is not callable", callee.TypeName());
+        if (!callee.is_callable())
+          return InvalidArgument("'{}' object is not callable", callee.TypeName());
         return callee.AsCallable().fn(args);
       }
       case ExprKind::kFilter:
@@ -552,7 +585,8 @@ class Evaluator {
         QWENRT_ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], scope));
         return Value::Bool(!v.Truthy());
       }
-      case ExprKind::kNeg: case ExprKind::kPos: {
+      case ExprKind::kNeg:
+      case ExprKind::kPos: {
         QWENRT_ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], scope));
         return UnaryOp(e.kind == ExprKind::kNeg ? "-" : "+", v);
       }
@@ -571,7 +605,8 @@ class Evaluator {
         }
         return Value::Bool(true);
       }
-      case ExprKind::kAnd: case ExprKind::kOr: {
+      case ExprKind::kAnd:
+      case ExprKind::kOr: {
         QWENRT_ASSIGN_OR_RETURN(Value a, Eval(*e.children[0], scope));
         if (a.Truthy() == (e.kind == ExprKind::kOr)) return a;
         return Eval(*e.children[1], scope);
@@ -580,8 +615,10 @@ class Evaluator {
         QWENRT_ASSIGN_OR_RETURN(Value c, Eval(*e.children[1], scope));
         if (c.Truthy()) return Eval(*e.children[0], scope);
         if (e.children[2]) return Eval(*e.children[2], scope);
-        return Value::Undefined(fmt::format(
-            "the inline if-expression on line {} evaluated to false and no else section was defined.", e.line));
+        return Value::Undefined(
+            fmt::format("the inline if-expression on line {} evaluated to false and no else "
+                        "section was defined.",
+                        e.line));
       }
       case ExprKind::kConcat: {
         std::string s;
@@ -643,7 +680,8 @@ class Evaluator {
 
 }  // namespace
 
-StatusOr<std::string> RenderTemplate(const Template& tmpl, const Dict& context, const TemplateLimits& limits) {
+StatusOr<std::string> RenderTemplate(const Template& tmpl, const Dict& context,
+                                     const TemplateLimits& limits) {
   Evaluator ev(limits);
   return ev.Run(tmpl, context);
 }

@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <string>
 
+#include "base/status.h"
 #include "text/jinja/jinja_limits.h"
 #include "text/jinja/jinja_parser.h"
 #include "text/jinja/jinja_value.h"
-#include "base/status.h"
 
 namespace qwenrt::jinja {
 

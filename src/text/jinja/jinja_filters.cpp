@@ -17,7 +17,8 @@ Status CheckSize(const std::string& s) { return CheckStringSize(s.size()); }
 
 StatusOr<Value> FilterToJson(const Value& v, const CallArgs& args) {
   std::vector<Value> a;
-  QWENRT_RETURN_IF_ERROR(BindArgs("tojson", args, {"indent", "ensure_ascii", "separators", "sort_keys"}, &a));
+  QWENRT_RETURN_IF_ERROR(
+      BindArgs("tojson", args, {"indent", "ensure_ascii", "separators", "sort_keys"}, &a));
   JsonOptions opts;
   if (a[0].is_int()) {
     opts.indent = static_cast<int>(std::clamp<int64_t>(a[0].AsInt(), 0, 64));
@@ -61,7 +62,8 @@ StatusOr<Value> FilterInt(const Value& v, const CallArgs& args) {
   if (errno == 0 && end && *end == '\0') return Value::Int(i);
   // Jinja2 falls back to int(float(value)).
   const double d = std::strtod(s.c_str(), &end);
-  if (end && *end == '\0' && std::isfinite(d) && std::fabs(d) < 9.2e18) return Value::Int(static_cast<int64_t>(d));
+  if (end && *end == '\0' && std::isfinite(d) && std::fabs(d) < 9.2e18)
+    return Value::Int(static_cast<int64_t>(d));
   return fallback;
 }
 
@@ -90,8 +92,9 @@ StatusOr<Value> FilterRound(const Value& v, const CallArgs& args) {
   const double x = v.ToDouble() * scale;
   double r = 0;
   if (method == "common") {
-    if (v.is_int() || v.is_bool()) return v.is_int() ? v : Value::Int(v.AsBool());  // round(int) is an int
-    r = std::nearbyint(x);  // Python's round(): ties to even
+    if (v.is_int() || v.is_bool())
+      return v.is_int() ? v : Value::Int(v.AsBool());  // round(int) is an int
+    r = std::nearbyint(x);                             // Python's round(): ties to even
   } else if (method == "floor") {
     r = std::floor(x);
   } else if (method == "ceil") {
@@ -112,8 +115,8 @@ StatusOr<Value> SortKey(const Value& v, const Value& attribute, bool case_sensit
   return key;
 }
 
-StatusOr<std::vector<Value>> SortValues(std::vector<Value> items, const Value& attribute, bool case_sensitive,
-                                        bool reverse) {
+StatusOr<std::vector<Value>> SortValues(std::vector<Value> items, const Value& attribute,
+                                        bool case_sensitive, bool reverse) {
   std::vector<std::pair<Value, Value>> keyed;
   keyed.reserve(items.size());
   for (auto& it : items) {
@@ -123,7 +126,8 @@ StatusOr<std::vector<Value>> SortValues(std::vector<Value> items, const Value& a
   // Compare charges strings and lists; numbers compare for free, so charge n log n up front.
   uint64_t log_n = 1;
   while ((uint64_t{1} << log_n) < keyed.size()) ++log_n;
-  QWENRT_RETURN_IF_ERROR(ChargeWork(SaturatingMul(SaturatingMul(keyed.size(), log_n), kCostPerItem)));
+  QWENRT_RETURN_IF_ERROR(
+      ChargeWork(SaturatingMul(SaturatingMul(keyed.size(), log_n), kCostPerItem)));
   Status err;
   std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
     if (!err.ok()) return false;  // stop comparing (the order no longer matters) once one failed
@@ -148,7 +152,8 @@ StatusOr<Value> FilterSelect(const Value& v, const CallArgs& args, bool by_attr,
   size_t i = 0;
   std::string attr;
   if (by_attr) {
-    if (args.args.empty() || !args.args[0].is_string()) return InvalidArgument("selectattr: missing attribute name");
+    if (args.args.empty() || !args.args[0].is_string())
+      return InvalidArgument("selectattr: missing attribute name");
     attr = args.args[0].AsString();
     i = 1;
   }
@@ -186,8 +191,10 @@ StatusOr<Value> FilterMap(const Value& v, const CallArgs& args) {
   const Value* attribute = nullptr;
   const Value* fallback = nullptr;
   for (const auto& [k, val] : args.kwargs) {
-    if (k == "attribute") attribute = &val;
-    else if (k == "default") fallback = &val;
+    if (k == "attribute")
+      attribute = &val;
+    else if (k == "default")
+      fallback = &val;
   }
   if (attribute) {
     if (!attribute->is_string()) return InvalidArgument("map: attribute must be a string");
@@ -198,7 +205,8 @@ StatusOr<Value> FilterMap(const Value& v, const CallArgs& args) {
     }
     return Value::MakeList(std::move(out));
   }
-  if (args.args.empty() || !args.args[0].is_string()) return InvalidArgument("map: missing filter name");
+  if (args.args.empty() || !args.args[0].is_string())
+    return InvalidArgument("map: missing filter name");
   CallArgs fargs;
   fargs.args.assign(args.args.begin() + 1, args.args.end());
   fargs.kwargs = args.kwargs;
@@ -239,13 +247,15 @@ StatusOr<Value> FilterIndent(const Value& v, const CallArgs& args) {
   // The size first: a long pad times many lines must be refused before it is built.
   const uint64_t lines = 1 + static_cast<uint64_t>(std::count(s.begin(), s.end(), '\n'));
   const uint64_t bytes = SaturatingMul(lines, pad.size());
-  QWENRT_RETURN_IF_ERROR(CheckStringSize(bytes > UINT64_MAX - s.size() ? UINT64_MAX : bytes + s.size()));
+  QWENRT_RETURN_IF_ERROR(
+      CheckStringSize(bytes > UINT64_MAX - s.size() ? UINT64_MAX : bytes + s.size()));
   std::string out;
   size_t start = 0;
   bool first_line = true;
   while (true) {
     const size_t nl = s.find('\n', start);
-    const std::string line = s.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    const std::string line =
+        s.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
     const bool indent = first_line ? a[1].Truthy() : (a[2].Truthy() || !line.empty());
     if (indent) out += pad;
     out += line;
@@ -260,9 +270,12 @@ StatusOr<Value> FilterIndent(const Value& v, const CallArgs& args) {
 
 StatusOr<Value> FilterMinMax(const Value& v, const CallArgs& args, bool is_max) {
   std::vector<Value> a;
-  QWENRT_RETURN_IF_ERROR(BindArgs(is_max ? "max" : "min", args, {"case_sensitive", "attribute"}, &a));
+  QWENRT_RETURN_IF_ERROR(
+      BindArgs(is_max ? "max" : "min", args, {"case_sensitive", "attribute"}, &a));
   QWENRT_ASSIGN_OR_RETURN(auto items, Iterate(v));
-  if (items.empty()) return Value::Undefined(is_max ? "No aggregated item, sequence was empty." : "No aggregated item, sequence was empty.");
+  if (items.empty())
+    return Value::Undefined(is_max ? "No aggregated item, sequence was empty."
+                                   : "No aggregated item, sequence was empty.");
   QWENRT_ASSIGN_OR_RETURN(auto sorted, SortValues(std::move(items), a[1], a[0].Truthy(), false));
   return is_max ? sorted.back() : sorted.front();
 }
@@ -279,7 +292,8 @@ StatusOr<Value> FilterSum(const Value& v, const CallArgs& args) {
     if (a[0].is_string()) {
       QWENRT_ASSIGN_OR_RETURN(x, GetDotted(it, a[0].AsString()));
     }
-    if (!x.is_number()) return InvalidArgument("unsupported operand type(s) for +: 'int' and '{}'", x.TypeName());
+    if (!x.is_number())
+      return InvalidArgument("unsupported operand type(s) for +: 'int' and '{}'", x.TypeName());
     if (x.is_float()) is_float = true;
     if (x.is_float()) {
       fsum += x.AsFloat();
@@ -293,7 +307,8 @@ StatusOr<Value> FilterSum(const Value& v, const CallArgs& args) {
 
 }  // namespace
 
-StatusOr<Value> PercentFormat(const std::string& f, const std::vector<Value>& args, bool strict_count) {
+StatusOr<Value> PercentFormat(const std::string& f, const std::vector<Value>& args,
+                              bool strict_count) {
   std::string out;
   size_t next = 0;
   for (size_t i = 0; i < f.size(); ++i) {
@@ -308,7 +323,8 @@ StatusOr<Value> PercentFormat(const std::string& f, const std::vector<Value>& ar
       continue;
     }
     if (c != 's' && c != 'd' && c != 'i' && c != 'r') {
-      return InvalidArgument("format: unsupported conversion '%{}' (only %s, %d, %r, %%)", std::string(1, c));
+      return InvalidArgument("format: unsupported conversion '%{}' (only %s, %d, %r, %%)",
+                             std::string(1, c));
     }
     if (next >= args.size()) return InvalidArgument("not enough arguments for format string");
     const Value& x = args[next++];
@@ -317,18 +333,22 @@ StatusOr<Value> PercentFormat(const std::string& f, const std::vector<Value>& ar
     } else if (c == 's') {
       AppendStr(x, &out);
     } else if (x.is_float()) {
-      if (!std::isfinite(x.AsFloat())) return InvalidArgument("cannot convert float {} to integer", Str(x));
+      if (!std::isfinite(x.AsFloat()))
+        return InvalidArgument("cannot convert float {} to integer", Str(x));
       // Python prints any integer; beyond int64 this engine refuses (the cast would be undefined).
-      if (std::fabs(x.AsFloat()) >= 9.2e18) return InvalidArgument("%d format: integer overflow ({} is beyond 64 bits)", Str(x));
+      if (std::fabs(x.AsFloat()) >= 9.2e18)
+        return InvalidArgument("%d format: integer overflow ({} is beyond 64 bits)", Str(x));
       out += std::to_string(static_cast<int64_t>(x.AsFloat()));
     } else if (x.is_number()) {
       out += std::to_string(x.is_int() ? x.AsInt() : static_cast<int64_t>(x.AsBool()));
     } else {
-      return InvalidArgument("%{} format: a real number is required, not {}", std::string(1, c), x.TypeName());
+      return InvalidArgument("%{} format: a real number is required, not {}", std::string(1, c),
+                             x.TypeName());
     }
     QWENRT_RETURN_IF_ERROR(CheckSize(out));
   }
-  if (strict_count && next < args.size()) return InvalidArgument("not all arguments converted during string formatting");
+  if (strict_count && next < args.size())
+    return InvalidArgument("not all arguments converted during string formatting");
   return Value::String(std::move(out));
 }
 
@@ -361,10 +381,13 @@ StatusOr<Value> CallFilterImpl(std::string_view name, const Value& v, const Call
   if (v.is_undefined() && (name == "int" || name == "float" || name == "abs" || name == "round" ||
                            name == "dictsort" || name == "attr")) {
     // These call int()/float()/abs()/... on the value, which Jinja2's Undefined refuses.
-    return InvalidArgument("{}", v.undefined_hint().empty() ? "value is undefined" : v.undefined_hint());
+    return InvalidArgument("{}",
+                           v.undefined_hint().empty() ? "value is undefined" : v.undefined_hint());
   }
   std::vector<Value> a;
-  auto bind = [&](std::initializer_list<std::string_view> names) { return BindArgs(name, args, names, &a); };
+  auto bind = [&](std::initializer_list<std::string_view> names) {
+    return BindArgs(name, args, names, &a);
+  };
   if (name == "tojson") return FilterToJson(v, args);
   if (name == "trim") {
     QWENRT_RETURN_IF_ERROR(bind({"chars"}));
@@ -372,19 +395,31 @@ StatusOr<Value> CallFilterImpl(std::string_view name, const Value& v, const Call
     if (a[0].is_string()) chars = a[0].AsString();
     return Value::String(PyStrip(Str(v), chars, true, true));
   }
-  if (name == "string" || name == "safe" || name == "e" || name == "escape" || name == "forceescape") {
+  if (name == "string" || name == "safe" || name == "e" || name == "escape" ||
+      name == "forceescape") {
     QWENRT_RETURN_IF_ERROR(bind({}));
     if (name == "string" || name == "safe") return Value::String(Str(v));
     // HTML escaping (HF does not autoescape, but templates may call it explicitly).
     std::string out;
     for (char c : Str(v)) {
       switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&#34;"; break;
-        case '\'': out += "&#39;"; break;
-        default: out.push_back(c);
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&#34;";
+          break;
+        case '\'':
+          out += "&#39;";
+          break;
+        default:
+          out.push_back(c);
       }
       if (out.size() > ActiveLimits().max_value_bytes) return StringTooLarge(out.size());
     }
@@ -427,11 +462,13 @@ StatusOr<Value> CallFilterImpl(std::string_view name, const Value& v, const Call
     QWENRT_RETURN_IF_ERROR(bind({}));
     if (v.is_list()) {  // without copying the items (`messages|last` in a loop)
       const auto& items = v.AsList().items;
-      if (items.empty()) return Value::Undefined(fmt::format("No {} item, sequence was empty.", name));
+      if (items.empty())
+        return Value::Undefined(fmt::format("No {} item, sequence was empty.", name));
       return name == "first" ? items.front() : items.back();
     }
     QWENRT_ASSIGN_OR_RETURN(auto items, Iterate(v));
-    if (items.empty()) return Value::Undefined(fmt::format("No {} item, sequence was empty.", name));
+    if (items.empty())
+      return Value::Undefined(fmt::format("No {} item, sequence was empty.", name));
     return name == "first" ? items.front() : items.back();
   }
   if (name == "replace") {
@@ -445,7 +482,8 @@ StatusOr<Value> CallFilterImpl(std::string_view name, const Value& v, const Call
   if (name == "float") return FilterFloat(v, args);
   if (name == "abs") {
     QWENRT_RETURN_IF_ERROR(bind({}));
-    if (v.is_int() && v.AsInt() == INT64_MIN) return InvalidArgument("integer overflow (abs of the smallest int64)");
+    if (v.is_int() && v.AsInt() == INT64_MIN)
+      return InvalidArgument("integer overflow (abs of the smallest int64)");
     if (v.is_int()) return Value::Int(v.AsInt() < 0 ? -v.AsInt() : v.AsInt());
     if (v.is_bool()) return Value::Int(v.AsBool());
     if (v.is_float()) return Value::Float(std::fabs(v.AsFloat()));
@@ -465,7 +503,8 @@ StatusOr<Value> CallFilterImpl(std::string_view name, const Value& v, const Call
   if (name == "sort") {
     QWENRT_RETURN_IF_ERROR(bind({"reverse", "case_sensitive", "attribute"}));
     QWENRT_ASSIGN_OR_RETURN(auto items, Iterate(v));
-    QWENRT_ASSIGN_OR_RETURN(items, SortValues(std::move(items), a[2], a[1].Truthy(), a[0].Truthy()));
+    QWENRT_ASSIGN_OR_RETURN(items,
+                            SortValues(std::move(items), a[2], a[1].Truthy(), a[0].Truthy()));
     return Value::MakeList(std::move(items));
   }
   if (name == "dictsort") {
@@ -487,7 +526,8 @@ StatusOr<Value> CallFilterImpl(std::string_view name, const Value& v, const Call
       if (key.is_dict() || (key.is_list() && !key.AsList().is_tuple)) {
         return InvalidArgument("unhashable type: '{}'", key.TypeName());
       }
-      const bool dup = std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return Equals(s, key); });
+      const bool dup =
+          std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return Equals(s, key); });
       QWENRT_RETURN_IF_ERROR(ChargeWork(0));  // quadratic: stop as soon as Equals ran out of budget
       if (dup) continue;
       seen.push_back(std::move(key));
@@ -525,7 +565,8 @@ StatusOr<Value> CallFilterImpl(std::string_view name, const Value& v, const Call
     return PercentFormat(Str(v), args.args, /*strict_count=*/true);
   }
   if (IsJinja2Filter(name)) {
-    return Unsupported("the '{}' filter is not supported by qwenrt's Jinja subset (docs/chat-template.md)", name);
+    return Unsupported(
+        "the '{}' filter is not supported by qwenrt's Jinja subset (docs/chat-template.md)", name);
   }
   return InvalidArgument("No filter named '{}'.", name);
 }
@@ -546,32 +587,39 @@ StatusOr<Value> CallFilter(std::string_view name, const Value& v, const CallArgs
 }
 
 bool IsJinja2Filter(std::string_view name) {
-  static constexpr std::string_view kMissing[] = {"batch", "center", "filesizeformat", "groupby", "pprint",
-                                                  "random", "slice", "striptags", "truncate", "urlencode",
-                                                  "urlize", "wordwrap", "xmlattr"};
-  return HasFilter(name) || std::find(std::begin(kMissing), std::end(kMissing), name) != std::end(kMissing);
+  static constexpr std::string_view kMissing[] = {
+      "batch",     "center",   "filesizeformat", "groupby", "pprint",   "random", "slice",
+      "striptags", "truncate", "urlencode",      "urlize",  "wordwrap", "xmlattr"};
+  return HasFilter(name) ||
+         std::find(std::begin(kMissing), std::end(kMissing), name) != std::end(kMissing);
 }
 
 bool HasFilter(std::string_view name) {
   static constexpr std::string_view kNames[] = {
-      "tojson", "trim", "string", "safe", "e", "escape", "forceescape", "items", "length", "count", "join",
-      "default", "d", "upper", "lower", "capitalize", "title", "list", "first", "last", "replace", "int",
-      "float", "abs", "round", "reverse", "sort", "dictsort", "unique", "map", "select", "reject",
-      "selectattr", "rejectattr", "attr", "indent", "max", "min", "sum", "wordcount", "format"};
+      "tojson", "trim",       "string", "safe",   "e",          "escape",     "forceescape",
+      "items",  "length",     "count",  "join",   "default",    "d",          "upper",
+      "lower",  "capitalize", "title",  "list",   "first",      "last",       "replace",
+      "int",    "float",      "abs",    "round",  "reverse",    "sort",       "dictsort",
+      "unique", "map",        "select", "reject", "selectattr", "rejectattr", "attr",
+      "indent", "max",        "min",    "sum",    "wordcount",  "format"};
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 
 StatusOr<bool> CallTest(std::string_view name, const Value& v, const CallArgs& args) {
   using K = Value::Kind;
   std::vector<Value> a;
-  auto bind = [&](std::initializer_list<std::string_view> names) { return BindArgs(name, args, names, &a); };
+  auto bind = [&](std::initializer_list<std::string_view> names) {
+    return BindArgs(name, args, names, &a);
+  };
   auto one_arg = [&]() -> Status { return bind({"other"}); };
   static constexpr std::string_view kNoArgTests[] = {
-      "defined", "undefined", "none", "boolean", "false", "true", "integer", "float", "number", "string",
-      "mapping", "iterable", "sequence", "callable", "escaped", "lower", "upper", "odd", "even"};
+      "defined", "undefined", "none",   "boolean", "false",    "true",     "integer",
+      "float",   "number",    "string", "mapping", "iterable", "sequence", "callable",
+      "escaped", "lower",     "upper",  "odd",     "even"};
   if (std::find(std::begin(kNoArgTests), std::end(kNoArgTests), name) != std::end(kNoArgTests) &&
       (!args.args.empty() || !args.kwargs.empty())) {
-    return InvalidArgument("test_{}() takes 1 positional argument but {} were given", name, 1 + args.args.size());
+    return InvalidArgument("test_{}() takes 1 positional argument but {} were given", name,
+                           1 + args.args.size());
   }
   if (name == "defined") return !v.is_undefined();
   if (name == "undefined") return v.is_undefined();
@@ -584,16 +632,20 @@ StatusOr<bool> CallTest(std::string_view name, const Value& v, const CallArgs& a
   if (name == "number") return v.is_number();
   if (name == "string") return v.is_string();
   if (name == "mapping") return v.is_dict();
-  if (name == "iterable") return v.kind() == K::kList || v.kind() == K::kDict || v.kind() == K::kString || v.is_undefined();
+  if (name == "iterable")
+    return v.kind() == K::kList || v.kind() == K::kDict || v.kind() == K::kString ||
+           v.is_undefined();
   if (name == "sequence") {  // len() and [] work: Undefined has both
-    return v.kind() == K::kList || v.kind() == K::kDict || v.kind() == K::kString || v.is_undefined();
+    return v.kind() == K::kList || v.kind() == K::kDict || v.kind() == K::kString ||
+           v.is_undefined();
   }
   if (name == "callable") return v.is_callable() || v.is_undefined();  // Undefined has __call__
   if (name == "escaped") return false;
   if (name == "lower" || name == "upper") {
     if (!v.is_string()) return false;
     QWENRT_RETURN_IF_ERROR(ChargeWork(2 * v.AsString().size()));
-    return name == "lower" ? PyLower(v.AsString()) == v.AsString() : PyUpper(v.AsString()) == v.AsString();
+    return name == "lower" ? PyLower(v.AsString()) == v.AsString()
+                           : PyUpper(v.AsString()) == v.AsString();
   }
   if (name == "odd" || name == "even" || name == "divisibleby") {
     // Jinja2 computes `value % 2 == 1` etc., so use Python's `%` (floats work, strings format).
@@ -619,8 +671,8 @@ StatusOr<bool> CallTest(std::string_view name, const Value& v, const CallArgs& a
     QWENRT_RETURN_IF_ERROR(one_arg());
     return !Equals(v, a[0]);
   }
-  if (name == "lt" || name == "lessthan" || name == "<" || name == "le" || name == "<=" || name == "gt" ||
-      name == "greaterthan" || name == ">" || name == "ge" || name == ">=") {
+  if (name == "lt" || name == "lessthan" || name == "<" || name == "le" || name == "<=" ||
+      name == "gt" || name == "greaterthan" || name == ">" || name == "ge" || name == ">=") {
     QWENRT_RETURN_IF_ERROR(one_arg());
     const bool lt = name == "lt" || name == "lessthan" || name == "<";
     const bool le = name == "le" || name == "<=";
@@ -645,10 +697,12 @@ StatusOr<bool> CallTest(std::string_view name, const Value& v, const CallArgs& a
 
 bool HasTest(std::string_view name) {
   static constexpr std::string_view kNames[] = {
-      "defined", "undefined", "none", "boolean", "false", "true", "integer", "float", "number", "string",
-      "mapping", "iterable", "sequence", "callable", "escaped", "lower", "upper", "odd", "even",
-      "divisibleby", "sameas", "eq", "equalto", "==", "ne", "!=", "lt", "lessthan", "<", "le", "<=", "gt",
-      "greaterthan", ">", "ge", ">=", "in", "filter", "test"};
+      "defined", "undefined", "none",   "boolean", "false",       "true",        "integer",
+      "float",   "number",    "string", "mapping", "iterable",    "sequence",    "callable",
+      "escaped", "lower",     "upper",  "odd",     "even",        "divisibleby", "sameas",
+      "eq",      "equalto",   "==",     "ne",      "!=",          "lt",          "lessthan",
+      "<",       "le",        "<=",     "gt",      "greaterthan", ">",           "ge",
+      ">=",      "in",        "filter", "test"};
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 

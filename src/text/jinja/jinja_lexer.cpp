@@ -14,17 +14,28 @@ namespace qwenrt::jinja {
 
 const char* TokenKindName(TokenKind kind) {
   switch (kind) {
-    case TokenKind::kText: return "template data";
-    case TokenKind::kVarBegin: return "begin of print statement";
-    case TokenKind::kVarEnd: return "end of print statement";
-    case TokenKind::kBlockBegin: return "begin of statement block";
-    case TokenKind::kBlockEnd: return "end of statement block";
-    case TokenKind::kName: return "name";
-    case TokenKind::kString: return "string";
-    case TokenKind::kInt: return "integer";
-    case TokenKind::kFloat: return "float";
-    case TokenKind::kOperator: return "operator";
-    case TokenKind::kEof: return "end of template";
+    case TokenKind::kText:
+      return "template data";
+    case TokenKind::kVarBegin:
+      return "begin of print statement";
+    case TokenKind::kVarEnd:
+      return "end of print statement";
+    case TokenKind::kBlockBegin:
+      return "begin of statement block";
+    case TokenKind::kBlockEnd:
+      return "end of statement block";
+    case TokenKind::kName:
+      return "name";
+    case TokenKind::kString:
+      return "string";
+    case TokenKind::kInt:
+      return "integer";
+    case TokenKind::kFloat:
+      return "float";
+    case TokenKind::kOperator:
+      return "operator";
+    case TokenKind::kEof:
+      return "end of template";
   }
   return "token";
 }
@@ -110,7 +121,8 @@ class Lexer {
 
   size_t FindTagStart(size_t from) const {
     for (size_t i = from; i + 1 < src_.size(); ++i) {
-      if (src_[i] == '{' && (src_[i + 1] == '{' || src_[i + 1] == '%' || src_[i + 1] == '#')) return i;
+      if (src_[i] == '{' && (src_[i + 1] == '{' || src_[i + 1] == '%' || src_[i + 1] == '#'))
+        return i;
     }
     return src_.size();
   }
@@ -145,7 +157,8 @@ class Lexer {
   void AfterTagEnd(char end_modifier, bool is_block_or_comment) {
     if (end_modifier == '-') {
       strip_next_leading_ = true;
-    } else if (is_block_or_comment && end_modifier != '+' && pos_ < src_.size() && src_[pos_] == '\n') {
+    } else if (is_block_or_comment && end_modifier != '+' && pos_ < src_.size() &&
+               src_[pos_] == '\n') {
       ++pos_;
     }
   }
@@ -153,7 +166,8 @@ class Lexer {
   Status SkipComment(size_t tag, size_t p) {
     const size_t end = src_.find("#}", p);
     if (end == std::string::npos) return Error(tag, "unterminated comment");
-    const char modifier = (end > p && (src_[end - 1] == '-' || src_[end - 1] == '+')) ? src_[end - 1] : '\0';
+    const char modifier =
+        (end > p && (src_[end - 1] == '-' || src_[end - 1] == '+')) ? src_[end - 1] : '\0';
     pos_ = end + 2;
     AfterTagEnd(modifier, true);
     return OkStatus();
@@ -188,7 +202,8 @@ class Lexer {
       const size_t open = src_.find("{%", search);
       if (open == std::string::npos) return Error(tag, "missing end of raw directive");
       size_t q = open + 2;
-      const char open_mod = (q < src_.size() && (src_[q] == '-' || src_[q] == '+')) ? src_[q] : '\0';
+      const char open_mod =
+          (q < src_.size() && (src_[q] == '-' || src_[q] == '+')) ? src_[q] : '\0';
       if (open_mod) ++q;
       q = SkipSpaces(q);
       if (src_.compare(q, 6, "endraw") == 0) {
@@ -252,7 +267,9 @@ class Lexer {
       const char c = src_[p];
       if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
         size_t q = p;
-        while (q < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[q])) || src_[q] == '_')) ++q;
+        while (q < src_.size() &&
+               (std::isalnum(static_cast<unsigned char>(src_[q])) || src_[q] == '_'))
+          ++q;
         t.kind = TokenKind::kName;
         t.text = src_.substr(p, q - p);
         p = q;
@@ -306,7 +323,8 @@ class Lexer {
     };
     take_digits();
     bool is_float = false;
-    if (p + 1 < src_.size() && src_[p] == '.' && std::isdigit(static_cast<unsigned char>(src_[p + 1]))) {
+    if (p + 1 < src_.size() && src_[p] == '.' &&
+        std::isdigit(static_cast<unsigned char>(src_[p + 1]))) {
       is_float = true;
       digits.push_back('.');
       ++p;
@@ -367,23 +385,47 @@ class Lexer {
       const char e = src_[p + 1];
       p += 2;
       switch (e) {
-        case '\n': break;  // line continuation
-        case '\\': value.push_back('\\'); break;
-        case '\'': value.push_back('\''); break;
-        case '"': value.push_back('"'); break;
-        case 'a': value.push_back('\a'); break;
-        case 'b': value.push_back('\b'); break;
-        case 'f': value.push_back('\f'); break;
-        case 'n': value.push_back('\n'); break;
-        case 'r': value.push_back('\r'); break;
-        case 't': value.push_back('\t'); break;
-        case 'v': value.push_back('\v'); break;
-        case 'x': case 'u': case 'U': {
+        case '\n':
+          break;  // line continuation
+        case '\\':
+          value.push_back('\\');
+          break;
+        case '\'':
+          value.push_back('\'');
+          break;
+        case '"':
+          value.push_back('"');
+          break;
+        case 'a':
+          value.push_back('\a');
+          break;
+        case 'b':
+          value.push_back('\b');
+          break;
+        case 'f':
+          value.push_back('\f');
+          break;
+        case 'n':
+          value.push_back('\n');
+          break;
+        case 'r':
+          value.push_back('\r');
+          break;
+        case 't':
+          value.push_back('\t');
+          break;
+        case 'v':
+          value.push_back('\v');
+          break;
+        case 'x':
+        case 'u':
+        case 'U': {
           const int n = e == 'x' ? 2 : (e == 'u' ? 4 : 8);
           char32_t cp = 0;
           for (int k = 0; k < n; ++k) {
             const int h = p + k < src_.size() ? HexValue(src_[p + k]) : -1;
-            if (h < 0) return Error(*pos, fmt::format("truncated \\{} escape in string", std::string(1, e)));
+            if (h < 0)
+              return Error(*pos, fmt::format("truncated \\{} escape in string", std::string(1, e)));
             cp = cp * 16 + static_cast<char32_t>(h);
           }
           if (cp > 0x10FFFF) return Error(*pos, "illegal Unicode character in string");
@@ -394,7 +436,8 @@ class Lexer {
         default:
           if (e >= '0' && e <= '7') {
             char32_t cp = static_cast<char32_t>(e - '0');
-            for (int k = 0; k < 2 && p < src_.size() && src_[p] >= '0' && src_[p] <= '7'; ++k, ++p) {
+            for (int k = 0; k < 2 && p < src_.size() && src_[p] >= '0' && src_[p] <= '7';
+                 ++k, ++p) {
               cp = cp * 8 + static_cast<char32_t>(src_[p] - '0');
             }
             AppendUtf8(cp, &value);
@@ -421,7 +464,8 @@ class Lexer {
 
 StatusOr<std::vector<Token>> Tokenize(std::string_view source, size_t max_bytes) {
   if (source.size() > max_bytes) {
-    return InvalidArgument("template too large ({} bytes; max_template_bytes is {})", source.size(), max_bytes);
+    return InvalidArgument("template too large ({} bytes; max_template_bytes is {})", source.size(),
+                           max_bytes);
   }
   Lexer lexer(NormalizeNewlines(source));
   return lexer.Run();

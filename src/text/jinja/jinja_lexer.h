@@ -26,16 +26,16 @@ enum class TokenKind {
   kString,      // string literal, already unescaped
   kInt,
   kFloat,
-  kOperator,    // + - * / // % ** ~ == != < <= > >= = ( ) [ ] { } , . : |
+  kOperator,  // + - * / // % ** ~ == != < <= > >= = ( ) [ ] { } , . : |
   kEof,
 };
 
 struct Token {
   TokenKind kind = TokenKind::kEof;
-  std::string text;   // text, name, operator, or string-literal value
+  std::string text;  // text, name, operator, or string-literal value
   int64_t int_value = 0;
   double float_value = 0.0;
-  int line = 1;       // 1-based position of the token in the source
+  int line = 1;  // 1-based position of the token in the source
   int col = 1;
 };
 

@@ -29,16 +29,16 @@ struct TemplateLimits {
   // per JSON value), so long conversations always fit: the Qwen3.5 template spends about 12 per
   // byte, so the default leaves a margin of about 3x on top of max_cost.
   uint64_t cost_per_context_byte = 32;
-  int64_t max_steps = 10'000'000;        // loop iterations + macro calls
-  size_t max_output_bytes = 16u << 20;   // rendered text (and each macro's or block's output)
-  size_t max_value_bytes = 16u << 20;    // any one string a builtin produces
-  size_t max_list_items = 1u << 20;      // any one list or dict a builtin produces
+  int64_t max_steps = 10'000'000;       // loop iterations + macro calls
+  size_t max_output_bytes = 16u << 20;  // rendered text (and each macro's or block's output)
+  size_t max_value_bytes = 16u << 20;   // any one string a builtin produces
+  size_t max_list_items = 1u << 20;     // any one list or dict a builtin produces
   // Nesting of values (lists, dicts, bound methods, loop objects) as they are built, and of the
   // JSON context (messages, tools) a render gets: equality, repr, tojson and destruction recurse
   // per level.
   int max_value_depth = 128;
-  int max_call_depth = 48;               // nested macro calls
-  int max_eval_depth = 640;              // nested evaluation frames (statements + expressions)
+  int max_call_depth = 48;   // nested macro calls
+  int max_eval_depth = 640;  // nested evaluation frames (statements + expressions)
 };
 
 }  // namespace qwenrt::jinja

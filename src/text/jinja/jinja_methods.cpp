@@ -26,11 +26,12 @@ bool SameObject(const Value& a, const Value& b) {
   return false;
 }
 
-Status BindArgs(std::string_view fname, const CallArgs& args, std::initializer_list<std::string_view> names,
-                std::vector<Value>* out) {
+Status BindArgs(std::string_view fname, const CallArgs& args,
+                std::initializer_list<std::string_view> names, std::vector<Value>* out) {
   out->assign(names.size(), Value());
   if (args.args.size() > names.size()) {
-    return InvalidArgument("{}() takes at most {} argument(s) ({} given)", fname, names.size(), args.args.size());
+    return InvalidArgument("{}() takes at most {} argument(s) ({} given)", fname, names.size(),
+                           args.args.size());
   }
   for (size_t i = 0; i < args.args.size(); ++i) (*out)[i] = args.args[i];
   for (const auto& [key, value] : args.kwargs) {
@@ -39,8 +40,10 @@ Status BindArgs(std::string_view fname, const CallArgs& args, std::initializer_l
       if (n == key) break;
       ++i;
     }
-    if (i == names.size()) return InvalidArgument("{}() got an unexpected keyword argument '{}'", fname, key);
-    if (i < args.args.size()) return InvalidArgument("{}() got multiple values for argument '{}'", fname, key);
+    if (i == names.size())
+      return InvalidArgument("{}() got an unexpected keyword argument '{}'", fname, key);
+    if (i < args.args.size())
+      return InvalidArgument("{}() got multiple values for argument '{}'", fname, key);
     (*out)[i] = value;
   }
   return OkStatus();
@@ -73,7 +76,8 @@ StatusOr<int64_t> OptInt(const Value& v, int64_t fallback, std::string_view what
   if (v.is_undefined() || v.is_none()) return fallback;
   if (v.is_int()) return v.AsInt();
   if (v.is_bool()) return static_cast<int64_t>(v.AsBool());
-  return InvalidArgument("'{}' object cannot be interpreted as an integer ({})", v.TypeName(), what);
+  return InvalidArgument("'{}' object cannot be interpreted as an integer ({})", v.TypeName(),
+                         what);
 }
 
 // Byte offset of code point `i` of `s` (0 <= i <= count; i == count gives s.size()), found by a
@@ -115,9 +119,11 @@ StatusOr<Value> PyFormat(const std::string& fmt_s, const CallArgs& args) {
   size_t auto_index = 0;
   for (size_t i = 0; i < fmt_s.size(); ++i) {
     const char c = fmt_s[i];
-    if (c == '}' ) {
-      if (i + 1 < fmt_s.size() && fmt_s[i + 1] == '}') ++i;
-      else return InvalidArgument("Single '}}' encountered in format string");
+    if (c == '}') {
+      if (i + 1 < fmt_s.size() && fmt_s[i + 1] == '}')
+        ++i;
+      else
+        return InvalidArgument("Single '}}' encountered in format string");
       out.push_back('}');
       continue;
     }
@@ -131,20 +137,26 @@ StatusOr<Value> PyFormat(const std::string& fmt_s, const CallArgs& args) {
       continue;
     }
     const size_t close = fmt_s.find('}', i);
-    if (close == std::string::npos) return InvalidArgument("Single '{{' encountered in format string");
+    if (close == std::string::npos)
+      return InvalidArgument("Single '{{' encountered in format string");
     const std::string field = fmt_s.substr(i + 1, close - i - 1);
     if (field.find_first_of(":!.[") != std::string::npos) {
-      return InvalidArgument("str.format: format specs and conversions are not supported ('{}')", field);
+      return InvalidArgument("str.format: format specs and conversions are not supported ('{}')",
+                             field);
     }
     const Value* v = nullptr;
-    if (field.empty() || std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+    if (field.empty() ||
+        std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
       size_t idx = auto_index;
       if (field.empty()) {
         ++auto_index;
-      } else if (std::from_chars(field.data(), field.data() + field.size(), idx).ec != std::errc()) {
-        return InvalidArgument("Replacement index {} out of range for positional args tuple", field);
+      } else if (std::from_chars(field.data(), field.data() + field.size(), idx).ec !=
+                 std::errc()) {
+        return InvalidArgument("Replacement index {} out of range for positional args tuple",
+                               field);
       }
-      if (idx >= args.args.size()) return InvalidArgument("Replacement index {} out of range for positional args tuple", idx);
+      if (idx >= args.args.size())
+        return InvalidArgument("Replacement index {} out of range for positional args tuple", idx);
       v = &args.args[idx];
     } else {
       for (const auto& [k, val] : args.kwargs) {
@@ -161,7 +173,9 @@ StatusOr<Value> PyFormat(const std::string& fmt_s, const CallArgs& args) {
 
 StatusOr<Value> StringMethod(const std::string& s, std::string_view name, const CallArgs& args) {
   std::vector<Value> a;
-  auto bind = [&](std::initializer_list<std::string_view> names) { return BindArgs(name, args, names, &a); };
+  auto bind = [&](std::initializer_list<std::string_view> names) {
+    return BindArgs(name, args, names, &a);
+  };
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     QWENRT_RETURN_IF_ERROR(bind({"chars"}));
     QWENRT_ASSIGN_OR_RETURN(auto chars, OptString(a[0], name));
@@ -175,7 +189,8 @@ StatusOr<Value> StringMethod(const std::string& s, std::string_view name, const 
     // At most max_list_items + 1 parts are built: that many means the whole split is too large.
     const auto max_items = static_cast<int64_t>(ActiveLimits().max_list_items);
     const int64_t capped = maxsplit < 0 || maxsplit > max_items ? max_items : maxsplit;
-    std::vector<std::string> parts = name == "split" ? PySplit(s, sep, capped) : PyRSplit(s, sep, capped);
+    std::vector<std::string> parts =
+        name == "split" ? PySplit(s, sep, capped) : PyRSplit(s, sep, capped);
     QWENRT_RETURN_IF_ERROR(CheckListSize(parts.size()));
     return StringList(std::move(parts));
   }
@@ -187,8 +202,8 @@ StatusOr<Value> StringMethod(const std::string& s, std::string_view name, const 
     while (pos < s.size()) {
       const size_t start = pos;
       const char32_t cp = DecodeUtf8(s, &pos);
-      const bool brk = cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || cp == 0x1C || cp == 0x1D ||
-                       cp == 0x1E || cp == 0x85 || cp == 0x2028 || cp == 0x2029;
+      const bool brk = cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || cp == 0x1C ||
+                       cp == 0x1D || cp == 0x1E || cp == 0x85 || cp == 0x2028 || cp == 0x2029;
       if (!brk) {
         cur.append(s, start, pos - start);
         continue;
@@ -207,15 +222,18 @@ StatusOr<Value> StringMethod(const std::string& s, std::string_view name, const 
     size_t off = 0;
     QWENRT_ASSIGN_OR_RETURN(std::string_view w, Window(s, a[1], a[2], &off));
     std::vector<Value> cands;
-    if (a[0].is_list() && a[0].AsList().is_tuple) cands = a[0].AsList().items;
-    else cands.push_back(a[0]);
+    if (a[0].is_list() && a[0].AsList().is_tuple)
+      cands = a[0].AsList().items;
+    else
+      cands.push_back(a[0]);
     for (const auto& c : cands) {
       if (!c.is_string()) {
-        return InvalidArgument("{} first arg must be str or a tuple of str, not {}", name, c.TypeName());
+        return InvalidArgument("{} first arg must be str or a tuple of str, not {}", name,
+                               c.TypeName());
       }
       const std::string& p = c.AsString();
-      if (p.size() <= w.size() &&
-          (name == "startswith" ? w.substr(0, p.size()) == p : w.substr(w.size() - p.size()) == p)) {
+      if (p.size() <= w.size() && (name == "startswith" ? w.substr(0, p.size()) == p
+                                                        : w.substr(w.size() - p.size()) == p)) {
         return Value::Bool(true);
       }
     }
@@ -223,7 +241,8 @@ StatusOr<Value> StringMethod(const std::string& s, std::string_view name, const 
   }
   if (name == "replace") {
     QWENRT_RETURN_IF_ERROR(bind({"old", "new", "count"}));
-    if (!a[0].is_string() || !a[1].is_string()) return InvalidArgument("replace() arguments must be str");
+    if (!a[0].is_string() || !a[1].is_string())
+      return InvalidArgument("replace() arguments must be str");
     QWENRT_ASSIGN_OR_RETURN(int64_t count, OptInt(a[2], -1, "count"));
     const uint64_t bytes = PyReplaceSize(s, a[0].AsString(), a[1].AsString(), count);
     QWENRT_RETURN_IF_ERROR(CheckStringSize(bytes));
@@ -239,7 +258,9 @@ StatusOr<Value> StringMethod(const std::string& s, std::string_view name, const 
     if (name == "count") {
       if (sub.empty()) return Value::Int(static_cast<int64_t>(CodePointCount(w) + 1));
       int64_t n = 0;
-      for (size_t p = PyFind(w, sub, 0); p != std::string_view::npos; p = PyFind(w, sub, p + sub.size())) ++n;
+      for (size_t p = PyFind(w, sub, 0); p != std::string_view::npos;
+           p = PyFind(w, sub, p + sub.size()))
+        ++n;
       return Value::Int(n);
     }
     const size_t hit = (name == "find" || name == "index") ? PyFind(w, sub, 0) : PyRFind(w, sub);
@@ -262,7 +283,8 @@ StatusOr<Value> StringMethod(const std::string& s, std::string_view name, const 
     std::string out;
     for (size_t i = 0; i < items.size(); ++i) {
       if (!items[i].is_string()) {
-        return InvalidArgument("sequence item {}: expected str instance, {} found", i, items[i].TypeName());
+        return InvalidArgument("sequence item {}: expected str instance, {} found", i,
+                               items[i].TypeName());
       }
       if (i) out += s;
       out += items[i].AsString();
@@ -270,8 +292,8 @@ StatusOr<Value> StringMethod(const std::string& s, std::string_view name, const 
     }
     return Value::String(std::move(out));
   }
-  if (name == "isdigit" || name == "isalpha" || name == "isalnum" || name == "isspace" || name == "isupper" ||
-      name == "islower") {
+  if (name == "isdigit" || name == "isalpha" || name == "isalnum" || name == "isspace" ||
+      name == "isupper" || name == "islower") {
     QWENRT_RETURN_IF_ERROR(bind({}));
     if (name == "isupper" || name == "islower") {
       const std::string other = name == "isupper" ? PyLower(s) : PyUpper(s);
@@ -283,7 +305,8 @@ StatusOr<Value> StringMethod(const std::string& s, std::string_view name, const 
     while (pos < s.size()) {
       const char32_t cp = DecodeUtf8(s, &pos);
       bool ok = false;
-      if (name == "isspace") ok = IsPySpace(cp);
+      if (name == "isspace")
+        ok = IsPySpace(cp);
       else if (cp < 0x80) {
         const bool digit = cp >= '0' && cp <= '9';
         const bool alpha = (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
@@ -312,9 +335,12 @@ StatusOr<Value> DictMethod(const Value& self, std::string_view name, const CallA
   std::vector<Value> out;
   out.reserve(d.items.size());
   for (const auto& [k, v] : d.items) {
-    if (name == "keys") out.push_back(k);
-    else if (name == "values") out.push_back(v);
-    else out.push_back(Value::MakeList({k, v}, /*is_tuple=*/true));
+    if (name == "keys")
+      out.push_back(k);
+    else if (name == "values")
+      out.push_back(v);
+    else
+      out.push_back(Value::MakeList({k, v}, /*is_tuple=*/true));
   }
   return Value::MakeList(std::move(out));
 }
@@ -336,15 +362,17 @@ StatusOr<Value> ListMethod(const Value& self, std::string_view name, const CallA
 
 bool IsStringMethod(std::string_view n) {
   static constexpr std::string_view kNames[] = {
-      "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith", "replace",
-      "find", "rfind", "index", "rindex", "count", "upper", "lower", "title", "capitalize", "join",
-      "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower", "format"};
+      "strip",    "lstrip",  "rstrip",  "split",      "rsplit", "splitlines", "startswith",
+      "endswith", "replace", "find",    "rfind",      "index",  "rindex",     "count",
+      "upper",    "lower",   "title",   "capitalize", "join",   "isdigit",    "isalpha",
+      "isalnum",  "isspace", "isupper", "islower",    "format"};
   return std::find(std::begin(kNames), std::end(kNames), n) != std::end(kNames);
 }
 
 bool IsMutatingMethod(std::string_view n) {
-  static constexpr std::string_view kNames[] = {"append", "extend", "insert", "pop", "remove", "clear",
-                                                "sort", "reverse", "update", "setdefault", "popitem"};
+  static constexpr std::string_view kNames[] = {"append", "extend",     "insert", "pop",
+                                                "remove", "clear",      "sort",   "reverse",
+                                                "update", "setdefault", "popitem"};
   return std::find(std::begin(kNames), std::end(kNames), n) != std::end(kNames);
 }
 
@@ -354,28 +382,38 @@ std::optional<Value> BoundMethod(const Value& obj, std::string_view name) {
   // The receiver is held by the callable (for its depth); strings are shared, so holding one is
   // O(1). A method call is charged its receiver's bytes or items plus its result's.
   if (obj.is_string() && IsStringMethod(name)) {
-    return Value::MakeCallable("str." + method, [obj, method](CallArgs& args) -> StatusOr<Value> {
-      QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(obj)));
-      QWENRT_ASSIGN_OR_RETURN(Value r, StringMethod(obj.AsString(), method, args));
-      if (!SameObject(r, obj)) QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(r)));
-      return r;
-    }, &obj);
+    return Value::MakeCallable(
+        "str." + method,
+        [obj, method](CallArgs& args) -> StatusOr<Value> {
+          QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(obj)));
+          QWENRT_ASSIGN_OR_RETURN(Value r, StringMethod(obj.AsString(), method, args));
+          if (!SameObject(r, obj)) QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(r)));
+          return r;
+        },
+        &obj);
   }
   if (obj.is_dict() && (name == "get" || name == "keys" || name == "values" || name == "items")) {
-    return Value::MakeCallable("dict." + method, [obj, method](CallArgs& args) -> StatusOr<Value> {
-      QWENRT_ASSIGN_OR_RETURN(Value r, DictMethod(obj, method, args));
-      if (method != "get") QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(r)));  // get returns a stored value
-      return r;
-    }, &obj);
+    return Value::MakeCallable(
+        "dict." + method,
+        [obj, method](CallArgs& args) -> StatusOr<Value> {
+          QWENRT_ASSIGN_OR_RETURN(Value r, DictMethod(obj, method, args));
+          if (method != "get")
+            QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(r)));  // get returns a stored value
+          return r;
+        },
+        &obj);
   }
   if (obj.is_list() && (name == "index" || name == "count")) {
-    return Value::MakeCallable("list." + method, [obj, method](CallArgs& args) { return ListMethod(obj, method, args); },
-                               &obj);
+    return Value::MakeCallable(
+        "list." + method, [obj, method](CallArgs& args) { return ListMethod(obj, method, args); },
+        &obj);
   }
   if ((obj.is_list() || obj.is_dict()) && IsMutatingMethod(name)) {
-    return Value::MakeCallable(method, [type = std::string(obj.TypeName()), method](CallArgs&) -> StatusOr<Value> {
-      return InvalidArgument("access to attribute '{}' of '{}' object is unsafe.", method, type);
-    });
+    return Value::MakeCallable(
+        method, [type = std::string(obj.TypeName()), method](CallArgs&) -> StatusOr<Value> {
+          return InvalidArgument("access to attribute '{}' of '{}' object is unsafe.", method,
+                                 type);
+        });
   }
   return std::nullopt;
 }
@@ -484,7 +522,8 @@ StatusOr<Value> Slice(const Value& obj, const Value* start, const Value* stop, c
   if (st > 0 && b < e) count = static_cast<uint64_t>(e - b - 1) / ust + 1;
   if (st < 0 && b > e) count = static_cast<uint64_t>(b - e - 1) / ust + 1;
   auto index = [&](uint64_t k) {
-    return static_cast<size_t>(st > 0 ? static_cast<uint64_t>(b) + k * ust : static_cast<uint64_t>(b) - k * ust);
+    return static_cast<size_t>(st > 0 ? static_cast<uint64_t>(b) + k * ust
+                                      : static_cast<uint64_t>(b) - k * ust);
   };
   if (is_str) {
     const std::string& s = obj.AsString();
@@ -492,8 +531,10 @@ StatusOr<Value> Slice(const Value& obj, const Value* start, const Value* stop, c
     out.reserve(std::min<uint64_t>(s.size(), count * 4));
     for (uint64_t k = 0; k < count; ++k) {
       const size_t i = index(k);
-      if (offs.empty()) out.push_back(s[i]);
-      else out.append(s, offs[i], offs[i + 1] - offs[i]);
+      if (offs.empty())
+        out.push_back(s[i]);
+      else
+        out.append(s, offs[i], offs[i + 1] - offs[i]);
     }
     return Value::String(std::move(out));
   }
@@ -506,7 +547,8 @@ StatusOr<Value> Slice(const Value& obj, const Value* start, const Value* stop, c
 
 StatusOr<std::vector<Value>> Iterate(const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return std::vector<Value>();
+    case Value::Kind::kUndefined:
+      return std::vector<Value>();
     case Value::Kind::kList:
       QWENRT_RETURN_IF_ERROR(ChargeWork(ShallowCost(v)));
       return v.AsList().items;
@@ -542,10 +584,12 @@ StatusOr<Value> GetDotted(const Value& obj, std::string_view path) {
   size_t start = 0;
   while (true) {
     const size_t dot = path.find('.', start);
-    const std::string_view part = path.substr(start, dot == std::string_view::npos ? path.npos : dot - start);
+    const std::string_view part =
+        path.substr(start, dot == std::string_view::npos ? path.npos : dot - start);
     Value key = Value::String(std::string(part));
     int64_t index = 0;
-    if (!part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+    if (!part.empty() &&
+        std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
         std::from_chars(part.data(), part.data() + part.size(), index).ec == std::errc()) {
       key = Value::Int(index);  // digits beyond int64 stay a string key, as no list is that long
     }
@@ -557,22 +601,28 @@ StatusOr<Value> GetDotted(const Value& obj, std::string_view path) {
 
 StatusOr<int64_t> Length(const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return 0;
+    case Value::Kind::kUndefined:
+      return 0;
     case Value::Kind::kString:
       QWENRT_RETURN_IF_ERROR(ChargeWork(v.AsString().size()));
       return static_cast<int64_t>(CodePointCount(v.AsString()));
-    case Value::Kind::kList: return static_cast<int64_t>(v.AsList().items.size());
-    case Value::Kind::kDict: return static_cast<int64_t>(v.AsDict().items.size());
-    default: return InvalidArgument("object of type '{}' has no len()", v.TypeName());
+    case Value::Kind::kList:
+      return static_cast<int64_t>(v.AsList().items.size());
+    case Value::Kind::kDict:
+      return static_cast<int64_t>(v.AsDict().items.size());
+    default:
+      return InvalidArgument("object of type '{}' has no len()", v.TypeName());
   }
 }
 
 StatusOr<bool> Contains(const Value& container, const Value& item) {
   switch (container.kind()) {
-    case Value::Kind::kUndefined: return false;
+    case Value::Kind::kUndefined:
+      return false;
     case Value::Kind::kString:
       if (!item.is_string()) {
-        return InvalidArgument("'in <string>' requires string as left operand, not {}", item.TypeName());
+        return InvalidArgument("'in <string>' requires string as left operand, not {}",
+                               item.TypeName());
       }
       QWENRT_RETURN_IF_ERROR(ChargeWork(container.AsString().size() + item.AsString().size()));
       return PyFind(container.AsString(), item.AsString(), 0) != std::string_view::npos;

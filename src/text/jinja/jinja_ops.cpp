@@ -14,13 +14,17 @@ bool IsIntLike(const Value& v) { return v.is_int() || v.is_bool(); }
 int64_t IntOf(const Value& v) { return v.is_int() ? v.AsInt() : static_cast<int64_t>(v.AsBool()); }
 
 Status Unsupported(std::string_view op, const Value& a, const Value& b) {
-  return InvalidArgument("unsupported operand type(s) for {}: '{}' and '{}'", op, a.TypeName(), b.TypeName());
+  return InvalidArgument("unsupported operand type(s) for {}: '{}' and '{}'", op, a.TypeName(),
+                         b.TypeName());
 }
 
-Status Overflow() { return InvalidArgument("integer overflow (values beyond 64 bits are not supported)"); }
+Status Overflow() {
+  return InvalidArgument("integer overflow (values beyond 64 bits are not supported)");
+}
 
 StatusOr<Value> Repeat(const Value& seq, int64_t n) {
-  if (n <= 0) return seq.is_string() ? Value::String("") : Value::MakeList({}, seq.AsList().is_tuple);
+  if (n <= 0)
+    return seq.is_string() ? Value::String("") : Value::MakeList({}, seq.AsList().is_tuple);
   if (seq.is_string()) {
     const std::string& s = seq.AsString();
     const uint64_t bytes = SaturatingMul(s.size(), static_cast<uint64_t>(n));
@@ -54,8 +58,12 @@ StatusOr<Value> BinaryOp(std::string_view op, const Value& a, const Value& b) {
     // str.__mod__ runs first and treats Undefined (it has __getitem__) as a mapping.
     return PercentFormat(a.AsString(), {b}, /*strict_count=*/false);
   }
-  if (a.is_undefined()) return InvalidArgument("{}", a.undefined_hint().empty() ? "value is undefined" : a.undefined_hint());
-  if (b.is_undefined()) return InvalidArgument("{}", b.undefined_hint().empty() ? "value is undefined" : b.undefined_hint());
+  if (a.is_undefined())
+    return InvalidArgument("{}",
+                           a.undefined_hint().empty() ? "value is undefined" : a.undefined_hint());
+  if (b.is_undefined())
+    return InvalidArgument("{}",
+                           b.undefined_hint().empty() ? "value is undefined" : b.undefined_hint());
   const bool nums = a.is_number() && b.is_number();
   const bool ints = IsIntLike(a) && IsIntLike(b);
   if (op == "+") {
@@ -66,7 +74,8 @@ StatusOr<Value> BinaryOp(std::string_view op, const Value& a, const Value& b) {
     }
     if (nums) return Value::Float(a.ToDouble() + b.ToDouble());
     if (a.is_string()) {
-      if (!b.is_string()) return InvalidArgument("can only concatenate str (not \"{}\") to str", b.TypeName());
+      if (!b.is_string())
+        return InvalidArgument("can only concatenate str (not \"{}\") to str", b.TypeName());
       const uint64_t bytes = a.AsString().size() + b.AsString().size();
       QWENRT_RETURN_IF_ERROR(CheckStringSize(bytes));
       QWENRT_RETURN_IF_ERROR(ChargeWork(bytes));
@@ -74,7 +83,8 @@ StatusOr<Value> BinaryOp(std::string_view op, const Value& a, const Value& b) {
     }
     if (a.is_list()) {
       if (!b.is_list() || b.AsList().is_tuple != a.AsList().is_tuple) {
-        return InvalidArgument("can only concatenate {} (not \"{}\") to {}", a.TypeName(), b.TypeName(), a.TypeName());
+        return InvalidArgument("can only concatenate {} (not \"{}\") to {}", a.TypeName(),
+                               b.TypeName(), a.TypeName());
       }
       const uint64_t total = a.AsList().items.size() + b.AsList().items.size();
       QWENRT_RETURN_IF_ERROR(CheckListSize(total));
@@ -130,7 +140,8 @@ StatusOr<Value> BinaryOp(std::string_view op, const Value& a, const Value& b) {
   if (op == "%") {
     if (a.is_string()) {
       // printf-style formatting, the arguments being a tuple or a single value.
-      if (b.is_list() && b.AsList().is_tuple) return PercentFormat(a.AsString(), b.AsList().items, true);
+      if (b.is_list() && b.AsList().is_tuple)
+        return PercentFormat(a.AsString(), b.AsList().items, true);
       return PercentFormat(a.AsString(), {b}, /*strict_count=*/!(b.is_list() || b.is_dict()));
     }
     if (!nums) return Unsupported(op, a, b);
@@ -146,7 +157,9 @@ StatusOr<Value> BinaryOp(std::string_view op, const Value& a, const Value& b) {
     return Value::Float(PyFloatMod(a.ToDouble(), b.ToDouble()));
   }
   if (op == "**") {
-    if (!nums) return InvalidArgument("unsupported operand type(s) for ** or pow(): '{}' and '{}'", a.TypeName(), b.TypeName());
+    if (!nums)
+      return InvalidArgument("unsupported operand type(s) for ** or pow(): '{}' and '{}'",
+                             a.TypeName(), b.TypeName());
     if (ints && IntOf(b) >= 0) {
       int64_t base = IntOf(a), e = IntOf(b), r = 1;
       while (e > 0) {
@@ -158,14 +171,17 @@ StatusOr<Value> BinaryOp(std::string_view op, const Value& a, const Value& b) {
       }
       return Value::Int(r);
     }
-    if (a.ToDouble() == 0.0 && b.ToDouble() < 0) return InvalidArgument("0.0 cannot be raised to a negative power");
+    if (a.ToDouble() == 0.0 && b.ToDouble() < 0)
+      return InvalidArgument("0.0 cannot be raised to a negative power");
     return Value::Float(std::pow(a.ToDouble(), b.ToDouble()));
   }
   return InvalidArgument("unknown operator '{}'", op);
 }
 
 StatusOr<Value> UnaryOp(std::string_view op, const Value& v) {
-  if (v.is_undefined()) return InvalidArgument("{}", v.undefined_hint().empty() ? "value is undefined" : v.undefined_hint());
+  if (v.is_undefined())
+    return InvalidArgument("{}",
+                           v.undefined_hint().empty() ? "value is undefined" : v.undefined_hint());
   if (IsIntLike(v)) {
     if (op == "+") return Value::Int(IntOf(v));
     if (IntOf(v) == INT64_MIN) return Overflow();
@@ -184,7 +200,8 @@ StatusOr<bool> CompareOp(std::string_view op, const Value& a, const Value& b) {
   }
   for (const Value* v : {&a, &b}) {
     if (v->is_undefined()) {
-      return InvalidArgument("{}", v->undefined_hint().empty() ? "value is undefined" : v->undefined_hint());
+      return InvalidArgument(
+          "{}", v->undefined_hint().empty() ? "value is undefined" : v->undefined_hint());
     }
   }
   QWENRT_ASSIGN_OR_RETURN(int c, Compare(a, b, op));

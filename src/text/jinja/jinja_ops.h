@@ -5,8 +5,8 @@
 
 #include <string_view>
 
-#include "text/jinja/jinja_value.h"
 #include "base/status.h"
+#include "text/jinja/jinja_value.h"
 
 namespace qwenrt::jinja {
 

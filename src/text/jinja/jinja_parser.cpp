@@ -42,7 +42,8 @@ bool UsesName(const Body& body, std::string_view name) {
 
 class Parser {
  public:
-  Parser(std::vector<Token> tokens, int max_nesting) : toks_(std::move(tokens)), max_nesting_(max_nesting) {}
+  Parser(std::vector<Token> tokens, int max_nesting)
+      : toks_(std::move(tokens)), max_nesting_(max_nesting) {}
 
   StatusOr<std::unique_ptr<Template>> Run() {
     auto tmpl = std::make_unique<Template>();
@@ -82,11 +83,17 @@ class Parser {
 
   static std::string Describe(const Token& t) {
     switch (t.kind) {
-      case TokenKind::kName: case TokenKind::kOperator: return "'" + t.text + "'";
-      case TokenKind::kString: return "'string'";  // Jinja2's describe_token wording
-      case TokenKind::kInt: return "'integer'";
-      case TokenKind::kFloat: return "'float'";
-      default: return std::string("'") + TokenKindName(t.kind) + "'";
+      case TokenKind::kName:
+      case TokenKind::kOperator:
+        return "'" + t.text + "'";
+      case TokenKind::kString:
+        return "'string'";  // Jinja2's describe_token wording
+      case TokenKind::kInt:
+        return "'integer'";
+      case TokenKind::kFloat:
+        return "'float'";
+      default:
+        return std::string("'") + TokenKindName(t.kind) + "'";
     }
   }
 
@@ -108,7 +115,8 @@ class Parser {
 
   StatusOr<std::string> ExpectName() {
     const Token& t = Peek();
-    if (t.kind != TokenKind::kName) return ErrorAt(t, fmt::format("expected a name, got {}", Describe(t)));
+    if (t.kind != TokenKind::kName)
+      return ErrorAt(t, fmt::format("expected a name, got {}", Describe(t)));
     return Next().text;
   }
 
@@ -122,9 +130,10 @@ class Parser {
     for (const auto& [k, v] : e->kwargs) h = std::max(h, v->height);
     e->height = h + 1;
     if (e->height > max_nesting_) {
-      return InvalidArgument("template syntax error at line {}, column {}: template nested too deeply "
-                             "(expression chain or nesting deeper than max_nesting = {})",
-                             e->line, e->col, max_nesting_);
+      return InvalidArgument(
+          "template syntax error at line {}, column {}: template nested too deeply "
+          "(expression chain or nesting deeper than max_nesting = {})",
+          e->line, e->col, max_nesting_);
     }
     return OkStatus();
   }
@@ -141,7 +150,8 @@ class Parser {
 
   // Parses nodes until `{% name %}` with name in `end_names` (consumed up to the name; the name
   // is returned in `*end_tag`), or until the end of the template when `end_names` is empty.
-  Status ParseBody(Body* body, std::initializer_list<std::string_view> end_names, std::string* end_tag) {
+  Status ParseBody(Body* body, std::initializer_list<std::string_view> end_names,
+                   std::string* end_tag) {
     DepthGuard guard(&depth_);
     if (depth_ > max_nesting_) return DepthError();
     while (true) {
@@ -274,7 +284,8 @@ class Parser {
   Status ParseFor(Node* node) {
     node->kind = NodeKind::kFor;
     QWENRT_RETURN_IF_ERROR(ParseTargets(node));
-    if (!IsName("in")) return ErrorAt(Peek(), fmt::format("expected token 'in', got {}", Describe(Peek())));
+    if (!IsName("in"))
+      return ErrorAt(Peek(), fmt::format("expected token 'in', got {}", Describe(Peek())));
     Next();
     QWENRT_ASSIGN_OR_RETURN(node->expr, ParseTuple(/*with_condexpr=*/false));
     if (IsName("if")) {
@@ -381,7 +392,8 @@ class Parser {
     tuple->children.push_back(std::move(first));
     while (IsOp(",")) {
       Next();
-      if (Peek().kind == TokenKind::kVarEnd || Peek().kind == TokenKind::kBlockEnd || IsOp(")")) break;
+      if (Peek().kind == TokenKind::kVarEnd || Peek().kind == TokenKind::kBlockEnd || IsOp(")"))
+        break;
       QWENRT_ASSIGN_OR_RETURN(ExprPtr item, with_condexpr ? ParseExpression() : ParseOr());
       tuple->children.push_back(std::move(item));
     }
@@ -460,9 +472,8 @@ class Parser {
     while (true) {
       std::string op;
       const Token& t = Peek();
-      if (t.kind == TokenKind::kOperator &&
-          (t.text == "==" || t.text == "!=" || t.text == "<" || t.text == "<=" || t.text == ">" ||
-           t.text == ">=")) {
+      if (t.kind == TokenKind::kOperator && (t.text == "==" || t.text == "!=" || t.text == "<" ||
+                                             t.text == "<=" || t.text == ">" || t.text == ">=")) {
         op = t.text;
         Next();
       } else if (IsName("in")) {
@@ -586,10 +597,12 @@ class Parser {
         node->literal = Value::String(std::move(s));
         return node;
       }
-      case TokenKind::kInt: case TokenKind::kFloat: {
+      case TokenKind::kInt:
+      case TokenKind::kFloat: {
         Next();
         ExprPtr node = MakeExpr(ExprKind::kLiteral, t);
-        node->literal = t.kind == TokenKind::kInt ? Value::Int(t.int_value) : Value::Float(t.float_value);
+        node->literal =
+            t.kind == TokenKind::kInt ? Value::Int(t.int_value) : Value::Float(t.float_value);
         return node;
       }
       case TokenKind::kOperator:
@@ -609,7 +622,8 @@ class Parser {
       default:
         break;
     }
-    if (t.kind == TokenKind::kVarEnd || t.kind == TokenKind::kBlockEnd || t.kind == TokenKind::kEof) {
+    if (t.kind == TokenKind::kVarEnd || t.kind == TokenKind::kBlockEnd ||
+        t.kind == TokenKind::kEof) {
       return ErrorAt(t, fmt::format("expected an expression, got {}", Describe(t)));
     }
     return ErrorAt(t, fmt::format("unexpected {}", Describe(t)));
@@ -738,8 +752,10 @@ class Parser {
         QWENRT_ASSIGN_OR_RETURN(ExprPtr value, ParseExpression());
         node->kwargs.emplace_back(std::move(key), std::move(value));
       } else {
-        if (!node->kwargs.empty()) return ErrorAt(Peek(), "positional argument follows keyword argument");
-        if (IsOp("*") || IsOp("**")) return ErrorAt(Peek(), "*args / **kwargs calls are not supported");
+        if (!node->kwargs.empty())
+          return ErrorAt(Peek(), "positional argument follows keyword argument");
+        if (IsOp("*") || IsOp("**"))
+          return ErrorAt(Peek(), "*args / **kwargs calls are not supported");
         QWENRT_ASSIGN_OR_RETURN(ExprPtr value, ParseExpression());
         node->children.push_back(std::move(value));
       }
@@ -810,9 +826,11 @@ class Parser {
     const Token& t = Peek();
     if (IsOp("(")) {
       QWENRT_RETURN_IF_ERROR(ParseArgs(node.get()));
-    } else if ((t.kind == TokenKind::kName || t.kind == TokenKind::kString || t.kind == TokenKind::kInt ||
-                t.kind == TokenKind::kFloat || IsOp("[") || IsOp("{")) &&
-               !(t.kind == TokenKind::kName && (t.text == "else" || t.text == "or" || t.text == "and"))) {
+    } else if ((t.kind == TokenKind::kName || t.kind == TokenKind::kString ||
+                t.kind == TokenKind::kInt || t.kind == TokenKind::kFloat || IsOp("[") ||
+                IsOp("{")) &&
+               !(t.kind == TokenKind::kName &&
+                 (t.text == "else" || t.text == "or" || t.text == "and"))) {
       // One argument without parentheses: `x is divisibleby 3`, `x is sameas none`. As in Jinja2,
       // any other name starts an argument, so `x is even if c else y` is a syntax error there too.
       if (IsName("is")) return ErrorAt(t, "You cannot chain multiple tests with is");
@@ -837,10 +855,12 @@ class Parser {
 Status CheckNames(const Expr* e, bool soft) {
   if (!e) return OkStatus();
   if (!soft && e->kind == ExprKind::kFilter && !IsJinja2Filter(e->name)) {
-    return InvalidArgument("template syntax error at line {}, column {}: No filter named '{}'.", e->line, e->col, e->name);
+    return InvalidArgument("template syntax error at line {}, column {}: No filter named '{}'.",
+                           e->line, e->col, e->name);
   }
   if (!soft && e->kind == ExprKind::kTest && !HasTest(e->name)) {
-    return InvalidArgument("template syntax error at line {}, column {}: No test named '{}'.", e->line, e->col, e->name);
+    return InvalidArgument("template syntax error at line {}, column {}: No test named '{}'.",
+                           e->line, e->col, e->name);
   }
   const bool child_soft = soft || e->kind == ExprKind::kCond;
   for (const auto& c : e->children) QWENRT_RETURN_IF_ERROR(CheckNames(c.get(), child_soft));
@@ -872,7 +892,8 @@ Status CheckNames(const Body& body, bool soft) {
         for (const auto& v : n->values) QWENRT_RETURN_IF_ERROR(CheckNames(v.get(), false));
         QWENRT_RETURN_IF_ERROR(CheckNames(n->body, false));
         break;
-      case NodeKind::kSetBlock: case NodeKind::kFilterBlock:
+      case NodeKind::kSetBlock:
+      case NodeKind::kFilterBlock:
         QWENRT_RETURN_IF_ERROR(CheckNames(n->filter.get(), false));
         QWENRT_RETURN_IF_ERROR(CheckNames(n->body, false));
         break;
@@ -885,7 +906,8 @@ Status CheckNames(const Body& body, bool soft) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Template>> ParseTemplate(std::string_view source, const TemplateLimits& limits) {
+StatusOr<std::unique_ptr<Template>> ParseTemplate(std::string_view source,
+                                                  const TemplateLimits& limits) {
   QWENRT_ASSIGN_OR_RETURN(std::vector<Token> tokens, Tokenize(source, limits.max_template_bytes));
   Parser parser(std::move(tokens), limits.max_nesting);
   QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<Template> tmpl, parser.Run());

@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/status.h"
 #include "text/jinja/jinja_limits.h"
 #include "text/jinja/jinja_value.h"
-#include "base/status.h"
 
 namespace qwenrt::jinja {
 
@@ -59,13 +59,13 @@ struct Expr {
 };
 
 enum class NodeKind {
-  kText,         // text
-  kOutput,       // {{ expr }}
-  kIf,           // branches (condition, body)...; else_body
-  kFor,          // targets in expr [if filter]; body; else_body
-  kSet,          // targets (or targets[0].attr) = expr
-  kSetBlock,     // {% set targets[0] [| filter] %}body{% endset %}
-  kMacro,        // name(params = defaults) body
+  kText,      // text
+  kOutput,    // {{ expr }}
+  kIf,        // branches (condition, body)...; else_body
+  kFor,       // targets in expr [if filter]; body; else_body
+  kSet,       // targets (or targets[0].attr) = expr
+  kSetBlock,  // {% set targets[0] [| filter] %}body{% endset %}
+  kMacro,     // name(params = defaults) body
   kBreak,
   kContinue,
   kScope,        // body in its own scope: `with` (targets = values) and `generation` blocks
@@ -98,8 +98,8 @@ struct Template {
   Body body;
 };
 
-// Parses a template source. Errors: InvalidArgument "template syntax error at line L, column C: ...".
-// Blocks nested, or expressions nested or chained, deeper than limits.max_nesting are refused
+// Parses a template source. Errors: InvalidArgument "template syntax error at line L, column C:
+// ...". Blocks nested, or expressions nested or chained, deeper than limits.max_nesting are refused
 // ("template nested too deeply"), so every walk over the tree (name checks, evaluation, the
 // destructor) recurses at most that deep.
 StatusOr<std::unique_ptr<Template>> ParseTemplate(std::string_view source,

@@ -2,13 +2,13 @@
 // utf8proc so that `repr` escaping and case mapping follow the Unicode tables, as CPython's do.
 #include "text/jinja/jinja_string.h"
 
+#include <utf8proc.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-
-#include <utf8proc.h>
 
 #include "text/unicode.h"
 
@@ -57,9 +57,24 @@ size_t CodePointCount(std::string_view s) {
 
 bool IsPySpace(char32_t cp) {
   switch (cp) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x1C: case 0x1D: case 0x1E:
-    case 0x1F: case 0x20: case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029:
-    case 0x202F: case 0x205F: case 0x3000:
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x1C:
+    case 0x1D:
+    case 0x1E:
+    case 0x1F:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
       return true;
     default:
       return cp >= 0x2000 && cp <= 0x200A;
@@ -78,7 +93,8 @@ std::vector<char32_t> StripSet(const std::optional<std::string>& chars) {
 }
 
 // True when code point `cp` is in the strip set (whitespace when there is no `chars`).
-bool InStripSet(char32_t cp, const std::optional<std::string>& chars, const std::vector<char32_t>& set) {
+bool InStripSet(char32_t cp, const std::optional<std::string>& chars,
+                const std::vector<char32_t>& set) {
   if (!chars) return IsPySpace(cp);
   return std::binary_search(set.begin(), set.end(), cp);
 }
@@ -97,12 +113,17 @@ std::string MapCodePoints(std::string_view s, F f) {
   return out;
 }
 
-char32_t ToUpper(char32_t cp) { return static_cast<char32_t>(utf8proc_toupper(static_cast<int32_t>(cp))); }
-char32_t ToLower(char32_t cp) { return static_cast<char32_t>(utf8proc_tolower(static_cast<int32_t>(cp))); }
+char32_t ToUpper(char32_t cp) {
+  return static_cast<char32_t>(utf8proc_toupper(static_cast<int32_t>(cp)));
+}
+char32_t ToLower(char32_t cp) {
+  return static_cast<char32_t>(utf8proc_tolower(static_cast<int32_t>(cp)));
+}
 
 }  // namespace
 
-std::string PyStrip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right) {
+std::string PyStrip(std::string_view s, const std::optional<std::string>& chars, bool left,
+                    bool right) {
   const std::vector<char32_t> set = StripSet(chars);
   size_t begin = 0;
   size_t end = s.size();
@@ -131,7 +152,8 @@ size_t PyFind(std::string_view s, std::string_view needle, size_t from) {
   // glibc's memmem is the two-way algorithm: linear in the worst case, unlike string_view::find
   // (quadratic for 'a' * n searched for 'a' * (n / 2) + 'b').
   const void* hit = memmem(s.data() + from, s.size() - from, needle.data(), needle.size());
-  return hit ? static_cast<size_t>(static_cast<const char*>(hit) - s.data()) : std::string_view::npos;
+  return hit ? static_cast<size_t>(static_cast<const char*>(hit) - s.data())
+             : std::string_view::npos;
 }
 
 size_t PyRFind(std::string_view s, std::string_view needle) {
@@ -190,7 +212,8 @@ std::vector<std::string> PyRSplit(std::string_view s, const std::optional<std::s
     // Matching right to left without overlaps is matching left to right in the reversed strings
     // (one linear pass; repeated rfind calls would each rescan).
     const std::string rs(s.rbegin(), s.rend()), rsep(sep->rbegin(), sep->rend());
-    for (std::string& part : PySplit(rs, rsep, maxsplit)) parts.emplace_back(part.rbegin(), part.rend());
+    for (std::string& part : PySplit(rs, rsep, maxsplit))
+      parts.emplace_back(part.rbegin(), part.rend());
   } else {
     // Whitespace rsplit: mirror of PySplit, one scan from the right over the code point that
     // ends at `end` (a malformed byte counts as one non-space code point, as DecodeUtf8 reads it).
@@ -223,7 +246,8 @@ std::vector<std::string> PyRSplit(std::string_view s, const std::optional<std::s
   return {parts.rbegin(), parts.rend()};
 }
 
-std::string PyReplace(std::string_view s, std::string_view old_s, std::string_view new_s, int64_t count) {
+std::string PyReplace(std::string_view s, std::string_view old_s, std::string_view new_s,
+                      int64_t count) {
   std::string out;
   if (old_s.empty()) {
     const std::vector<size_t> offs = CodePointOffsets(s);
@@ -252,12 +276,14 @@ std::string PyReplace(std::string_view s, std::string_view old_s, std::string_vi
   return out;
 }
 
-uint64_t PyReplaceSize(std::string_view s, std::string_view old_s, std::string_view new_s, int64_t count) {
+uint64_t PyReplaceSize(std::string_view s, std::string_view old_s, std::string_view new_s,
+                       int64_t count) {
   uint64_t hits = 0;
   if (old_s.empty()) {
     hits = CodePointCount(s) + 1;
   } else {
-    for (size_t p = PyFind(s, old_s, 0); p != std::string_view::npos; p = PyFind(s, old_s, p + old_s.size())) {
+    for (size_t p = PyFind(s, old_s, 0); p != std::string_view::npos;
+         p = PyFind(s, old_s, p + old_s.size())) {
       if (count >= 0 && hits >= static_cast<uint64_t>(count)) break;
       ++hits;
     }
@@ -289,8 +315,9 @@ std::string PyLower(std::string_view s) { return MapCodePoints(s, ToLower); }
 std::string PyTitle(std::string_view s) {
   bool prev_cased = false;
   return MapCodePoints(s, [&](char32_t cp) {
-    const char32_t mapped = prev_cased ? ToLower(cp)
-                                       : static_cast<char32_t>(utf8proc_totitle(static_cast<int32_t>(cp)));
+    const char32_t mapped = prev_cased
+                                ? ToLower(cp)
+                                : static_cast<char32_t>(utf8proc_totitle(static_cast<int32_t>(cp)));
     prev_cased = IsCased(cp);
     return mapped;
   });
@@ -313,9 +340,14 @@ namespace {
 bool IsPrintable(char32_t cp) {
   if (cp == ' ') return true;
   switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
-    case UTF8PROC_CATEGORY_CN: case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_CS: case UTF8PROC_CATEGORY_CO: case UTF8PROC_CATEGORY_ZS:
-    case UTF8PROC_CATEGORY_ZL: case UTF8PROC_CATEGORY_ZP:
+    case UTF8PROC_CATEGORY_CN:
+    case UTF8PROC_CATEGORY_CC:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_ZS:
+    case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP:
       return false;
     default:
       return true;
@@ -368,13 +400,27 @@ void AppendJsonString(std::string_view s, std::string* out) {
   for (char c : s) {
     const auto u = static_cast<unsigned char>(c);
     switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
-      case '\b': *out += "\\b"; break;
-      case '\f': *out += "\\f"; break;
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      case '\b':
+        *out += "\\b";
+        break;
+      case '\f':
+        *out += "\\f";
+        break;
       default:
         if (u < 0x20) {
           std::snprintf(buf, sizeof(buf), "\\u%04x", u);

@@ -30,7 +30,8 @@ bool IsPySpace(char32_t cp);
 
 // Python `str.strip()` / `lstrip()` / `rstrip()`: without `chars`, Unicode whitespace; with it,
 // any code point contained in `chars`.
-std::string PyStrip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right);
+std::string PyStrip(std::string_view s, const std::optional<std::string>& chars, bool left,
+                    bool right);
 
 // Position of the first `needle` in `s` at or after `from` (npos when none), in linear time in the
 // worst case; PyRFind: the last one. Every substring search of the engine goes through these.
@@ -47,10 +48,12 @@ std::vector<std::string> PyRSplit(std::string_view s, const std::optional<std::s
 
 // Python `str.replace(old, new, count)` (count < 0: all). An empty `old` inserts `new` between
 // code points, as Python does.
-std::string PyReplace(std::string_view s, std::string_view old_s, std::string_view new_s, int64_t count);
+std::string PyReplace(std::string_view s, std::string_view old_s, std::string_view new_s,
+                      int64_t count);
 // The size PyReplace's result will have, found in one scan without building it (saturating), so
 // callers refuse a 10^15-byte result before allocating any of it.
-uint64_t PyReplaceSize(std::string_view s, std::string_view old_s, std::string_view new_s, int64_t count);
+uint64_t PyReplaceSize(std::string_view s, std::string_view old_s, std::string_view new_s,
+                       int64_t count);
 
 // Python `str.upper()`/`lower()`/`title()`/`capitalize()` per code point (simple case mapping;
 // special cases such as 'ß' -> 'SS' are not applied).

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-
 #include "text/jinja/jinja_budget.h"
 #include "text/jinja/jinja_string.h"
 
@@ -75,7 +74,8 @@ Value Value::MakeList(std::vector<Value> items, bool is_tuple) {
   int depth = 0;
   for (const Value& item : items) depth = std::max(depth, item.Depth());
   Value v;
-  v.v_ = std::shared_ptr<const List>(std::make_shared<List>(List{std::move(items), is_tuple, depth + 1}));
+  v.v_ = std::shared_ptr<const List>(
+      std::make_shared<List>(List{std::move(items), is_tuple, depth + 1}));
   return v;
 }
 Value Value::MakeDict(Dict dict) {
@@ -100,49 +100,78 @@ Value Value::MakeObject(std::shared_ptr<Object> object) {
 
 double Value::ToDouble() const {
   switch (kind()) {
-    case Kind::kInt: return static_cast<double>(AsInt());
-    case Kind::kFloat: return AsFloat();
-    case Kind::kBool: return AsBool() ? 1.0 : 0.0;
-    default: return 0.0;
+    case Kind::kInt:
+      return static_cast<double>(AsInt());
+    case Kind::kFloat:
+      return AsFloat();
+    case Kind::kBool:
+      return AsBool() ? 1.0 : 0.0;
+    default:
+      return 0.0;
   }
 }
 
 int Value::Depth() const {
   switch (kind()) {
-    case Kind::kList: return AsList().depth;
-    case Kind::kDict: return AsDict().depth;
-    case Kind::kCallable: return AsCallable().depth;
-    case Kind::kObject: return AsObject().Depth();
-    default: return 0;
+    case Kind::kList:
+      return AsList().depth;
+    case Kind::kDict:
+      return AsDict().depth;
+    case Kind::kCallable:
+      return AsCallable().depth;
+    case Kind::kObject:
+      return AsObject().Depth();
+    default:
+      return 0;
   }
 }
 
 bool Value::Truthy() const {
   switch (kind()) {
-    case Kind::kUndefined: case Kind::kNone: return false;
-    case Kind::kBool: return AsBool();
-    case Kind::kInt: return AsInt() != 0;
-    case Kind::kFloat: return AsFloat() != 0.0;
-    case Kind::kString: return !AsString().empty();
-    case Kind::kList: return !AsList().items.empty();
-    case Kind::kDict: return !AsDict().items.empty();
-    case Kind::kCallable: case Kind::kObject: return true;
+    case Kind::kUndefined:
+    case Kind::kNone:
+      return false;
+    case Kind::kBool:
+      return AsBool();
+    case Kind::kInt:
+      return AsInt() != 0;
+    case Kind::kFloat:
+      return AsFloat() != 0.0;
+    case Kind::kString:
+      return !AsString().empty();
+    case Kind::kList:
+      return !AsList().items.empty();
+    case Kind::kDict:
+      return !AsDict().items.empty();
+    case Kind::kCallable:
+    case Kind::kObject:
+      return true;
   }
   return false;
 }
 
 const char* Value::TypeName() const {
   switch (kind()) {
-    case Kind::kUndefined: return "Undefined";
-    case Kind::kNone: return "NoneType";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "str";
-    case Kind::kList: return AsList().is_tuple ? "tuple" : "list";
-    case Kind::kDict: return "dict";
-    case Kind::kCallable: return "function";
-    case Kind::kObject: return AsObject().TypeName();
+    case Kind::kUndefined:
+      return "Undefined";
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
+    case Kind::kList:
+      return AsList().is_tuple ? "tuple" : "list";
+    case Kind::kDict:
+      return "dict";
+    case Kind::kCallable:
+      return "function";
+    case Kind::kObject:
+      return AsObject().TypeName();
   }
   return "object";
 }
@@ -159,7 +188,9 @@ bool Equals(const Value& a, const Value& b) {
   }
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case K::kUndefined: case K::kNone: return true;
+    case K::kUndefined:
+    case K::kNone:
+      return true;
     case K::kString: {
       const std::string& x = a.AsString();
       const std::string& y = b.AsString();
@@ -187,9 +218,12 @@ bool Equals(const Value& a, const Value& b) {
       }
       return true;
     }
-    case K::kCallable: return &a.AsCallable() == &b.AsCallable();
-    case K::kObject: return &a.AsObject() == &b.AsObject();
-    default: return false;
+    case K::kCallable:
+      return &a.AsCallable() == &b.AsCallable();
+    case K::kObject:
+      return &a.AsObject() == &b.AsObject();
+    default:
+      return false;
   }
 }
 
@@ -277,15 +311,33 @@ void AppendRepr(const Value& v, std::string* out) {
 void AppendStr(const Value& v, std::string* out) {
   using K = Value::Kind;
   switch (v.kind()) {
-    case K::kUndefined: return;
-    case K::kNone: *out += "None"; return;
-    case K::kBool: *out += v.AsBool() ? "True" : "False"; return;
-    case K::kInt: AppendIntText(v.AsInt(), out); return;
-    case K::kFloat: *out += PyFloatRepr(v.AsFloat(), false); return;
-    case K::kString: *out += v.AsString(); return;
-    case K::kList: case K::kDict: AppendContainerRepr(v, out); return;
-    case K::kCallable: *out += "<function " + v.AsCallable().name + ">"; return;
-    case K::kObject: *out += std::string("<") + v.AsObject().TypeName() + ">"; return;
+    case K::kUndefined:
+      return;
+    case K::kNone:
+      *out += "None";
+      return;
+    case K::kBool:
+      *out += v.AsBool() ? "True" : "False";
+      return;
+    case K::kInt:
+      AppendIntText(v.AsInt(), out);
+      return;
+    case K::kFloat:
+      *out += PyFloatRepr(v.AsFloat(), false);
+      return;
+    case K::kString:
+      *out += v.AsString();
+      return;
+    case K::kList:
+    case K::kDict:
+      AppendContainerRepr(v, out);
+      return;
+    case K::kCallable:
+      *out += "<function " + v.AsCallable().name + ">";
+      return;
+    case K::kObject:
+      *out += std::string("<") + v.AsObject().TypeName() + ">";
+      return;
   }
 }
 
@@ -307,11 +359,16 @@ namespace {
 // JSON text of a dict key, as Python's json module coerces keys to strings.
 StatusOr<std::string> JsonKey(const Value& k) {
   switch (k.kind()) {
-    case Value::Kind::kString: return k.AsString();
-    case Value::Kind::kInt: return std::to_string(k.AsInt());
-    case Value::Kind::kFloat: return PyFloatRepr(k.AsFloat(), true);
-    case Value::Kind::kBool: return std::string(k.AsBool() ? "true" : "false");
-    case Value::Kind::kNone: return std::string("null");
+    case Value::Kind::kString:
+      return k.AsString();
+    case Value::Kind::kInt:
+      return std::to_string(k.AsInt());
+    case Value::Kind::kFloat:
+      return PyFloatRepr(k.AsFloat(), true);
+    case Value::Kind::kBool:
+      return std::string(k.AsBool() ? "true" : "false");
+    case Value::Kind::kNone:
+      return std::string("null");
     default:
       return InvalidArgument("keys must be str, int, float, bool or None, not {}", k.TypeName());
   }
@@ -334,11 +391,21 @@ Status AppendJsonImpl(const Value& v, const JsonOptions& opts, int depth, std::s
       opts.has_separators ? opts.item_separator : (pretty ? std::string(",") : std::string(", "));
   const std::string key_sep = opts.has_separators ? opts.key_separator : std::string(": ");
   switch (v.kind()) {
-    case K::kNone: *out += "null"; return OkStatus();
-    case K::kBool: *out += v.AsBool() ? "true" : "false"; return OkStatus();
-    case K::kInt: AppendIntText(v.AsInt(), out); return OkStatus();
-    case K::kFloat: *out += PyFloatRepr(v.AsFloat(), true); return OkStatus();
-    case K::kString: AppendJsonString(v.AsString(), out); return OkStatus();
+    case K::kNone:
+      *out += "null";
+      return OkStatus();
+    case K::kBool:
+      *out += v.AsBool() ? "true" : "false";
+      return OkStatus();
+    case K::kInt:
+      AppendIntText(v.AsInt(), out);
+      return OkStatus();
+    case K::kFloat:
+      *out += PyFloatRepr(v.AsFloat(), true);
+      return OkStatus();
+    case K::kString:
+      AppendJsonString(v.AsString(), out);
+      return OkStatus();
     case K::kList: {
       const auto& items = v.AsList().items;
       if (items.empty()) {
@@ -415,16 +482,21 @@ namespace {
 Value FromJsonImpl(const Json& j) {
   using T = Json::Type;
   switch (j.type()) {
-    case T::kNull: return Value::None();
-    case T::kBool: return Value::Bool(j.get<bool>());
-    case T::kInt: return Value::Int(j.get<int64_t>());
+    case T::kNull:
+      return Value::None();
+    case T::kBool:
+      return Value::Bool(j.get<bool>());
+    case T::kInt:
+      return Value::Int(j.get<int64_t>());
     case T::kUint: {
       const auto u = j.get<uint64_t>();
       if (u <= static_cast<uint64_t>(INT64_MAX)) return Value::Int(static_cast<int64_t>(u));
       return Value::Float(static_cast<double>(u));
     }
-    case T::kFloat: return Value::Float(j.get<double>());
-    case T::kString: return Value::String(j.str());
+    case T::kFloat:
+      return Value::Float(j.get<double>());
+    case T::kString:
+      return Value::String(j.str());
     case T::kArray: {
       std::vector<Value> items;
       items.reserve(j.size());
@@ -447,7 +519,8 @@ Value FromJsonImpl(const Json& j) {
 }  // namespace
 
 Status CheckJsonDepth(const Json& j, int max_depth, std::string_view what, std::string_view note) {
-  if (JsonDepth(j, max_depth) > max_depth) return InvalidArgument("{} nests deeper than {} levels{}", what, max_depth, note);
+  if (JsonDepth(j, max_depth) > max_depth)
+    return InvalidArgument("{} nests deeper than {} levels{}", what, max_depth, note);
   return OkStatus();
 }
 

@@ -3,10 +3,11 @@
 // list/tuple, insertion-ordered dict, callables, and a few objects such as `loop` and namespaces),
 // plus jinja2's default `Undefined`. Lists and dicts are immutable and shared (the sandbox HF uses
 // forbids mutating them); namespaces are the one mutable object. Conversion to and from
-// JSON documents (text/json.h) live here too, as does Python's `str()`/`repr()`/`json.dumps` of a value.
-// Strings are shared too, so copying any value is O(1). Every container records its nesting depth
-// when built, so the evaluator can refuse values nested deeper than TemplateLimits::max_value_depth
-// before the recursive helpers here (equality, repr, tojson, destruction) see them.
+// JSON documents (text/json.h) live here too, as does Python's `str()`/`repr()`/`json.dumps` of a
+// value. Strings are shared too, so copying any value is O(1). Every container records its nesting
+// depth when built, so the evaluator can refuse values nested deeper than
+// TemplateLimits::max_value_depth before the recursive helpers here (equality, repr, tojson,
+// destruction) see them.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,6 @@
 #include <utility>
 #include <variant>
 #include <vector>
-
 
 #include "base/status.h"
 #include "text/json.h"
@@ -72,9 +72,20 @@ struct Dict {
 
 class Value {
  public:
-  enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kCallable, kObject };
+  enum class Kind {
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kList,
+    kDict,
+    kCallable,
+    kObject
+  };
 
-  Value() = default;  // undefined, with no name attached
+  Value() = default;                         // undefined, with no name attached
   static Value Undefined(std::string hint);  // hint: the message an error on it reports
   static Value None();
   static Value Bool(bool b);
@@ -93,7 +104,9 @@ class Value {
   bool is_bool() const { return kind() == Kind::kBool; }
   bool is_int() const { return kind() == Kind::kInt; }
   bool is_float() const { return kind() == Kind::kFloat; }
-  bool is_number() const { return is_int() || is_float() || is_bool(); }  // Python: bool is a Number
+  bool is_number() const {
+    return is_int() || is_float() || is_bool();
+  }  // Python: bool is a Number
   bool is_string() const { return kind() == Kind::kString; }
   bool is_list() const { return kind() == Kind::kList; }
   bool is_dict() const { return kind() == Kind::kDict; }
@@ -126,13 +139,14 @@ class Value {
   };
   struct NoneT {};
   std::variant<UndefinedT, NoneT, bool, int64_t, double, std::shared_ptr<const std::string>,
-               std::shared_ptr<const List>,
-               std::shared_ptr<const Dict>, std::shared_ptr<const Callable>, std::shared_ptr<Object>>
+               std::shared_ptr<const List>, std::shared_ptr<const Dict>,
+               std::shared_ptr<const Callable>, std::shared_ptr<Object>>
       v_;
 };
 
-// Python `==` (numbers across int/float/bool, deep for lists and dicts; undefined equals only undefined).
-// Charges the active budget per element and byte compared; answers false early once it is spent.
+// Python `==` (numbers across int/float/bool, deep for lists and dicts; undefined equals only
+// undefined). Charges the active budget per element and byte compared; answers false early once it
+// is spent.
 bool Equals(const Value& a, const Value& b);
 // Python ordering for `<` etc.: -1, 0 or 1; a TypeError-style error for incomparable types.
 StatusOr<int> Compare(const Value& a, const Value& b, std::string_view op);
@@ -163,7 +177,8 @@ Status AppendJson(const Value& v, const JsonOptions& opts, std::string* out);
 int JsonDepth(const Json& j, int stop_above);
 // InvalidArgument "<what> nests deeper than <max_depth> levels<note>" when `j` does (JsonDepth: any
 // depth is safe to check); the one depth check of request JSON, template contexts and FromJson.
-Status CheckJsonDepth(const Json& j, int max_depth, std::string_view what, std::string_view note = "");
+Status CheckJsonDepth(const Json& j, int max_depth, std::string_view what,
+                      std::string_view note = "");
 // JSON -> value (objects keep key order); documents nested deeper than `max_depth` are an
 // InvalidArgument naming max_value_depth.
 StatusOr<Value> FromJson(const Json& j, int max_depth);

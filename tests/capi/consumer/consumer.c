@@ -1,12 +1,12 @@
 /* A program built against the *installed* qwenrt (find_package or pkg-config): one chat turn. */
+#include <qwenrt/qwenrt.h>
 #include <stdio.h>
 
-#include <qwenrt/qwenrt.h>
-
-int main(int argc, char **argv) {
-  qwenrt_model *model = NULL;
-  qwenrt_session *session = NULL;
-  qwenrt_message msg = {.struct_size = sizeof(qwenrt_message), .role = QWENRT_ROLE_USER, .content = "Hi!"};
+int main(int argc, char** argv) {
+  qwenrt_model* model = NULL;
+  qwenrt_session* session = NULL;
+  qwenrt_message msg = {
+      .struct_size = sizeof(qwenrt_message), .role = QWENRT_ROLE_USER, .content = "Hi!"};
   qwenrt_chat chat = qwenrt_chat_default();
   qwenrt_generate_params gp = qwenrt_generate_default_params();
   qwenrt_report report = {.struct_size = sizeof(qwenrt_report)};

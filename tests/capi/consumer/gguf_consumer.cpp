@@ -1,6 +1,5 @@
 // Uses the installed header-only GGUF reader (qwenrt/gguf.hpp) on its own: counts the tensors.
 #include <cstdio>
-
 #include <qwenrt/gguf.hpp>
 
 int main(int argc, char** argv) {
