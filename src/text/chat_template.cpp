@@ -24,12 +24,9 @@ StatusOr<std::string> CleanRendered(std::string text) {
   return out;
 }
 
-// The deepest JSON a render accepts: the value depth limit (a deeper document would be refused
+// The deepest JSON a render accepts is the value depth limit (a deeper document would be refused
 // by FromJson anyway; measuring first also keeps copies of it, which recurse, from being made).
-Status CheckJsonDepth(const Json& j, const jinja::TemplateLimits& limits, std::string_view what) {
-  return jinja::CheckJsonDepth(j, limits.max_value_depth, what,
-                               " (the chat template's max_value_depth)");
-}
+constexpr std::string_view kDepthNote = " (the chat template's max_value_depth)";
 
 // Size of a context for the work budget: its strings' bytes (keys included) plus 8 per value.
 // Iterative: the context may be as deep as max_value_depth.
@@ -131,7 +128,7 @@ StatusOr<std::string> ChatTemplate::RenderChat(const Json& messages, const Json&
                                                std::optional<bool> enable_thinking,
                                                const Json& extra) const {
   // Before any copy: copying a document recurses per level.
-  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(messages, limits_, "messages"));
+  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(messages, limits_.max_value_depth, "messages", kDepthNote));
   try {
     Json parsed = messages;
     QWENRT_RETURN_IF_ERROR(ParseToolCallArguments(&parsed, limits_));
@@ -148,8 +145,9 @@ StatusOr<std::string> ChatTemplate::RenderChat(jinja::Value messages, const Json
                                                const Json& extra) const {
   if (!extra.is_null() && !extra.is_object())
     return InvalidArgument("extra template variables must be a JSON object");
-  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(tools, limits_, "tools"));
-  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(extra, limits_, "extra template variables"));
+  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(tools, limits_.max_value_depth, "tools", kDepthNote));
+  QWENRT_RETURN_IF_ERROR(
+      CheckJsonDepth(extra, limits_.max_value_depth, "extra template variables", kDepthNote));
   if (messages.Depth() > limits_.max_value_depth) {
     return InvalidArgument(
         "messages nested too deeply for the chat template (max_value_depth is {})",
