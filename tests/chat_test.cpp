@@ -449,7 +449,7 @@ TEST_CASE("tools and tool-call arguments nested 50,000 deep are refused without 
   // The limit leaves real schemas alone.
   Json nested = Json::object();
   for (int i = 0; i < 100; ++i) nested = Json::object({{"properties", nested}});
-  CHECK(CheckJsonDepth(nested, "schema").ok());
+  CHECK(CheckJsonDepth(nested, kMaxJsonDepth, "schema").ok());
 }
 
 TEST_CASE("thinking budget: the reasoning is closed after N tokens and the answer follows",

@@ -1,6 +1,8 @@
 // ChatModel construction and prompt rendering (see chat_model.h).
 #include "chat/chat_model.h"
 
+#include "base/guard_alloc.h"
+
 namespace qwenrt {
 
 StatusOr<std::shared_ptr<const ChatModel>> ChatModel::Create(
@@ -49,15 +51,14 @@ StatusOr<std::string> ChatModel::Render(const ChatRequest& request) const {
     return Unsupported("the model has no chat template (tokenizer.chat_template)");
   }
   QWENRT_RETURN_IF_ERROR(CheckRequestDepth(request));
-  try {
+  const auto render = [&]() -> StatusOr<std::string> {
     QWENRT_ASSIGN_OR_RETURN(
         jinja::Value messages,
         MessagesValue(request.messages, chat_template_->limits().max_value_depth));
     return chat_template_->RenderChat(std::move(messages), request.tools,
                                       request.add_generation_prompt, request.enable_thinking);
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("out of memory while building the chat template's messages");
-  }
+  };
+  return GuardAlloc(render, "out of memory while building the chat template's messages");
 }
 
 }  // namespace qwenrt

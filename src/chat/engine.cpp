@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <new>
 
+#include "base/guard_alloc.h"
+
 namespace qwenrt {
 
 Status EngineTurn::Wait() {
@@ -128,11 +130,8 @@ StatusOr<std::shared_ptr<EngineTurn>> Engine::Enqueue(ChatSession& chat, Begin b
     if (stopping_) return InvalidArgument("Engine::Submit: the engine is shutting down");
   }
   std::shared_ptr<EngineTurn> t;
-  try {
-    t.reset(new EngineTurn(&chat));
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("Engine::Submit: allocation failed");
-  }
+  QWENRT_RETURN_IF_ERROR(
+      GuardAlloc([&] { t.reset(new EngineTurn(&chat)); }, "Engine::Submit: allocation failed"));
   QWENRT_RETURN_IF_ERROR(begin(&t->turn_));
   t->on_done_ = std::move(on_done);
   {

@@ -22,10 +22,6 @@ const char* RoleName(Role role) {
   return "user";
 }
 
-Status CheckJsonDepth(const Json& value, std::string_view what, int max_depth) {
-  return jinja::CheckJsonDepth(value, max_depth, what);
-}
-
 StatusOr<Json> ParseRequestJson(std::string_view text, std::string_view what) {
   if (text.size() > kMaxJsonBytes) {
     return InvalidArgument("{} is {} bytes, more than the {} allowed", what, text.size(),
@@ -35,10 +31,10 @@ StatusOr<Json> ParseRequestJson(std::string_view text, std::string_view what) {
 }
 
 Status CheckRequestDepth(const ChatRequest& request) {
-  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(request.tools, "tools"));
+  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(request.tools, kMaxJsonDepth, "tools"));
   for (const ChatMessage& m : request.messages) {
     for (const ToolCall& c : m.tool_calls)
-      QWENRT_RETURN_IF_ERROR(CheckJsonDepth(c.arguments, "tool call arguments"));
+      QWENRT_RETURN_IF_ERROR(CheckJsonDepth(c.arguments, kMaxJsonDepth, "tool call arguments"));
   }
   return OkStatus();
 }

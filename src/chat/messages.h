@@ -40,11 +40,6 @@ struct ChatRequest {
 // a small, fixed stack.
 inline constexpr int kMaxJsonDepth = 128;
 
-// InvalidArgument naming `what` when `value` nests deeper than `max_depth` (arrays and objects);
-// walks the value with an explicit stack, so any depth is safe to check (values a C++ host builds
-// itself may be deeper than any parsed document).
-Status CheckJsonDepth(const Json& value, std::string_view what, int max_depth = kMaxJsonDepth);
-
 // Parses caller JSON (tool definitions, tool-call arguments) within bounds that keep every later
 // step fast and shallow: at most kMaxJsonBytes of text, kMaxJsonObjectKeys keys per object (an
 // object finds its members by linear search), kMaxJsonDepth levels. InvalidArgument naming `what`.
@@ -52,7 +47,8 @@ inline constexpr size_t kMaxJsonBytes = size_t{1} << 20;
 inline constexpr size_t kMaxJsonObjectKeys = 1024;
 StatusOr<Json> ParseRequestJson(std::string_view text, std::string_view what);
 
-// CheckJsonDepth over the request's tools and every tool call's arguments.
+// CheckJsonDepth (text/json.h) to kMaxJsonDepth over the request's tools and every tool call's
+// arguments.
 Status CheckRequestDepth(const ChatRequest& request);
 
 // The messages as the chat template's `messages` variable: a list of dicts {role, content,

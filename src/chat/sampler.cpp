@@ -8,6 +8,8 @@
 #include <limits>
 #include <new>
 
+#include "base/guard_alloc.h"
+
 namespace qwenrt {
 namespace {
 
@@ -78,11 +80,8 @@ StatusOr<Sampler> Sampler::Create(const SamplerParams& p, int32_t n_vocab) {
       return InvalidArgument("sampler: logit_bias id {} outside [0, {})", id, n_vocab);
     if (std::isnan(bias)) return InvalidArgument("sampler: logit_bias for {} is NaN", id);
   }
-  try {
-    return Sampler(p, n_vocab);
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("sampler buffers for {} tokens", n_vocab);
-  }
+  return GuardAlloc([&]() -> StatusOr<Sampler> { return Sampler(p, n_vocab); },
+                    "sampler buffers for {} tokens", n_vocab);
 }
 
 Sampler::Sampler(const SamplerParams& params, int32_t n_vocab)

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <new>
 
+#include "base/guard_alloc.h"
+
 namespace qwenrt {
 
 struct KvPageRef::Page {
@@ -69,12 +71,12 @@ StatusOr<KvCache> KvCache::Create(const ModelConfig& config, int64_t max_tokens,
   kv.type_ = options.type;
   kv.page_rows_ = options.page_rows;
   kv.row_bytes_ = KvRowBytes(kv.type_, kv.row_floats());
-  try {
-    kv.pages_.resize(config.n_attn_layers());
-    kv.bases_.resize(config.n_attn_layers());
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("out of memory creating the KV cache");
-  }
+  QWENRT_RETURN_IF_ERROR(GuardAlloc(
+      [&] {
+        kv.pages_.resize(config.n_attn_layers());
+        kv.bases_.resize(config.n_attn_layers());
+      },
+      "out of memory creating the KV cache"));
   QWENRT_RETURN_IF_ERROR(kv.Reserve(initial_capacity));
   return kv;
 }
@@ -119,7 +121,7 @@ Status KvCache::Reserve(int64_t n, int64_t from) {
   // Pages to put in: missing ones, and private copies of shared ones (with the valid rows they
   // hold: only the page holding position `from` when from == size()).
   std::vector<std::pair<int64_t, std::vector<KvPageRef>>> fresh;
-  try {
+  const auto make_pages = [&]() -> Status {
     if (static_cast<int64_t>(present_.size()) <=
         last) {  // bigger tables first (null entries change nothing)
       present_.resize(static_cast<size_t>(last + 1), 0);
@@ -148,9 +150,10 @@ Status KvCache::Reserve(int64_t n, int64_t from) {
       }
       fresh.emplace_back(i, std::move(per_layer));
     }
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("out of memory growing the KV cache page table to {} positions", n);
-  }
+    return OkStatus();
+  };
+  QWENRT_RETURN_IF_ERROR(
+      GuardAlloc(make_pages, "out of memory growing the KV cache page table to {} positions", n));
   for (auto& [i, per_layer] : fresh) SetPage(i, std::move(per_layer));
   UpdateCapacity();
   return OkStatus();
@@ -246,7 +249,7 @@ StatusOr<KvCache> KvCache::Copy() const {
   c.type_ = type_;
   c.size_ = size_;
   const size_t n_pages = static_cast<size_t>((size_ + page_rows_ - 1) / page_rows_);
-  try {
+  const auto copy_tables = [&] {
     c.present_.assign(present_.begin(), present_.begin() + static_cast<std::ptrdiff_t>(n_pages));
     c.pages_.resize(pages_.size());
     c.bases_.resize(pages_.size());
@@ -256,9 +259,9 @@ StatusOr<KvCache> KvCache::Copy() const {
       c.bases_[a].assign(bases_[a].begin(),
                          bases_[a].begin() + static_cast<std::ptrdiff_t>(n_pages));
     }
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("out of memory copying the KV cache's page table ({} pages)", n_pages);
-  }
+  };
+  QWENRT_RETURN_IF_ERROR(GuardAlloc(
+      copy_tables, "out of memory copying the KV cache's page table ({} pages)", n_pages));
   c.UpdateCapacity();
   return c;
 }

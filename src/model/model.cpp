@@ -2,9 +2,9 @@
 // fingerprint. Everything after the parse only reads the mapped bytes.
 #include "model/model.h"
 
-#include <new>
 #include <thread>
 
+#include "base/guard_alloc.h"
 #include "model/cuda_weights.h"
 #include "model/gguf_meta.h"
 #include "model/gguf_status.h"
@@ -67,7 +67,7 @@ StatusOr<std::shared_ptr<const Model>> Model::Build(gguf::File file, const LoadO
     if (options.progress && !options.progress(x)) return Cancelled("model load cancelled");
     return OkStatus();
   };
-  try {
+  const auto build = [&]() -> StatusOr<std::shared_ptr<const Model>> {
     QWENRT_RETURN_IF_ERROR(progress(0.1f));
     std::shared_ptr<Model> m(new Model(std::move(file)));
     QWENRT_ASSIGN_OR_RETURN(m->config_, ConfigFromGguf(m->file_));
@@ -88,21 +88,20 @@ StatusOr<std::shared_ptr<const Model>> Model::Build(gguf::File file, const LoadO
     m->fingerprint_ = Fingerprint(m->file_, m->config_);
     QWENRT_RETURN_IF_ERROR(progress(1.0f));
     return std::shared_ptr<const Model>(std::move(m));
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("out of memory while loading the model");
-  }
+  };
+  return GuardAlloc(build, "out of memory while loading the model");
 }
 
 StatusOr<std::shared_ptr<const Model>> Model::Load(const std::string& path,
                                                    const LoadOptions& options) {
   gguf::Error err;
   std::optional<gguf::File> f;
-  try {
-    f = gguf::File::Open(path, &err, gguf::ParseOptions(),
-                         options.read_file ? gguf::OpenMode::kRead : gguf::OpenMode::kMap);
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("out of memory while reading '{}'", path);
-  }
+  QWENRT_RETURN_IF_ERROR(GuardAlloc(
+      [&] {
+        f = gguf::File::Open(path, &err, gguf::ParseOptions(),
+                             options.read_file ? gguf::OpenMode::kRead : gguf::OpenMode::kMap);
+      },
+      "out of memory while reading '{}'", path));
   if (!f) return GgufStatus(err);
   return Build(std::move(*f), options);
 }
@@ -112,11 +111,9 @@ StatusOr<std::shared_ptr<const Model>> Model::LoadFromMemory(const void* data, s
   if (data == nullptr && size != 0) return InvalidArgument("LoadFromMemory: null data");
   gguf::Error err;
   std::optional<gguf::File> f;
-  try {
-    f = gguf::File::FromMemory(data, size, /*copy=*/true, &err);
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("out of memory while copying a {}-byte model image", size);
-  }
+  QWENRT_RETURN_IF_ERROR(
+      GuardAlloc([&] { f = gguf::File::FromMemory(data, size, /*copy=*/true, &err); },
+                 "out of memory while copying a {}-byte model image", size));
   if (!f) return GgufStatus(err);
   return Build(std::move(*f), options);
 }

@@ -1,13 +1,18 @@
-// Host-side entry points of the CUDA kernels in cuda/ (plain C++, no CUDA headers): each takes host
-// pointers, copies the inputs to the device, runs the kernel, copies the results back and
-// synchronises. Good for testing against ref:: and for timing; the device-resident backend calls
-// the launchers in cuda/*.cuh instead. Built without CUDA, every function returns UNSUPPORTED
-// (cuda_device_stub.cpp).
+// Host-pointer entry points of three CUDA kernels (plain C++, no CUDA headers), for tests and
+// timings: each call uploads its inputs to fresh device buffers, launches the kernel through the
+// same launcher the device-resident forward pass uses (cuda_kernels.h), synchronises the device and
+// downloads the results. Their users are tests/ops_cuda_test.cpp (against ref::) and
+// bench/cuda_ops_bench.cpp; the forward pass (src/model/forward_cuda.cpp) calls the launchers on
+// device pointers instead. Implemented in src/ops/cuda/{rms_norm,dequant_matvec,
+// gated_delta_recurrent}.cu; built without CUDA, every function returns UNSUPPORTED (the stubs in
+// src/model/cuda_device_stub.cpp).
 //
 // Errors (all functions): INVALID_ARGUMENT for bad shapes / null pointers, UNSUPPORTED for a weight
-// type or head size the kernels do not handle, DEVICE for any CUDA failure (no device, out of
-// device memory, launch failure) with the CUDA error text. Outputs are unspecified after an error.
-// Thread safety: any thread (each call allocates its own device buffers on the default stream).
+// type or head size the kernels do not handle (refused before touching the device), DEVICE for any
+// CUDA failure (no device, out of device memory, launch failure) with the CUDA error text. Outputs
+// are unspecified after an error.
+// Thread safety: any thread. Each call has its own device buffers and works on the legacy default
+// stream, but synchronises the whole device, so it also waits for a CUDA session's work in flight.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +38,8 @@ Status RmsNorm(const float* x, const float* w, float* y, int64_t rows, int64_t n
 
 // y[t][r] = sum_c W[r][c] * x[t][c]      x: [T, cols]; y: [T, rows]; W as stored in GGUF.
 // Weights F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K, dequantized on the fly in f32 (the "exact" path:
-// same products as ref::MatMul, different summation order). One warp per (row, token).
+// same products as ref::MatMul, different summation order). Four warps per weight row, each
+// decoding its weights once for a group of up to 8 tokens (dequant_matvec.cu).
 Status DequantMatVec(const WeightMatrix& w, const float* x, float* y, int64_t T,
                      KernelTiming* timing = nullptr);
 

@@ -9,6 +9,8 @@
 #include <optional>
 #include <thread>
 
+#include "base/guard_alloc.h"
+
 namespace qwenrt {
 namespace {
 
@@ -90,11 +92,9 @@ Session::Session(std::shared_ptr<const Model> model, const SessionParams& params
 Session::~Session() = default;
 
 Status Session::Init() {
-  try {
-    last_logits_.assign(static_cast<size_t>(n_vocab()), 0.0f);
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("Session: cannot allocate its logits");
-  }
+  QWENRT_RETURN_IF_ERROR(
+      GuardAlloc([&] { last_logits_.assign(static_cast<size_t>(n_vocab()), 0.0f); },
+                 "Session: cannot allocate its logits"));
   // A CUDA session needs its device context (and Create reports when it cannot have one); a CPU
   // session makes its context on first use, so one only batched by an engine never holds one.
   if (params_.backend == BackendKind::kCuda) return MakeContext();
@@ -136,11 +136,9 @@ Status Session::MakeRoom(size_t n) {
   // appending them must not fail (a bad_alloc there would leave a state ahead of its transcript).
   const size_t need = transcript_.size() + n;
   if (transcript_.capacity() < need) {
-    try {
-      transcript_.reserve(std::max(need, 2 * transcript_.capacity()));
-    } catch (const std::bad_alloc&) {
-      return OutOfMemory("cannot grow the transcript to {} tokens", need);
-    }
+    QWENRT_RETURN_IF_ERROR(
+        GuardAlloc([&] { transcript_.reserve(std::max(need, 2 * transcript_.capacity())); },
+                   "cannot grow the transcript to {} tokens", need));
   }
   return OkStatus();
 }
@@ -272,11 +270,8 @@ Status Session::BeginFeed(std::span<const int32_t> tokens, const FeedOptions& op
   QWENRT_RETURN_IF_ERROR(kv_.Reserve(N, start));
 
   if (options.all_logits && start < N) {
-    try {
-      logits_.resize(static_cast<size_t>((N - start) * V));
-    } catch (const std::bad_alloc&) {
-      return OutOfMemory("Feed: cannot allocate logits for {} positions", N - start);
-    }
+    QWENRT_RETURN_IF_ERROR(GuardAlloc([&] { logits_.resize(static_cast<size_t>((N - start) * V)); },
+                                      "Feed: cannot allocate logits for {} positions", N - start));
   }
 
   ++turn_;
@@ -286,11 +281,11 @@ Status Session::BeginFeed(std::span<const int32_t> tokens, const FeedOptions& op
     if (at != start) {  // the snapshot could not be copied (a device error): from the start
       start = at;
       restore = nullptr;
-      try {
-        if (options.all_logits) logits_.resize(static_cast<size_t>(N * V));
-      } catch (const std::bad_alloc&) {
-        return OutOfMemory("Feed: cannot allocate logits for {} positions", N);
-      }
+      QWENRT_RETURN_IF_ERROR(GuardAlloc(
+          [&] {
+            if (options.all_logits) logits_.resize(static_cast<size_t>(N * V));
+          },
+          "Feed: cannot allocate logits for {} positions", N));
     }
   }
   r.restore_ms = MsSince(t0);
@@ -513,12 +508,12 @@ Status Session::SetKvType(KvType type) {
                           KvCache::Create(model_->config(), max_context_, kv_.size(), o));
   const int64_t n = kv_.size(), P = kv_.page_rows(), R = kv_.row_floats();
   std::vector<float> k, v;
-  try {
-    k.resize(static_cast<size_t>(std::min(n, P) * R));
-    v.resize(k.size());
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("SetKvType: cannot allocate a conversion buffer");
-  }
+  QWENRT_RETURN_IF_ERROR(GuardAlloc(
+      [&] {
+        k.resize(static_cast<size_t>(std::min(n, P) * R));
+        v.resize(k.size());
+      },
+      "SetKvType: cannot allocate a conversion buffer"));
   for (int64_t a = 0; a < kv_.n_layers(); ++a) {
     for (int64_t p0 = 0; p0 < n; p0 += P) {
       const int64_t m = std::min(P, n - p0);
@@ -585,11 +580,8 @@ StatusOr<std::unique_ptr<Session>> Session::Fork() {
   if (!s) return OutOfMemory("Fork: allocation failed");
   QWENRT_RETURN_IF_ERROR(s->Init());
   s->checkpoints_ = std::move(cps);
-  try {
-    s->transcript_ = transcript_;
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("Fork: cannot copy the transcript");
-  }
+  QWENRT_RETURN_IF_ERROR(
+      GuardAlloc([&] { s->transcript_ = transcript_; }, "Fork: cannot copy the transcript"));
   s->last_logits_ = last_logits_;
   s->has_logits_ = has_logits_;
   s->turn_ = turn_;

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <new>
 
+#include "base/guard_alloc.h"
+
 namespace qwenrt {
 namespace {
 
@@ -128,12 +130,12 @@ uint32_t Crc32(const void* data, size_t n, uint32_t crc) {
 }
 
 Status VectorSink::Write(const void* data, size_t n) {
-  try {
-    const auto* p = static_cast<const uint8_t*>(data);
-    out_->insert(out_->end(), p, p + n);
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("session buffer: cannot grow to {} bytes", out_->size() + n);
-  }
+  QWENRT_RETURN_IF_ERROR(GuardAlloc(
+      [&] {
+        const auto* p = static_cast<const uint8_t*>(data);
+        out_->insert(out_->end(), p, p + n);
+      },
+      "session buffer: cannot grow to {} bytes", out_->size() + n));
   return OkStatus();
 }
 

@@ -2,8 +2,8 @@
 // loaded file is checked against the model before it replaces the session's state.
 #include <algorithm>
 #include <cstring>
-#include <new>
 
+#include "base/guard_alloc.h"
 #include "session/session.h"
 #include "session/session_file.h"
 
@@ -264,7 +264,7 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
   std::vector<float> logits;
   bool has_logits = false;
   std::vector<uint8_t> blob;
-  try {
+  const auto load = [&]() -> Status {
     // Loaded into this session's storage type and page size (converted when the file's differs);
     // the loaded cache shares nothing.
     KvCacheOptions kvo;
@@ -320,10 +320,9 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
     logits_rows_ = 0;
     turn_ = h.turn;
     if (chat_state) *chat_state = std::move(blob);
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("session file: not enough memory to load {} tokens", n);
-  }
-  return OkStatus();
+    return OkStatus();
+  };
+  return GuardAlloc(load, "session file: not enough memory to load {} tokens", n);
 }
 
 }  // namespace qwenrt

@@ -8,9 +8,9 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
-#include <new>
 #include <utility>
 
+#include "base/guard_alloc.h"
 #include "base/status.h"
 #include "model/recurrent_state.h"
 
@@ -20,11 +20,11 @@ class SharedSnapshot {
  public:
   // Error: OutOfMemory.
   static StatusOr<SharedSnapshot> Make(RecurrentState state) {
-    try {
-      return SharedSnapshot(std::make_shared<Held>(std::move(state)));
-    } catch (const std::bad_alloc&) {
-      return OutOfMemory("out of memory for a checkpoint");
-    }
+    return GuardAlloc(
+        [&]() -> StatusOr<SharedSnapshot> {
+          return SharedSnapshot(std::make_shared<Held>(std::move(state)));
+        },
+        "out of memory for a checkpoint");
   }
 
   const RecurrentState& state() const { return held_->state; }

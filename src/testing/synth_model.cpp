@@ -11,10 +11,10 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
-#include <new>
 #include <string_view>
 #include <vector>
 
+#include "base/guard_alloc.h"
 #include "ops/quant.h"
 #include "qwenrt/gguf.hpp"
 #include "qwenrt/gguf_writer.hpp"
@@ -147,11 +147,9 @@ Status FillTensor(const TensorSpec& t, uint64_t base, std::vector<uint8_t>* out,
   const int64_t row_bytes = RowBytes(t.type, cols);
   if (row_bytes < 0)
     return InvalidArgument("synth: {} has {} columns, not a multiple of its block", t.name, cols);
-  try {
-    out->assign(static_cast<size_t>(row_bytes * rows), 0);
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("synth: cannot allocate {} bytes for {}", row_bytes * rows, t.name);
-  }
+  QWENRT_RETURN_IF_ERROR(GuardAlloc([&] { out->assign(static_cast<size_t>(row_bytes * rows), 0); },
+                                    "synth: cannot allocate {} bytes for {}", row_bytes * rows,
+                                    t.name));
   uint8_t* dst = out->data();
   pool.ParallelFor(rows, [&](int64_t b, int64_t e, int) {
     thread_local std::vector<float> row;
@@ -212,7 +210,7 @@ Status LoadVocab(const std::string& path, int64_t n_vocab, Vocab* v) {
                            n0 - s0, n_vocab);
   }
   auto new_id = [&](int64_t id) { return !extend || id < s0 ? id : kRealFirstSpecial + (id - s0); };
-  try {
+  const auto build_vocab = [&] {
     v->tokens.assign(static_cast<size_t>(n_vocab), std::string());
     v->types.assign(static_cast<size_t>(n_vocab), kTypeNormal);
     for (int64_t i = 0; i < n0; ++i) {
@@ -238,9 +236,8 @@ Status LoadVocab(const std::string& path, int64_t n_vocab, Vocab* v) {
     }
     for (std::string_view m : merges->strings()) v->merges.emplace_back(m);
     v->chat_template = std::string(tmpl->AsString());
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("synth: out of memory building the vocabulary");
-  }
+  };
+  QWENRT_RETURN_IF_ERROR(GuardAlloc(build_vocab, "synth: out of memory building the vocabulary"));
   v->eos = static_cast<uint32_t>(new_id(eos->AsU32()));
   v->pad = static_cast<uint32_t>(new_id(pad->AsU32()));
   v->has_bos = bos != nullptr && bos->Is<uint32_t>();

@@ -2,6 +2,7 @@
 // context, render with jinja_eval. Nothing here throws: JSON work that could throw is guarded.
 #include "text/chat_template.h"
 
+#include "base/guard_alloc.h"
 #include "text/jinja/jinja_budget.h"
 #include "text/jinja/jinja_eval.h"
 #include "text/jinja/jinja_parser.h"
@@ -24,12 +25,9 @@ StatusOr<std::string> CleanRendered(std::string text) {
   return out;
 }
 
-// The deepest JSON a render accepts: the value depth limit (a deeper document would be refused
+// The deepest JSON a render accepts is the value depth limit (a deeper document would be refused
 // by FromJson anyway; measuring first also keeps copies of it, which recurse, from being made).
-Status CheckJsonDepth(const Json& j, const jinja::TemplateLimits& limits, std::string_view what) {
-  return jinja::CheckJsonDepth(j, limits.max_value_depth, what,
-                               " (the chat template's max_value_depth)");
-}
+constexpr std::string_view kDepthNote = " (the chat template's max_value_depth)";
 
 // Size of a context for the work budget: its strings' bytes (keys included) plus 8 per value.
 // Iterative: the context may be as deep as max_value_depth.
@@ -58,37 +56,36 @@ uint64_t ValueBytes(const jinja::Value& root) {
 
 StatusOr<ChatTemplate> ChatTemplate::Parse(std::string source,
                                            const jinja::TemplateLimits& limits) {
-  try {
+  const auto parse = [&]() -> StatusOr<ChatTemplate> {
     QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<jinja::Template> tmpl,
                             jinja::ParseTemplate(source, limits));
     return ChatTemplate(std::shared_ptr<const jinja::Template>(std::move(tmpl)),
                         std::make_shared<const std::string>(std::move(source)), limits);
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("out of memory while parsing the chat template");
-  }
+  };
+  return GuardAlloc(parse, "out of memory while parsing the chat template");
 }
 
 StatusOr<std::string> ChatTemplate::Render(const Json& context) const {
   if (!context.is_object()) return InvalidArgument("chat template context must be a JSON object");
-  try {
-    QWENRT_ASSIGN_OR_RETURN(jinja::Value ctx, jinja::FromJson(context, limits_.max_value_depth));
-    return RenderValue(ctx);
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("out of memory while rendering the chat template");
-  }
+  return GuardAlloc(
+      [&]() -> StatusOr<std::string> {
+        QWENRT_ASSIGN_OR_RETURN(jinja::Value ctx,
+                                jinja::FromJson(context, limits_.max_value_depth));
+        return RenderValue(ctx);
+      },
+      "out of memory while rendering the chat template");
 }
 
 StatusOr<std::string> ChatTemplate::RenderValue(const jinja::Value& context) const {
-  try {
+  const auto render = [&]() -> StatusOr<std::string> {
     jinja::TemplateLimits limits = limits_;
     const uint64_t extra = jinja::SaturatingMul(ValueBytes(context), limits.cost_per_context_byte);
     limits.max_cost = extra > UINT64_MAX - limits.max_cost ? UINT64_MAX : limits.max_cost + extra;
     QWENRT_ASSIGN_OR_RETURN(std::string text,
                             jinja::RenderTemplate(*tmpl_, context.AsDict(), limits));
     return CleanRendered(std::move(text));
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("out of memory while rendering the chat template");
-  }
+  };
+  return GuardAlloc(render, "out of memory while rendering the chat template");
 }
 
 namespace {
@@ -131,15 +128,14 @@ StatusOr<std::string> ChatTemplate::RenderChat(const Json& messages, const Json&
                                                std::optional<bool> enable_thinking,
                                                const Json& extra) const {
   // Before any copy: copying a document recurses per level.
-  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(messages, limits_, "messages"));
-  try {
+  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(messages, limits_.max_value_depth, "messages", kDepthNote));
+  const auto render = [&]() -> StatusOr<std::string> {
     Json parsed = messages;
     QWENRT_RETURN_IF_ERROR(ParseToolCallArguments(&parsed, limits_));
     QWENRT_ASSIGN_OR_RETURN(jinja::Value value, jinja::FromJson(parsed, limits_.max_value_depth));
     return RenderChat(std::move(value), tools, add_generation_prompt, enable_thinking, extra);
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("out of memory while rendering the chat template");
-  }
+  };
+  return GuardAlloc(render, "out of memory while rendering the chat template");
 }
 
 StatusOr<std::string> ChatTemplate::RenderChat(jinja::Value messages, const Json& tools,
@@ -148,8 +144,9 @@ StatusOr<std::string> ChatTemplate::RenderChat(jinja::Value messages, const Json
                                                const Json& extra) const {
   if (!extra.is_null() && !extra.is_object())
     return InvalidArgument("extra template variables must be a JSON object");
-  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(tools, limits_, "tools"));
-  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(extra, limits_, "extra template variables"));
+  QWENRT_RETURN_IF_ERROR(CheckJsonDepth(tools, limits_.max_value_depth, "tools", kDepthNote));
+  QWENRT_RETURN_IF_ERROR(
+      CheckJsonDepth(extra, limits_.max_value_depth, "extra template variables", kDepthNote));
   if (messages.Depth() > limits_.max_value_depth) {
     return InvalidArgument(
         "messages nested too deeply for the chat template (max_value_depth is {})",

@@ -760,4 +760,26 @@ bool operator==(const Json& a, const Json& b) {
 
 bool operator<(const Json& a, const Json& b) { return Compare(a, b) < 0; }
 
+int JsonDepth(const Json& root, int stop_above) {
+  // Depth-first with an explicit stack of (node, depth): values built by code may nest deeper
+  // than any parsed document, and must not recurse.
+  std::vector<std::pair<const Json*, int>> stack = {{&root, 0}};
+  int deepest = 0;
+  while (!stack.empty()) {
+    const auto [j, depth] = stack.back();
+    stack.pop_back();
+    if (!j->is_structured()) continue;
+    deepest = std::max(deepest, depth + 1);
+    if (deepest > stop_above) return deepest;
+    for (const Json& child : *j) stack.emplace_back(&child, depth + 1);
+  }
+  return deepest;
+}
+
+Status CheckJsonDepth(const Json& j, int max_depth, std::string_view what, std::string_view note) {
+  if (JsonDepth(j, max_depth) > max_depth)
+    return InvalidArgument("{} nests deeper than {} levels{}", what, max_depth, note);
+  return OkStatus();
+}
+
 }  // namespace qwenrt

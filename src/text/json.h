@@ -227,4 +227,14 @@ int Json::get<int>() const;
 template <>
 std::string Json::get<std::string>() const;
 
+// Nesting depth of a document (0 for a scalar, 1 for a flat array or object), measured with an
+// explicit stack, so a value a C++ host built 10^6 levels deep is measured safely; stops counting
+// past `stop_above`.
+int JsonDepth(const Json& j, int stop_above);
+// InvalidArgument "<what> nests deeper than <max_depth> levels<note>" when `j` does: the one depth
+// check of request JSON (chat/messages.h), chat-template contexts and jinja::FromJson. Run it
+// before copying a value that may be deep (copies recurse per level).
+Status CheckJsonDepth(const Json& j, int max_depth, std::string_view what,
+                      std::string_view note = "");
+
 }  // namespace qwenrt

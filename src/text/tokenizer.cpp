@@ -14,6 +14,7 @@
 #include <numeric>
 #include <utility>
 
+#include "base/guard_alloc.h"
 #include "qwenrt/gguf.hpp"
 #include "text/pretokenizer.h"
 #include "text/unicode.h"
@@ -102,11 +103,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromVocab(VocabData vocab,
                                                           const TokenizerOptions& options) {
   std::unique_ptr<Tokenizer> t(new (std::nothrow) Tokenizer());
   if (!t) return OutOfMemory("tokenizer");
-  try {
-    QWENRT_RETURN_IF_ERROR(t->Init(std::move(vocab), options));
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("tokenizer tables");
-  }
+  QWENRT_RETURN_IF_ERROR(
+      GuardAlloc([&] { return t->Init(std::move(vocab), options); }, "tokenizer tables"));
   return t;
 }
 
@@ -117,7 +115,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::File& file,
   const auto fail = [&](std::string_view what) {
     return BadFormat("tokenizer metadata: {}: {}", what, err.ToString());
   };
-  try {
+  const auto read_strings = [&]() -> Status {
     if (!file.GetString("tokenizer.ggml.model", &v.model, &err)) return fail("model");
     if (!file.GetString("tokenizer.ggml.pre", &v.pre, &err)) return fail("pre-tokenizer");
     if (!file.GetStringArray("tokenizer.ggml.tokens", &v.tokens, &err)) return fail("tokens");
@@ -126,9 +124,9 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::File& file,
     if (!file.Has("tokenizer.ggml.merges"))
       return BadFormat("tokenizer metadata: tokenizer.ggml.merges is missing");
     if (!file.GetStringArray("tokenizer.ggml.merges", &v.merges, &err)) return fail("merges");
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("tokenizer metadata");
-  }
+    return OkStatus();
+  };
+  QWENRT_RETURN_IF_ERROR(GuardAlloc(read_strings, "tokenizer metadata"));
   for (auto [key, out] : {std::pair{"tokenizer.ggml.eos_token_id", &v.eos_id},
                           std::pair{"tokenizer.ggml.padding_token_id", &v.padding_id},
                           std::pair{"tokenizer.ggml.bos_token_id", &v.bos_id}}) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "base/guard_alloc.h"
 #include "text/tokenizer.h"
 #include "text/unicode.h"
 
@@ -82,7 +83,7 @@ bool TokenTrie::IsPlain(std::string_view b) {
 
 StatusOr<std::shared_ptr<const TokenTrie>> TokenTrie::FromTokens(std::vector<std::string> tokens) {
   std::shared_ptr<TokenTrie> t(new TokenTrie());
-  try {
+  const auto build_tables = [&] {
     t->n_vocab_ = static_cast<int32_t>(tokens.size());
     t->offsets_.reserve(tokens.size() + 1);
     for (auto& s : tokens) {
@@ -140,9 +141,8 @@ StatusOr<std::shared_ptr<const TokenTrie>> TokenTrie::FromTokens(std::vector<std
     for (auto [node, id] : t->extra_) {
       if (!IsPlain(tokens[id])) nodes[node].flags |= kHasNonPlain;  // ancestors: twins share bytes
     }
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory("token trie: out of memory");
-  }
+  };
+  QWENRT_RETURN_IF_ERROR(GuardAlloc(build_tables, "token trie: out of memory"));
   return std::shared_ptr<const TokenTrie>(std::move(t));
 }
 

@@ -461,22 +461,6 @@ Status AppendJson(const Value& v, const JsonOptions& opts, std::string* out) {
   return AppendJsonImpl(v, opts, 0, out);
 }
 
-int JsonDepth(const Json& root, int stop_above) {
-  // Depth-first with an explicit stack of (node, depth): values built by code may nest deeper
-  // than any parsed document, and must not recurse.
-  std::vector<std::pair<const Json*, int>> stack = {{&root, 0}};
-  int deepest = 0;
-  while (!stack.empty()) {
-    const auto [j, depth] = stack.back();
-    stack.pop_back();
-    if (!j->is_structured()) continue;
-    deepest = std::max(deepest, depth + 1);
-    if (deepest > stop_above) return deepest;
-    for (const Json& child : *j) stack.emplace_back(&child, depth + 1);
-  }
-  return deepest;
-}
-
 namespace {
 
 Value FromJsonImpl(const Json& j) {
@@ -517,12 +501,6 @@ Value FromJsonImpl(const Json& j) {
 }
 
 }  // namespace
-
-Status CheckJsonDepth(const Json& j, int max_depth, std::string_view what, std::string_view note) {
-  if (JsonDepth(j, max_depth) > max_depth)
-    return InvalidArgument("{} nests deeper than {} levels{}", what, max_depth, note);
-  return OkStatus();
-}
 
 StatusOr<Value> FromJson(const Json& j, int max_depth) {
   QWENRT_RETURN_IF_ERROR(CheckJsonDepth(j, max_depth, "template context", " (max_value_depth)"));

@@ -172,13 +172,6 @@ struct JsonOptions {
 // Fails once `out` passes max_value_bytes or the budget is spent.
 Status AppendJson(const Value& v, const JsonOptions& opts, std::string* out);
 
-// Nesting depth of a JSON document (0 for scalars), measured without recursion, so documents
-// nested 10^6 deep are measured safely; stops counting past `stop_above`.
-int JsonDepth(const Json& j, int stop_above);
-// InvalidArgument "<what> nests deeper than <max_depth> levels<note>" when `j` does (JsonDepth: any
-// depth is safe to check); the one depth check of request JSON, template contexts and FromJson.
-Status CheckJsonDepth(const Json& j, int max_depth, std::string_view what,
-                      std::string_view note = "");
 // JSON -> value (objects keep key order); documents nested deeper than `max_depth` are an
 // InvalidArgument naming max_value_depth.
 StatusOr<Value> FromJson(const Json& j, int max_depth);

@@ -1,0 +1,173 @@
+// JSON Schema compiler: `not` in its exact forms, and the disjointness check oneOf is compiled
+// under (see json_schema_compiler.h).
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "chat/constraint/json_schema_compiler.h"
+
+namespace qwenrt::schema {
+
+// The exact forms of `not`: not false (nothing excluded), not true / {} (nothing left),
+// not {not: X} (X itself, merged like allOf), not {type: T} (T removed from the types; removing
+// "integer" while "number" stays would leave non-integral numbers only, which is not compiled).
+// Anything else stays an error naming `not`.
+std::string SchemaCompiler::CompileNot(const Json& s, const std::string& ptr) {
+  const Json n = s["not"];
+  Json rest = s;
+  rest.erase("not");
+  const std::string at = ptr + "/not";
+  auto only = [&](const char* key) { return n.is_object() && n.size() == 1 && n.contains(key); };
+  if (n.is_boolean() && !n.get<bool>()) return Compile(rest, ptr);
+  if ((n.is_boolean() && n.get<bool>()) || (n.is_object() && n.empty()))
+    Error(ptr, "not", "excludes every instance", true);
+  if (only("not")) {
+    Merge(&rest, n["not"], at + "/not");
+    return Compile(rest, ptr);
+  }
+  if (only("type")) {
+    std::set<std::string> excluded;
+    if (n["type"].is_string()) {
+      excluded.insert(n["type"].get<std::string>());
+    } else if (n["type"].is_array()) {
+      for (const auto& t : n["type"]) {
+        if (!t.is_string()) Error(at, "type", "must be a string or an array of strings");
+        excluded.insert(t.get<std::string>());
+      }
+    } else {
+      Error(at, "type", "must be a string or an array");
+    }
+    if (excluded.count("number")) excluded.insert("integer");
+    std::vector<std::string> types;
+    if (rest.contains("type")) {
+      if (rest["type"].is_string()) {
+        types.push_back(rest["type"].get<std::string>());
+      } else if (rest["type"].is_array()) {
+        for (const auto& t : rest["type"]) {
+          if (!t.is_string()) Error(ptr, "type", "must be a string or an array of strings");
+          types.push_back(t.get<std::string>());
+        }
+      } else {
+        Error(ptr, "type", "must be a string or an array");
+      }
+    } else {
+      types = {"null", "boolean", "object", "array", "string", "number"};
+    }
+    Json left = Json::array();
+    for (const auto& t : types) {
+      if (t == "number" && excluded.count("integer") && !excluded.count("number"))
+        Error(ptr, "not", "excluding integers from numbers is not supported");
+      if (!excluded.count(t)) left.push_back(t);
+    }
+    if (left.empty()) Error(ptr, "not", "excludes every type", true);
+    rest["type"] = std::move(left);
+    return Compile(rest, ptr);
+  }
+  Error(ptr, "not", "not supported (only not: false / true / {not: ...} / {type: ...})");
+}
+
+// Both are object-only schemas and no object satisfies both: a property `a` requires is forbidden
+// by `b`, or required by both with const/enum values that share nothing.
+bool SchemaCompiler::ObjectsDisjoint(const Json& a, const Json& b) {
+  auto object_only = [](const Json& x) {
+    return x.is_object() && x.contains("type") && x["type"] == "object" && !x.contains("anyOf") &&
+           !x.contains("oneOf") && !x.contains("allOf") && !x.contains("$ref");
+  };
+  if (!object_only(a) || !object_only(b)) return false;
+  auto required = [](const Json& x) {
+    std::set<std::string> r;
+    if (x.contains("required"))
+      for (const auto& k : x["required"])
+        if (k.is_string()) r.insert(k.get<std::string>());
+    return r;
+  };
+  const auto ra = required(a), rb = required(b);
+  const bool b_closed = b.contains("additionalProperties") && b["additionalProperties"] == false;
+  for (const auto& k : ra) {
+    const bool in_b = b.contains("properties") && b["properties"].contains(k);
+    if (b_closed && !in_b) return true;
+    if (in_b && b["properties"][k] == false) return true;
+    if (rb.count(k) && a.contains("properties") && a["properties"].contains(k) && in_b) {
+      std::vector<Json> va, vb;
+      auto values = [](const Json& p, std::vector<Json>* out) {
+        if (!p.is_object()) return false;
+        if (p.contains("const")) {
+          out->push_back(p["const"]);
+          return true;
+        }
+        if (p.contains("enum") && p["enum"].is_array()) {
+          for (const auto& v : p["enum"]) out->push_back(v);
+          return true;
+        }
+        return false;
+      };
+      if (values(a["properties"][k], &va) && values(b["properties"][k], &vb)) {
+        bool share = false;
+        for (const auto& x : va)
+          for (const auto& y : vb) share |= x == y;
+        if (!share) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// oneOf is only compiled when its branches cannot both match one instance.
+void SchemaCompiler::CheckDisjoint(const std::vector<Json>& branches, const std::string& ptr) {
+  auto types_of = [](const Json& b) {
+    std::set<std::string> s;
+    if (b.is_object() && (b.contains("const") || b.contains("enum")))
+      return s;  // handled as values
+    if (b.is_object() && b.contains("type")) {
+      if (b["type"].is_string())
+        s.insert(b["type"].get<std::string>());
+      else
+        for (const auto& x : b["type"]) s.insert(x.get<std::string>());
+    } else {
+      s = {"null", "boolean", "object", "array", "string", "number"};
+    }
+    if (s.count("number")) s.insert("integer");
+    return s;
+  };
+  auto values_of = [](const Json& b, std::vector<Json>* out) {
+    if (!b.is_object()) return false;
+    if (b.contains("const")) {
+      out->push_back(b["const"]);
+      return true;
+    }
+    if (b.contains("enum") && b["enum"].is_array()) {
+      for (const auto& v : b["enum"]) out->push_back(v);
+      return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < branches.size(); ++i) {
+    for (size_t j = i + 1; j < branches.size(); ++j) {
+      std::vector<Json> vi, vj;
+      const bool ci = values_of(branches[i], &vi), cj = values_of(branches[j], &vj);
+      if (ci && cj) {
+        for (const auto& a : vi)
+          for (const auto& b : vj)
+            if (a == b) Error(ptr, "oneOf", "branches overlap");
+        continue;
+      }
+      if (ci || cj) {
+        const auto& vals = ci ? vi : vj;
+        const auto ts = types_of(ci ? branches[j] : branches[i]);
+        for (const auto& v : vals) {
+          if (ts.count(TypeOf(v))) Error(ptr, "oneOf", "branches may overlap");
+        }
+        continue;
+      }
+      if (ObjectsDisjoint(branches[i], branches[j]) || ObjectsDisjoint(branches[j], branches[i]))
+        continue;
+      const auto a = types_of(branches[i]), b = types_of(branches[j]);
+      for (const auto& t : a) {
+        if (b.count(t)) Error(ptr, "oneOf", "branches may overlap (both allow " + t + ")");
+      }
+    }
+  }
+}
+
+}  // namespace qwenrt::schema

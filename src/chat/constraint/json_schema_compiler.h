@@ -1,0 +1,121 @@
+// The JSON Schema compiler (see json_schema.h): one class, its member functions defined in one file
+// per kind of schema they compile:
+//   json_schema.cpp              entry, dispatch by keyword, const / enum values, type lists
+//   json_schema_refs.cpp         $ref resolution and the allOf merge
+//   json_schema_combinators.cpp  not, and the disjointness oneOf needs
+//   json_schema_numbers.cpp      numbers and integers: bounds, multipleOf
+//   json_schema_strings.cpp      strings: length, pattern, format
+//   json_schema_arrays.cpp       arrays: prefixItems, items, minItems / maxItems
+//   json_schema_objects.cpp      objects: properties, required, additional and pattern properties
+// Internal to src/chat/constraint/; JsonSchemaToGbnf (json_schema.h) is the interface.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "chat/constraint/number_range.h"
+#include "text/json.h"
+
+namespace qwenrt::schema {
+
+// Lexical rules every schema grammar shares.
+inline constexpr const char* kBaseRules = R"(jhex ::= [0-9a-fA-F]
+jchar ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-Ce-fE-F] jhex jhex jhex | [dD] [0-7] jhex jhex | [dD] [89abAB] jhex jhex "\\u" [dD] [c-fC-F] jhex jhex))
+jstring ::= "\"" jchar* "\""
+jnumber ::= "-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [+-]? [0-9]+)?
+jinteger ::= "-"? ("0" | [1-9] [0-9]*)
+jboolean ::= "true" | "false"
+jnull ::= "null"
+jvalue ::= jobject | jarray | jstring | jnumber | jboolean | jnull
+jobject ::= "{" ws (jstring ws ":" ws jvalue (ws "," ws jstring ws ":" ws jvalue)*)? ws "}"
+jarray ::= "[" ws (jvalue (ws "," ws jvalue)*)? ws "]"
+)";
+
+// What SchemaCompiler throws on an error (Run turns it into the status).
+struct Fail {
+  Status status;
+  bool unsatisfiable;  // the schema matches nothing (an optional place for it can be dropped)
+};
+
+// Keywords that never constrain instances (annotations, identifiers, vocabularies).
+const std::set<std::string>& Annotations();
+// Keywords that constrain instances but which this compiler does not enforce.
+const std::set<std::string>& Unsupported();
+std::string GbnfLiteral(std::string_view bytes);
+const char* TypeOf(const Json& v);
+bool TypeMatches(const std::string& type, const Json& v);
+std::string PointerEscape(const std::string& key);
+
+// Compiles one schema document to GBNF text: one rule per schema node (memoised by JSON pointer for
+// $ref, so recursive schemas become recursive rules). Errors are thrown as Fail inside and returned
+// by Run as a status.
+class SchemaCompiler {
+ public:
+  SchemaCompiler(const Json& root, bool compact) : root_(root), compact_(compact) {}
+
+  StatusOr<std::string> Run();
+
+ private:
+  // json_schema.cpp: the rule table, the dispatch by keyword, const / enum values, type lists.
+  [[noreturn]] static void Error(const std::string& ptr, const std::string& kw,
+                                 const std::string& what, bool unsatisfiable = false);
+  std::string CompileOrNever(const Json& s, const std::string& ptr);
+  std::string NewRule(const std::string& body);
+  std::string Compile(const Json& s, const std::string& ptr);
+  std::string CompileInner(const Json& s, const std::string& ptr);
+  std::string ValueLiteral(const Json& v);
+  std::string CompileType(const Json& s, const std::string& type, const std::string& ptr);
+
+  // json_schema_refs.cpp
+  const Json& Resolve(const std::string& ref, const std::string& ptr, std::string* target);
+  void Merge(Json* a, const Json& b_in, const std::string& ptr);
+
+  // json_schema_combinators.cpp
+  std::string CompileNot(const Json& s, const std::string& ptr);
+  bool ObjectsDisjoint(const Json& a, const Json& b);
+  void CheckDisjoint(const std::vector<Json>& branches, const std::string& ptr);
+
+  // json_schema_numbers.cpp
+  std::string CompileNumber(const Json& s, bool integer, const std::string& ptr);
+  std::string CompileMultiple(const Json& s, const NumberBounds& b, const std::string& ptr);
+
+  // json_schema_strings.cpp
+  std::string CompileString(const Json& s, const std::string& ptr);
+  static const std::set<std::string>& KnownFormats();
+  static Json WithoutFormat(const Json& s);
+  static std::string FormatRegex(const std::string& f);
+
+  // json_schema_arrays.cpp
+  std::string CompileArray(const Json& s, const std::string& ptr);
+
+  // json_schema_objects.cpp
+  std::string OtherKey(const std::vector<std::string>& keys);
+  // Objects with few declared properties take them in any order: one rule per set of properties
+  // already written (2^n of them), each property at most once, the end only once every required one
+  // is there; other keys may come anywhere.
+  static constexpr size_t kMaxFreeOrder = 6;
+  struct KeyValue {
+    std::string rule;  // `"key" ws ":" ws value`
+    bool required;
+  };
+  template <class P>
+  std::vector<KeyValue> props_kv(const std::vector<P>& props);
+  std::string FreeOrderObject(const std::vector<KeyValue>& kvs, const std::string& extra_kv);
+  static bool KeyMatches(const std::string& g, const std::string& key);
+  std::string CompileObject(const Json& s, const std::string& ptr);
+
+  const Json& root_;
+  bool compact_;
+  std::string rules_;
+  std::map<std::string, std::string> ref_rules_;
+  int n_ = 0;
+  int depth_ = 0;
+  int merge_depth_ = 0;
+};
+
+}  // namespace qwenrt::schema

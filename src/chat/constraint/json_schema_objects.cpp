@@ -1,0 +1,268 @@
+// JSON Schema compiler: objects, their properties (in order, or in any order when few), required,
+// additionalProperties and patternProperties (see json_schema_compiler.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "chat/constraint/json_schema_compiler.h"
+#include "chat/constraint/matcher.h"
+#include "chat/constraint/regex_gbnf.h"
+#include "chat/constraint/token_trie.h"
+#include "chat/constraint/utf8_ranges.h"
+
+namespace qwenrt::schema {
+
+// Key content (between the quotes) not equal to any of `keys` (encoded forms without '\').
+std::string SchemaCompiler::OtherKey(const std::vector<std::string>& keys) {
+  struct TrieNode {
+    std::map<uint32_t, int> next;
+    bool terminal = false;
+  };
+  std::vector<TrieNode> trie(1);
+  for (const auto& k : keys) {
+    if (k.find('\\') != std::string::npos) continue;
+    int cur = 0;
+    for (size_t i = 0; i < k.size();) {
+      const unsigned char c = static_cast<unsigned char>(k[i]);
+      int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+      uint32_t v = len == 1 ? c : len == 2 ? (c & 31) : len == 3 ? (c & 15) : (c & 7);
+      for (int j = 1; j < len && i + j < k.size(); ++j)
+        v = (v << 6) | (static_cast<unsigned char>(k[i + j]) & 63);
+      i += len;
+      auto it = trie[cur].next.find(v);
+      if (it == trie[cur].next.end()) {
+        trie[cur].next[v] = static_cast<int>(trie.size());
+        cur = static_cast<int>(trie.size());
+        trie.emplace_back();
+      } else {
+        cur = it->second;
+      }
+    }
+    trie[cur].terminal = true;
+  }
+  const std::string raw = "[^\"\\\\\\x00-\\x1F]";
+  std::function<std::string(int)> emit = [&](int node) -> std::string {
+    const TrieNode& t = trie[node];
+    CodepointRanges taken;
+    for (auto& [cp, child] : t.next) taken.push_back({cp, cp});
+    CodepointRanges free_set = ComplementRanges(NormalizeRanges(taken));
+    CodepointRanges restricted;
+    for (auto [lo, hi] : free_set) {
+      const std::pair<uint32_t, uint32_t> keep[] = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x10FFFF}};
+      for (auto [a, b] : keep) {
+        const uint32_t l = std::max(lo, a), h = std::min(hi, b);
+        if (l <= h) restricted.push_back({l, h});
+      }
+    }
+    std::vector<std::string> alts;
+    if (!restricted.empty()) {
+      std::string cls = "[";
+      for (auto [lo, hi] : NormalizeRanges(restricted)) {
+        cls += fmt::format("\\U{:08X}", lo);
+        if (hi != lo) cls += fmt::format("-\\U{:08X}", hi);
+      }
+      cls += "]";
+      alts.push_back(cls + " " + raw + "*");
+    }
+    for (auto& [cp, child] : t.next) {
+      std::string lit;
+      AppendUtf8(cp, &lit);
+      alts.push_back(GbnfLiteral(lit) + " " + emit(child));
+    }
+    if (!t.terminal) alts.push_back("\"\"");
+    std::string body;
+    for (size_t i = 0; i < alts.size(); ++i) body += (i ? " | " : "") + alts[i];
+    return NewRule(body);
+  };
+  return emit(0);
+}
+
+template <class P>
+std::vector<SchemaCompiler::KeyValue> SchemaCompiler::props_kv(const std::vector<P>& props) {
+  std::vector<KeyValue> out;
+  for (const auto& p : props) {
+    out.push_back({NewRule(GbnfLiteral(p.key) + " ws \":\" ws " + p.value_rule), p.required});
+  }
+  return out;
+}
+
+std::string SchemaCompiler::FreeOrderObject(const std::vector<KeyValue>& kvs,
+                                            const std::string& extra_kv) {
+  const size_t n = kvs.size();
+  const uint32_t full = (1u << n) - 1;
+  uint32_t required = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (kvs[i].required) required |= 1u << i;
+  const std::string base = "o" + std::to_string(n_++) + "x";
+  auto name = [&](uint32_t m, bool first) {
+    return base + std::to_string(m) + (first ? "f" : "r");
+  };
+  for (uint32_t m = 0; m <= full; ++m) {
+    for (bool first : {true, false}) {
+      const std::string sep = first ? "" : "ws \",\" ws ";
+      std::string body;
+      auto alt = [&](const std::string& a) { body += (body.empty() ? "" : " | ") + a; };
+      for (size_t i = 0; i < n; ++i) {
+        if (m & (1u << i)) continue;
+        alt(sep + kvs[i].rule + " " + name(m | (1u << i), false));
+      }
+      if (!extra_kv.empty()) alt(sep + extra_kv + " " + name(m, false));
+      if ((m & required) == required) alt("\"\"");
+      if (body.empty()) body = "\"\"";  // unreachable: m == full always satisfies required
+      rules_ += name(m, first) + " ::= " + body + "\n";
+    }
+  }
+  return NewRule("\"{\" ws " + name(0, true) + " ws \"}\"");
+}
+
+// Does the JSON-encoded key content match the pattern expression `g` (a kJsonString regex)?
+bool SchemaCompiler::KeyMatches(const std::string& g, const std::string& key) {
+  auto grammar = Grammar::FromGbnf("root ::= " + g + "\nws ::= \"\"\n" + kBaseRules);
+  if (!grammar.ok()) return true;  // be conservative
+  static const auto bytes = [] {
+    std::vector<std::string> t;
+    for (int b = 0; b < 256; ++b) t.push_back(std::string(1, static_cast<char>(b)));
+    return *TokenTrie::FromTokens(t);
+  }();
+  Matcher m(*grammar, bytes);
+  return m.AcceptBytes(key) && m.CanEnd();
+}
+
+std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr) {
+  for (const char* k : {"minProperties", "maxProperties"}) {
+    if (s.contains(k)) {
+      std::set<Json> distinct;
+      if (s.contains("required") && s["required"].is_array())
+        distinct.insert(s["required"].begin(), s["required"].end());
+      const int64_t req = static_cast<int64_t>(distinct.size());
+      // maxProperties holds by construction when only the declared properties can appear and
+      // there are no more of them than the maximum.
+      if (std::string(k) == "maxProperties" && s[k].is_number() &&
+          s.contains("additionalProperties") && s["additionalProperties"] == false &&
+          !s.contains("patternProperties")) {
+        const size_t declared =
+            s.contains("properties") && s["properties"].is_object() ? s["properties"].size() : 0;
+        if (static_cast<double>(declared) <= s[k].get<double>()) continue;
+      }
+      if (std::string(k) == "minProperties" && s[k].is_number() &&
+          s[k].get<double>() <= static_cast<double>(req)) {
+        continue;
+      }
+      if (std::string(k) == "minProperties" && s[k].is_number() && s[k].get<double>() <= 0)
+        continue;
+      Error(ptr, k, "not supported");
+    }
+  }
+  struct Prop {
+    std::string key;  // json.dumps-encoded, with quotes
+    std::string value_rule;
+    bool required;
+  };
+  std::vector<Prop> props;
+  std::set<std::string> required;
+  std::vector<std::string> required_order;
+  if (s.contains("required")) {
+    for (const auto& r : s["required"]) {
+      if (r.is_string() && required.insert(r.get<std::string>()).second)
+        required_order.push_back(r.get<std::string>());
+    }
+  }
+  std::vector<std::string> known;  // encoded keys without quotes
+  std::set<std::string> seen;
+  Json additional = s.contains("additionalProperties") ? s["additionalProperties"] : Json(true);
+  auto encode = [](const std::string& k) {
+    std::string e;
+    Json(k).AppendPython(&e);
+    return e;
+  };
+  if (s.contains("properties")) {
+    const Json& ps = s["properties"];
+    if (!ps.is_object()) Error(ptr, "properties", "must be an object");
+    for (auto it = ps.begin(); it != ps.end(); ++it) {
+      const std::string e = encode(it.key());
+      known.push_back(e.substr(1, e.size() - 2));
+      seen.insert(it.key());
+      const bool req = required.count(it.key()) > 0;
+      if (it.value().is_boolean() && !it.value().get<bool>()) {
+        if (req)
+          Error(ptr + "/properties/" + PointerEscape(it.key()), "required",
+                "required property with a false schema");
+        continue;
+      }
+      const std::string prop_ptr = ptr + "/properties/" + PointerEscape(it.key());
+      const std::string rule =
+          req ? Compile(it.value(), prop_ptr) : CompileOrNever(it.value(), prop_ptr);
+      if (rule.empty()) continue;  // an optional property that no value satisfies cannot appear
+      props.push_back({e, rule, req});
+    }
+  }
+  const bool extra_allowed = !(additional.is_boolean() && !additional.get<bool>());
+  for (const auto& r : required_order) {
+    if (seen.count(r)) continue;
+    if (!extra_allowed) Error(ptr, "required", "'" + r + "' is required but not allowed");
+    const std::string e = encode(r);
+    known.push_back(e.substr(1, e.size() - 2));
+    props.push_back({e, Compile(additional, ptr + "/additionalProperties"), true});
+  }
+  std::string tail_rest = NewRule("\"\"");
+  std::string tail_first = tail_rest;
+  std::string extra_kv;  // one other key and its value, when other keys may appear
+  if (s.contains("patternProperties") && s["patternProperties"].is_object() &&
+      !s["patternProperties"].empty()) {
+    // Other keys must match a pattern (keys matching none are not produced: a sound restriction).
+    const Json& pp = s["patternProperties"];
+    const Json& schema0 = pp.begin().value();
+    std::string keys;
+    for (auto it = pp.begin(); it != pp.end(); ++it) {
+      if (it.value() != schema0) Error(ptr, "patternProperties", "patterns with different schemas");
+      std::string g;
+      Status st = RegexToGbnf(it.key(), RegexMode::kJsonString, &g);
+      if (!st.ok()) Error(ptr, "patternProperties", st.message());
+      for (const auto& k : known) {
+        if (k.find('\\') != std::string::npos)
+          Error(ptr, "patternProperties", "declared property with an escape");
+        if (KeyMatches(g, k))
+          Error(ptr, "patternProperties", "declared property '" + k + "' matches a pattern");
+      }
+      keys += (keys.empty() ? "" : " | ") + g;
+    }
+    const std::string value = Compile(schema0, ptr + "/patternProperties");
+    const std::string kv = NewRule("\"\\\"\" (" + keys + ") \"\\\"\" ws \":\" ws " + value);
+    extra_kv = kv;
+    tail_rest = NewRule("(ws \",\" ws " + kv + ")*");
+    tail_first = NewRule("(" + kv + " " + tail_rest + ")?");
+  } else if (extra_allowed) {
+    const std::string value = Compile(additional, ptr + "/additionalProperties");
+    const std::string key = OtherKey(known);
+    const std::string kv = NewRule("\"\\\"\" " + key + " \"\\\"\" ws \":\" ws " + value);
+    extra_kv = kv;
+    tail_rest = NewRule("(ws \",\" ws " + kv + ")*");
+    tail_first = NewRule("(" + kv + " " + tail_rest + ")?");
+  }
+  if (props.size() >= 2 && props.size() <= kMaxFreeOrder)
+    return FreeOrderObject(props_kv(props), extra_kv);
+  std::string rest = tail_rest, first = tail_first;
+  for (int64_t i = static_cast<int64_t>(props.size()) - 1; i >= 0; --i) {
+    const std::string kv =
+        NewRule(GbnfLiteral(props[i].key) + " ws \":\" ws " + props[i].value_rule);
+    std::string r = "ws \",\" ws " + kv + " " + rest;
+    std::string f = kv + " " + rest;
+    if (!props[i].required) {
+      r += " | " + rest;
+      f += " | " + first;
+    }
+    const std::string nr = NewRule(r), nf = NewRule(f);
+    rest = nr;
+    first = nf;
+  }
+  return NewRule("\"{\" ws " + first + " ws \"}\"");
+}
+
+}  // namespace qwenrt::schema
