@@ -42,15 +42,15 @@ static int g_failures = 0;
 /* A by-value result in a buffer with a canary behind it: the library must write exactly the ABI 1
  * size (a larger struct would overwrite the canary, or the stack behind a real host's variable). */
 #define CANARY 0x5AA5C33Cu
-#define CHECK_BY_VALUE(type, fn)      \
-  do {                                \
-    struct {                          \
-      type v;                         \
-      uint32_t canary;                \
-    } box;                            \
-    box.canary = CANARY;              \
-    box.v = fn();                     \
-    EXPECT(box.canary == CANARY);     \
+#define CHECK_BY_VALUE(type, fn)               \
+  do {                                         \
+    struct {                                   \
+      type v;                                  \
+      uint32_t canary;                         \
+    } box;                                     \
+    box.canary = CANARY;                       \
+    box.v = fn();                              \
+    EXPECT(box.canary == CANARY);              \
     EXPECT(box.v.struct_size == sizeof(type)); \
   } while (0)
 

@@ -3,8 +3,8 @@
  * of the first version's size (an ABI 1 host's) is neither written nor read past its end (it sits
  * at the end of a page whose successor is inaccessible, and garbage in the bytes a newer struct
  * would use is ignored); a larger struct gets zeros past this library's; and every option folded
- * into the params (load options, KV type, sampling, constraint, tool choice, reasoning budget) gives
- * the same output as the deprecated function it replaces. */
+ * into the params (load options, KV type, sampling, constraint, tool choice, reasoning budget)
+ * gives the same output as the deprecated function it replaces. */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 
@@ -43,10 +43,10 @@ static int g_failures = 0;
   } while (0)
 
 /* `call` returns `want` and the last error mentions `needle`. */
-#define EXPECT_STATUS(call, want, needle)                                     \
-  do {                                                                        \
-    qwenrt_status s_ = (call);                                                \
-    EXPECT(s_ == (want));                                                     \
+#define EXPECT_STATUS(call, want, needle)                                    \
+  do {                                                                       \
+    qwenrt_status s_ = (call);                                               \
+    EXPECT(s_ == (want));                                                    \
     if (s_ == (want)) EXPECT(strstr(qwenrt_last_error(), (needle)) != NULL); \
   } while (0)
 
@@ -66,12 +66,12 @@ typedef struct GenerateAlign {
 } GenerateAlign;
 #define SIZE_UP_TO(T, last, align) \
   ((offsetof(T, last) + sizeof(((T*)0)->last) + (align)-1) / (align) * (align))
-#define MODEL_V1 \
-  SIZE_UP_TO(qwenrt_model_params, progress_user_data, offsetof(ModelAlign, t))
+#define MODEL_V1 SIZE_UP_TO(qwenrt_model_params, progress_user_data, offsetof(ModelAlign, t))
 #define SESSION_V1 SIZE_UP_TO(qwenrt_session_params, split_invariant, offsetof(SessionAlign, t))
 #define GENERATE_V1 SIZE_UP_TO(qwenrt_generate_params, user_data, offsetof(GenerateAlign, t))
 
-/* ---- a page-end allocation: a read or write past `size` bytes faults ---------------------------- */
+/* ---- a page-end allocation: a read or write past `size` bytes faults ----------------------------
+ */
 
 typedef struct Guarded {
   unsigned char* base;
@@ -218,8 +218,8 @@ static void TestInitDefaults(void) {
          sp.kv_type == QWENRT_KV_DEFAULT);
   EXPECT(smp.struct_size == sizeof smp && smp.temperature == 0.0f && smp.top_k == 0 &&
          smp.top_p == 1.0f && smp.min_p == 0.0f && smp.repeat_penalty == 1.0f &&
-         smp.repeat_last_n == 64 && smp.presence_penalty == 0.0f &&
-         smp.frequency_penalty == 0.0f && smp.seed == 0);
+         smp.repeat_last_n == 64 && smp.presence_penalty == 0.0f && smp.frequency_penalty == 0.0f &&
+         smp.seed == 0);
   EXPECT(gp.struct_size == sizeof gp && gp.max_tokens == 512 && gp.stop_strings == NULL &&
          gp.n_stop_strings == 0 && gp.callback == NULL && gp.user_data == NULL &&
          gp.sampling == NULL && gp.constraint == NULL &&
@@ -343,7 +343,8 @@ static void TestOldSizes(qwenrt_model* model) {
   GuardedFree(gg);
 }
 
-/* ---- the folded options equal the deprecated functions ----------------------------------------- */
+/* ---- the folded options equal the deprecated functions -----------------------------------------
+ */
 
 #if defined(__GNUC__)
 /* This test calls the deprecated functions on purpose, to compare them with the params. */
@@ -407,14 +408,12 @@ static void TestLoadOptions(void) {
   ASSERT_OK(QWENRT_INIT(qwenrt_model_params_init, &mp));
   mp.template_max_bytes = 16;
   ASSERT_OK(qwenrt_model_load(MODEL_PATH, &mp, &a));
-  EXPECT_STATUS(qwenrt_chat_render(a, &chat, buf, sizeof buf, &needed), QWENRT_UNSUPPORTED,
-                "16");
+  EXPECT_STATUS(qwenrt_chat_render(a, &chat, buf, sizeof buf, &needed), QWENRT_UNSUPPORTED, "16");
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.template_max_bytes = 16;
   ASSERT_OK(qwenrt_model_load_ex(MODEL_PATH, NULL, &o, &b));
-  EXPECT_STATUS(qwenrt_chat_render(b, &chat, buf, sizeof buf, &needed), QWENRT_UNSUPPORTED,
-                "16");
+  EXPECT_STATUS(qwenrt_chat_render(b, &chat, buf, sizeof buf, &needed), QWENRT_UNSUPPORTED, "16");
   qwenrt_model_free(a);
   qwenrt_model_free(b);
   a = NULL;
@@ -504,7 +503,8 @@ static void TestGenerateOptions(qwenrt_model* model) {
   ASSERT_OK(qwenrt_session_set_constraint(s, digits));
   b = ChatTurn(s, &gp, NULL, false, false);
   ASSERT_OK(qwenrt_session_set_constraint(s, NULL));
-  EXPECT(a.status == QWENRT_OK && SameTurn(&a, &b) && strspn(a.content, "abc") == strlen(a.content));
+  EXPECT(a.status == QWENRT_OK && SameTurn(&a, &b) &&
+         strspn(a.content, "abc") == strlen(a.content));
   FreeTurn(&a);
   FreeTurn(&b);
 
@@ -524,8 +524,7 @@ static void TestGenerateOptions(qwenrt_model* model) {
   FreeTurn(&b);
   gp.max_reasoning_tokens = -1;
   a = ChatTurn(s, &gp, NULL, true, false);
-  EXPECT(a.status == QWENRT_INVALID_ARGUMENT &&
-         strstr(a.error, "max_reasoning_tokens") != NULL);
+  EXPECT(a.status == QWENRT_INVALID_ARGUMENT && strstr(a.error, "max_reasoning_tokens") != NULL);
   FreeTurn(&a);
 
   /* Tool choice: REQUIRED and FUNCTION. */
@@ -541,8 +540,7 @@ static void TestGenerateOptions(qwenrt_model* model) {
   ASSERT_OK(qwenrt_session_set_tool_choice(s, QWENRT_TOOL_CHOICE_FUNCTION, "pick"));
   b = ChatTurn(s, &gp, NULL, false, true);
   ASSERT_OK(qwenrt_session_set_tool_choice(s, QWENRT_TOOL_CHOICE_FREE, NULL));
-  EXPECT(a.status == QWENRT_OK && SameTurn(&a, &b) &&
-         strstr(a.tool_calls, "pick") != NULL);
+  EXPECT(a.status == QWENRT_OK && SameTurn(&a, &b) && strstr(a.tool_calls, "pick") != NULL);
   FreeTurn(&a);
   FreeTurn(&b);
   gp.tool_choice = QWENRT_TOOL_CHOICE_REQUIRED;
@@ -553,8 +551,7 @@ static void TestGenerateOptions(qwenrt_model* model) {
   gp.constraint = NULL;
   gp.tool_function = "pick"; /* a name without FUNCTION */
   a = ChatTurn(s, &gp, NULL, false, true);
-  EXPECT(a.status == QWENRT_INVALID_ARGUMENT &&
-         strstr(a.error, "params->tool_choice") != NULL);
+  EXPECT(a.status == QWENRT_INVALID_ARGUMENT && strstr(a.error, "params->tool_choice") != NULL);
   FreeTurn(&a);
   gp.tool_function = NULL;
   gp.tool_choice = (qwenrt_tool_choice)9;
