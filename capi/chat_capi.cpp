@@ -8,6 +8,7 @@
 #include "guard.h"
 #include "handle_registry.h"
 #include "handles.h"
+#include "params.h"
 #include "qwenrt/qwenrt.h"
 #include "sampling_capi.h"
 #include "session_capi.h"
@@ -41,7 +42,7 @@ Status ReadChat(const qwenrt_chat* in, ChatRequest* out) {
   if (in == nullptr) return InvalidArgument("chat is NULL");
   qwenrt_chat c;
   QWENRT_RETURN_IF_ERROR(
-      ReadParams(in, qwenrt_chat_default(), &c,
+      ReadParams(in, DefaultChat(), &c,
                  {QWENRT_FIELD(qwenrt_chat, messages), QWENRT_FIELD(qwenrt_chat, n_messages),
                   QWENRT_FIELD(qwenrt_chat, tools_json), QWENRT_FIELD(qwenrt_chat, enable_thinking),
                   QWENRT_FIELD(qwenrt_chat, add_generation_prompt)},
@@ -123,20 +124,68 @@ Status ReadChat(const qwenrt_chat* in, ChatRequest* out) {
   return OkStatus();
 }
 
+// A qwenrt_tool_choice and its function name (`what`: where they came from, for errors).
+Status ToToolChoice(qwenrt_tool_choice choice, const char* function_name, const char* what,
+                    ToolChoice* out) {
+  ToolChoice c;
+  switch (EnumValue(choice)) {
+    case QWENRT_TOOL_CHOICE_FREE:
+      c.mode = ToolChoiceMode::kFree;
+      break;
+    case QWENRT_TOOL_CHOICE_NONE:
+      c.mode = ToolChoiceMode::kNone;
+      break;
+    case QWENRT_TOOL_CHOICE_AUTO:
+      c.mode = ToolChoiceMode::kAuto;
+      break;
+    case QWENRT_TOOL_CHOICE_REQUIRED:
+      c.mode = ToolChoiceMode::kRequired;
+      break;
+    case QWENRT_TOOL_CHOICE_FUNCTION:
+      c.mode = ToolChoiceMode::kFunction;
+      break;
+    default:
+      return InvalidArgument("{} {} is not a qwenrt_tool_choice", what, EnumValue(choice));
+  }
+  if (c.mode == ToolChoiceMode::kFunction) {
+    QWENRT_RETURN_IF_ERROR(CheckCString(function_name, "the function name", false));
+    c.function = function_name;
+    if (c.function.empty()) return InvalidArgument("the function name is empty");
+  } else if (function_name != nullptr) {
+    return InvalidArgument("a function name is given but {} is not QWENRT_TOOL_CHOICE_FUNCTION",
+                           what);
+  }
+  *out = std::move(c);
+  return OkStatus();
+}
+
 // A caller's sampling and generate params, checked and converted to the core's GenerateRequest.
+// `sampling` is the call's argument; params->sampling is the other place it may come from.
 Status ReadGenerate(const qwenrt_sampling_params* sampling, const qwenrt_generate_params* params,
                     GenerateRequest* out) {
-  qwenrt_sampling_params sp;
-  QWENRT_RETURN_IF_ERROR(ReadSamplingParams(sampling, &sp));
-  out->sampling = ToSamplerParams(sp);
+  constexpr size_t v2 = kGenerateParamsV1Size + 1;  // any struct larger than ABI 1's has them all
   qwenrt_generate_params g;
-  QWENRT_RETURN_IF_ERROR(ReadParams(params, qwenrt_generate_default_params(), &g,
-                                    {QWENRT_FIELD(qwenrt_generate_params, max_tokens),
-                                     QWENRT_FIELD(qwenrt_generate_params, stop_strings),
-                                     QWENRT_FIELD(qwenrt_generate_params, n_stop_strings),
-                                     QWENRT_FIELD(qwenrt_generate_params, callback),
-                                     QWENRT_FIELD(qwenrt_generate_params, user_data)},
-                                    "params", "qwenrt_generate_params"));
+  QWENRT_RETURN_IF_ERROR(
+      ReadParams(params, DefaultGenerateParams(), &g,
+                 {QWENRT_FIELD(qwenrt_generate_params, max_tokens),
+                  QWENRT_FIELD(qwenrt_generate_params, stop_strings),
+                  QWENRT_FIELD(qwenrt_generate_params, n_stop_strings),
+                  QWENRT_FIELD(qwenrt_generate_params, callback),
+                  QWENRT_FIELD(qwenrt_generate_params, user_data),
+                  QWENRT_FIELD_SINCE(qwenrt_generate_params, sampling, v2),
+                  QWENRT_FIELD_SINCE(qwenrt_generate_params, constraint, v2),
+                  QWENRT_FIELD_SINCE(qwenrt_generate_params, tool_choice, v2),
+                  QWENRT_FIELD_SINCE(qwenrt_generate_params, tool_function, v2),
+                  QWENRT_FIELD_SINCE(qwenrt_generate_params, max_reasoning_tokens, v2)},
+                 "params", "qwenrt_generate_params"));
+  if (sampling != nullptr && g.sampling != nullptr) {
+    return InvalidArgument(
+        "sampling is given twice: as the sampling argument and as params->sampling (pass NULL "
+        "for one)");
+  }
+  qwenrt_sampling_params sp;
+  QWENRT_RETURN_IF_ERROR(ReadSamplingParams(sampling != nullptr ? sampling : g.sampling, &sp));
+  out->sampling = ToSamplerParams(sp);
   if (g.max_tokens < -1)
     return InvalidArgument("params->max_tokens is {} (-1 = until the context is full)",
                            g.max_tokens);
@@ -163,14 +212,27 @@ Status ReadGenerate(const qwenrt_sampling_params* sampling, const qwenrt_generat
       return cb(k, scratch->c_str(), scratch->size(), user);
     };
   }
+  if (g.constraint != nullptr) {
+    QWENRT_RETURN_IF_ERROR(
+        CheckHandle(g.constraint, HandleKind::kConstraint, "params->constraint"));
+    out->constraint = g.constraint->grammar;
+  }
+  QWENRT_RETURN_IF_ERROR(
+      ToToolChoice(g.tool_choice, g.tool_function, "params->tool_choice", &out->tool_choice));
+  if (g.max_reasoning_tokens < 0) {
+    return InvalidArgument("params->max_reasoning_tokens is {} (0 = no limit)",
+                           g.max_reasoning_tokens);
+  }
+  out->max_reasoning_tokens = g.max_reasoning_tokens;
   return OkStatus();
 }
 
-// The generation options set on the session (qwenrt_session_set_constraint / _reasoning_budget).
+// The deprecated session settings (qwenrt_session_set_constraint / _reasoning_budget /
+// _tool_choice) fill the generation options the params left at their defaults.
 void AddSessionOptions(const qwenrt_session& s, GenerateRequest* gen) {
-  gen->constraint = s.constraint;
-  gen->max_reasoning_tokens = s.max_reasoning_tokens;
-  gen->tool_choice = s.tool_choice;
+  if (gen->constraint == nullptr) gen->constraint = s.constraint;
+  if (gen->max_reasoning_tokens == 0) gen->max_reasoning_tokens = s.max_reasoning_tokens;
+  if (gen->tool_choice.mode == ToolChoiceMode::kFree) gen->tool_choice = s.tool_choice;
 }
 
 Status WriteReport(const qwenrt_session* s, qwenrt_report* report) {
@@ -272,33 +334,7 @@ qwenrt_status qwenrt_session_set_tool_choice(qwenrt_session* session, qwenrt_too
   return Guard(__func__, [&]() -> Status {
     QWENRT_CAPI_ENTER(session);
     ToolChoice c;
-    switch (EnumValue(choice)) {
-      case QWENRT_TOOL_CHOICE_FREE:
-        c.mode = ToolChoiceMode::kFree;
-        break;
-      case QWENRT_TOOL_CHOICE_NONE:
-        c.mode = ToolChoiceMode::kNone;
-        break;
-      case QWENRT_TOOL_CHOICE_AUTO:
-        c.mode = ToolChoiceMode::kAuto;
-        break;
-      case QWENRT_TOOL_CHOICE_REQUIRED:
-        c.mode = ToolChoiceMode::kRequired;
-        break;
-      case QWENRT_TOOL_CHOICE_FUNCTION:
-        c.mode = ToolChoiceMode::kFunction;
-        break;
-      default:
-        return InvalidArgument("choice {} is not a qwenrt_tool_choice", EnumValue(choice));
-    }
-    if (c.mode == ToolChoiceMode::kFunction) {
-      QWENRT_RETURN_IF_ERROR(CheckCString(function_name, "function_name", false));
-      c.function = function_name;
-      if (c.function.empty()) return InvalidArgument("function_name is empty");
-    } else if (function_name != nullptr) {
-      return InvalidArgument(
-          "function_name is given but choice is not QWENRT_TOOL_CHOICE_FUNCTION");
-    }
+    QWENRT_RETURN_IF_ERROR(ToToolChoice(choice, function_name, "choice", &c));
     session->tool_choice = std::move(c);
     return OkStatus();
   });
@@ -384,15 +420,6 @@ qwenrt_status qwenrt_session_get_reply(const qwenrt_session* session, qwenrt_pie
   });
 }
 
-qwenrt_engine_params qwenrt_engine_default_params(void) {
-  qwenrt_engine_params p{};
-  p.struct_size = sizeof(p);
-  p.n_threads = 0;
-  p.step_tokens = 512;
-  p.max_sessions = 16;
-  return p;
-}
-
 qwenrt_status qwenrt_engine_create(qwenrt_model* model, const qwenrt_engine_params* params,
                                    qwenrt_engine** out_engine) {
   return Guard(__func__, [&]() -> Status {
@@ -400,7 +427,7 @@ qwenrt_status qwenrt_engine_create(qwenrt_model* model, const qwenrt_engine_para
     *out_engine = nullptr;
     QWENRT_RETURN_IF_ERROR(CheckHandle(model, HandleKind::kModel, "model"));
     qwenrt_engine_params p;
-    QWENRT_RETURN_IF_ERROR(ReadParams(params, qwenrt_engine_default_params(), &p,
+    QWENRT_RETURN_IF_ERROR(ReadParams(params, DefaultEngineParams(), &p,
                                       {QWENRT_FIELD(qwenrt_engine_params, n_threads),
                                        QWENRT_FIELD(qwenrt_engine_params, step_tokens),
                                        QWENRT_FIELD(qwenrt_engine_params, max_sessions)},

@@ -9,6 +9,7 @@
 #include "guard.h"
 #include "handle_registry.h"
 #include "handles.h"
+#include "params.h"
 #include "qwenrt/qwenrt.h"
 #include "validate.h"
 
@@ -19,53 +20,64 @@ namespace {
 constexpr const char* kModelParams = "qwenrt_model_params";
 
 Status ReadModelParams(const qwenrt_model_params* in, qwenrt_model_params* out) {
-  return ReadParams(in, qwenrt_model_default_params(), out,
+  constexpr size_t v2 = kModelParamsV1Size + 1;  // any struct larger than ABI 1's has them all
+  return ReadParams(in, DefaultModelParams(), out,
                     {QWENRT_FIELD(qwenrt_model_params, check_tensors),
                      QWENRT_FIELD(qwenrt_model_params, progress_callback),
-                     QWENRT_FIELD(qwenrt_model_params, progress_user_data)},
+                     QWENRT_FIELD(qwenrt_model_params, progress_user_data),
+                     QWENRT_FIELD_SINCE(qwenrt_model_params, read_file, v2),
+                     QWENRT_FIELD_SINCE(qwenrt_model_params, pack_weights, v2),
+                     QWENRT_FIELD_SINCE(qwenrt_model_params, template_max_bytes, v2),
+                     QWENRT_FIELD_SINCE(qwenrt_model_params, template_max_cost, v2),
+                     QWENRT_FIELD_SINCE(qwenrt_model_params, template_max_output_bytes, v2),
+                     QWENRT_FIELD_SINCE(qwenrt_model_params, template_max_value_depth, v2)},
                     "params", kModelParams);
 }
 
-constexpr const char* kModelOptions = "qwenrt_model_options";
-
-// The caller's options (NULL: all defaults), read up to their struct_size.
-Status ReadModelOptions(const qwenrt_model_options* in, qwenrt_model_options* out) {
+// The deprecated qwenrt_model_options (NULL: none): read up to their struct_size, their fields
+// replace the params' load options.
+Status ApplyModelOptions(const qwenrt_model_options* in, qwenrt_model_params* p) {
+  if (in == nullptr) return OkStatus();
   qwenrt_model_options defaults{};
   defaults.struct_size = sizeof defaults;
-  if (in == nullptr) {
-    *out = defaults;
-    return OkStatus();
-  }
-  return ReadParams(in, defaults, out,
-                    {QWENRT_FIELD(qwenrt_model_options, read_file),
-                     QWENRT_FIELD(qwenrt_model_options, pack_weights),
-                     QWENRT_FIELD(qwenrt_model_options, template_max_bytes),
-                     QWENRT_FIELD(qwenrt_model_options, template_max_cost),
-                     QWENRT_FIELD(qwenrt_model_options, template_max_output_bytes),
-                     QWENRT_FIELD(qwenrt_model_options, template_max_value_depth)},
-                    "options", kModelOptions);
+  qwenrt_model_options o;
+  QWENRT_RETURN_IF_ERROR(ReadParams(in, defaults, &o,
+                                    {QWENRT_FIELD(qwenrt_model_options, read_file),
+                                     QWENRT_FIELD(qwenrt_model_options, pack_weights),
+                                     QWENRT_FIELD(qwenrt_model_options, template_max_bytes),
+                                     QWENRT_FIELD(qwenrt_model_options, template_max_cost),
+                                     QWENRT_FIELD(qwenrt_model_options, template_max_output_bytes),
+                                     QWENRT_FIELD(qwenrt_model_options, template_max_value_depth)},
+                                    "options", "qwenrt_model_options"));
+  p->read_file = o.read_file;
+  p->pack_weights = o.pack_weights;
+  p->template_max_bytes = o.template_max_bytes;
+  p->template_max_cost = o.template_max_cost;
+  p->template_max_output_bytes = o.template_max_output_bytes;
+  p->template_max_value_depth = o.template_max_value_depth;
+  return OkStatus();
 }
 
-// The template limits the options set (0 keeps each default).
-StatusOr<jinja::TemplateLimits> ToTemplateLimits(const qwenrt_model_options& o) {
+// The template limits the params set (0 keeps each default).
+StatusOr<jinja::TemplateLimits> ToTemplateLimits(const qwenrt_model_params& p) {
   jinja::TemplateLimits l;
   const auto size = [](uint64_t v) { return static_cast<size_t>(std::min<uint64_t>(v, SIZE_MAX)); };
-  if (o.template_max_bytes != 0) l.max_template_bytes = size(o.template_max_bytes);
-  if (o.template_max_cost != 0) l.max_cost = o.template_max_cost;
-  if (o.template_max_output_bytes != 0) l.max_output_bytes = size(o.template_max_output_bytes);
-  if (o.template_max_value_depth < 0) {
-    return InvalidArgument("options->template_max_value_depth is {} (0 keeps the default)",
-                           o.template_max_value_depth);
+  if (p.template_max_bytes != 0) l.max_template_bytes = size(p.template_max_bytes);
+  if (p.template_max_cost != 0) l.max_cost = p.template_max_cost;
+  if (p.template_max_output_bytes != 0) l.max_output_bytes = size(p.template_max_output_bytes);
+  if (p.template_max_value_depth < 0) {
+    return InvalidArgument("params->template_max_value_depth is {} (0 keeps the default)",
+                           p.template_max_value_depth);
   }
-  if (o.template_max_value_depth != 0) l.max_value_depth = o.template_max_value_depth;
+  if (p.template_max_value_depth != 0) l.max_value_depth = p.template_max_value_depth;
   return l;
 }
 
-Model::LoadOptions ToLoadOptions(const qwenrt_model_params& p, const qwenrt_model_options& opt) {
+Model::LoadOptions ToLoadOptions(const qwenrt_model_params& p) {
   Model::LoadOptions o;
   o.check_tensors = p.check_tensors;
-  o.read_file = opt.read_file;
-  o.pack_weights = opt.pack_weights;
+  o.read_file = p.read_file;
+  o.pack_weights = p.pack_weights;
   if (p.progress_callback != nullptr) {
     qwenrt_progress_callback cb = p.progress_callback;
     void* user = p.progress_user_data;
@@ -97,7 +109,7 @@ struct Source {
   size_t size = 0;
 };
 
-// Every load.
+// Every load; `options` only from the deprecated _ex functions.
 Status LoadModel(const Source& src, const qwenrt_model_params* params,
                  const qwenrt_model_options* options, qwenrt_model** out_model) {
   if (out_model == nullptr) return InvalidArgument("out_model is NULL");
@@ -107,11 +119,10 @@ Status LoadModel(const Source& src, const qwenrt_model_params* params,
   if (!src.file && src.size == 0) return InvalidArgument("size is 0");
   qwenrt_model_params p;
   QWENRT_RETURN_IF_ERROR(ReadModelParams(params, &p));
-  qwenrt_model_options o;
-  QWENRT_RETURN_IF_ERROR(ReadModelOptions(options, &o));
-  QWENRT_ASSIGN_OR_RETURN(const jinja::TemplateLimits limits, ToTemplateLimits(o));
-  if (src.file) return Publish(Model::Load(src.path, ToLoadOptions(p, o)), limits, out_model);
-  return Publish(Model::LoadFromMemory(src.data, src.size, ToLoadOptions(p, o)), limits, out_model);
+  QWENRT_RETURN_IF_ERROR(ApplyModelOptions(options, &p));
+  QWENRT_ASSIGN_OR_RETURN(const jinja::TemplateLimits limits, ToTemplateLimits(p));
+  if (src.file) return Publish(Model::Load(src.path, ToLoadOptions(p)), limits, out_model);
+  return Publish(Model::LoadFromMemory(src.data, src.size, ToLoadOptions(p)), limits, out_model);
 }
 
 }  // namespace

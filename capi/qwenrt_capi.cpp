@@ -1,12 +1,15 @@
 // Exported C functions that need no model or session: status names, last error, versions and the
-// default params. The model, session and chat shims live in model_capi.cpp, session_capi.cpp and
-// chat_capi.cpp.
+// params init functions (defaults in params.cpp). The model, session and chat shims live in
+// model_capi.cpp, session_capi.cpp and chat_capi.cpp.
 #include <string_view>
 
 #include "guard.h"
 #include "last_error.h"
+#include "params.h"
 #include "qwenrt/qwenrt.h"
 #include "validate.h"
+
+using namespace qwenrt::capi;  // NOLINT: shims only
 
 namespace {
 
@@ -56,65 +59,42 @@ const char* qwenrt_version(void) { return QWENRT_VERSION_STRING; }
 
 int qwenrt_abi_version(void) { return QWENRT_ABI_VERSION; }
 
-qwenrt_model_params qwenrt_model_default_params(void) {
-  qwenrt_model_params p{};
-  p.struct_size = sizeof(p);
-  p.check_tensors = false;
-  p.progress_callback = nullptr;
-  p.progress_user_data = nullptr;
-  return p;
+qwenrt_status qwenrt_model_params_init(qwenrt_model_params* params) {
+  return Guard(__func__, [&] {
+    return InitParams(params, DefaultModelParams(), kModelParamsV1Size, "qwenrt_model_params");
+  });
 }
 
-qwenrt_session_params qwenrt_session_default_params(void) {
-  qwenrt_session_params p{};
-  p.struct_size = sizeof(p);
-  p.n_ctx = 0;
-  p.n_threads = 0;
-  p.backend = QWENRT_BACKEND_AUTO;
-  p.checkpoint_budget = 0;
-  p.checkpoint_interval = 0;
-  p.history_mode = QWENRT_HISTORY_TEMPLATE;
-  p.log_callback = nullptr;
-  p.log_user_data = nullptr;
-  p.split_invariant = true;
-  return p;
+qwenrt_status qwenrt_session_params_init(qwenrt_session_params* params) {
+  return Guard(__func__, [&] {
+    return InitParams(params, DefaultSessionParams(), kSessionParamsV1Size,
+                      "qwenrt_session_params");
+  });
 }
 
-qwenrt_sampling_params qwenrt_sampling_default_params(void) {
-  qwenrt_sampling_params p{};
-  p.struct_size = sizeof(p);
-  p.temperature = 0.0f;
-  p.top_k = 0;
-  p.top_p = 1.0f;
-  p.min_p = 0.0f;
-  p.repeat_penalty = 1.0f;
-  p.repeat_last_n = 64;
-  p.presence_penalty = 0.0f;
-  p.frequency_penalty = 0.0f;
-  p.seed = 0;
-  return p;
+qwenrt_status qwenrt_sampling_params_init(qwenrt_sampling_params* params) {
+  return Guard(__func__, [&] {
+    return InitParams(params, DefaultSamplingParams(), kSamplingParamsV1Size,
+                      "qwenrt_sampling_params");
+  });
 }
 
-qwenrt_generate_params qwenrt_generate_default_params(void) {
-  qwenrt_generate_params p{};
-  p.struct_size = sizeof(p);
-  p.max_tokens = 512;
-  p.stop_strings = nullptr;
-  p.n_stop_strings = 0;
-  p.callback = nullptr;
-  p.user_data = nullptr;
-  return p;
+qwenrt_status qwenrt_generate_params_init(qwenrt_generate_params* params) {
+  return Guard(__func__, [&] {
+    return InitParams(params, DefaultGenerateParams(), kGenerateParamsV1Size,
+                      "qwenrt_generate_params");
+  });
 }
 
-qwenrt_chat qwenrt_chat_default(void) {
-  qwenrt_chat c{};
-  c.struct_size = sizeof(c);
-  c.messages = nullptr;
-  c.n_messages = 0;
-  c.tools_json = nullptr;
-  c.enable_thinking = true;
-  c.add_generation_prompt = true;
-  return c;
+qwenrt_status qwenrt_engine_params_init(qwenrt_engine_params* params) {
+  return Guard(__func__, [&] {
+    return InitParams(params, DefaultEngineParams(), kEngineParamsV1Size, "qwenrt_engine_params");
+  });
+}
+
+qwenrt_status qwenrt_chat_init(qwenrt_chat* chat) {
+  return Guard(__func__,
+               [&] { return InitParams(chat, DefaultChat(), kChatV1Size, "qwenrt_chat"); });
 }
 
 }  // extern "C"

@@ -3,13 +3,14 @@
 
 #include <cmath>
 
+#include "params.h"
 #include "validate.h"
 
 namespace qwenrt::capi {
 
 Status ReadSamplingParams(const qwenrt_sampling_params* in, qwenrt_sampling_params* out) {
   QWENRT_RETURN_IF_ERROR(ReadParams(
-      in, qwenrt_sampling_default_params(), out,
+      in, DefaultSamplingParams(), out,
       {QWENRT_FIELD(qwenrt_sampling_params, temperature),
        QWENRT_FIELD(qwenrt_sampling_params, top_k), QWENRT_FIELD(qwenrt_sampling_params, top_p),
        QWENRT_FIELD(qwenrt_sampling_params, min_p),

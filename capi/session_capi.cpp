@@ -9,6 +9,7 @@
 #include "guard.h"
 #include "handle_registry.h"
 #include "handles.h"
+#include "params.h"
 #include "qwenrt/qwenrt.h"
 #include "validate.h"
 
@@ -17,7 +18,7 @@ namespace {
 
 Status ReadSessionParams(const qwenrt_session_params* in, qwenrt_session_params* out) {
   QWENRT_RETURN_IF_ERROR(ReadParams(
-      in, qwenrt_session_default_params(), out,
+      in, DefaultSessionParams(), out,
       {QWENRT_FIELD(qwenrt_session_params, n_ctx), QWENRT_FIELD(qwenrt_session_params, n_threads),
        QWENRT_FIELD(qwenrt_session_params, backend),
        QWENRT_FIELD(qwenrt_session_params, checkpoint_budget),
@@ -25,7 +26,8 @@ Status ReadSessionParams(const qwenrt_session_params* in, qwenrt_session_params*
        QWENRT_FIELD(qwenrt_session_params, history_mode),
        QWENRT_FIELD(qwenrt_session_params, log_callback),
        QWENRT_FIELD(qwenrt_session_params, log_user_data),
-       QWENRT_FIELD(qwenrt_session_params, split_invariant)},
+       QWENRT_FIELD(qwenrt_session_params, split_invariant),
+       QWENRT_FIELD_SINCE(qwenrt_session_params, kv_type, kSessionParamsV1Size + 1)},
       "params", "qwenrt_session_params"));
   if (out->n_ctx < 0)
     return InvalidArgument("params->n_ctx is {} (0 = the model's trained context)", out->n_ctx);
@@ -41,6 +43,9 @@ Status ReadSessionParams(const qwenrt_session_params* in, qwenrt_session_params*
       h != QWENRT_HISTORY_TEMPLATE && h != QWENRT_HISTORY_TRANSCRIPT) {
     return InvalidArgument("params->history_mode {} is not a qwenrt_history_mode", h);
   }
+  if (int k = EnumValue(out->kv_type); k < QWENRT_KV_DEFAULT || k > QWENRT_KV_Q8_0) {
+    return InvalidArgument("params->kv_type {} is not a qwenrt_kv_type", k);
+  }
   return OkStatus();
 }
 
@@ -53,6 +58,7 @@ SessionParams ToSessionParams(const qwenrt_session_params& p, BackendKind kind) 
       p.checkpoint_budget == 0 ? -1 : static_cast<int64_t>(p.checkpoint_budget);
   s.checkpoint_every = p.checkpoint_interval;
   s.split_invariant = p.split_invariant;
+  if (p.kv_type != QWENRT_KV_DEFAULT) s.kv_type = static_cast<KvType>(p.kv_type);
   return s;
 }
 

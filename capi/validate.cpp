@@ -42,10 +42,30 @@ Status ReadStruct(const void* in, const void* defaults, void* out, size_t known_
   }
   auto* dst = static_cast<unsigned char*>(out);
   for (const FieldSpan& f : fields) {
-    if (f.offset + f.size <= size) std::memcpy(dst + f.offset, bytes + f.offset, f.size);
+    if (f.offset + f.size <= size && size >= f.since) {
+      std::memcpy(dst + f.offset, bytes + f.offset, f.size);
+    }
   }
   std::memcpy(dst, &size, sizeof size);  // keep the caller's struct_size (its version)
   return OkStatus();
+}
+
+Status InitStruct(void* p, const void* defaults, size_t known_size, size_t first_size,
+                  const char* type) {
+  if (p == nullptr) return InvalidArgument("params is NULL");
+  uint32_t size = 0;
+  std::memcpy(&size, p, sizeof size);
+  if (size == 0) {
+    return InvalidArgument(
+        "params->struct_size is 0: set it to sizeof({}) before the call (QWENRT_INIT does)", type);
+  }
+  if (size < first_size) {
+    return InvalidArgument(
+        "params->struct_size {} is smaller than the first version of {} ({} bytes; this "
+        "library's is {}): set it to sizeof({})",
+        size, type, first_size, known_size, type);
+  }
+  return WriteStruct(defaults, p, known_size, "params", type);
 }
 
 Status WriteStruct(const void* value, void* out, size_t known_size, const char* what,

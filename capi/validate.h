@@ -15,12 +15,22 @@ namespace qwenrt::capi {
 
 // Where one field of a C struct lies; a table of these lets an older (smaller) struct be read field
 // by field, so that a field only partly covered by the caller's struct_size keeps its default.
+// `since`: the size of the first version of the struct that has the field (0 for the first
+// version's fields). A field appended in a later version may start inside the tail padding of an
+// older version (a bool at the end leaves padding), so lying within the caller's struct_size is not
+// enough: the caller's struct must be at least that later version.
 struct FieldSpan {
   size_t offset;
   size_t size;
+  size_t since;
 };
 #define QWENRT_FIELD(Type, field) \
-  ::qwenrt::capi::FieldSpan { offsetof(Type, field), sizeof(static_cast<Type*>(nullptr)->field) }
+  ::qwenrt::capi::FieldSpan { offsetof(Type, field), sizeof(static_cast<Type*>(nullptr)->field), 0 }
+// A field added after the first version; `since` is the size of the version that added it.
+#define QWENRT_FIELD_SINCE(Type, field, since)                               \
+  ::qwenrt::capi::FieldSpan {                                                \
+    offsetof(Type, field), sizeof(static_cast<Type*>(nullptr)->field), since \
+  }
 
 // Largest struct_size accepted; anything bigger is taken for an uninitialised field.
 inline constexpr uint32_t kMaxStructSize = 4096;
@@ -39,6 +49,18 @@ template <typename T>
 Status ReadParams(const T* in, const T& defaults, T* out, std::initializer_list<FieldSpan> fields,
                   const char* what, const char* type) {
   return ReadStruct(in, &defaults, out, sizeof(T), fields, what, type);
+}
+
+// A params `*_init` function: checks the caller's struct_size (non-zero, at least `first_size`, the
+// size of the struct's first version, and the CheckStructSize rule), then writes `defaults` into
+// the bytes it covers (struct_size itself kept) and zeroes those past sizeof(T). `p` may be null
+// (INVALID_ARGUMENT).
+Status InitStruct(void* p, const void* defaults, size_t known_size, size_t first_size,
+                  const char* type);
+
+template <typename T>
+Status InitParams(T* p, const T& defaults, size_t first_size, const char* type) {
+  return InitStruct(p, &defaults, sizeof(T), first_size, type);
 }
 
 // Writes `value` into a caller's out-struct whose struct_size the caller set: the bytes that fit

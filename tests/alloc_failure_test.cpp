@@ -117,7 +117,8 @@ std::vector<qwenrt_message> Conversation(int turns) {
 }
 
 qwenrt_chat Chat(const std::vector<qwenrt_message>& msgs) {
-  qwenrt_chat c = qwenrt_chat_default();
+  qwenrt_chat c;
+  REQUIRE(QWENRT_INIT(qwenrt_chat_init, &c) == QWENRT_OK);
   c.messages = msgs.data();
   c.n_messages = msgs.size();
   return c;
@@ -211,7 +212,8 @@ TEST_CASE("chat render: every allocation failure is OUT_OF_MEMORY", "[alloc][ren
 TEST_CASE("a two-turn chat feed: every allocation failure is OUT_OF_MEMORY and the session exact",
           "[alloc][session-oom]") {
   Model model;
-  qwenrt_session_params p = qwenrt_session_default_params();
+  qwenrt_session_params p;
+  REQUIRE(QWENRT_INIT(qwenrt_session_params_init, &p) == QWENRT_OK);
   p.n_threads = 1;
   p.n_ctx = 512;
   p.backend = QWENRT_BACKEND_CPU;
@@ -269,7 +271,8 @@ TEST_CASE("a two-turn chat feed: every allocation failure is OUT_OF_MEMORY and t
 TEST_CASE("generation: every allocation failure is OUT_OF_MEMORY and the session exact",
           "[alloc][generate-oom]") {
   Model model;
-  qwenrt_session_params p = qwenrt_session_default_params();
+  qwenrt_session_params p;
+  REQUIRE(QWENRT_INIT(qwenrt_session_params_init, &p) == QWENRT_OK);
   p.n_threads = 1;
   p.n_ctx = 512;
   p.backend = QWENRT_BACKEND_CPU;
@@ -277,7 +280,8 @@ TEST_CASE("generation: every allocation failure is OUT_OF_MEMORY and the session
   const qwenrt_chat chat2 = Chat(turn2);
   qwenrt_report report{};
   report.struct_size = sizeof report;
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_generate_params gp;
+  REQUIRE(QWENRT_INIT(qwenrt_generate_params_init, &gp) == QWENRT_OK);
   gp.max_tokens = 12;
 
   qwenrt_session* ref = nullptr;
@@ -327,7 +331,8 @@ TEST_CASE("generation: every allocation failure is OUT_OF_MEMORY and the session
 // retry of the turn must give the clean turn's reply and logits.
 void SweepChatTurn(const char* tools_json) {
   Model model;
-  qwenrt_session_params p = qwenrt_session_default_params();
+  qwenrt_session_params p;
+  REQUIRE(QWENRT_INIT(qwenrt_session_params_init, &p) == QWENRT_OK);
   p.n_threads = 1;
   p.n_ctx = 2048;
   p.backend = QWENRT_BACKEND_CPU;
@@ -336,7 +341,8 @@ void SweepChatTurn(const char* tools_json) {
   chat1.tools_json = chat2.tools_json = tools_json;
   qwenrt_report report{};
   report.struct_size = sizeof report;
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_generate_params gp;
+  REQUIRE(QWENRT_INIT(qwenrt_generate_params_init, &gp) == QWENRT_OK);
   gp.max_tokens = 8;
 
   qwenrt_session* ref = nullptr;

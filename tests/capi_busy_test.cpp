@@ -23,7 +23,8 @@ qwenrt_model* LoadModel() {
 }
 
 qwenrt_session* NewSession(qwenrt_model* m) {
-  qwenrt_session_params p = qwenrt_session_default_params();
+  qwenrt_session_params p;
+  REQUIRE(QWENRT_INIT(qwenrt_session_params_init, &p) == QWENRT_OK);
   p.backend = QWENRT_BACKEND_CPU;
   p.n_threads = 1;
   qwenrt_session* s = nullptr;
@@ -33,8 +34,11 @@ qwenrt_session* NewSession(qwenrt_model* m) {
 
 struct Chat {
   qwenrt_message msg{};
-  qwenrt_chat chat = qwenrt_chat_default();
+  qwenrt_chat chat;
+  qwenrt_sampling_params sampling;
   Chat() {
+    REQUIRE(QWENRT_INIT(qwenrt_chat_init, &chat) == QWENRT_OK);
+    REQUIRE(QWENRT_INIT(qwenrt_sampling_params_init, &sampling) == QWENRT_OK);
     msg.struct_size = sizeof msg;
     msg.role = QWENRT_ROLE_USER;
     msg.content = "Hello there";
@@ -46,7 +50,6 @@ struct Chat {
     sampling.frequency_penalty = 50.0f;
     sampling.seed = 3;
   }
-  qwenrt_sampling_params sampling = qwenrt_sampling_default_params();
 };
 
 struct Nested {
@@ -94,7 +97,8 @@ bool NestedCalls(qwenrt_piece_kind, const char*, size_t, void* user) {
 
 // A chat on `s` whose stream callback runs NestedCalls.
 qwenrt_status ChatWithNestedCalls(qwenrt_session* s, Chat& c, Nested& n) {
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_generate_params gp;
+  REQUIRE(QWENRT_INIT(qwenrt_generate_params_init, &gp) == QWENRT_OK);
   gp.max_tokens = 48;
   gp.callback = NestedCalls;
   gp.user_data = &n;
@@ -154,7 +158,8 @@ TEST_CASE("a second thread is refused while a call runs; cancel is allowed", "[c
   qwenrt_session* s = NewSession(m);
   Chat c;
   Slow slow;
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_generate_params gp;
+  REQUIRE(QWENRT_INIT(qwenrt_generate_params_init, &gp) == QWENRT_OK);
   gp.max_tokens = 64;
   gp.callback = SlowPieces;
   gp.user_data = &slow;

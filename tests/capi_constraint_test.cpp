@@ -9,6 +9,11 @@
 
 #include "qwenrt/qwenrt.h"
 
+// Through the deprecated (ABI 1) session setters (qwenrt_session_set_constraint /
+// _set_reasoning_budget), which must keep working; capi_params_test checks that the
+// qwenrt_generate_params fields give the same output.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 namespace {
 
 const std::string kModel = std::string(QWENRT_TEST_DATA) + "/tiny-s1-q4km.gguf";
@@ -63,7 +68,8 @@ TEST_CASE("one constraint, two sessions, two turns: every reply matches", "[capi
               R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0,
                                     "maximum": 99}}, "required": ["n"], "additionalProperties": false})");
   qwenrt_constraint* digits = Compile(QWENRT_CONSTRAINT_REGEX, "[0-9]{3}-[a-z]{2}");
-  qwenrt_session_params sp = qwenrt_session_default_params();
+  qwenrt_session_params sp;
+  REQUIRE(QWENRT_INIT(qwenrt_session_params_init, &sp) == QWENRT_OK);
   sp.backend = QWENRT_BACKEND_CPU;
   sp.n_threads = 1;
   qwenrt_session* s[2] = {nullptr, nullptr};
@@ -72,17 +78,20 @@ TEST_CASE("one constraint, two sessions, two turns: every reply matches", "[capi
   for (auto& msg : msgs) msg.struct_size = sizeof msg;
   msgs[0].role = QWENRT_ROLE_USER;
   msgs[0].content = "Give a number";
-  qwenrt_sampling_params samp = qwenrt_sampling_default_params();
+  qwenrt_sampling_params samp;
+  REQUIRE(QWENRT_INIT(qwenrt_sampling_params_init, &samp) == QWENRT_OK);
   samp.temperature = 10.0f;
   samp.presence_penalty = 50.0f;
   for (int turn = 0; turn < 2; ++turn) {
     for (int i = 0; i < 2; ++i) {
       INFO("turn " << turn << " session " << i);
-      qwenrt_chat chat = qwenrt_chat_default();
+      qwenrt_chat chat;
+      REQUIRE(QWENRT_INIT(qwenrt_chat_init, &chat) == QWENRT_OK);
       chat.messages = msgs;
       chat.n_messages = turn == 0 ? 1 : 3;
       chat.enable_thinking = false;
-      qwenrt_generate_params gp = qwenrt_generate_default_params();
+      qwenrt_generate_params gp;
+      REQUIRE(QWENRT_INIT(qwenrt_generate_params_init, &gp) == QWENRT_OK);
       gp.max_tokens = 64;
       REQUIRE(qwenrt_session_set_constraint(s[i], i == 0 ? json : digits) == QWENRT_OK);
       samp.seed = static_cast<uint64_t>(10 * turn + i + 1);

@@ -69,7 +69,8 @@ static qwenrt_model* g_model;
 static qwenrt_engine* g_engine;
 
 static qwenrt_session* NewSession(int32_t n_ctx) {
-  qwenrt_session_params p = qwenrt_session_default_params();
+  qwenrt_session_params p;
+  ASSERT_OK(QWENRT_INIT(qwenrt_session_params_init, &p));
   qwenrt_session* s = NULL;
   p.backend = QWENRT_BACKEND_CPU;
   p.n_threads = 1;
@@ -96,14 +97,14 @@ static void MakeRequest(request* r, int index, const char* prompt, int max_token
   r->msg.struct_size = sizeof r->msg;
   r->msg.role = QWENRT_ROLE_USER;
   r->msg.content = r->prompt;
-  r->chat = qwenrt_chat_default();
+  ASSERT_OK(QWENRT_INIT(qwenrt_chat_init, &r->chat));
   r->chat.messages = &r->msg;
   r->chat.n_messages = 1;
-  r->sp = qwenrt_sampling_default_params();
+  ASSERT_OK(QWENRT_INIT(qwenrt_sampling_params_init, &r->sp));
   r->sp.temperature = 10.0f; /* the tiny model's replies are mostly "\n" otherwise */
   r->sp.frequency_penalty = 20.0f;
   r->sp.seed = (uint64_t)(77 + index);
-  r->gp = qwenrt_generate_default_params();
+  ASSERT_OK(QWENRT_INIT(qwenrt_generate_params_init, &r->gp));
   r->gp.max_tokens = max_tokens;
   r->gp.callback = append;
   r->gp.user_data = &r->out;
@@ -129,14 +130,16 @@ static void* Host(void* arg) {
 int main(void) {
   ASSERT_OK(qwenrt_model_load(MODEL_PATH, NULL, &g_model));
   {
-    qwenrt_engine_params bad = qwenrt_engine_default_params();
+    qwenrt_engine_params bad;
+    ASSERT_OK(QWENRT_INIT(qwenrt_engine_params_init, &bad));
     qwenrt_engine* e = NULL;
     bad.step_tokens = 0;
     EXPECT(qwenrt_engine_create(g_model, &bad, &e) == QWENRT_INVALID_ARGUMENT && e == NULL);
     EXPECT(qwenrt_engine_create(NULL, NULL, &e) == QWENRT_INVALID_ARGUMENT);
   }
   {
-    qwenrt_engine_params ep = qwenrt_engine_default_params();
+    qwenrt_engine_params ep;
+    ASSERT_OK(QWENRT_INIT(qwenrt_engine_params_init, &ep));
     ep.n_threads = 2;
     ep.step_tokens = 32;
     ASSERT_OK(qwenrt_engine_create(g_model, &ep, &g_engine));

@@ -51,6 +51,11 @@ static void CheckStatus(qwenrt_status got, qwenrt_status want, const char* needl
 }
 #define EXPECT_STATUS(call, status, needle) CheckStatus((call), (status), (needle), #call, __LINE__)
 
+/* Around a call of a deprecated (ABI 1) function this test keeps exercising. */
+#define DEPRECATED_BEGIN \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wdeprecated-declarations\"")
+#define DEPRECATED_END _Pragma("GCC diagnostic pop")
+
 #define ASSERT_OK(call)                                                                \
   do {                                                                                 \
     qwenrt_status s_ = (call);                                                         \
@@ -136,7 +141,8 @@ static qwenrt_model* LoadModel(void) {
 /* split_invariant: a reused prefix must give logits bit-identical to a full recompute. */
 static qwenrt_session* NewSession(qwenrt_model* model, int n_ctx) {
   qwenrt_session* s = NULL;
-  qwenrt_session_params sp = qwenrt_session_default_params();
+  qwenrt_session_params sp;
+  ASSERT_OK(QWENRT_INIT(qwenrt_session_params_init, &sp));
   sp.n_ctx = n_ctx;
   sp.n_threads = 2;
   sp.split_invariant = true;
@@ -193,13 +199,18 @@ static void Logits5(qwenrt_model* model, float* out, size_t n) {
   qwenrt_session_free(s);
 }
 
+/* The deprecated (ABI 1) load options: qwenrt_model_load_ex and qwenrt_model_load_from_memory_ex
+ * must keep working (capi_params_test compares them with the fields of qwenrt_model_params). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 static void TestModelOptions(void) {
   qwenrt_model *mapped = NULL, *read = NULL, *packed = NULL, *tight = NULL, *shallow = NULL,
                *small = NULL;
   qwenrt_model* bad = NULL;
   qwenrt_model_options o;
   qwenrt_message msg = Msg(QWENRT_ROLE_USER, "Hello there, how are you today?");
-  qwenrt_chat chat = qwenrt_chat_default();
+  qwenrt_chat chat;
+  ASSERT_OK(QWENRT_INIT(qwenrt_chat_init, &chat));
   char buf[4096];
   size_t needed = 0, i;
   float a[512], b[512], worst = 0.0f, scale = 0.0f;
@@ -275,9 +286,12 @@ static void TestModelOptions(void) {
   qwenrt_model_free(small);
 }
 
+#pragma GCC diagnostic pop
+
 static void TestModel(void) {
   qwenrt_model *model = NULL, *mem_model = NULL;
-  qwenrt_model_params mp = qwenrt_model_default_params();
+  qwenrt_model_params mp;
+  ASSERT_OK(QWENRT_INIT(qwenrt_model_params_init, &mp));
   qwenrt_model_info info, info2;
   Progress pr = {0, 0.0f, 0};
   size_t size = 0;
@@ -349,7 +363,8 @@ static void TestText(qwenrt_model* model) {
   char text[256];
   const char* hello = "Hello world, h\xC3\xA9llo!";
   qwenrt_message msgs[2];
-  qwenrt_chat chat = qwenrt_chat_default();
+  qwenrt_chat chat;
+  ASSERT_OK(QWENRT_INIT(qwenrt_chat_init, &chat));
   char rendered[512];
 
   ASSERT_OK(qwenrt_tokenize(model, hello, strlen(hello), false, tokens, 64, &n));
@@ -480,8 +495,10 @@ static int32_t* Tokens(qwenrt_model* model, const qwenrt_chat* chat, size_t* n) 
 static void TestTwoTurnChat(qwenrt_model* model) {
   qwenrt_session *s = NewSession(model, 0), *fresh, *forked = NULL, *loaded;
   qwenrt_message msgs[3];
-  qwenrt_chat chat = qwenrt_chat_default();
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_chat chat;
+  ASSERT_OK(QWENRT_INIT(qwenrt_chat_init, &chat));
+  qwenrt_generate_params gp;
+  ASSERT_OK(QWENRT_INIT(qwenrt_generate_params_init, &gp));
   qwenrt_report r1 = NewReport(), r2 = NewReport(), rf = NewReport(), rl = NewReport();
   Collector* col = (Collector*)calloc(1, sizeof(Collector));
   char *reply1, *reasoning1, *reply2, *reply_fork, *reply_loaded;
@@ -547,10 +564,12 @@ static void TestTwoTurnChat(qwenrt_model* model) {
     ASSERT_OK(qwenrt_session_get_backend(forked, &be));
     ASSERT_OK(qwenrt_session_get_kv_type(forked, &kt));
     EXPECT(kt == (be == QWENRT_BACKEND_CPU ? QWENRT_KV_F16 : QWENRT_KV_F32));
+    DEPRECATED_BEGIN
     EXPECT_STATUS(qwenrt_session_set_kv_type(forked, (qwenrt_kv_type)7), QWENRT_INVALID_ARGUMENT,
                   "qwenrt_kv_type");
     EXPECT_STATUS(qwenrt_session_get_kv_type(forked, NULL), QWENRT_INVALID_ARGUMENT, "NULL");
     ASSERT_OK(qwenrt_session_set_kv_type(forked, QWENRT_KV_F32));
+    DEPRECATED_END
     ASSERT_OK(qwenrt_session_get_kv_type(forked, &kt));
     EXPECT(kt == QWENRT_KV_F32 && qwenrt_session_n_tokens(forked) == held_after_turn1);
   }
@@ -655,7 +674,9 @@ static void TestTwoTurnChat(qwenrt_model* model) {
   }
   EXPECT_STATUS(qwenrt_session_get_checkpoints(loaded, positions, 0, &nck), QWENRT_BUFFER_TOO_SMALL,
                 "");
+  DEPRECATED_BEGIN
   ASSERT_OK(qwenrt_session_set_checkpoint_budget(loaded, 1));
+  DEPRECATED_END
   rl = NewReport();
   ASSERT_OK(qwenrt_session_get_report(loaded, &rl));
   {
@@ -683,10 +704,13 @@ static void TestTwoTurnChat(qwenrt_model* model) {
 
 static void TestTranscriptHistory(qwenrt_model* model) {
   qwenrt_session *s = NULL, *loaded = NULL;
-  qwenrt_session_params sp = qwenrt_session_default_params();
+  qwenrt_session_params sp;
+  ASSERT_OK(QWENRT_INIT(qwenrt_session_params_init, &sp));
   qwenrt_message msgs[5];
-  qwenrt_chat chat = qwenrt_chat_default();
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_chat chat;
+  ASSERT_OK(QWENRT_INIT(qwenrt_chat_init, &chat));
+  qwenrt_generate_params gp;
+  ASSERT_OK(QWENRT_INIT(qwenrt_generate_params_init, &gp));
   qwenrt_report r = NewReport();
   int32_t *before = (int32_t*)malloc(4096 * sizeof(int32_t)),
           *after = (int32_t*)malloc(4096 * sizeof(int32_t));
@@ -766,9 +790,11 @@ static void TestStructSize(qwenrt_model* model) {
   qwenrt_session* s = NULL;
   old_session_params old_p;
   new_session_params new_p;
-  qwenrt_session_params p = qwenrt_session_default_params();
+  qwenrt_session_params p;
+  ASSERT_OK(QWENRT_INIT(qwenrt_session_params_init, &p));
   qwenrt_message msgs[1];
-  qwenrt_chat chat = qwenrt_chat_default();
+  qwenrt_chat chat;
+  ASSERT_OK(QWENRT_INIT(qwenrt_chat_init, &chat));
   int32_t tokens[64];
   unsigned char report_bytes[sizeof(qwenrt_report) + 16];
   qwenrt_report* rp = (qwenrt_report*)(void*)report_bytes;
@@ -788,7 +814,7 @@ static void TestStructSize(qwenrt_model* model) {
 
   /* Newer, larger struct: accepted when the unknown bytes are zero, refused otherwise. */
   memset(&new_p, 0, sizeof new_p);
-  new_p.base = qwenrt_session_default_params();
+  ASSERT_OK(QWENRT_INIT(qwenrt_session_params_init, &new_p.base));
   new_p.base.struct_size = sizeof new_p;
   ASSERT_OK(qwenrt_session_create(model, &new_p.base, &s));
   qwenrt_session_free(s);
@@ -805,10 +831,10 @@ static void TestStructSize(qwenrt_model* model) {
   EXPECT_STATUS(qwenrt_session_create(model, &p, &s), QWENRT_INVALID_ARGUMENT, "struct_size");
   p.struct_size = 1u << 20;
   EXPECT_STATUS(qwenrt_session_create(model, &p, &s), QWENRT_INVALID_ARGUMENT, "struct_size");
-  p = qwenrt_session_default_params();
+  ASSERT_OK(QWENRT_INIT(qwenrt_session_params_init, &p));
   p.n_ctx = -5;
   EXPECT_STATUS(qwenrt_session_create(model, &p, &s), QWENRT_INVALID_ARGUMENT, "n_ctx");
-  p = qwenrt_session_default_params();
+  ASSERT_OK(QWENRT_INIT(qwenrt_session_params_init, &p));
   p.backend = (qwenrt_backend)99;
   EXPECT_STATUS(qwenrt_session_create(model, &p, &s), QWENRT_INVALID_ARGUMENT, "backend");
 
@@ -820,7 +846,7 @@ static void TestStructSize(qwenrt_model* model) {
     size_t nr = 0, nc = 0;
     int32_t t[5] = {1, 2, 3, 4, 5};
     qwenrt_status st;
-    p = qwenrt_session_default_params();
+    ASSERT_OK(QWENRT_INIT(qwenrt_session_params_init, &p));
     p.backend = QWENRT_BACKEND_REF;
     ASSERT_OK(qwenrt_session_create(model, &p, &ref));
     p.backend = QWENRT_BACKEND_CPU;
@@ -904,10 +930,13 @@ static void TestStructSize(qwenrt_model* model) {
 static void TestMisuse(qwenrt_model* model) {
   qwenrt_session *s = NewSession(model, 32), *freed = NewSession(model, 0), *out = NULL;
   qwenrt_message msgs[2];
-  qwenrt_chat chat = qwenrt_chat_default();
+  qwenrt_chat chat;
+  ASSERT_OK(QWENRT_INIT(qwenrt_chat_init, &chat));
   qwenrt_report r = NewReport();
-  qwenrt_sampling_params sp = qwenrt_sampling_default_params();
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_sampling_params sp;
+  ASSERT_OK(QWENRT_INIT(qwenrt_sampling_params_init, &sp));
+  qwenrt_generate_params gp;
+  ASSERT_OK(QWENRT_INIT(qwenrt_generate_params_init, &gp));
   const float* logits = NULL;
   size_t n = 0;
   int32_t bad_token = 100000, tokens[40];
@@ -994,7 +1023,7 @@ static void TestMisuse(qwenrt_model* model) {
   sp.struct_size = 0;
   EXPECT_STATUS(qwenrt_session_generate(s, &sp, NULL, NULL), QWENRT_INVALID_ARGUMENT,
                 "struct_size");
-  sp = qwenrt_sampling_default_params();
+  ASSERT_OK(QWENRT_INIT(qwenrt_sampling_params_init, &sp));
   sp.temperature = -1.0f;
   EXPECT_STATUS(qwenrt_session_generate(s, &sp, NULL, NULL), QWENRT_INVALID_ARGUMENT,
                 "temperature");
@@ -1007,7 +1036,7 @@ static void TestMisuse(qwenrt_model* model) {
   gp.stop_strings = NULL;
   EXPECT_STATUS(qwenrt_session_generate(s, NULL, &gp, NULL), QWENRT_INVALID_ARGUMENT,
                 "stop_strings");
-  gp = qwenrt_generate_default_params();
+  ASSERT_OK(QWENRT_INIT(qwenrt_generate_params_init, &gp));
   gp.max_tokens = 1000; /* n_ctx 32: stops at the context limit, not an error */
   {
     qwenrt_stop_reason stop = QWENRT_STOP_NONE;
@@ -1048,7 +1077,8 @@ static bool SlowPiece(qwenrt_piece_kind kind, const char* text, size_t len, void
 
 static void* GenerateThread(void* arg) {
   CancelRun* run = (CancelRun*)arg;
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_generate_params gp;
+  ASSERT_OK(QWENRT_INIT(qwenrt_generate_params_init, &gp));
   gp.max_tokens = -1;
   gp.callback = SlowPiece;
   gp.user_data = run;
@@ -1060,8 +1090,10 @@ static void* GenerateThread(void* arg) {
 static void TestCancel(qwenrt_model* model) {
   qwenrt_session* s = NewSession(model, 2048);
   qwenrt_message msgs[1];
-  qwenrt_chat chat = qwenrt_chat_default();
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_chat chat;
+  ASSERT_OK(QWENRT_INIT(qwenrt_chat_init, &chat));
+  qwenrt_generate_params gp;
+  ASSERT_OK(QWENRT_INIT(qwenrt_generate_params_init, &gp));
   Collector* col = (Collector*)calloc(1, sizeof(Collector));
   CancelRun run;
   pthread_t th;
@@ -1135,9 +1167,12 @@ static void* ChatThread(void* arg) {
   ParallelRun* run = (ParallelRun*)arg;
   qwenrt_session* s = NULL;
   qwenrt_message msgs[1];
-  qwenrt_chat chat = qwenrt_chat_default();
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
-  qwenrt_session_params sp = qwenrt_session_default_params();
+  qwenrt_chat chat;
+  ASSERT_OK(QWENRT_INIT(qwenrt_chat_init, &chat));
+  qwenrt_generate_params gp;
+  ASSERT_OK(QWENRT_INIT(qwenrt_generate_params_init, &gp));
+  qwenrt_session_params sp;
+  ASSERT_OK(QWENRT_INIT(qwenrt_session_params_init, &sp));
   sp.n_threads = 1;
   msgs[0] = Msg(QWENRT_ROLE_USER, "Tell me a story.");
   chat.messages = msgs;
@@ -1202,8 +1237,10 @@ static void TestVariedText(qwenrt_model* tiny) {
   qwenrt_model* micro = NULL;
   qwenrt_session* s;
   qwenrt_message msgs[1];
-  qwenrt_chat chat = qwenrt_chat_default();
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_chat chat;
+  ASSERT_OK(QWENRT_INIT(qwenrt_chat_init, &chat));
+  qwenrt_generate_params gp;
+  ASSERT_OK(QWENRT_INIT(qwenrt_generate_params_init, &gp));
   Collector* col = (Collector*)calloc(1, sizeof(Collector));
   qwenrt_report r = NewReport();
   char *content, *reasoning;
@@ -1237,7 +1274,8 @@ static void TestVariedText(qwenrt_model* tiny) {
   }
   /* Seeded sampling is reproducible; another seed gives another reply. */
   {
-    qwenrt_sampling_params smp = qwenrt_sampling_default_params();
+    qwenrt_sampling_params smp;
+    ASSERT_OK(QWENRT_INIT(qwenrt_sampling_params_init, &smp));
     int32_t t1[256], t2[256], t3[256];
     size_t n1 = 0, n2 = 0, n3 = 0;
     smp.temperature = 0.8f;

@@ -12,6 +12,11 @@
 
 #include "qwenrt/qwenrt.h"
 
+// Through the deprecated (ABI 1) session setters (qwenrt_session_set_tool_choice /
+// _set_reasoning_budget), which must keep working; capi_params_test checks that the
+// qwenrt_generate_params fields give the same output.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 namespace {
 
 using Json = nlohmann::json;
@@ -81,7 +86,8 @@ struct Fixture {
   qwenrt_message msg{};
   Fixture() {
     REQUIRE(qwenrt_model_load(kModel.c_str(), nullptr, &m) == QWENRT_OK);
-    qwenrt_session_params sp = qwenrt_session_default_params();
+    qwenrt_session_params sp;
+    REQUIRE(QWENRT_INIT(qwenrt_session_params_init, &sp) == QWENRT_OK);
     sp.backend = QWENRT_BACKEND_CPU;
     sp.n_threads = 1;
     REQUIRE(qwenrt_session_create(m, &sp, &s) == QWENRT_OK);
@@ -96,14 +102,17 @@ struct Fixture {
   // One chat turn with random sampling; returns the status, fills the report.
   qwenrt_status Chat(uint64_t seed, bool thinking, qwenrt_report* r, const char* tools = kTools,
                      int max_tokens = 400, float temperature = 1.5f) {
-    qwenrt_chat chat = qwenrt_chat_default();
+    qwenrt_chat chat;
+    REQUIRE(QWENRT_INIT(qwenrt_chat_init, &chat) == QWENRT_OK);
     chat.messages = &msg;
     chat.n_messages = 1;
     chat.tools_json = tools;
     chat.enable_thinking = thinking;
-    qwenrt_generate_params gp = qwenrt_generate_default_params();
+    qwenrt_generate_params gp;
+    REQUIRE(QWENRT_INIT(qwenrt_generate_params_init, &gp) == QWENRT_OK);
     gp.max_tokens = max_tokens;
-    qwenrt_sampling_params samp = qwenrt_sampling_default_params();
+    qwenrt_sampling_params samp;
+    REQUIRE(QWENRT_INIT(qwenrt_sampling_params_init, &samp) == QWENRT_OK);
     samp.temperature = temperature;
     samp.seed = seed;
     r->struct_size = sizeof *r;

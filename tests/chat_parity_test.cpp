@@ -70,13 +70,13 @@ std::string ReplyC(qwenrt_session* s, qwenrt_piece_kind kind) {
 std::vector<TurnResult> RunC(qwenrt_history_mode mode, const char* tools_json) {
   qwenrt_model* model = nullptr;
   REQUIRE(qwenrt_model_load(kModel.c_str(), nullptr, &model) == QWENRT_OK);
-  qwenrt_session_params sp = qwenrt_session_default_params();
+  qwenrt_session_params sp;
+  REQUIRE(QWENRT_INIT(qwenrt_session_params_init, &sp) == QWENRT_OK);
   sp.backend = QWENRT_BACKEND_CPU;
   sp.n_threads = 2;
   sp.history_mode = mode;
   qwenrt_session* s = nullptr;
   REQUIRE(qwenrt_session_create(model, &sp, &s) == QWENRT_OK);
-  REQUIRE(qwenrt_session_set_reasoning_budget(s, g_reasoning_budget) == QWENRT_OK);
   std::vector<std::string> contents;  // keeps the assistant texts alive
   contents.reserve(8);
   std::vector<qwenrt_message> msgs;
@@ -87,15 +87,19 @@ std::vector<TurnResult> RunC(qwenrt_history_mode mode, const char* tools_json) {
     m.role = QWENRT_ROLE_USER;
     m.content = user;
     msgs.push_back(m);
-    qwenrt_chat chat = qwenrt_chat_default();
+    qwenrt_chat chat;
+    REQUIRE(QWENRT_INIT(qwenrt_chat_init, &chat) == QWENRT_OK);
     chat.messages = msgs.data();
     chat.n_messages = msgs.size();
     chat.tools_json = tools_json;
-    qwenrt_sampling_params samp = qwenrt_sampling_default_params();
+    qwenrt_sampling_params samp;
+    REQUIRE(QWENRT_INIT(qwenrt_sampling_params_init, &samp) == QWENRT_OK);
     samp.temperature = kTemperature;
     samp.seed = kSeed;
-    qwenrt_generate_params gp = qwenrt_generate_default_params();
+    qwenrt_generate_params gp;
+    REQUIRE(QWENRT_INIT(qwenrt_generate_params_init, &gp) == QWENRT_OK);
     gp.max_tokens = kMaxTokens;
+    gp.max_reasoning_tokens = g_reasoning_budget;
     TurnResult t;
     gp.callback = CollectC;
     gp.user_data = &t.pieces;

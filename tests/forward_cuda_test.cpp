@@ -456,7 +456,8 @@ TEST_CASE("C API: a CUDA session chats and is cancelled from another thread", "[
   const std::string path = DataPath("tiny-s1-q4km.gguf");
   qwenrt_model* model = nullptr;
   REQUIRE(qwenrt_model_load(path.c_str(), nullptr, &model) == QWENRT_OK);
-  qwenrt_session_params sp = qwenrt_session_default_params();
+  qwenrt_session_params sp;
+  QWENRT_INIT(qwenrt_session_params_init, &sp);
   sp.backend = QWENRT_BACKEND_CUDA;
   qwenrt_session* session = nullptr;
   REQUIRE(qwenrt_session_create(model, &sp, &session) == QWENRT_OK);
@@ -476,7 +477,8 @@ TEST_CASE("C API: a CUDA session chats and is cancelled from another thread", "[
   CHECK(held < static_cast<int64_t>(prompt.size()));
   REQUIRE(qwenrt_session_feed(session, prompt.data(), 200, nullptr) == QWENRT_OK);
   CHECK(qwenrt_session_n_tokens(session) == 200);
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_generate_params gp;
+  QWENRT_INIT(qwenrt_generate_params_init, &gp);
   gp.max_tokens = 8;
   CHECK(qwenrt_session_generate(session, nullptr, &gp, nullptr) == QWENRT_OK);
   CHECK(qwenrt_session_n_tokens(session) > 200);

@@ -26,8 +26,8 @@ int main(int argc, char** argv) {
   qwenrt_session* session = NULL;
   qwenrt_message msgs[3] = {
       {sizeof(qwenrt_message), QWENRT_ROLE_USER, "Hello! Who are you?", NULL, NULL, 0}};
-  qwenrt_chat chat = qwenrt_chat_default();
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_chat chat;
+  qwenrt_generate_params gp;
   qwenrt_report r1 = {.struct_size = sizeof(qwenrt_report)};
   qwenrt_report r2 = {.struct_size = sizeof(qwenrt_report)};
   static char reply[1 << 16];
@@ -37,6 +37,14 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s MODEL.gguf [MAX_TOKENS]\n", argv[0]);
     return 2;
   }
+  if (qwenrt_abi_version() < QWENRT_ABI_VERSION) {
+    fprintf(stderr, "libqwenrt ABI %d is older than this header's %d\n", qwenrt_abi_version(),
+            QWENRT_ABI_VERSION);
+    return 1;
+  }
+  /* Params are filled by the library for the size this header knows (struct_size first). */
+  CHECK(QWENRT_INIT(qwenrt_chat_init, &chat));
+  CHECK(QWENRT_INIT(qwenrt_generate_params_init, &gp));
   gp.max_tokens = argc > 2 ? atoi(argv[2]) : 32;
   gp.callback = print_piece;
 

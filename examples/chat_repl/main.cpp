@@ -27,10 +27,24 @@ namespace {
 const char* const kDim = "\x1b[2m";
 const char* const kReset = "\x1b[0m";
 
+// Params are filled by the library for the size this header knows (QWENRT_INIT sets struct_size
+// first); they cannot fail for that size, so a failure is a broken installation.
+template <typename T>
+T Init(qwenrt_status (*init)(T*)) {
+  T p{};
+  if (QWENRT_INIT(init, &p) != QWENRT_OK) {
+    std::fprintf(stderr, "qwenrt: %s\n", qwenrt_last_error());
+    std::exit(1);
+  }
+  return p;
+}
+
+qwenrt_sampling_params DefaultSampling() { return Init(qwenrt_sampling_params_init); }
+
 struct Options {
   std::string model;  // empty: the embedded fixture
   std::string system;
-  qwenrt_sampling_params sampling = qwenrt_sampling_default_params();
+  qwenrt_sampling_params sampling = DefaultSampling();
   int max_tokens = 256;
   int n_ctx = 0;
   int n_threads = 0;
@@ -348,7 +362,7 @@ class Repl {
   Branch& cur() { return branches_[current_]; }
 
   bool NewSession(qwenrt_session** out) {
-    qwenrt_session_params sp = qwenrt_session_default_params();
+    qwenrt_session_params sp = Init(qwenrt_session_params_init);
     sp.n_ctx = o_.n_ctx;
     sp.n_threads = o_.n_threads;
     sp.backend = o_.backend;
@@ -371,12 +385,12 @@ class Repl {
       msgs.push_back({sizeof(qwenrt_message), m.role, m.content.c_str(),
                       m.reasoning.empty() ? nullptr : m.reasoning.c_str(), nullptr, 0});
     }
-    qwenrt_chat chat = qwenrt_chat_default();
+    qwenrt_chat chat = Init(qwenrt_chat_init);
     chat.messages = msgs.data();
     chat.n_messages = msgs.size();
     chat.enable_thinking = think_;
 
-    qwenrt_generate_params gp = qwenrt_generate_default_params();
+    qwenrt_generate_params gp = Init(qwenrt_generate_params_init);
     gp.max_tokens = o_.max_tokens;
     gp.callback = OnPiece;
     gp.user_data = &stream_;
@@ -594,14 +608,14 @@ int main(int argc, char** argv) {
   if (o.reasoning.empty()) o.reasoning = tty_out ? "dim" : "hide";
   if (o.reasoning == "dim" && !tty_out) o.reasoning = "show";
 
-  if (qwenrt_abi_version() != QWENRT_ABI_VERSION) {
-    std::fprintf(stderr, "chat_repl: built for ABI %d but libqwenrt has ABI %d\n",
+  if (qwenrt_abi_version() < QWENRT_ABI_VERSION) {  // a newer library runs older hosts
+    std::fprintf(stderr, "chat_repl: built for ABI %d but libqwenrt has the older ABI %d\n",
                  QWENRT_ABI_VERSION, qwenrt_abi_version());
     return 1;
   }
 
   qwenrt_model* model = nullptr;
-  qwenrt_model_params mp = qwenrt_model_default_params();
+  qwenrt_model_params mp = Init(qwenrt_model_params_init);
   qwenrt_status s;
   if (o.model.empty()) {
     size_t size = static_cast<size_t>(qwenrt_repl_embedded_model_end - qwenrt_repl_embedded_model);

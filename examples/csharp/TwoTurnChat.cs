@@ -7,6 +7,7 @@ using System.Text;
 static class Qwenrt {
   const string Lib = "qwenrt";
   public const int OK = 0, ROLE_USER = 1, ROLE_ASSISTANT = 2, PIECE_CONTENT = 0;
+  public const int ABI_VERSION = 2;  // the header revision these layouts mirror
 
   [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
   [return: MarshalAs(UnmanagedType.I1)]
@@ -20,6 +21,12 @@ static class Qwenrt {
     public UIntPtr n_stop_strings;
     public IntPtr callback;
     public IntPtr user_data;
+    // ABI 2
+    public IntPtr sampling;
+    public IntPtr constraint;
+    public int tool_choice;
+    public IntPtr tool_function;
+    public int max_reasoning_tokens;
   }
 
   [StructLayout(LayoutKind.Sequential)]
@@ -59,8 +66,9 @@ static class Qwenrt {
   [DllImport(Lib)] public static extern void qwenrt_model_free(IntPtr model);
   [DllImport(Lib)] public static extern int qwenrt_session_create(IntPtr model, IntPtr p, out IntPtr s);
   [DllImport(Lib)] public static extern void qwenrt_session_free(IntPtr session);
-  [DllImport(Lib)] public static extern GenerateParams qwenrt_generate_default_params();
-  [DllImport(Lib)] public static extern Chat qwenrt_chat_default();
+  [DllImport(Lib)] public static extern int qwenrt_abi_version();
+  [DllImport(Lib)] public static extern int qwenrt_generate_params_init(ref GenerateParams p);
+  [DllImport(Lib)] public static extern int qwenrt_chat_init(ref Chat chat);
   [DllImport(Lib)] public static extern int qwenrt_session_chat(IntPtr s, ref Chat chat, IntPtr sampling,
                                                                 ref GenerateParams gp, ref Report r);
   [DllImport(Lib)] public static extern int qwenrt_session_get_reply(IntPtr s, int kind, byte[] buf,
@@ -88,6 +96,19 @@ static class Qwenrt {
     return b;
   }
 
+  // Params filled by the library for the size declared here (struct_size set first).
+  public static GenerateParams NewGenerateParams() {
+    var p = new GenerateParams { struct_size = (uint)Marshal.SizeOf(typeof(GenerateParams)) };
+    Check(qwenrt_generate_params_init(ref p), "generate_params_init");
+    return p;
+  }
+
+  public static Chat NewChat() {
+    var c = new Chat { struct_size = (uint)Marshal.SizeOf(typeof(Chat)) };
+    Check(qwenrt_chat_init(ref c), "chat_init");
+    return c;
+  }
+
   public static void Check(int status, string what) {
     if (status != OK) throw new Exception(what + ": " + FromUtf8(qwenrt_last_error()));
   }
@@ -113,7 +134,7 @@ static class Program {
     IntPtr arr = Marshal.AllocHGlobal(size * msgs.Length);
     try {
       for (int i = 0; i < msgs.Length; ++i) Marshal.StructureToPtr(msgs[i], arr + i * size, false);
-      Qwenrt.Chat chat = Qwenrt.qwenrt_chat_default();
+      Qwenrt.Chat chat = Qwenrt.NewChat();
       chat.messages = arr;
       chat.n_messages = (UIntPtr)msgs.Length;
       r = new Qwenrt.Report { struct_size = (uint)Marshal.SizeOf(typeof(Qwenrt.Report)) };
@@ -135,10 +156,11 @@ static class Program {
     }
     try {
       Console.WriteLine("qwenrt " + Qwenrt.FromUtf8(Qwenrt.qwenrt_version()));
+      if (Qwenrt.qwenrt_abi_version() < Qwenrt.ABI_VERSION) throw new Exception("libqwenrt is too old");
       IntPtr model, session;
       Qwenrt.Check(Qwenrt.qwenrt_model_load(Qwenrt.Utf8z(args[0]), IntPtr.Zero, out model), "model_load");
       Qwenrt.Check(Qwenrt.qwenrt_session_create(model, IntPtr.Zero, out session), "session_create");
-      Qwenrt.GenerateParams gp = Qwenrt.qwenrt_generate_default_params();
+      Qwenrt.GenerateParams gp = Qwenrt.NewGenerateParams();
       gp.max_tokens = args.Length > 1 ? int.Parse(args[1]) : 16;
       gp.callback = Marshal.GetFunctionPointerForDelegate(OnPiece);
 

@@ -51,7 +51,9 @@ func turn(session *C.qwenrt_session, msgs []C.qwenrt_message, gp *C.qwenrt_gener
 	arr := (*C.qwenrt_message)(C.malloc(size))
 	defer C.free(unsafe.Pointer(arr))
 	copy(unsafe.Slice(arr, len(msgs)), msgs)
-	chat := C.qwenrt_chat_default()
+	var chat C.qwenrt_chat
+	chat.struct_size = C.uint32_t(unsafe.Sizeof(chat)) // the size this header knows
+	check(C.qwenrt_chat_init(&chat), "chat_init")
 	chat.messages = arr
 	chat.n_messages = C.size_t(len(msgs))
 	var report C.qwenrt_report
@@ -74,6 +76,10 @@ func main() {
 		maxTokens, _ = strconv.Atoi(os.Args[2])
 	}
 	fmt.Println("qwenrt", C.GoString(C.qwenrt_version()))
+	if C.qwenrt_abi_version() < C.QWENRT_ABI_VERSION {
+		fmt.Fprintln(os.Stderr, "FAIL: libqwenrt is older than the header this was built with")
+		os.Exit(1)
+	}
 	path := C.CString(os.Args[1])
 	defer C.free(unsafe.Pointer(path))
 	var model *C.qwenrt_model
@@ -81,7 +87,9 @@ func main() {
 	check(C.qwenrt_model_load(path, nil, &model), "model_load")
 	check(C.qwenrt_session_create(model, nil, &session), "session_create")
 
-	gp := C.qwenrt_generate_default_params()
+	var gp C.qwenrt_generate_params
+	gp.struct_size = C.uint32_t(unsafe.Sizeof(gp))
+	check(C.qwenrt_generate_params_init(&gp), "generate_params_init")
 	gp.max_tokens = C.int32_t(maxTokens)
 	C.set_callback(&gp)
 

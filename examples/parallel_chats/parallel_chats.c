@@ -52,9 +52,15 @@ static bool collect(qwenrt_piece_kind kind, const char* text, size_t len, void* 
 /* One chat turn of `session`: through the engine when job->engine is set, else alone. */
 static qwenrt_status run_chat(chat_job* job, qwenrt_session* session, qwenrt_report* report) {
   qwenrt_message msg = {sizeof(qwenrt_message), QWENRT_ROLE_USER, job->prompt, NULL, NULL, 0};
-  qwenrt_chat chat = qwenrt_chat_default();
-  qwenrt_sampling_params sp = qwenrt_sampling_default_params();
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_chat chat;
+  qwenrt_sampling_params sp;
+  qwenrt_generate_params gp;
+  qwenrt_status s;
+  /* Params are filled by the library for the size this header knows (struct_size first). */
+  if ((s = QWENRT_INIT(qwenrt_chat_init, &chat)) != QWENRT_OK ||
+      (s = QWENRT_INIT(qwenrt_sampling_params_init, &sp)) != QWENRT_OK ||
+      (s = QWENRT_INIT(qwenrt_generate_params_init, &gp)) != QWENRT_OK)
+    return s;
   chat.messages = &msg;
   chat.n_messages = 1;
   sp.temperature = 10.0f; /* the tiny random model: hot sampling and a penalty give varied text */
@@ -63,15 +69,17 @@ static qwenrt_status run_chat(chat_job* job, qwenrt_session* session, qwenrt_rep
   gp.max_tokens = job->max_tokens;
   gp.callback = collect;
   gp.user_data = job;
-  if (job->engine == NULL) return qwenrt_session_chat(session, &chat, &sp, &gp, report);
-  qwenrt_status s = qwenrt_engine_submit_chat(job->engine, session, &chat, &sp, &gp);
+  gp.sampling = &sp;
+  if (job->engine == NULL) return qwenrt_session_chat(session, &chat, NULL, &gp, report);
+  s = qwenrt_engine_submit_chat(job->engine, session, &chat, NULL, &gp);
   if (s != QWENRT_OK) return s;
   return qwenrt_session_wait_turn(session, report); /* blocks this host thread only */
 }
 
 static qwenrt_session* new_session(qwenrt_model* model) {
-  qwenrt_session_params p = qwenrt_session_default_params();
+  qwenrt_session_params p;
   qwenrt_session* s = NULL;
+  if (QWENRT_INIT(qwenrt_session_params_init, &p) != QWENRT_OK) return NULL;
   p.backend = QWENRT_BACKEND_CPU; /* the engine batches CPU sessions */
   p.n_threads = 2;
   return qwenrt_session_create(model, &p, &s) == QWENRT_OK ? s : NULL;
@@ -94,7 +102,7 @@ int main(int argc, char** argv) {
   pthread_t threads[MAX_CHATS];
   qwenrt_model* model = NULL;
   qwenrt_engine* engine = NULL;
-  qwenrt_engine_params ep = qwenrt_engine_default_params();
+  qwenrt_engine_params ep;
   int i, same = 0;
   if (n < 1 || n > MAX_CHATS) {
     fprintf(stderr, "usage: %s [N_CHATS 1..%d] [MAX_TOKENS]\n", argv[0], MAX_CHATS);
@@ -105,6 +113,10 @@ int main(int argc, char** argv) {
           (size_t)(qwenrt_repl_embedded_model_end - qwenrt_repl_embedded_model), NULL,
           &model) != QWENRT_OK) {
     fprintf(stderr, "model: %s\n", qwenrt_last_error());
+    return 1;
+  }
+  if (QWENRT_INIT(qwenrt_engine_params_init, &ep) != QWENRT_OK) {
+    fprintf(stderr, "engine params: %s\n", qwenrt_last_error());
     return 1;
   }
   ep.n_threads = 2;

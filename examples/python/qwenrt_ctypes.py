@@ -1,6 +1,7 @@
 """Minimal ctypes binding of the qwenrt C ABI (include/qwenrt/qwenrt.h): the structs and functions a
-chat needs. Struct layouts mirror the header field by field; struct_size is always set from
-ctypes.sizeof, so an older binding keeps working with a newer library."""
+chat needs. Struct layouts mirror the header field by field (ABI 2); every params struct is filled by
+the library's init function with struct_size = ctypes.sizeof (see `init`), so an older binding keeps
+working with a newer library and a newer one is told apart by an older library."""
 import ctypes
 import os
 from ctypes import (CFUNCTYPE, POINTER, Structure, byref, c_bool, c_char, c_char_p, c_double,
@@ -10,6 +11,10 @@ OK, INVALID_ARGUMENT, IO, BAD_FORMAT, UNSUPPORTED, OUT_OF_MEMORY, CONTEXT_FULL, 
     DEVICE, CANCELLED, INTERNAL = range(11)
 ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT, ROLE_TOOL = range(4)
 PIECE_CONTENT, PIECE_REASONING, PIECE_TOOL_CALL = range(3)
+KV_DEFAULT, KV_F32, KV_F16, KV_Q8_0 = -1, 0, 1, 2
+TOOL_CHOICE_FREE, TOOL_CHOICE_NONE, TOOL_CHOICE_AUTO, TOOL_CHOICE_REQUIRED, \
+    TOOL_CHOICE_FUNCTION = range(5)
+ABI_VERSION = 2  # the header revision these layouts mirror
 
 ProgressCallback = CFUNCTYPE(c_bool, c_float, c_void_p)
 LogCallback = CFUNCTYPE(None, c_char_p, c_void_p)
@@ -18,7 +23,11 @@ StreamCallback = CFUNCTYPE(c_bool, c_int, POINTER(c_char), c_size_t, c_void_p)
 
 class ModelParams(Structure):
     _fields_ = [("struct_size", c_uint32), ("check_tensors", c_bool),
-                ("progress_callback", ProgressCallback), ("progress_user_data", c_void_p)]
+                ("progress_callback", ProgressCallback), ("progress_user_data", c_void_p),
+                # ABI 2
+                ("read_file", c_bool), ("pack_weights", c_bool), ("template_max_bytes", c_uint64),
+                ("template_max_cost", c_uint64), ("template_max_output_bytes", c_uint64),
+                ("template_max_value_depth", c_int32)]
 
 
 class SessionParams(Structure):
@@ -26,7 +35,9 @@ class SessionParams(Structure):
                 ("backend", c_int), ("checkpoint_budget", c_uint64),
                 ("checkpoint_interval", c_int32), ("history_mode", c_int),
                 ("log_callback", LogCallback), ("log_user_data", c_void_p),
-                ("split_invariant", c_bool)]
+                ("split_invariant", c_bool),
+                # ABI 2
+                ("reserved_abi2", c_uint64), ("kv_type", c_int)]
 
 
 class SamplingParams(Structure):
@@ -39,7 +50,11 @@ class SamplingParams(Structure):
 class GenerateParams(Structure):
     _fields_ = [("struct_size", c_uint32), ("max_tokens", c_int32),
                 ("stop_strings", POINTER(c_char_p)), ("n_stop_strings", c_size_t),
-                ("callback", StreamCallback), ("user_data", c_void_p)]
+                ("callback", StreamCallback), ("user_data", c_void_p),
+                # ABI 2
+                ("sampling", POINTER(SamplingParams)), ("constraint", c_void_p),
+                ("tool_choice", c_int), ("tool_function", c_char_p),
+                ("max_reasoning_tokens", c_int32)]
 
 
 class ToolCall(Structure):
@@ -91,11 +106,24 @@ class Library:
                                             POINTER(GenerateParams), POINTER(Report)]
         lib.qwenrt_session_get_reply.argtypes = [c_void_p, c_int, c_char_p, c_size_t,
                                                  POINTER(c_size_t)]
-        for name in ("model", "session", "sampling", "generate"):
-            fn = getattr(lib, "qwenrt_%s_default_params" % name)
-            fn.restype = {"model": ModelParams, "session": SessionParams,
-                          "sampling": SamplingParams, "generate": GenerateParams}[name]
-        lib.qwenrt_chat_default.restype = Chat
+        self.init_functions = {ModelParams: lib.qwenrt_model_params_init,
+                               SessionParams: lib.qwenrt_session_params_init,
+                               SamplingParams: lib.qwenrt_sampling_params_init,
+                               GenerateParams: lib.qwenrt_generate_params_init,
+                               Chat: lib.qwenrt_chat_init}
+        for struct, fn in self.init_functions.items():
+            fn.argtypes = [POINTER(struct)]
+            fn.restype = c_int
+        if lib.qwenrt_abi_version() < ABI_VERSION:
+            raise QwenrtError("libqwenrt ABI %d is older than this binding's %d" %
+                              (lib.qwenrt_abi_version(), ABI_VERSION))
+
+    def init(self, struct):
+        """A params struct (ModelParams, SessionParams, ...) with the library's defaults."""
+        p = struct()
+        p.struct_size = ctypes.sizeof(struct)
+        self.check(self.init_functions[struct](byref(p)), "init " + struct.__name__)
+        return p
 
     def check(self, status, what):
         if status != OK:

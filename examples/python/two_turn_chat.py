@@ -30,13 +30,13 @@ def main():
         return True
 
     callback = q.StreamCallback(on_piece)  # keep a reference while the library may call it
-    gp = lib.qwenrt_generate_default_params()
+    gp = qw.init(q.GenerateParams)
     gp.max_tokens = args.max_tokens
     gp.callback = callback
 
     def turn(messages):
         arr = (q.Message * len(messages))(*messages)
-        chat = lib.qwenrt_chat_default()
+        chat = qw.init(q.Chat)
         chat.messages = arr
         chat.n_messages = len(messages)
         report = q.Report()

@@ -5,18 +5,22 @@
  * Usage (a two-turn chat; error checks shortened to `CHECK`):
  *
  *     qwenrt_model *model = NULL;
- *     qwenrt_model_params mp = qwenrt_model_default_params();
+ *     qwenrt_model_params mp;
+ *     CHECK(QWENRT_INIT(qwenrt_model_params_init, &mp));  // struct_size = sizeof mp, then defaults
  *     CHECK(qwenrt_model_load("Qwen3.5-4B-Q4_K_M.gguf", &mp, &model));
  *
  *     qwenrt_session *session = NULL;
- *     qwenrt_session_params sp = qwenrt_session_default_params();
+ *     qwenrt_session_params sp;
+ *     CHECK(QWENRT_INIT(qwenrt_session_params_init, &sp));
  *     CHECK(qwenrt_session_create(model, &sp, &session));
  *
  *     qwenrt_message msgs[3] = {{.struct_size = sizeof(qwenrt_message), .role = QWENRT_ROLE_USER,
  *                                .content = "Hello!"}};
- *     qwenrt_chat chat = qwenrt_chat_default();          // thinking on, generation prompt on
+ *     qwenrt_chat chat;
+ *     CHECK(QWENRT_INIT(qwenrt_chat_init, &chat));        // thinking on, generation prompt on
  *     chat.messages = msgs; chat.n_messages = 1;
- *     qwenrt_generate_params gp = qwenrt_generate_default_params();
+ *     qwenrt_generate_params gp;
+ *     CHECK(QWENRT_INIT(qwenrt_generate_params_init, &gp));
  *     gp.callback = print_piece;                         // streams reasoning and content pieces
  *     CHECK(qwenrt_session_chat(session, &chat, NULL, &gp, NULL));   // NULL sampling = greedy
  *
@@ -52,11 +56,14 @@
  *  - Every fallible call returns `qwenrt_status` and writes results through out-parameters. On
  * failure `qwenrt_last_error()` describes what went wrong and out-parameters are left unchanged
  * unless the function says otherwise.
- *  - Params structs start with `uint32_t struct_size`; get them from `qwenrt_*_default_params()`
- * and change fields. A smaller (older) struct works, missing fields take their defaults. A larger
- *    (newer) struct is accepted only when every byte past the size this library knows is zero;
- *    otherwise the call fails with QWENRT_INVALID_ARGUMENT. Out-structs (`qwenrt_model_info`,
- *    `qwenrt_report`) work the same way: set `struct_size` and the library fills what fits.
+ *  - Params structs start with `uint32_t struct_size` and are initialised by the library through a
+ *    pointer: set struct_size = sizeof(the struct) and call its `qwenrt_*_init` (QWENRT_INIT does
+ *    both), then change fields. The library fills and reads exactly the struct_size bytes the
+ *    caller's header knew: a smaller (older) struct works and its missing fields take their
+ *    defaults; a larger (newer) struct is accepted only when every byte past the size this library
+ *    knows is zero (its init zeroes them), otherwise QWENRT_INVALID_ARGUMENT. Fields are only ever
+ *    appended. Out-structs (`qwenrt_model_info`, `qwenrt_report`) work the same way: set
+ *    `struct_size` and the library fills what fits. docs/c-abi.md, "Params structs".
  *  - Caller buffers: on QWENRT_BUFFER_TOO_SMALL, `*needed` holds the required size and the buffer's
  *    contents are unspecified. Strings are written NUL-terminated and `*needed` counts the NUL.
  *  - Every create/load has a free; free(NULL) is a no-op. Text is UTF-8 (invalid UTF-8 is refused
@@ -75,10 +82,17 @@
 #define QWENRT_VERSION_MAJOR 0
 #define QWENRT_VERSION_MINOR 1
 #define QWENRT_VERSION_PATCH 0
-/* Binary interface version; equals the SONAME suffix (libqwenrt.so.1). It changes only when an
- * existing function or struct layout changes incompatibly; appending functions or struct fields
- * keeps it. */
-#define QWENRT_ABI_VERSION 1
+/* Revision of the binary interface this header describes. A library of revision N runs every host
+ * built against a header of revision <= N, so a host checks qwenrt_abi_version() >=
+ * QWENRT_ABI_VERSION to know the library has every function and struct field it uses.
+ *   1: params returned by value (qwenrt_*_default_params), qwenrt_model_options, session setters.
+ *   2: params initialised by pointer (qwenrt_*_init), load options in qwenrt_model_params, KV type
+ *      in qwenrt_session_params, sampling / constraint / tool choice / reasoning budget in
+ *      qwenrt_generate_params; the revision-1 functions stay as deprecated shims. */
+#define QWENRT_ABI_VERSION 2
+/* Suffix of the shared library's SONAME (libqwenrt.so.1). It changes only when a host built
+ * against an older header could no longer run (a function removed or a layout changed). */
+#define QWENRT_SOVERSION 1
 
 #if defined(_WIN32)
 #if defined(QWENRT_BUILDING_LIBRARY)
@@ -103,6 +117,12 @@
 #else
 #define QWENRT_DEPRECATED(decl, hint) decl
 #endif
+
+/* Sets p->struct_size to this header's size of *p and initialises *p with `init_fn`:
+ *     qwenrt_session_params sp;
+ *     QWENRT_INIT(qwenrt_session_params_init, &sp);
+ * Evaluates to init_fn's qwenrt_status. */
+#define QWENRT_INIT(init_fn, p) ((p)->struct_size = (uint32_t)sizeof(*(p)), init_fn(p))
 
 #ifdef __cplusplus
 extern "C" {
@@ -172,41 +192,11 @@ typedef struct qwenrt_model_params {
   bool check_tensors;   /* validate every tensor's data (slower); default false */
   qwenrt_progress_callback progress_callback; /* may be NULL (default) */
   void* progress_user_data;                   /* passed to progress_callback */
-} qwenrt_model_params;
-
-/* Defaults: struct_size set, no tensor check, no progress callback. Thread safety: any thread. */
-QWENRT_API qwenrt_model_params qwenrt_model_default_params(void);
-
-/* Loads a GGUF model from a file (memory-mapped).
- * params: NULL means defaults. *out_model receives a new handle owned by the caller (free it with
- * qwenrt_model_free).
- * Returns QWENRT_INVALID_ARGUMENT (NULL path/out_model, bad struct_size), QWENRT_IO,
- * QWENRT_BAD_FORMAT, QWENRT_UNSUPPORTED, QWENRT_OUT_OF_MEMORY, QWENRT_DEVICE, QWENRT_CANCELLED
- * (progress callback returned false). On error *out_model is set to NULL and nothing is leaked.
- * Thread safety: any thread. */
-QWENRT_API qwenrt_status qwenrt_model_load(const char* path, const qwenrt_model_params* params,
-                                           qwenrt_model** out_model);
-
-/* Loads a GGUF model from `size` bytes at `data`. The library copies what it needs, so the buffer
- * may be freed as soon as the call returns. Errors and ownership as qwenrt_model_load. Thread
- * safety: any thread. */
-QWENRT_API qwenrt_status qwenrt_model_load_from_memory(const void* data, size_t size,
-                                                       const qwenrt_model_params* params,
-                                                       qwenrt_model** out_model);
-
-/* Load options added after qwenrt_model_params froze (it is returned by value, so it cannot grow:
- * docs/c-abi.md). Passed by pointer and never returned, so this struct may grow: zero-initialise it
- * and set struct_size = sizeof(qwenrt_model_options); every zero field keeps its default, and the
- * library reads only the struct_size bytes the caller's header knew.
- *     qwenrt_model_options o = {sizeof o};  o.read_file = true;
- *     qwenrt_model_load_ex(path, NULL, &o, &model); */
-typedef struct qwenrt_model_options {
-  uint32_t struct_size; /* sizeof(qwenrt_model_options) */
+  /* ---- ABI 2 (were qwenrt_model_options; zero keeps each default) ---- */
   /* Read the file into memory instead of mapping it. A mapped file that another process truncates
    * kills this process with SIGBUS on the next touch of a lost page, and one rewritten in place
    * changes the weights silently (docs/gguf.md); a read file cannot be reached. Costs the file's
-   * size in memory and a full read at load. qwenrt_model_load_ex only (memory loads copy anyway).
-   */
+   * size in memory and a full read at load. qwenrt_model_load only (memory loads copy anyway). */
   bool read_file;
   /* Keep a row-interleaved copy of the Q4_K / Q6_K (and, with AVX-512 VNNI, Q2_K / Q3_K / Q5_K /
    * IQ4_XS / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 / Q8_0) matrices for the CPU's
@@ -218,23 +208,63 @@ typedef struct qwenrt_model_options {
    * the caller, so both are bounded (docs/chat-template.md, "Limits"). A limit reached is an
    * QWENRT_INVALID_ARGUMENT naming it (a template over template_max_bytes makes chats UNSUPPORTED).
    */
-  uint64_t template_max_bytes;        /* template source; default 1 MiB */
+  uint64_t template_max_bytes;        /* template source; 0 = default 1 MiB */
   uint64_t template_max_cost;         /* work units per render (~1 ns each) before the allowance of
-                                         32 per byte of the conversation; default 50,000,000 */
-  uint64_t template_max_output_bytes; /* rendered text; default 16 MiB */
-  int32_t template_max_value_depth;   /* nesting of values and of messages / tools; default 128 */
+                                         32 per byte of the conversation; 0 = default 50,000,000 */
+  uint64_t template_max_output_bytes; /* rendered text; 0 = default 16 MiB */
+  int32_t template_max_value_depth;   /* nesting of values and of messages / tools; 0 = default 128;
+                                         negative is refused */
+} qwenrt_model_params;
+
+/* Fills *params with the defaults (no tensor check, no progress callback, mapped file, unpacked
+ * weights, default template limits) for the params->struct_size bytes the caller's header knew
+ * (set it first, or use QWENRT_INIT); bytes past this library's struct are zeroed. Returns
+ * QWENRT_INVALID_ARGUMENT (NULL params; struct_size 0, not a multiple of 4, or smaller than the
+ * first version of the struct), *params unchanged then. Thread safety: any thread. */
+QWENRT_API qwenrt_status qwenrt_model_params_init(qwenrt_model_params* params);
+
+/* Loads a GGUF model from a file (memory-mapped unless params->read_file).
+ * params: NULL means defaults. *out_model receives a new handle owned by the caller (free it with
+ * qwenrt_model_free).
+ * Returns QWENRT_INVALID_ARGUMENT (NULL path/out_model, bad struct_size, a negative
+ * template_max_value_depth), QWENRT_IO, QWENRT_BAD_FORMAT, QWENRT_UNSUPPORTED,
+ * QWENRT_OUT_OF_MEMORY, QWENRT_DEVICE, QWENRT_CANCELLED (progress callback returned false). On
+ * error *out_model is set to NULL and nothing is leaked. Thread safety: any thread. */
+QWENRT_API qwenrt_status qwenrt_model_load(const char* path, const qwenrt_model_params* params,
+                                           qwenrt_model** out_model);
+
+/* Loads a GGUF model from `size` bytes at `data`. The library copies what it needs, so the buffer
+ * may be freed as soon as the call returns (params->read_file does not apply). Errors and ownership
+ * as qwenrt_model_load. Thread safety: any thread. */
+QWENRT_API qwenrt_status qwenrt_model_load_from_memory(const void* data, size_t size,
+                                                       const qwenrt_model_params* params,
+                                                       qwenrt_model** out_model);
+
+/* Deprecated (ABI 1): the load options before they moved into qwenrt_model_params (same fields,
+ * same meaning). Zero-initialise it and set struct_size = sizeof(qwenrt_model_options). */
+typedef struct qwenrt_model_options {
+  uint32_t struct_size; /* sizeof(qwenrt_model_options) */
+  bool read_file;
+  bool pack_weights;
+  uint64_t template_max_bytes;
+  uint64_t template_max_cost;
+  uint64_t template_max_output_bytes;
+  int32_t template_max_value_depth;
 } qwenrt_model_options;
 
-/* qwenrt_model_load / qwenrt_model_load_from_memory with `options` (NULL = all defaults). Errors as
- * those, plus QWENRT_INVALID_ARGUMENT for a bad options->struct_size or a negative depth.
- * Thread safety: any thread. */
-QWENRT_API qwenrt_status qwenrt_model_load_ex(const char* path, const qwenrt_model_params* params,
-                                              const qwenrt_model_options* options,
-                                              qwenrt_model** out_model);
-QWENRT_API qwenrt_status qwenrt_model_load_from_memory_ex(const void* data, size_t size,
-                                                          const qwenrt_model_params* params,
-                                                          const qwenrt_model_options* options,
-                                                          qwenrt_model** out_model);
+/* Deprecated (ABI 1): qwenrt_model_load / qwenrt_model_load_from_memory with `options` (NULL = all
+ * defaults); the options' fields replace those of `params`. Errors as those, plus
+ * QWENRT_INVALID_ARGUMENT for a bad options->struct_size. Thread safety: any thread. */
+QWENRT_DEPRECATED(QWENRT_API qwenrt_status qwenrt_model_load_ex(const char* path,
+                                                                const qwenrt_model_params* params,
+                                                                const qwenrt_model_options* options,
+                                                                qwenrt_model** out_model),
+                  "set the options in qwenrt_model_params and use qwenrt_model_load");
+QWENRT_DEPRECATED(QWENRT_API qwenrt_status qwenrt_model_load_from_memory_ex(
+                      const void* data, size_t size, const qwenrt_model_params* params,
+                      const qwenrt_model_options* options, qwenrt_model** out_model),
+                  "set the options in qwenrt_model_params and use "
+                  "qwenrt_model_load_from_memory");
 
 /* Releases the caller's reference. Sessions created from the model keep it alive until they are
  * freed, so the order of frees does not matter. NULL is a no-op. Thread safety: any thread (but not
@@ -335,8 +365,10 @@ typedef struct qwenrt_chat {
   bool add_generation_prompt; /* default true: end with "<|im_start|>assistant\n" (+ think tags) */
 } qwenrt_chat;
 
-/* An empty conversation with the defaults above. Thread safety: any thread. */
-QWENRT_API qwenrt_chat qwenrt_chat_default(void);
+/* Fills *chat with an empty conversation and the defaults above, for the chat->struct_size bytes
+ * the caller's header knew (set it first, or use QWENRT_INIT). Errors as qwenrt_model_params_init.
+ * Thread safety: any thread. */
+QWENRT_API qwenrt_status qwenrt_chat_init(qwenrt_chat* chat);
 
 /* Renders `chat` with the model's chat template (tokenizer.chat_template) into `buf` as UTF-8 text,
  * NUL-terminated; *needed = bytes including the NUL.
@@ -365,6 +397,15 @@ typedef enum qwenrt_history_mode {
  * common prefix 783 of 805)". Called on the thread running the session call. */
 typedef void (*qwenrt_log_callback)(const char* line, void* user_data);
 
+/* Storage type of the attention KV cache (docs/kv-cache.md). */
+typedef enum qwenrt_kv_type {
+  QWENRT_KV_DEFAULT = -1, /* the backend's default (qwenrt_session_params.kv_type only) */
+  QWENRT_KV_F32 = 0,      /* exact; the default of the REF and CUDA backends */
+  QWENRT_KV_F16 =
+      1, /* the CPU default: bit-identical to F32 there (the CPU path rounds K and V to f16) */
+  QWENRT_KV_Q8_0 = 2 /* 8-bit blocks: about half the memory of F16, lossy */
+} qwenrt_kv_type;
+
 typedef struct qwenrt_session_params {
   uint32_t struct_size;        /* sizeof(qwenrt_session_params) */
   int32_t n_ctx;               /* context limit in tokens; 0 = the model's trained context */
@@ -380,16 +421,27 @@ typedef struct qwenrt_session_params {
    * uses the chunked delta rule, equal within floating-point rounding. The CUDA backend is
    * split-invariant either way. */
   bool split_invariant;
+  /* ---- ABI 2 ---- */
+  /* Starts the ABI 2 fields past the ABI 1 struct's tail padding (a library that knows only the
+   * older size checks the bytes past it, not the padding inside it). Leave it 0. */
+  uint64_t reserved_abi2;
+  /* Storage type of the KV cache; default QWENRT_KV_DEFAULT (the backend's). The CUDA backend keeps
+   * F32 only and Q8_0 needs a head size that is a multiple of 32: otherwise the session is not
+   * created (QWENRT_UNSUPPORTED). */
+  qwenrt_kv_type kv_type;
 } qwenrt_session_params;
 
-/* Defaults: n_ctx 0 (trained), n_threads 0 (all), AUTO backend, default budget, no interval,
- * template history, no log, split_invariant true. Thread safety: any thread. */
-QWENRT_API qwenrt_session_params qwenrt_session_default_params(void);
+/* Fills *params with the defaults (n_ctx 0 = trained, n_threads 0 = all, AUTO backend, default
+ * checkpoint budget, no interval, template history, no log, split_invariant true, the backend's
+ * KV type) for the params->struct_size bytes the caller's header knew. Errors as
+ * qwenrt_model_params_init. Thread safety: any thread. */
+QWENRT_API qwenrt_status qwenrt_session_params_init(qwenrt_session_params* params);
 
 /* Creates an empty session on `model` (the session holds a reference to the model).
  * params: NULL means defaults. *out_session receives a handle the caller frees with
  * qwenrt_session_free. Returns QWENRT_INVALID_ARGUMENT (NULL/freed model, NULL out_session, bad
- * struct_size, negative n_ctx or n_threads), QWENRT_UNSUPPORTED (backend not built in),
+ * struct_size, negative n_ctx or n_threads, not a kv_type), QWENRT_UNSUPPORTED (backend not built
+ * in, a KV type the backend cannot store),
  * QWENRT_OUT_OF_MEMORY, QWENRT_DEVICE. On error *out_session is NULL. Thread safety: any thread. */
 QWENRT_API qwenrt_status qwenrt_session_create(qwenrt_model* model,
                                                const qwenrt_session_params* params,
@@ -517,8 +569,9 @@ typedef struct qwenrt_sampling_params {
   uint64_t seed;           /* default 0; the same seed gives the same tokens */
 } qwenrt_sampling_params;
 
-/* Greedy defaults. Thread safety: any thread. */
-QWENRT_API qwenrt_sampling_params qwenrt_sampling_default_params(void);
+/* Fills *params with the greedy defaults above for the params->struct_size bytes the caller's
+ * header knew. Errors as qwenrt_model_params_init. Thread safety: any thread. */
+QWENRT_API qwenrt_status qwenrt_sampling_params_init(qwenrt_sampling_params* params);
 
 /* What a streamed piece of the reply is. */
 typedef enum qwenrt_piece_kind {
@@ -533,22 +586,6 @@ typedef enum qwenrt_piece_kind {
  * it may call qwenrt_session_cancel but no other function on this session. */
 typedef bool (*qwenrt_stream_callback)(qwenrt_piece_kind kind, const char* text, size_t len,
                                        void* user_data);
-
-typedef struct qwenrt_generate_params {
-  uint32_t struct_size; /* sizeof(qwenrt_generate_params) */
-  int32_t max_tokens;   /* stop after this many tokens; default 512; -1 = until context full */
-  const char* const* stop_strings; /* stop when the content ends with one of these (not included) */
-  size_t n_stop_strings;
-  qwenrt_stream_callback callback; /* NULL = no streaming (read the reply with get_reply) */
-  void* user_data;
-} qwenrt_generate_params;
-/* This struct's layout is frozen: qwenrt_generate_default_params returns it by value, so a host
- * built against an older header would receive more bytes than it allocated if it grew. Newer
- * generation options are session settings instead (qwenrt_session_set_reasoning_budget,
- * qwenrt_session_set_constraint). */
-
-/* Defaults: 512 tokens, no stop strings, no callback. Thread safety: any thread. */
-QWENRT_API qwenrt_generate_params qwenrt_generate_default_params(void);
 
 /* What qwenrt_constraint_compile reads. */
 typedef enum qwenrt_constraint_kind {
@@ -565,31 +602,11 @@ typedef enum qwenrt_constraint_kind {
 QWENRT_API qwenrt_status qwenrt_constraint_compile(qwenrt_constraint_kind kind, const char* text,
                                                    size_t len, qwenrt_constraint** out_constraint);
 
-/* Frees a constraint; NULL is a no-op. Sessions it was set on keep their own reference.
+/* Frees a constraint; NULL is a no-op. Generations and sessions using it keep their own reference.
  * Thread safety: any thread. */
 QWENRT_API void qwenrt_constraint_free(qwenrt_constraint* constraint);
 
-/* For the following generations of this session (qwenrt_session_generate, qwenrt_session_chat): the
- * reply's content must match `constraint` (NULL = free text, the default): tokens that cannot
- * continue it are masked after the penalties, and the reply ends only where it is complete.
- * Reasoning is free; the constraint starts after </think>. The session keeps its own reference (the
- * handle may be freed after this call) and so may share one constraint with any number of sessions
- * and turns. Returns QWENRT_INVALID_ARGUMENT (NULL/freed session, freed constraint). Thread safety:
- * one thread per handle at a time. */
-QWENRT_API qwenrt_status qwenrt_session_set_constraint(qwenrt_session* session,
-                                                       const qwenrt_constraint* constraint);
-
-/* For the following generations of this session: the thinking budget, at most
- * `max_reasoning_tokens` reasoning tokens; when reached, the reasoning is closed the way the chat
- * template writes it
- * ("\n</think>\n\n", fed without sampling) and the answer follows; the report says so
- * (reasoning_budget_hit). 0 = no limit (the default). Counts against max_tokens.
- * Returns QWENRT_INVALID_ARGUMENT (NULL/freed session, negative budget).
- * Thread safety: one thread per handle at a time. */
-QWENRT_API qwenrt_status qwenrt_session_set_reasoning_budget(qwenrt_session* session,
-                                                             int32_t max_reasoning_tokens);
-
-/* How a chat with tools may call them (qwenrt_session_set_tool_choice). */
+/* How a chat with tools may call them (qwenrt_generate_params.tool_choice). */
 typedef enum qwenrt_tool_choice {
   QWENRT_TOOL_CHOICE_FREE = 0, /* the default: tool calls are not constrained */
   QWENRT_TOOL_CHOICE_NONE = 1, /* no tool call: <tool_call> is never sampled */
@@ -598,27 +615,69 @@ typedef enum qwenrt_tool_choice {
             constrained to the tool-call format and each function's parameters */
   QWENRT_TOOL_CHOICE_REQUIRED = 3, /* the content is one or more constrained tool calls */
   QWENRT_TOOL_CHOICE_FUNCTION =
-      4 /* the content is one or more constrained calls of `function_name` */
+      4 /* the content is one or more constrained calls of `tool_function` */
 } qwenrt_tool_choice;
 
-/* For the following chats of this session: how the reply may call the chat's tools (tools_json).
- * With AUTO / REQUIRED / FUNCTION every tool call the reply emits parses (QWENRT_PIECE_TOOL_CALL
- * has its name and arguments) and its arguments match the function's `parameters` schema; reasoning
- * stays free and REQUIRED / FUNCTION start after </think>. These three exclude
- * qwenrt_session_set_constraint (the generation is refused with QWENRT_INVALID_ARGUMENT when both
- * are set), and a generation whose tools cannot be compiled (no tools, unknown function, a schema
- * keyword that cannot be enforced) is refused with QWENRT_INVALID_ARGUMENT naming the tool,
- * parameter and keyword. `function_name`: the function for FUNCTION, NULL otherwise. Returns
- * QWENRT_INVALID_ARGUMENT (NULL/freed session, bad choice, a name given or missing). Thread safety:
- * one thread per handle at a time. */
-QWENRT_API qwenrt_status qwenrt_session_set_tool_choice(qwenrt_session* session,
-                                                        qwenrt_tool_choice choice,
-                                                        const char* function_name);
+typedef struct qwenrt_generate_params {
+  uint32_t struct_size; /* sizeof(qwenrt_generate_params) */
+  int32_t max_tokens;   /* stop after this many tokens; default 512; -1 = until context full */
+  const char* const* stop_strings; /* stop when the content ends with one of these (not included) */
+  size_t n_stop_strings;
+  qwenrt_stream_callback callback; /* NULL = no streaming (read the reply with get_reply) */
+  void* user_data;
+  /* ---- ABI 2 (were the call's sampling argument and the session setters; zero = default) ---- */
+  /* Sampling; NULL = the call's `sampling` argument, greedy when that is NULL too (giving both is
+   * QWENRT_INVALID_ARGUMENT). Borrowed during the call. */
+  const qwenrt_sampling_params* sampling;
+  /* The reply's content must match this constraint (NULL = free text): tokens that cannot continue
+   * it are masked after the penalties, and the reply ends only where it is complete. Reasoning is
+   * free; the constraint starts after </think>. The generation keeps its own reference, so one
+   * constraint may serve any number of sessions and turns. */
+  const qwenrt_constraint* constraint;
+  /* How a chat with tools may call them (tools_json). With AUTO / REQUIRED / FUNCTION every tool
+   * call the reply emits parses (QWENRT_PIECE_TOOL_CALL has its name and arguments) and its
+   * arguments match the function's `parameters` schema; reasoning stays free and REQUIRED /
+   * FUNCTION start after </think>. These three exclude `constraint` (QWENRT_INVALID_ARGUMENT when
+   * both are set), and tools that cannot be compiled (no tools, unknown function, a schema keyword
+   * that cannot be enforced) are refused with QWENRT_INVALID_ARGUMENT naming the tool, parameter
+   * and keyword. Default QWENRT_TOOL_CHOICE_FREE. */
+  qwenrt_tool_choice tool_choice;
+  const char* tool_function; /* the function for QWENRT_TOOL_CHOICE_FUNCTION, else NULL */
+  /* The thinking budget: at most this many reasoning tokens; when reached, the reasoning is closed
+   * the way the chat template writes it ("\n</think>\n\n", fed without sampling) and the answer
+   * follows; the report says so (reasoning_budget_hit). 0 = no limit (default). Counts against
+   * max_tokens. */
+  int32_t max_reasoning_tokens;
+} qwenrt_generate_params;
+
+/* Fills *params with the defaults (512 tokens, no stop strings, no callback, greedy, no constraint,
+ * tool choice FREE, no reasoning budget) for the params->struct_size bytes the caller's header
+ * knew. Errors as qwenrt_model_params_init. Thread safety: any thread. */
+QWENRT_API qwenrt_status qwenrt_generate_params_init(qwenrt_generate_params* params);
+
+/* Deprecated (ABI 1) session settings: each sets, for the following generations of this session,
+ * the value a qwenrt_generate_params field takes when the caller leaves that field at its default
+ * (zero): a generate params' non-zero constraint, tool_choice or max_reasoning_tokens wins (and a
+ * struct from an ABI 1 header, which has none of them, always takes the session's). The session
+ * keeps its own reference to the constraint. Forks copy them. Returns QWENRT_INVALID_ARGUMENT
+ * (NULL/freed session or constraint, negative budget, bad choice, a function name given or
+ * missing). Thread safety: one thread per handle at a time. */
+QWENRT_DEPRECATED(QWENRT_API qwenrt_status qwenrt_session_set_constraint(
+                      qwenrt_session* session, const qwenrt_constraint* constraint),
+                  "use qwenrt_generate_params.constraint");
+QWENRT_DEPRECATED(QWENRT_API qwenrt_status qwenrt_session_set_reasoning_budget(
+                      qwenrt_session* session, int32_t max_reasoning_tokens),
+                  "use qwenrt_generate_params.max_reasoning_tokens");
+QWENRT_DEPRECATED(QWENRT_API qwenrt_status qwenrt_session_set_tool_choice(
+                      qwenrt_session* session, qwenrt_tool_choice choice,
+                      const char* function_name),
+                  "use qwenrt_generate_params.tool_choice and tool_function");
 
 /* Generates a reply from the session's current state (after a feed): samples a token, streams it,
  * evaluates it, repeats. The transcript grows with every token evaluated; the end-of-generation
  * token is sampled but not evaluated. If the last feed was a chat whose generation prompt opened a
- * <think> block, the first pieces are reasoning. sampling: NULL = greedy. params: NULL = defaults.
+ * <think> block, the first pieces are reasoning. sampling: NULL = params->sampling (greedy when
+ * that is NULL too). params: NULL = defaults.
  * stop_reason: NULL or where to write why it stopped. The reply is kept for
  * qwenrt_session_get_reply. Returns QWENRT_INVALID_ARGUMENT (NULL/freed session, bad struct_size,
  * invalid UTF-8 stop string, the session holds no tokens), QWENRT_CANCELLED, QWENRT_OUT_OF_MEMORY,
@@ -665,26 +724,22 @@ QWENRT_API qwenrt_status qwenrt_session_cancel(qwenrt_session* session);
  * thread per handle at a time. */
 QWENRT_API qwenrt_status qwenrt_session_checkpoint_at(qwenrt_session* session, int64_t pos);
 
-/* Sets the checkpoint memory budget in bytes (0 = library default); older checkpoints are evicted
- * (least recently used first, never the newest of a turn) until the rest fit.
- * Returns QWENRT_INVALID_ARGUMENT. Thread safety: one thread per handle at a time. */
-QWENRT_API qwenrt_status qwenrt_session_set_checkpoint_budget(qwenrt_session* session,
-                                                              uint64_t bytes);
+/* Deprecated (ABI 1; set qwenrt_session_params.checkpoint_budget at creation): sets the checkpoint
+ * memory budget in bytes (0 = library default); older checkpoints are evicted (least recently used
+ * first, never the newest of a turn) until the rest fit. Returns QWENRT_INVALID_ARGUMENT. Thread
+ * safety: one thread per handle at a time. */
+QWENRT_DEPRECATED(QWENRT_API qwenrt_status
+                      qwenrt_session_set_checkpoint_budget(qwenrt_session* session, uint64_t bytes),
+                  "use qwenrt_session_params.checkpoint_budget");
 
-/* Storage type of the attention KV cache (docs/kv-cache.md). */
-typedef enum qwenrt_kv_type {
-  QWENRT_KV_F32 = 0, /* exact; the default of the REF and CUDA backends */
-  QWENRT_KV_F16 =
-      1, /* the CPU default: bit-identical to F32 there (the CPU path rounds K and V to f16) */
-  QWENRT_KV_Q8_0 = 2 /* 8-bit blocks: about half the memory of F16, lossy */
-} qwenrt_kv_type;
-
-/* Changes the KV storage type, converting what the session holds (a fork made later shares the
- * converted pages). Returns QWENRT_INVALID_ARGUMENT (NULL/freed session, not a qwenrt_kv_type),
- * QWENRT_UNSUPPORTED (the CUDA backend keeps F32 only; Q8_0 needs a head size that is a multiple of
- * 32), QWENRT_OUT_OF_MEMORY; on error the session is unchanged. Thread safety: one thread per
- * handle at a time. */
-QWENRT_API qwenrt_status qwenrt_session_set_kv_type(qwenrt_session* session, qwenrt_kv_type type);
+/* Deprecated (ABI 1; set qwenrt_session_params.kv_type at creation): changes the KV storage
+ * type, converting what the session holds (a fork made later shares the converted pages). Returns
+ * QWENRT_INVALID_ARGUMENT (NULL/freed session, not a qwenrt_kv_type), QWENRT_UNSUPPORTED (the CUDA
+ * backend keeps F32 only; Q8_0 needs a head size that is a multiple of 32), QWENRT_OUT_OF_MEMORY;
+ * on error the session is unchanged. Thread safety: one thread per handle at a time. */
+QWENRT_DEPRECATED(QWENRT_API qwenrt_status qwenrt_session_set_kv_type(qwenrt_session* session,
+                                                                      qwenrt_kv_type type),
+                  "use qwenrt_session_params.kv_type");
 /* The KV storage type. Returns QWENRT_INVALID_ARGUMENT (NULL/freed session, NULL type). Thread
  * safety: one thread per handle at a time. */
 QWENRT_API qwenrt_status qwenrt_session_get_kv_type(const qwenrt_session* session,
@@ -759,8 +814,10 @@ typedef struct qwenrt_engine_params {
   int32_t max_sessions; /* most sessions in one step (more wait their turn); default 16 */
 } qwenrt_engine_params;
 
-/* Defaults: all threads, 512 tokens per step, 16 sessions per step. Thread safety: any thread. */
-QWENRT_API qwenrt_engine_params qwenrt_engine_default_params(void);
+/* Fills *params with the defaults (all threads, 512 tokens per step, 16 sessions per step) for the
+ * params->struct_size bytes the caller's header knew. Errors as qwenrt_model_params_init. Thread
+ * safety: any thread. */
+QWENRT_API qwenrt_status qwenrt_engine_params_init(qwenrt_engine_params* params);
 
 /* Creates an engine on `model` with its worker thread. params: NULL means defaults.
  * Returns QWENRT_INVALID_ARGUMENT (NULL/freed model, NULL out_engine, bad struct_size, a value < 1
@@ -775,8 +832,8 @@ QWENRT_API qwenrt_status qwenrt_engine_create(qwenrt_model* model,
  * called from a streaming callback. Thread safety: one thread per handle at a time. */
 QWENRT_API void qwenrt_engine_free(qwenrt_engine* engine);
 
-/* Submits a turn of `session`: what qwenrt_session_chat does (same arguments and the session's
- * constraint and reasoning budget), run by the engine; returns at once. The turn's pieces stream to
+/* Submits a turn of `session`: what qwenrt_session_chat does (same arguments, the same merge of
+ * the deprecated session settings), run by the engine; returns at once. The turn's pieces stream to
  * params->callback on the engine's thread. Collect the turn with qwenrt_session_wait_turn before
  * submitting the next turn of the session. Returns QWENRT_INVALID_ARGUMENT (NULL/freed handles, a
  * session busy or with a turn not yet waited for, another model, a non-CPU or non split-invariant
@@ -798,6 +855,60 @@ QWENRT_API qwenrt_status qwenrt_session_wait_turn(qwenrt_session* session, qwenr
  * once). Returns QWENRT_INVALID_ARGUMENT (NULL/freed session, NULL done, no submitted turn).
  * Thread safety: any thread. */
 QWENRT_API qwenrt_status qwenrt_session_turn_done(const qwenrt_session* session, bool* done);
+
+/* ---- Deprecated (ABI 1): defaults returned by value ---------------------------------------------
+ * A struct returned by value cannot grow: a host built against an older header allocates the older
+ * size for the result. The library therefore keeps exporting these six symbols with the ABI 1
+ * layouts (hosts built against that header, and FFI hosts that declared those layouts, keep
+ * working), and this header defines them as inline functions over the init functions, so that
+ * source written against ABI 1 still compiles (with a deprecation warning) and gets the whole of
+ * today's struct. */
+#if !defined(QWENRT_NO_DEPRECATED_DEFAULTS)
+#if defined(_MSC_VER) && !defined(__cplusplus)
+#define QWENRT_STATIC_INLINE_ static __inline
+#else
+#define QWENRT_STATIC_INLINE_ static inline
+#endif
+QWENRT_DEPRECATED(QWENRT_STATIC_INLINE_ qwenrt_model_params qwenrt_model_default_params(void),
+                  "use qwenrt_model_params_init");
+QWENRT_DEPRECATED(QWENRT_STATIC_INLINE_ qwenrt_session_params qwenrt_session_default_params(void),
+                  "use qwenrt_session_params_init");
+QWENRT_DEPRECATED(QWENRT_STATIC_INLINE_ qwenrt_sampling_params qwenrt_sampling_default_params(void),
+                  "use qwenrt_sampling_params_init");
+QWENRT_DEPRECATED(QWENRT_STATIC_INLINE_ qwenrt_generate_params qwenrt_generate_default_params(void),
+                  "use qwenrt_generate_params_init");
+QWENRT_DEPRECATED(QWENRT_STATIC_INLINE_ qwenrt_engine_params qwenrt_engine_default_params(void),
+                  "use qwenrt_engine_params_init");
+QWENRT_DEPRECATED(QWENRT_STATIC_INLINE_ qwenrt_chat qwenrt_chat_default(void),
+                  "use qwenrt_chat_init");
+
+/* Each cannot fail: struct_size is this header's size, which every library accepts. */
+#define QWENRT_DEFAULT_BY_VALUE_(type, init_fn) \
+  type p;                                       \
+  p.struct_size = (uint32_t)sizeof p;           \
+  (void)init_fn(&p);                            \
+  return p
+QWENRT_STATIC_INLINE_ qwenrt_model_params qwenrt_model_default_params(void) {
+  QWENRT_DEFAULT_BY_VALUE_(qwenrt_model_params, qwenrt_model_params_init);
+}
+QWENRT_STATIC_INLINE_ qwenrt_session_params qwenrt_session_default_params(void) {
+  QWENRT_DEFAULT_BY_VALUE_(qwenrt_session_params, qwenrt_session_params_init);
+}
+QWENRT_STATIC_INLINE_ qwenrt_sampling_params qwenrt_sampling_default_params(void) {
+  QWENRT_DEFAULT_BY_VALUE_(qwenrt_sampling_params, qwenrt_sampling_params_init);
+}
+QWENRT_STATIC_INLINE_ qwenrt_generate_params qwenrt_generate_default_params(void) {
+  QWENRT_DEFAULT_BY_VALUE_(qwenrt_generate_params, qwenrt_generate_params_init);
+}
+QWENRT_STATIC_INLINE_ qwenrt_engine_params qwenrt_engine_default_params(void) {
+  QWENRT_DEFAULT_BY_VALUE_(qwenrt_engine_params, qwenrt_engine_params_init);
+}
+QWENRT_STATIC_INLINE_ qwenrt_chat qwenrt_chat_default(void) {
+  QWENRT_DEFAULT_BY_VALUE_(qwenrt_chat, qwenrt_chat_init);
+}
+#undef QWENRT_DEFAULT_BY_VALUE_
+#undef QWENRT_STATIC_INLINE_
+#endif /* !QWENRT_NO_DEPRECATED_DEFAULTS */
 
 #ifdef __cplusplus
 }

@@ -81,7 +81,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     msgs.push_back(m);
   }
   if (msgs.empty()) return 0;
-  qwenrt_chat chat = qwenrt_chat_default();
+  qwenrt_chat chat;
+  QWENRT_INIT(qwenrt_chat_init, &chat);
   chat.messages = msgs.data();
   chat.n_messages = msgs.size();
   chat.enable_thinking = flags & 1;
@@ -109,23 +110,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   qwenrt_session* s = nullptr;
   if (qwenrt_session_create(Model(), nullptr, &s) != QWENRT_OK) __builtin_trap();
   const qwenrt_tool_choice choice = static_cast<qwenrt_tool_choice>((flags >> 4) & 3);
-  const qwenrt_status tc = qwenrt_session_set_tool_choice(s, choice, nullptr);
-  CheckError(tc);
-  qwenrt_generate_params gen = qwenrt_generate_default_params();
+  qwenrt_generate_params gen;
+  QWENRT_INIT(qwenrt_generate_params_init, &gen);
   gen.max_tokens = 2;
+  gen.tool_choice = choice;
   CheckError(qwenrt_session_chat(s, &chat, nullptr, &gen, nullptr));
   size_t n = 0;
   QWENRT_FUZZ_CHECK(qwenrt_session_get_tokens(s, nullptr, 0, &n) == QWENRT_OK || n > 0,
                     "tokens readable");
   // The session still works for a plain conversation after whatever happened.
-  qwenrt_session_set_tool_choice(s, QWENRT_TOOL_CHOICE_FREE, nullptr);
   qwenrt_message plain{};
   plain.struct_size = sizeof plain;
   plain.role = QWENRT_ROLE_USER;
   plain.content = "hi";
-  qwenrt_chat ok = qwenrt_chat_default();
+  qwenrt_chat ok;
+  QWENRT_INIT(qwenrt_chat_init, &ok);
   ok.messages = &plain;
   ok.n_messages = 1;
+  gen.tool_choice = QWENRT_TOOL_CHOICE_FREE;
   QWENRT_FUZZ_CHECK(qwenrt_session_chat(s, &ok, nullptr, &gen, nullptr) == QWENRT_OK,
                     "a plain turn after any error");
   qwenrt_session_free(s);

@@ -28,6 +28,12 @@ struct GenerateParams {
     n_stop_strings: usize,
     callback: Option<StreamCallback>,
     user_data: *mut c_void,
+    // ABI 2
+    sampling: *const c_void,
+    constraint: *const c_void,
+    tool_choice: c_int,
+    tool_function: *const c_char,
+    max_reasoning_tokens: i32,
 }
 
 #[repr(C)]
@@ -78,8 +84,9 @@ extern "C" {
     fn qwenrt_model_free(model: *mut Model);
     fn qwenrt_session_create(model: *mut Model, params: *const c_void, out: *mut *mut Session) -> Status;
     fn qwenrt_session_free(session: *mut Session);
-    fn qwenrt_generate_default_params() -> GenerateParams;
-    fn qwenrt_chat_default() -> Chat;
+    fn qwenrt_abi_version() -> c_int;
+    fn qwenrt_generate_params_init(params: *mut GenerateParams) -> Status;
+    fn qwenrt_chat_init(chat: *mut Chat) -> Status;
     fn qwenrt_session_chat(
         session: *mut Session,
         chat: *const Chat,
@@ -94,6 +101,19 @@ extern "C" {
         capacity: usize,
         needed: *mut usize,
     ) -> Status;
+}
+
+/// The interface revision these declarations mirror (QWENRT_ABI_VERSION of qwenrt.h).
+const ABI_VERSION: c_int = 2;
+
+/// A params struct filled by the library's init function: struct_size is set to this declaration's
+/// size first, so the library fills (and later reads) exactly the fields declared here.
+fn init<T>(f: unsafe extern "C" fn(*mut T) -> Status, what: &str) -> Result<T, String> {
+    let mut p = std::mem::MaybeUninit::<T>::zeroed();
+    // Every params struct starts with `uint32_t struct_size`.
+    unsafe { *(p.as_mut_ptr() as *mut u32) = std::mem::size_of::<T>() as u32 };
+    check(unsafe { f(p.as_mut_ptr()) }, what)?;
+    Ok(unsafe { p.assume_init() })
 }
 
 fn check(status: Status, what: &str) -> Result<(), String> {
@@ -124,7 +144,7 @@ fn message(role: c_int, content: &CString) -> Message {
 }
 
 fn turn(session: *mut Session, msgs: &[Message], gp: &GenerateParams) -> Result<(String, Report), String> {
-    let mut chat = unsafe { qwenrt_chat_default() };
+    let mut chat = init(qwenrt_chat_init, "chat_init")?;
     chat.messages = msgs.as_ptr();
     chat.n_messages = msgs.len();
     let mut report = Report { struct_size: std::mem::size_of::<Report>() as u32, ..Default::default() };
@@ -149,13 +169,16 @@ fn run() -> Result<(), String> {
     }
     let version = unsafe { CStr::from_ptr(qwenrt_version()) }.to_string_lossy().into_owned();
     println!("qwenrt {}", version);
+    if unsafe { qwenrt_abi_version() } < ABI_VERSION {
+        return Err(format!("libqwenrt ABI {} is older than {}", unsafe { qwenrt_abi_version() }, ABI_VERSION));
+    }
     let path = CString::new(args[1].clone()).map_err(|e| e.to_string())?;
     let mut model: *mut Model = std::ptr::null_mut();
     let mut session: *mut Session = std::ptr::null_mut();
     check(unsafe { qwenrt_model_load(path.as_ptr(), std::ptr::null(), &mut model) }, "model_load")?;
     check(unsafe { qwenrt_session_create(model, std::ptr::null(), &mut session) }, "session_create")?;
 
-    let mut gp = unsafe { qwenrt_generate_default_params() };
+    let mut gp = init(qwenrt_generate_params_init, "generate_params_init")?;
     gp.max_tokens = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(16);
     gp.callback = Some(on_piece);
 

@@ -7,11 +7,14 @@ int main(int argc, char** argv) {
   qwenrt_session* session = NULL;
   qwenrt_message msg = {
       .struct_size = sizeof(qwenrt_message), .role = QWENRT_ROLE_USER, .content = "Hi!"};
-  qwenrt_chat chat = qwenrt_chat_default();
-  qwenrt_generate_params gp = qwenrt_generate_default_params();
+  qwenrt_chat chat;
+  qwenrt_generate_params gp;
   qwenrt_report report = {.struct_size = sizeof(qwenrt_report)};
   if (argc < 2) return 2;
-  if (qwenrt_abi_version() != QWENRT_ABI_VERSION) return 3;
+  if (qwenrt_abi_version() < QWENRT_ABI_VERSION) return 3;
+  if (QWENRT_INIT(qwenrt_chat_init, &chat) != QWENRT_OK ||
+      QWENRT_INIT(qwenrt_generate_params_init, &gp) != QWENRT_OK)
+    return 4;
   chat.messages = &msg;
   chat.n_messages = 1;
   gp.max_tokens = 4;
