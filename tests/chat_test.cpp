@@ -686,5 +686,80 @@ TEST_CASE("chat state encoding round-trips; version 1 blobs load; damage is refu
   }
 }
 
+// The run-time guard behind the mask: a hook lets through, on the third constrained mask, only a
+// token the grammar refuses. The reply must end with Internal before that token: not appended,
+// not evaluated, not streamed, the session exactly where the same reply stopped after two tokens.
+namespace guard {
+int masks = 0;
+int32_t refused = -1;
+void LetThroughRefused(std::vector<uint32_t>* mask) {
+  if (++masks != 3) return;
+  std::fill(mask->begin(), mask->end(), 0u);
+  (*mask)[static_cast<size_t>(refused) >> 5] |= 1u << (refused & 31);
+}
+}  // namespace guard
+
+TEST_CASE("a sampled token the grammar refuses: Internal, the session as before that token",
+          "[chat][constraint]") {
+  Fixture& f = GetFixture();
+  auto grammar = Grammar::FromGbnf("root ::= [a-y]+");
+  REQUIRE(grammar.ok());
+  const std::vector<int32_t> z = f.tok().Encode("Z");
+  REQUIRE(z.size() == 1);
+  guard::refused = z[0];
+  ChatRequest req{{User("Letters please")}};
+  req.enable_thinking = false;
+  GenerateRequest g = f.Gen();
+  g.max_tokens = 20;
+  g.constraint = *grammar;
+  std::string streamed;
+  g.on_piece = [&streamed](PieceKind, std::string_view text) {
+    streamed += text;
+    return true;
+  };
+
+  auto chat = f.NewChat();
+  guard::masks = 0;
+  internal::SetConstraintMaskHookForTesting(&guard::LetThroughRefused);
+  const Status st = chat->Chat(req, g);
+  internal::SetConstraintMaskHookForTesting(nullptr);
+  INFO(st.ToString());
+  CHECK(st.code() == StatusCode::kInternal);
+  CHECK(st.message().find("grammar refuses") != std::string::npos);
+  CHECK(guard::masks == 3);
+  CHECK(chat->report().generated_tokens == 2);
+  CHECK(chat->state().reply_content == streamed);
+  CHECK(streamed.find('Z') == std::string::npos);
+  const std::vector<int32_t> transcript = chat->session().transcript();
+  const std::vector<float> logits(chat->session().last_logits().begin(),
+                                  chat->session().last_logits().end());
+
+  // The same turn stopped by max_tokens after the two accepted tokens: the same state.
+  auto twin = f.NewChat();
+  GenerateRequest g2 = g;
+  g2.max_tokens = 2;
+  std::string twin_streamed;
+  g2.on_piece = [&twin_streamed](PieceKind, std::string_view text) {
+    twin_streamed += text;
+    return true;
+  };
+  REQUIRE(twin->Chat(req, g2).ok());
+  CHECK(twin->session().transcript() == transcript);
+  CHECK(std::equal(logits.begin(), logits.end(), twin->session().last_logits().begin(),
+                   twin->session().last_logits().end()));
+  CHECK(twin_streamed == streamed);
+
+  // The session goes on: the next turn, without the hook, is constrained and succeeds.
+  ChatRequest next = req;
+  next.messages.push_back({Role::kAssistant, chat->state().reply_content, std::nullopt, {}});
+  next.messages.push_back(User("More"));
+  GenerateRequest g3 = g;
+  g3.on_piece = nullptr;
+  REQUIRE(chat->Chat(next, g3).ok());
+  const std::string& content = chat->state().reply_content;
+  CHECK(!content.empty());
+  CHECK(std::all_of(content.begin(), content.end(), [](char c) { return c >= 'a' && c <= 'y'; }));
+}
+
 }  // namespace
 }  // namespace qwenrt

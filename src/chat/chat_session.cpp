@@ -52,7 +52,29 @@ int32_t OnlyToken(const std::vector<uint32_t>& mask) {
   return only;
 }
 
+// Printable ASCII as is, every other byte as \xNN (a token's bytes in an error message).
+std::string Escaped(std::string_view bytes) {
+  std::string out;
+  for (char c : bytes) {
+    const auto b = static_cast<uint8_t>(c);
+    if (b >= 0x20 && b < 0x7F && c != '\\')
+      out += c;
+    else
+      out += fmt::format("\\x{:02X}", b);
+  }
+  return out;
+}
+
+std::atomic<internal::ConstraintMaskHook> g_mask_hook{nullptr};
+
 }  // namespace
+
+namespace internal {
+void SetConstraintMaskHookForTesting(ConstraintMaskHook hook) { g_mask_hook.store(hook); }
+ConstraintMaskHook ConstraintMaskHookForTesting() {
+  return g_mask_hook.load(std::memory_order_relaxed);
+}
+}  // namespace internal
 
 const char* StopReasonName(StopReason reason) {
   switch (reason) {
@@ -482,6 +504,8 @@ Status ChatSession::StartGenerate(ChatTurn& turn) {
         if (s.matcher->CanEnd()) {
           for (int32_t e : tok.eog_ids()) s.mask[static_cast<size_t>(e) >> 5] |= 1u << (e & 31);
         }
+        if (const internal::ConstraintMaskHook hook = internal::ConstraintMaskHookForTesting())
+          hook(&s.mask);
         if (std::all_of(s.mask.begin(), s.mask.end(), [](uint32_t w) { return w == 0; })) {
           s.sampler_error =
               InternalError("constraint: no token can continue the output{}",
@@ -493,7 +517,6 @@ Status ChatSession::StartGenerate(ChatTurn& turn) {
       const int32_t only = allowed != nullptr ? OnlyToken(s.mask) : -1;
       if (only >= 0) {
         id = only;  // forced by the constraint: every sampler would draw it (greedy: the argmax)
-        ++s.forced_tokens;
       } else {
         StatusOr<int32_t> sampled =
             s.sampler->Sample(std::span<const float>(logits, static_cast<size_t>(n)), allowed);
@@ -503,26 +526,35 @@ Status ChatSession::StartGenerate(ChatTurn& turn) {
         }
         id = *sampled;
       }
+      // The matcher takes the token before it is evaluated, so a token it refuses (the mask let
+      // it through: a bug, the mask must be exactly what Accept takes) stops the reply before it:
+      // the session, sampler and stream stay as they were after the previous token.
+      const bool opens_call = s.takes_tool_call && id == s.tool_call_id;
+      const bool was_matching = s.matching;
+      if (opens_call) s.matching = true;  // kAuto: the call is constrained from its <tool_call>
+      if ((constrained() || (s.matching && opens_call)) && !tok.IsEog(id) &&
+          !s.matcher->Accept(id)) {
+        s.matching = was_matching;
+        s.sampler_error = InternalError(
+            "constraint: the mask allowed token {} ('{}') but the grammar refuses it; the reply "
+            "stops before it",
+            id, Escaped(tok.TokenToPiece(id, false)));
+        return -1;  // not appended, not evaluated
+      }
+      if (only >= 0) ++s.forced_tokens;
     }
     s.sampler->Accept(id);
     return id;
   };
   go.stop_tokens = tok.eog_ids();
   go.cancel = &cancel_;
-  go.on_token = [gp, &tok, constrained](int32_t token) {
+  go.on_token = [gp, &tok](int32_t token) {
     ChatTurn::Generation& s = *gp;
     if (s.first) {
       s.first = false;
       s.t_first = std::chrono::steady_clock::now();
     }
-    if (tok.IsEog(token)) return false;
-    const bool opens_call = s.takes_tool_call && token == s.tool_call_id;
-    if (opens_call && !s.last_forced) s.matching = true;  // auto: the call is constrained from here
-    if (!s.last_forced && (constrained() || (s.matching && opens_call)) &&
-        !s.matcher->Accept(token)) {  // the mask allowed it
-      s.sampler_error = InternalError("constraint: token {} is not allowed here", token);
-      return false;
-    }
+    if (tok.IsEog(token)) return false;  // the matcher took the token in the sampler
     const bool reasoning = s.stream->in_reasoning() || token == tok.special_ids().think;
     const bool go_on = s.stream->Push(token);
     if (reasoning) ++s.reasoning_tokens;  // the closing </think> counts, the opening <think> too

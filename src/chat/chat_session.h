@@ -106,6 +106,16 @@ struct TurnReport {
 class ChatSession;
 class Matcher;
 
+namespace internal {
+// Tests only: called on each constrained mask ([ceil(V/32)] bits) before the token is drawn, so a
+// test can let through a token the grammar refuses and see the run-time guard (the reply ends
+// with Internal, the session as before that token). Null (the default) = no hook. Set it while no
+// generation runs.
+using ConstraintMaskHook = void (*)(std::vector<uint32_t>* mask);
+void SetConstraintMaskHookForTesting(ConstraintMaskHook hook);
+ConstraintMaskHook ConstraintMaskHookForTesting();
+}  // namespace internal
+
 // One turn of a ChatSession in progress: the step machine behind Chat, FeedChat, FeedTokens and
 // Generate (plan -> prefill pieces -> per token: sample, evaluate, stream, stop). ChatSession runs
 // it alone, one piece at a time; the Engine (engine.h) runs the pieces of many turns in one

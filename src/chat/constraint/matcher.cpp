@@ -228,64 +228,66 @@ bool Matcher::PlainDead(int32_t set) {
 }
 
 // How many more plain characters `set` takes when every plain character moves it along one chain
-// of sets (counted strings: jchar{0,n}): k when the chain dies after k characters,
-// TokenTrie::kMaxPlainChars when it loops (or outlasts every token), -1 when it is not a chain.
+// of sets (counted strings: jchar{0,n}): k when the chain dies after k characters, the cap
+// (TokenTrie::max_plain_chars(): every plain token fits) when it loops or outlasts every token, -1
+// when it is not a chain.
 int Matcher::PlainChain(int32_t set) {
   if (sets_[set].chain != -2) return sets_[set].chain;
+  const int cap = std::max(1, trie_->max_plain_chars());
   int result = -1;
   if (PlainDead(set)) {
     result = 0;
   } else {
     const int32_t t = Uniform(set);
     if (t == set) {
-      result = TokenTrie::kMaxPlainChars;
+      result = cap;
     } else if (t > 0) {
       // Iterative along the chain (its sets are memoised as they are met).
-      std::vector<int32_t> path = {set};
+      std::vector<int32_t> path = {set};  // path[i]: the set after i characters
       int32_t s = t;
       int k = 1;
       int tail = -1;
+      bool capped = false;
       while (true) {
         if (sets_[s].chain != -2) {
           tail = sets_[s].chain;
           break;
         }
-        if (k >= TokenTrie::kMaxPlainChars) {
-          tail = TokenTrie::kMaxPlainChars;
-          break;
-        }
-        if (PlainDead(s)) {
-          sets_[s].chain = 0;
-          tail = 0;
+        if (k >= cap) {
+          // No plain token is longer: `set` takes every one. What the later sets on the path take
+          // is not known (s may take nothing more: with a bound of cap + 4, path[cap] has 4 left).
+          capped = true;
           break;
         }
         const int32_t u = Uniform(s);
         if (u == s) {
-          sets_[s].chain = TokenTrie::kMaxPlainChars;
+          sets_[s].chain = cap;
           tail = sets_[s].chain;
           break;
         }
         if (u <= 0) {
-          sets_[s].chain = -1;
-          tail = -1;
+          sets_[s].chain = PlainDead(s) ? 0 : -1;
+          tail = sets_[s].chain;
           break;
         }
         path.push_back(s);
         s = u;
         ++k;
       }
-      // path[i] takes (len - i) + tail characters.
-      for (int i = static_cast<int>(path.size()) - 1; i >= 0; --i) {
-        int v = tail < 0 ? -1
-                         : std::min<int>(TokenTrie::kMaxPlainChars,
-                                         tail + static_cast<int>(path.size()) - i);
-        sets_[path[i]].chain = static_cast<int16_t>(v);
+      if (capped) {
+        sets_[set].chain = cap;  // only path[0] is known to reach the cap
+      } else {
+        // path[i] takes (len - i) + tail characters.
+        for (int i = static_cast<int>(path.size()) - 1; i >= 0; --i) {
+          sets_[path[i]].chain =
+              tail < 0 ? -1 : std::min<int>(cap, tail + static_cast<int>(path.size()) - i);
+        }
       }
       result = sets_[set].chain;
     }
   }
   if (failed_) result = -1;
-  sets_[set].chain = static_cast<int16_t>(result);
+  sets_[set].chain = result;
   return result;
 }
 
@@ -382,9 +384,14 @@ void Matcher::FillMask(std::vector<uint32_t>* bits) {
     if (covered) {
       *bits = trie_->plain_bits();
     } else {
+      // k >= the longest plain token: all of them; else those of at most k characters, where the
+      // table reaches (a longer k and a shorter vocabulary maximum: the exact walk decides).
       const int k = PlainChain(current_);
-      if (k >= 0) {
-        *bits = k >= TokenTrie::kMaxPlainChars ? trie_->plain_bits() : trie_->plain_upto(k);
+      if (k >= trie_->max_plain_chars()) {
+        *bits = trie_->plain_bits();
+        covered = true;
+      } else if (k >= 0 && k <= trie_->plain_upto_max()) {
+        *bits = trie_->plain_upto(k);
         covered = true;
       }
     }

@@ -43,6 +43,10 @@ class Matcher {
   bool Accept(int32_t token);
   // Back to the start of the grammar, keeping the memoised automaton (reuse across generations).
   void Reset() { current_ = start_; }
+  // The current state, to come back to with Rewind() (after probing a token). A state is valid on
+  // this matcher only while compactions() is unchanged: Compact() renumbers them.
+  int32_t state() const { return current_; }
+  void Rewind(int32_t state) { current_ = state; }
   // Advances over raw bytes (tests, forced text); false and unchanged when rejected.
   bool AcceptBytes(std::string_view bytes);
   // The text so far is a complete match.
@@ -63,7 +67,7 @@ class Matcher {
     std::vector<int32_t> members;     // sorted ready node ids; 0 = the empty stack (can end)
     std::unique_ptr<int32_t[]> next;  // [256] next set; 0 = dead, -1 = not computed yet
     int32_t uniform = -2;  // the one set every plain character leads to: -2 unknown, -1 none
-    int16_t chain = -2;    // plain characters this set can still take (see PlainChain); -2 unknown
+    int32_t chain = -2;    // plain characters this set can still take (see PlainChain); -2 unknown
   };
 
   int32_t InternNode(int32_t pos, int32_t parent);

@@ -101,7 +101,18 @@ StatusOr<std::shared_ptr<const TokenTrie>> TokenTrie::FromTokens(std::vector<std
     });
     BuildNodes(tokens, order, &t->nodes_, &t->extra_);
     t->plain_bits_.assign((tokens.size() + 31) / 32, 0);
-    t->plain_upto_.assign(kMaxPlainChars + 1, std::vector<uint32_t>(t->plain_bits_.size(), 0));
+    const auto chars_of = [](std::string_view s) {
+      int chars = 0;
+      for (char c : s) chars += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+      return chars;
+    };
+    for (int32_t id : order) {
+      if (IsPlain(tokens[id]))
+        t->max_plain_chars_ = std::max(t->max_plain_chars_, chars_of(tokens[id]));
+    }
+    const int upto = std::min(t->max_plain_chars_, kMaxPlainUpto);
+    t->plain_upto_.assign(static_cast<size_t>(upto) + 1,
+                          std::vector<uint32_t>(t->plain_bits_.size(), 0));
     for (int32_t id : order) {
       if (std::any_of(tokens[id].begin(), tokens[id].end(),
                       [](char c) { return static_cast<uint8_t>(c) >= 0xF8; })) {
@@ -109,9 +120,8 @@ StatusOr<std::shared_ptr<const TokenTrie>> TokenTrie::FromTokens(std::vector<std
       }
       if (!IsPlain(tokens[id])) continue;
       t->plain_bits_[id >> 5] |= 1u << (id & 31);
-      int chars = 0;
-      for (char c : tokens[id]) chars += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
-      for (int c = chars; c <= kMaxPlainChars; ++c) t->plain_upto_[c][id >> 5] |= 1u << (id & 31);
+      for (int c = chars_of(tokens[id]); c <= upto; ++c)
+        t->plain_upto_[c][id >> 5] |= 1u << (id & 31);
     }
     // Ranks in preorder, plain flags by rank, and which subtrees hold a non-plain token.
     auto& nodes = t->nodes_;

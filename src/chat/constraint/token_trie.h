@@ -47,8 +47,14 @@ class TokenTrie {
   // subtree as the rank range [node.rank, nodes[node.subtree_end].rank) of `plain_rank_bits`
   // ([ceil(R/64)], R = ranked tokens), mapped back to ids through `rank_tokens`.
   const std::vector<uint32_t>& plain_bits() const { return plain_bits_; }
-  // plain_upto(c): [ceil(V/32)] plain tokens of at most c characters, c <= kMaxPlainChars.
-  static constexpr int kMaxPlainChars = 96;
+  // The characters of the longest plain token (a cut last character counts as one): a state that
+  // takes this many more plain characters takes every plain token. Real vocabularies hold plain
+  // tokens of well over 96 characters (runs of '-', '*', spaces).
+  int max_plain_chars() const { return max_plain_chars_; }
+  // plain_upto(c): [ceil(V/32)] plain tokens of at most c characters, c <= plain_upto_max()
+  // (= min(max_plain_chars(), kMaxPlainUpto): the table's memory stays bounded).
+  static constexpr int kMaxPlainUpto = 256;
+  int plain_upto_max() const { return static_cast<int>(plain_upto_.size()) - 1; }
   const std::vector<uint32_t>& plain_upto(int c) const { return plain_upto_[c]; }
   const std::vector<uint64_t>& plain_rank_bits() const { return plain_rank_bits_; }
   const std::vector<int32_t>& rank_tokens() const { return rank_tokens_; }
@@ -63,8 +69,9 @@ class TokenTrie {
   std::vector<std::pair<int32_t, int32_t>> extra_;
   std::vector<uint32_t> plain_bits_;
   std::vector<uint64_t> plain_rank_bits_;
-  std::vector<std::vector<uint32_t>> plain_upto_;  // [kMaxPlainChars + 1][ceil(V/32)]
-  std::vector<int32_t> rank_tokens_;               // [R] token of each rank
+  std::vector<std::vector<uint32_t>> plain_upto_;  // [plain_upto_max() + 1][ceil(V/32)]
+  int max_plain_chars_ = 0;
+  std::vector<int32_t> rank_tokens_;  // [R] token of each rank
   std::vector<int32_t> marker_byte_tokens_;
   std::string blob_;               // all token bytes
   std::vector<uint32_t> offsets_;  // [V + 1] into blob_
