@@ -1,7 +1,7 @@
 // Matmul benchmarks at Qwen3.5-0.8B shapes: ref::MatMul vs cpu::MatMul on random Q4_K / Q6_K
-// weights, decode (T = 1) and prefill (T = 64). Reports weight bandwidth (bytes of weights read per
-// second, counted once per call) and tokens/s. Threads: all hardware threads unless
-// QWENRT_BENCH_THREADS is set.
+// weights, decode (T = 1) and prefill (T = 64); cpu::Attention at depth (BM_Attention). Reports
+// weight bandwidth (bytes of weights read per second, counted once per call) and tokens/s. Threads:
+// all hardware threads unless QWENRT_BENCH_THREADS is set.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 
 #include "base/thread_pool.h"
 #include "bench_threads.h"
+#include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/packed.h"
 #include "ops/quant.h"
@@ -202,6 +203,61 @@ BENCHMARK(BM_Model08bMatmuls)
     ->Args({8, 1})
     ->Args({64, 0})
     ->Args({64, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// cpu::Attention at depth, the 0.8B / 4B attention shapes (Dh 256): Args {T, n_past, H, Hkv, kv}
+// with kv a KvType (1 = f16, the CPU session default; 2 = q8_0), the cache in pages of 256
+// positions as a session holds it. A prefill's attention grows with the square of the context;
+// decode (T = 1) and the next turn's short append (T = 25) read the whole cache once per layer.
+void BM_Attention(benchmark::State& state) {
+  const int64_t T = state.range(0), n_past = state.range(1), H = state.range(2),
+                Hkv = state.range(3), Dh = 256, n = n_past + T, row = Hkv * Dh, P = 256;
+  const auto type = static_cast<KvType>(state.range(4));
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd;
+  std::vector<float> q(static_cast<size_t>(T * H * Dh)), kv(static_cast<size_t>(P * row));
+  for (float& x : q) x = nd(rng);
+  for (float& x : kv) x = nd(rng);
+  const int64_t row_bytes = KvRowBytes(type, row);
+  std::vector<std::vector<uint8_t>> pages;
+  std::vector<const uint8_t*> bases;
+  for (int64_t p0 = 0; p0 < n;
+       p0 += P) {  // every page the same rows: speed does not depend on them
+    pages.emplace_back(static_cast<size_t>(2 * P * row_bytes));
+    cpu::KvEncodeRows(type, kv.data(), P, row, pages.back().data());
+    cpu::KvEncodeRows(type, kv.data(), P, row, pages.back().data() + P * row_bytes);
+    bases.push_back(pages.back().data());
+  }
+  const KvView K{bases.data(), 0, P, row_bytes, type},
+      V{bases.data(), P * row_bytes, P, row_bytes, type};
+  std::vector<float> out(q.size()),
+      scratch(static_cast<size_t>(cpu::AttentionScratchFloats(n, H / Hkv, Dh, Pool().size())));
+  const AttentionShape s{T, n_past, H, Hkv, Dh};
+  for (auto _ : state) {
+    cpu::Attention(s, q.data(), K, V, out.data(), scratch.data(), Pool());
+    benchmark::DoNotOptimize(out.data());
+  }
+  // Keys seen, summed over the new tokens: T * n_past + T * (T + 1) / 2.
+  const double keys = static_cast<double>(T * n_past + T * (T + 1) / 2);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(T), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(4e-9 * keys * static_cast<double>(H * Dh),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["kv_GB/s"] = benchmark::Counter(2e-9 * static_cast<double>(n * row_bytes),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string("cpu ") + KvTypeName(type) +
+                 " threads=" + std::to_string(Pool().size()));
+}
+BENCHMARK(BM_Attention)
+    ->ArgNames({"T", "n_past", "H", "Hkv", "kv"})
+    ->Args({512, 0, 8, 2, 1})      // pp512's attention
+    ->Args({512, 16384, 8, 2, 1})  // the last ubatch of a 16k prefill
+    ->Args({512, 8192, 16, 4, 1})  // 4B, the last ubatch of an 8k prefill
+    ->Args({1, 8192, 8, 2, 1})     // decode at depth 8k
+    ->Args({1, 8192, 8, 2, 2})
+    ->Args({25, 8192, 8, 2, 1})  // turn 2: a 25-token append after an 8k history
+    ->Args({1, 32768, 8, 2, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

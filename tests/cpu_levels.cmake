@@ -4,7 +4,8 @@
 # the cap picks the next lower one it has). cpu_dispatch_test switches levels in one process instead.
 # Not model_golden_test: its bars compare the best level's fidelity with llama.cpp's on 40 rows (top-1
 # to one row), which another level's rounding may miss by a row; cpu_dispatch_test compares the levels.
-set(qwenrt_level_tests matmul_test packed_matmul_test gated_delta_test conv_test forward_ops_test ops_backend_test quant_test)
+set(qwenrt_level_tests matmul_test packed_matmul_test gated_delta_test conv_test forward_ops_test ops_backend_test quant_test
+  attention_test)
 set(lower_levels ${QWENRT_CPU_LEVELS})
 list(POP_BACK lower_levels)
 foreach(level ${lower_levels})

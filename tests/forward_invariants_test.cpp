@@ -196,6 +196,29 @@ TEST_CASE("KV cache grows, copies and truncates without losing contents", "[ref]
 namespace qwenrt::test {
 namespace {
 
+// Past the attention's first key span (cpu::kAttentionKeySpan = 1024 positions) decode steps and
+// short appends split their keys over the pool and merge the span partials; the row-independent CPU
+// path (recurrent delta rule) must still give the bits of one prefill: a 25-token append at depth
+// (the next turn of a conversation) and single-token decode.
+TEST_CASE("past 1024 positions: append and decode == prefill at once, bit for bit", "[cpu]") {
+  auto model = LoadFixture("micro-s1-f32");
+  const auto seq_a = ReadTokens("tokens/seqA.txt");
+  std::vector<int32_t> tokens;
+  while (tokens.size() < 1100) tokens.insert(tokens.end(), seq_a.begin(), seq_a.end());
+  tokens.resize(1100);
+  BackendOptions bo;
+  bo.gdn_chunk_min_tokens = INT64_MAX;
+  for (KvType type : {KvType::kF16, KvType::kF32}) {
+    INFO(KvTypeName(type));
+    Runner r(model, BackendKind::kCpu, 512, bo, KvCacheOptions{type, 256});
+    const auto at_once = r.Run(tokens);
+    r.Reset();
+    CHECK(r.Run(tokens, {1075, 25}) == at_once);
+    r.Reset();
+    CHECK(r.Run(tokens, {1070, 1}) == at_once);
+  }
+}
+
 TEST_CASE("one Model shared by two threads gives the single-thread results", "[cpu]") {
   auto model = LoadFixture("tinymoe-s1-q4km");
   const auto seq_a = ReadTokens("tokens/seqA.txt"), seq_b = ReadTokens("tokens/seqB.txt");

@@ -38,7 +38,7 @@ TEST_CASE("cpu::Attention matches ref (GQA, causal over cache + batch)", "[cpu]"
       const auto q = Random(T * s.H * s.Dh, 7), k = Random(n * s.Hkv * s.Dh, 8),
                  v = Random(n * s.Hkv * s.Dh, 9);
       std::vector<float> o_ref(q.size()), o_cpu(q.size()), sc(n),
-          sc_cpu(pool.size() * cpu::AttentionScoreFloats(n, s.H / s.Hkv));
+          sc_cpu(cpu::AttentionScratchFloats(n, s.H / s.Hkv, s.Dh, pool.size()));
       ref::Attention(s, q.data(), k.data(), v.data(), o_ref.data(), sc.data());
       cpu::Attention(s, q.data(), k.data(), v.data(), o_cpu.data(), sc_cpu.data(), pool);
       INFO("T " << T << " n_past " << n_past);
@@ -53,7 +53,7 @@ TEST_CASE("cpu::Attention matches ref (GQA, causal over cache + batch)", "[cpu]"
     const auto q = Random(s.T * s.H * s.Dh, 17), k = Random(n * s.Hkv * s.Dh, 18),
                v = Random(n * s.Hkv * s.Dh, 19);
     std::vector<float> o_ref(q.size()), o_cpu(q.size()), o_one(q.size()), sc(n),
-        sc_cpu(pool.size() * cpu::AttentionScoreFloats(n, s.H / s.Hkv));
+        sc_cpu(cpu::AttentionScratchFloats(n, s.H / s.Hkv, s.Dh, pool.size()));
     ref::Attention(s, q.data(), k.data(), v.data(), o_ref.data(), sc.data());
     cpu::Attention(s, q.data(), k.data(), v.data(), o_cpu.data(), sc_cpu.data(), pool);
     CHECK(MaxAbsDiff(o_ref, o_cpu) <= 1e-5);

@@ -77,11 +77,9 @@ TEST_CASE("paged attention: cpu == ref for every storage type, odd sizes and pag
             const auto q = Gauss(T * s.H * Dh, 1), k = Gauss(n * row, 2), v = Gauss(n * row, 3);
             const Paged paged(type, k, v, n, row, P);
             std::vector<float> o_ref(q.size()), o_cpu(q.size()), sc(n),
-                sc_cpu(pool.size() * cpu::AttentionScoreFloats(n, s.H / s.Hkv)),
-                rows(pool.size() * 2 * Dh);
+                sc_cpu(cpu::AttentionScratchFloats(n, s.H / s.Hkv, Dh, pool.size()));
             ref::Attention(s, q.data(), paged.K(), paged.V(), o_ref.data(), sc.data());
-            cpu::Attention(s, q.data(), paged.K(), paged.V(), o_cpu.data(), sc_cpu.data(),
-                           rows.data(), pool);
+            cpu::Attention(s, q.data(), paged.K(), paged.V(), o_cpu.data(), sc_cpu.data(), pool);
             INFO(KvTypeName(type) << " Dh " << Dh << " page " << P << " T " << T << " n_past "
                                   << n_past);
             CHECK(MaxAbs(o_ref, o_cpu) <= 1e-5);

@@ -17,14 +17,12 @@ class CpuBackend final : public Backend {
   CpuBackend(ThreadPool& pool, const BackendOptions& options) : pool_(pool), options_(options) {}
 
   Status Reserve(int64_t n_kv, int64_t group, int64_t head_dim) override {
-    const size_t need = static_cast<size_t>(pool_.size()) *
-                        static_cast<size_t>(cpu::AttentionScoreFloats(n_kv, group));
-    const size_t rows = static_cast<size_t>(pool_.size()) * 2 * static_cast<size_t>(head_dim);
+    const size_t need =
+        static_cast<size_t>(cpu::AttentionScratchFloats(n_kv, group, head_dim, pool_.size()));
     try {
-      if (scores_.size() < need) scores_.resize(need);
-      if (rows_.size() < rows) rows_.resize(rows);
+      if (scratch_.size() < need) scratch_.resize(need);
     } catch (const std::bad_alloc&) {
-      return OutOfMemory("out of memory for attention scores over {} positions", n_kv);
+      return OutOfMemory("out of memory for attention scratch over {} positions", n_kv);
     }
     return OkStatus();
   }
@@ -84,7 +82,7 @@ class CpuBackend final : public Backend {
   }
   void Attention(const AttentionShape& s, const float* q, const KvView& k, const KvView& v,
                  float* out) override {
-    cpu::Attention(s, q, k, v, out, scores_.data(), rows_.data(), pool_);
+    cpu::Attention(s, q, k, v, out, scratch_.data(), pool_);
   }
   void MulSigmoid(float* x, const float* gate, int64_t rows, int64_t n,
                   int64_t gate_stride) override {
@@ -123,8 +121,7 @@ class CpuBackend final : public Backend {
  private:
   ThreadPool& pool_;
   BackendOptions options_;
-  std::vector<float> scores_;  // [threads, AttentionScoreFloats(n_past + T, H / Hkv)]
-  std::vector<float> rows_;    // [threads, 2 * Dh]: K and V rows widened from f16 / q8_0
+  std::vector<float> scratch_;  // AttentionScratchFloats(n_kv, H / Hkv, Dh, threads)
 };
 
 }  // namespace

@@ -8,7 +8,6 @@
 // Each query's result depends only on its own row and the cache, never on the batch split.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 
 #include "base/thread_pool.h"
@@ -43,33 +42,59 @@ void Attention(const AttentionShape& s, const float* q, const float* k, const fl
 }  // namespace qwenrt
 
 namespace QWENRT_CPU_NAMESPACE {
-// A work item of cpu::Attention: up to kAttentionTokBlock query tokens x the query heads of one KV
-// head (all of them when H / Hkv <= kAttentionMaxGroup, else one).
-inline constexpr int64_t kAttentionTokBlock = 8;
+// cpu::Attention is a tiled kernel (online softmax over fixed absolute key blocks):
+//   key chunk   c = keys [c * kAttentionKeyChunk, +kAttentionKeyChunk): a (max, sum, acc[Dh])
+//               partial per query row, merged into the row's span state in chunk order;
+//   key span    s = keys [s * kAttentionKeySpan, +kAttentionKeySpan): span states merged into the
+//               row's total in span order (spans are what decode and short appends split over
+//               threads; their partials are kept and merged after).
+// A work item holds up to kAttentionTileRows query rows (tokens x the query heads of one KV head).
+// The block boundaries are absolute key positions, so a row's bits do not depend on the query
+// tiling, the thread count, or whether the call is a prefill or a decode.
+inline constexpr int64_t kAttentionKeyChunk = 64;
+inline constexpr int64_t kAttentionKeySpan = 1024;
+inline constexpr int64_t kAttentionTileRows = 64;
+// Query heads per KV head up to this are one work item's heads; more and each head is its own.
 inline constexpr int64_t kAttentionMaxGroup = 64;
-// Scores scratch per worker for `n_keys` cached positions and `group` = H / Hkv query heads per KV
-// head: the scores of every row of a work item, and each row's 1 / sum.
-inline int64_t AttentionScoreFloats(int64_t n_keys, int64_t group) {
-  return kAttentionTokBlock * std::min(group, kAttentionMaxGroup) * (n_keys + 2);
+// Calls of at most this many tokens split the keys over threads when the (token block, KV head)
+// items alone would leave threads idle (decode, the short append of a conversation's next turn).
+inline constexpr int64_t kAttentionSplitTokens = 32;
+
+// Scratch floats of cpu::Attention for up to `n_keys` cached positions, `group` = H / Hkv query
+// heads per KV head of `head_dim` elements, on a pool of `threads`: per thread one tile (widened
+// K/V chunk, scores, the rows' span and total states; independent of the context), and the span
+// partials of a split call (kAttentionSplitTokens x group rows x spans x (head_dim + 2); shared).
+inline int64_t AttentionTileFloats(int64_t head_dim) {
+  return 2 * kAttentionKeyChunk * head_dim + kAttentionTileRows * kAttentionKeyChunk +
+         2 * kAttentionTileRows * (head_dim + 2);
 }
-// As ref::Attention, split over the pool in work items of a few tokens x the query heads of one
-// KV head (fewer heads per item when there are too few items, as in decode), so that each K/V row
-// read (and widened from f16 / q8_0) serves all the rows of an item; the arithmetic of each
-// (token, head) is the same whatever the split. scores: [pool.size(),
-// AttentionScoreFloats(n_past+T, H/Hkv)]. rows: [pool.size(), 2 * Dh] scratch for widening f16 /
-// q8_0 rows (may be null when both views are f32, which are read in place). Vectorised dot products
-// and exp: equal to ref up to rounding; a row widened from f16 gives exactly the result of the same
-// values stored as f32.
+inline int64_t AttentionScratchFloats(int64_t n_keys, int64_t group, int64_t head_dim,
+                                      int64_t threads) {
+  const int64_t spans = (n_keys + kAttentionKeySpan - 1) / kAttentionKeySpan;
+  return threads * AttentionTileFloats(head_dim) +
+         kAttentionSplitTokens * group * spans * (head_dim + 2);
+}
+// As ref::Attention. scratch: AttentionScratchFloats(n_past + T, H / Hkv, Dh, pool.size()) floats.
+// f32 rows are read in place; f16 / q8_0 rows are widened once per chunk and work item into the
+// tile, so f16 storage of f16-representable values gives exactly the f32-storage result. Per query
+// row, with j over the chunk's keys the row sees and d over the head's elements:
+//   s_j   = (q . k_j) * scale: one vector accumulator over d, ReduceAdd, then the d tail by fma
+//   m_c   = max s_j;  p_j = exp(s_j - m_c) (simd::Exp on whole vectors, std::exp on the j tail)
+//   l_c   = sum p_j (lane-wise, ReduceAdd, then the tail); acc_c[d] = fma chain of p_j v_j[d]
+//   merge (M, L, A) <- (m, l, acc): M' = max(M, m), a = exp(M - M'), b = exp(m - M'),
+//         L = fma(l, b, L a), A[d] = fma(acc[d], b, A[d] a)    (from (-inf, 0, 0))
+//   out[d] = A[d] * (1 / L)
+// Equal to ref up to rounding.
 void Attention(const AttentionShape& s, const float* q, const KvView& k, const KvView& v,
-               float* out, float* scores, float* rows, ThreadPool& pool);
-// The same over contiguous f32 rows k, v: [n_past+T, Hkv, Dh]; scores as above.
+               float* out, float* scratch, ThreadPool& pool);
+// The same over contiguous f32 rows k, v: [n_past+T, Hkv, Dh]; scratch as above.
 // Inline (not a kernel of its own): the CPU dispatch table (cpu_dispatch.h) holds one Attention.
 inline void Attention(const AttentionShape& s, const float* q, const float* k, const float* v,
-                      float* out, float* scores, ThreadPool& pool) {
+                      float* out, float* scratch, ThreadPool& pool) {
   const uint8_t* kb = reinterpret_cast<const uint8_t*>(k);
   const uint8_t* vb = reinterpret_cast<const uint8_t*>(v);
   Attention(s, q, ContiguousF32Rows(&kb, s.Hkv * s.Dh), ContiguousF32Rows(&vb, s.Hkv * s.Dh), out,
-            scores, nullptr, pool);
+            scratch, pool);
 }
 
 // x[i] = nearest f16 value of x[i] (round to nearest even), in place. n elements. The CPU backend

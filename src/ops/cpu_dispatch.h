@@ -42,8 +42,8 @@
     (x, gate, rows, n, gate_stride, pool))                                                         \
   X(void, Attention,                                                                               \
     (const AttentionShape& s, const float* q, const KvView& k, const KvView& v, float* out,        \
-     float* scores, float* rows, ThreadPool& pool),                                                \
-    (s, q, k, v, out, scores, rows, pool))                                                         \
+     float* scratch, ThreadPool& pool),                                                            \
+    (s, q, k, v, out, scratch, pool))                                                              \
   X(void, RoundToF16, (float* x, int64_t n), (x, n))                                               \
   X(void, CausalConvSilu,                                                                          \
     (const CausalConvShape& shape, const float* x, const float* w, float* state, float* y,         \
