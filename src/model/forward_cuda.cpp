@@ -415,8 +415,6 @@ Status CudaForwardImpl::Init() {
   QWENRT_RETURN_IF_ERROR(logits_stage_.Allocate(static_cast<size_t>(c_.n_vocab) * sizeof(float)));
   QWENRT_RETURN_IF_ERROR(pos_dev_.Allocate(sizeof(int64_t)));
   QWENRT_RETURN_IF_ERROR(pos_host_.Allocate(sizeof(int64_t)));
-  QWENRT_RETURN_IF_ERROR(pos_dev_.Allocate(sizeof(int64_t)));
-  QWENRT_RETURN_IF_ERROR(pos_host_.Allocate(sizeof(int64_t)));
   return state_.Init(c_, Tm_, stream_);
 }
 
