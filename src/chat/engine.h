@@ -36,6 +36,9 @@
 namespace qwenrt {
 
 struct EngineParams {
+  // The backend the engine batches on, and that its sessions must run on: kCpu or kRef (kCuda:
+  // Engine::Create returns UNSUPPORTED, CheckBatching in model/backend_choice.h).
+  BackendKind backend = BackendKind::kCpu;
   int n_threads = 0;          // workers of the engine's ThreadPool; 0 = hardware concurrency
   int64_t step_tokens = 512;  // token budget of one step (decode tokens + prefill chunks)
   int64_t max_sessions = 16;  // most turns in one step; more wait for a free place

@@ -15,6 +15,8 @@
 #include <cmath>
 #include <new>
 
+#include "model/backend_choice.h"
+
 namespace qwenrt {
 namespace {
 
@@ -312,9 +314,8 @@ Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps) {
         InvalidArgument("ForwardBatch: {} sequences, the context was made for at most {}",
                         steps.size(), ctx.max_sequences_));
   }
-  if (ctx.cuda_ != nullptr && steps.size() > 1) {
-    return fail_all(Unsupported("ForwardBatch: the CUDA pass runs one sequence per call, got {}",
-                                steps.size()));
+  if (steps.size() > 1) {
+    if (Status b = CheckBatching(ctx.kind_); !b.ok()) return fail_all(b);
   }
   int64_t n_kv = 0;  // the longest cache attention will read
   for (size_t i = 0; i < steps.size(); ++i) {
