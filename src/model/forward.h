@@ -103,8 +103,9 @@ Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec,
 // Each step is validated on its own (Forward's errors, and InvalidArgument when two steps share a
 // KV cache or a recurrent state): a step that fails gets its status and is left out, the others
 // run. Whole-batch errors: InvalidArgument (more than max_sequences steps), OutOfMemory (backend
-// scratch), Unsupported (kCuda with more than one step: the CUDA pass runs one sequence), set on
-// every step. Returns OK when every step succeeded, else the first failed step's status.
+// scratch), Unsupported (more than one step on a backend CheckBatching refuses: kCuda, whose pass
+// runs one sequence; model/backend_choice.h), set on every step. Returns OK when every step
+// succeeded, else the first failed step's status.
 Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps);
 
 }  // namespace qwenrt
