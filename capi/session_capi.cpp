@@ -10,6 +10,7 @@
 #include "handle_registry.h"
 #include "handles.h"
 #include "params.h"
+#include "model/backend_choice.h"
 #include "qwenrt/qwenrt.h"
 #include "validate.h"
 
@@ -75,7 +76,9 @@ ChatSessionParams ToChatParams(const qwenrt_session_params& p, BackendKind kind)
   return c;
 }
 
-// AUTO: the GPU when one can run the session, the CPU otherwise.
+// AUTO: what ResolveAutoBackend picks (model/backend_choice.h: never a backend a later call, such
+// as an engine's submit, refuses), falling back to the CPU when that backend cannot make this
+// session.
 StatusOr<std::unique_ptr<ChatSession>> CreateChat(const std::shared_ptr<const ChatModel>& m,
                                                   const qwenrt_session_params& p) {
   switch (p.backend) {
@@ -87,10 +90,11 @@ StatusOr<std::unique_ptr<ChatSession>> CreateChat(const std::shared_ptr<const Ch
       return ChatSession::Create(m, ToChatParams(p, BackendKind::kCuda));
     case QWENRT_BACKEND_AUTO:
     default: {
-#if defined(QWENRT_HAVE_CUDA)
-      auto cuda = ChatSession::Create(m, ToChatParams(p, BackendKind::kCuda));
-      if (cuda.ok()) return cuda;
-#endif
+      const BackendKind kind = ResolveAutoBackend(DetectBackends());
+      if (kind != BackendKind::kCpu) {
+        auto chosen = ChatSession::Create(m, ToChatParams(p, kind));
+        if (chosen.ok()) return chosen;
+      }
       return ChatSession::Create(m, ToChatParams(p, BackendKind::kCpu));
     }
   }

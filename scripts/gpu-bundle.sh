@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-gpu}
-TARGETS=(forward_cuda_test kernels_cuda_test ops_cuda_test cuda_ops_bench forward_bench qwenrt-bench qwenrt-cli chat_repl)
+TARGETS=(forward_cuda_test kernels_cuda_test ops_cuda_test cuda_buffers_test backend_choice_test engine_test
+  cuda_ops_bench forward_bench qwenrt-bench qwenrt-cli chat_repl)
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
 cmake -S . -B "$BUILD_DIR" -DQWENRT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" \
   -DCMAKE_BUILD_TYPE=Release -DQWENRT_BUILD_BENCH=ON -DQWENRT_BUILD_EXAMPLES=ON > /dev/null

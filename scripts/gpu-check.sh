@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The prepared GPU check, run on a machine with an NVIDIA GPU from the repository root, after
 # scripts/gpu-bundle.sh packed .gpu/ (carry it along): the CUDA kernel and forward/session tests,
+# the backend choice with a real device (AUTO, batching refused on CUDA in one place, the engine),
 # the kernel benchmarks, the forward benchmark (pp512/pp128/tg64 at the 0.8B shape on a synthetic
 # model written there), a CUDA multi-turn run, and the 4B shape (a synthetic Q4_K_M file written there:
 # prefill 512 / 8192, decode 128, turn 2 after a 32k history), ending with one summary table of
@@ -30,7 +31,14 @@ stamp "GPU"
 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv || true
 run_test kernels_cuda_test
 run_test ops_cuda_test
-run_test forward_cuda_test
+run_test forward_cuda_test  # the device activations come from model/activations.h's one list
+# Issue 25 (CUDA as a backend), never run on a GPU before: the buffer owners (no device needed, but
+# linked against the real runtime here), the AUTO decision and CheckBatching with CudaAvailable() true
+# (AUTO must still pick a backend the engine batches), and the engine tests on a machine whose AUTO
+# would have picked CUDA before.
+run_test cuda_buffers_test
+run_test backend_choice_test
+run_test engine_test
 
 stamp "cuda_ops_bench"
 timeout 120 "$B/cuda_ops_bench" --benchmark_counters_tabular=true > "$LOG/cuda_ops_bench.log" 2>&1 || true
@@ -73,8 +81,9 @@ fi
 stamp "summary (qwenrt-bench speed rows)"
 awk '!seen[$0]++' "$LOG/summary.md" 2>/dev/null  # header rows once
 
-stamp "chat_repl over the C API (AUTO backend: CUDA)"
-printf 'hello\n/stats\nand again\n' | timeout 60 "$B/chat_repl" > "$LOG/chat_repl.log" 2>&1 || echo "!! chat_repl failed"
+stamp "chat_repl over the C API (--backend cuda; AUTO picks the CPU while CUDA batching is unverified)"
+printf 'hello\n/stats\nand again\n' | timeout 60 "$B/chat_repl" --backend cuda > "$LOG/chat_repl.log" 2>&1 \
+  || echo "!! chat_repl failed"
 tail -8 "$LOG/chat_repl.log"
 stamp "done (tests exit code $rc)"
 exit $rc

@@ -68,16 +68,18 @@ static bool cancel_at_first(qwenrt_piece_kind kind, const char* text, size_t len
 static qwenrt_model* g_model;
 static qwenrt_engine* g_engine;
 
-static qwenrt_session* NewSession(int32_t n_ctx) {
+static qwenrt_session* NewSessionOn(int32_t n_ctx, qwenrt_backend backend) {
   qwenrt_session_params p;
   ASSERT_OK(QWENRT_INIT(qwenrt_session_params_init, &p));
   qwenrt_session* s = NULL;
-  p.backend = QWENRT_BACKEND_CPU;
+  p.backend = backend;
   p.n_threads = 1;
   p.n_ctx = n_ctx;
   ASSERT_OK(qwenrt_session_create(g_model, &p, &s));
   return s;
 }
+
+static qwenrt_session* NewSession(int32_t n_ctx) { return NewSessionOn(n_ctx, QWENRT_BACKEND_CPU); }
 
 typedef struct {
   int index;
@@ -118,7 +120,8 @@ typedef struct {
 
 static void* Host(void* arg) {
   host* h = (host*)arg;
-  qwenrt_session* s = NewSession(0);
+  /* Every other host takes the default backend: AUTO never makes a session the engine refuses. */
+  qwenrt_session* s = NewSessionOn(0, h->req.index % 2 ? QWENRT_BACKEND_AUTO : QWENRT_BACKEND_CPU);
   qwenrt_report report = {.struct_size = sizeof(qwenrt_report)};
   h->status = qwenrt_engine_submit_chat(g_engine, s, &h->req.chat, &h->req.sp, &h->req.gp);
   if (h->status == QWENRT_OK) h->status = qwenrt_session_wait_turn(s, &report);

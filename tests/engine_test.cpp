@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "chat/chat_session.h"
+#include "model/backend_choice.h"
 #include "model/forward.h"
 #include "session_test_util.h"
 #include "test_util.h"
@@ -23,11 +24,9 @@ using namespace qwenrt::test;
 
 namespace {
 
-const std::string kData = QWENRT_TEST_DATA;
-
 std::shared_ptr<const Model> TinyModel() {
   static std::shared_ptr<const Model> m = [] {
-    auto r = Model::Load(kData + "/tiny-s1-q4km.gguf");
+    auto r = Model::Load(DataPath("tiny-s1-q4km.gguf"));  // also from a copied tree (GPU check)
     REQUIRE(r.ok());
     return *r;
   }();
@@ -448,4 +447,60 @@ TEST_CASE("Engine: hosts on several threads submit turns to one engine worker",
   engine->reset();
   CHECK((*t)->done());
   CHECK(late->Reset().ok());
+}
+
+TEST_CASE("Engine::Create refuses a backend that cannot batch, in the one place (CheckBatching)",
+          "[engine][backend]") {
+  EngineParams ep;
+  ep.worker = false;
+  ep.backend = BackendKind::kCuda;
+  auto e = Engine::Create(TinyChatModel(), ep);
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.status().code() == StatusCode::kUnsupported);
+  CHECK(e.status().message() == CheckBatching(BackendKind::kCuda).message());
+}
+
+TEST_CASE("Engine on kRef: batched turns equal each turn alone; a CPU session is refused",
+          "[engine][backend][ref]") {
+  const auto ref_chat = [] {
+    ChatSessionParams p = EngineSessionParams();
+    p.session.backend = BackendKind::kRef;
+    auto s = ChatSession::Create(TinyChatModel(), p);
+    REQUIRE(s.ok());
+    return std::move(*s);
+  };
+  std::vector<Result> alone;
+  for (uint64_t seed : {1, 2}) {
+    auto s = ref_chat();
+    std::string streamed;
+    const Status st = s->Chat(Request("Hello there"), Gen(seed, 5, &streamed));
+    REQUIRE(st.ok());
+    alone.push_back(Collect(*s, st, streamed));
+  }
+  EngineParams ep;
+  ep.backend = BackendKind::kRef;
+  ep.n_threads = 1;
+  ep.step_tokens = 4;  // the prompts go in chunks, next to each other
+  ep.max_sessions = 2;
+  ep.worker = false;
+  auto engine = Engine::Create(TinyChatModel(), ep);
+  REQUIRE(engine.ok());
+  std::string ignored;
+  auto cpu = NewChat();  // another backend than the engine's: refused before anything runs
+  CHECK((*engine)->Submit(*cpu, Request("Hello there"), Gen(1, 5, &ignored)).status().code() ==
+        StatusCode::kInvalidArgument);
+  std::vector<std::unique_ptr<ChatSession>> chats;
+  std::vector<std::string> streamed(2);
+  std::vector<std::shared_ptr<EngineTurn>> turns;
+  for (size_t i = 0; i < 2; ++i) {
+    chats.push_back(ref_chat());
+    auto t = (*engine)->Submit(*chats[i], Request("Hello there"), Gen(i + 1, 5, &streamed[i]));
+    REQUIRE(t.ok());
+    turns.push_back(*t);
+  }
+  (*engine)->RunUntilIdle();
+  for (size_t i = 0; i < 2; ++i) {
+    REQUIRE(turns[i]->done());
+    CheckSame(alone[i], Collect(*chats[i], turns[i]->status(), streamed[i]));
+  }
 }

@@ -177,7 +177,8 @@ typedef struct qwenrt_engine qwenrt_engine; /* runs turns of many sessions in ba
 
 /* Where the forward pass runs. */
 typedef enum qwenrt_backend {
-  QWENRT_BACKEND_AUTO = 0, /* CUDA when built in and a device is present, else CPU */
+  QWENRT_BACKEND_AUTO = 0, /* a backend every session call accepts (the engine included): the
+                              CPU while CUDA batching is unverified; ask for CUDA explicitly */
   QWENRT_BACKEND_CPU = 1,  /* optimized CPU path */
   QWENRT_BACKEND_CUDA = 2, /* NVIDIA GPU; QWENRT_UNSUPPORTED when not built in or no device */
   QWENRT_BACKEND_REF = 3   /* scalar reference path (slow; for testing) */
@@ -804,8 +805,8 @@ QWENRT_API qwenrt_status qwenrt_session_load_memory(qwenrt_session* session, con
  *    into its own session (busy) nor wait for a turn of the same engine.
  *  - Errors are per session: a full context or a bad input gives that session's turn its status and
  *    never disturbs the others.
- * Sessions must be on the engine's model, on the CPU backend (QWENRT_BACKEND_CPU; AUTO may pick a
- * GPU) and split-invariant (the default). */
+ * Sessions must be on the engine's model, on the CPU backend (QWENRT_BACKEND_CPU, or AUTO, which
+ * never picks a backend the engine refuses) and split-invariant (the default). */
 
 typedef struct qwenrt_engine_params {
   uint32_t struct_size; /* sizeof(qwenrt_engine_params) */

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "base/guard_alloc.h"
+#include "model/backend_choice.h"
 
 namespace qwenrt {
 
@@ -35,6 +36,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(std::shared_ptr<const ChatModel
   if (params.max_sessions < 1) {
     return InvalidArgument("Engine: max_sessions must be >= 1, got {}", params.max_sessions);
   }
+  QWENRT_RETURN_IF_ERROR(CheckBatching(params.backend));
   std::unique_ptr<Engine> e(new (std::nothrow) Engine(model, params));
   if (e == nullptr) return OutOfMemory("Engine: allocation failed");
   const int n = params.n_threads > 0
@@ -57,7 +59,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(std::shared_ptr<const ChatModel
   // Results independent of how a prompt is cut into pieces: a turn's chunks depend on the others.
   fo.backend.gdn_chunk_min_tokens = INT64_MAX;
   QWENRT_ASSIGN_OR_RETURN(
-      e->ctx_, ForwardContext::Create(*model->model(), BackendKind::kCpu, e->pool_.get(), fo));
+      e->ctx_, ForwardContext::Create(*model->model(), params.backend, e->pool_.get(), fo));
   if (params.worker) {
     try {
       e->worker_ = std::thread(&Engine::WorkerLoop, e.get());
@@ -116,9 +118,9 @@ StatusOr<std::shared_ptr<EngineTurn>> Engine::Enqueue(ChatSession& chat, Begin b
   if (chat.model().model().get() != model_->model().get()) {
     return InvalidArgument("Engine::Submit: the session was made for another model");
   }
-  if (sp.backend != BackendKind::kCpu) {
-    return InvalidArgument("Engine::Submit: the engine batches CPU sessions, this one runs on {}",
-                           BackendName(sp.backend));
+  if (sp.backend != params_.backend) {
+    return InvalidArgument("Engine::Submit: the engine batches {} sessions, this one runs on {}",
+                           BackendName(params_.backend), BackendName(sp.backend));
   }
   if (!sp.split_invariant) {
     return InvalidArgument(

@@ -36,6 +36,9 @@
 namespace qwenrt {
 
 struct EngineParams {
+  // The backend the engine batches on, and that its sessions must run on: kCpu or kRef (kCuda:
+  // Engine::Create returns UNSUPPORTED, CheckBatching in model/backend_choice.h).
+  BackendKind backend = BackendKind::kCpu;
   int n_threads = 0;          // workers of the engine's ThreadPool; 0 = hardware concurrency
   int64_t step_tokens = 512;  // token budget of one step (decode tokens + prefill chunks)
   int64_t max_sessions = 16;  // most turns in one step; more wait for a free place
@@ -66,8 +69,9 @@ class EngineTurn {
 
 class Engine {
  public:
-  // The engine runs on the CPU backend (a CUDA forward pass runs one sequence: not batched).
-  // Errors: InvalidArgument (null model, bad params), OutOfMemory.
+  // The engine runs on params.backend. Errors: InvalidArgument (null model, bad params),
+  // Unsupported (a backend that does not batch: CheckBatching, model/backend_choice.h),
+  // OutOfMemory.
   static StatusOr<std::unique_ptr<Engine>> Create(std::shared_ptr<const ChatModel> model,
                                                   const EngineParams& params);
   // Cancels the turns still running and finishes them (their sessions stay usable).
@@ -75,8 +79,8 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Starts a Chat turn of `chat` (same model, CPU backend, split_invariant): plans it and takes
-  // the session's busy flag now, on the caller's thread; the steps run it. Errors (nothing
+  // Starts a Chat turn of `chat` (same model, the engine's backend, split_invariant): plans it and
+  // takes the session's busy flag now, on the caller's thread; the steps run it. Errors (nothing
   // queued, the session unchanged): Chat's up-front ones (busy, bad sampling parameters, the
   // planner's), InvalidArgument (another model or backend, a session that is not split_invariant,
   // the engine is shutting down).

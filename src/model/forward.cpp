@@ -15,6 +15,8 @@
 #include <cmath>
 #include <new>
 
+#include "model/backend_choice.h"
+
 namespace qwenrt {
 namespace {
 
@@ -274,47 +276,10 @@ StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& mo
   const ModelConfig& c = model.config();
   const size_t Tm = static_cast<size_t>(options.max_ubatch),
                Sm = static_cast<size_t>(options.max_sequences);
-  const size_t E = c.n_embd, C = c.conv_channels(), Cq = c.ssm_hk * c.ssm_dk,
-               Cv = c.ssm_hv * c.ssm_dv, Hv = c.ssm_hv, HD = c.n_head * c.head_dim,
-               KvD = c.n_head_kv * c.head_dim, X = c.n_expert, K = c.n_expert_used;
-  const size_t ff = std::max({c.n_ff, c.n_ff_exp, c.n_ff_shexp});
-  const bool gdn = c.n_gdn_layers() > 0, attn = c.n_attn_layers() > 0;
   Activations& a = ctx->act_;
   try {
-    a.x.resize(Tm * E);
-    a.xn.resize(Tm * E);
-    a.mix.resize(Tm * E);
-    if (gdn) {
-      a.qkv.resize(Tm * C);
-      a.conv.resize(Tm * C);
-      a.z.resize(Tm * Cv);
-      a.alpha.resize(Tm * Hv);
-      a.beta.resize(Tm * Hv);
-      a.gq.resize(Tm * Cq);
-      a.gk.resize(Tm * Cq);
-      a.gv.resize(Tm * Cv);
-      a.go.resize(Tm * Cv);
-    }
-    if (attn) {
-      a.qg.resize(Tm * 2 * HD);
-      a.q.resize(Tm * HD);
-      a.k.resize(Tm * KvD);
-      a.v.resize(Tm * KvD);
-      a.att.resize(Tm * HD);
-    }
-    a.ff_gate.resize(Tm * ff);
-    a.ff_up.resize(Tm * ff);
-    if (c.moe) {
-      a.router.resize(Tm * X);
-      a.ids.resize(Tm * K);
-      a.weights.resize(Tm * K);
-      a.slots.resize(Tm * K);
-      a.expert_begin.resize(X + 1);
-      a.xe.resize(Tm * E);
-      a.ye.resize(Tm * E);
-      a.yslot.resize(Tm * K * E);
-      a.shgate.resize(Tm);
-    }
+    ForEachActivation(a, c, options.max_ubatch,
+                      [](auto& buffer, int64_t n) { buffer.resize(static_cast<size_t>(n)); });
     // Several sequences' last-token logits (a single one is written straight to its buffer).
     if (options.max_sequences > 1)
       a.logits.resize(std::min(Tm, Sm) * static_cast<size_t>(c.n_vocab));
@@ -325,15 +290,11 @@ StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& mo
 }
 
 size_t ForwardContext::bytes() const {
-  const Activations& a = act_;
-  size_t n = 0;
-  for (const std::vector<float>* v :
-       {&a.x,     &a.xn,     &a.mix,     &a.qkv, &a.conv, &a.z,     &a.alpha,  &a.beta,  &a.gq,
-        &a.gk,    &a.gv,     &a.go,      &a.qg,  &a.q,    &a.k,     &a.v,      &a.att,   &a.ff_gate,
-        &a.ff_up, &a.router, &a.weights, &a.xe,  &a.ye,   &a.yslot, &a.shgate, &a.logits}) {
-    n += v->capacity() * sizeof(float);
-  }
-  return n + (a.ids.capacity() + a.slots.capacity() + a.expert_begin.capacity()) * sizeof(int32_t);
+  size_t n = act_.logits.capacity() * sizeof(float);
+  ForEachActivation(act_, model_.config(), max_ubatch_, [&](const auto& buffer, int64_t) {
+    n += buffer.capacity() * sizeof(buffer[0]);
+  });
+  return n;
 }
 
 Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec,
@@ -353,9 +314,8 @@ Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps) {
         InvalidArgument("ForwardBatch: {} sequences, the context was made for at most {}",
                         steps.size(), ctx.max_sequences_));
   }
-  if (ctx.cuda_ != nullptr && steps.size() > 1) {
-    return fail_all(Unsupported("ForwardBatch: the CUDA pass runs one sequence per call, got {}",
-                                steps.size()));
+  if (steps.size() > 1) {
+    if (Status b = CheckBatching(ctx.kind_); !b.ok()) return fail_all(b);
   }
   int64_t n_kv = 0;  // the longest cache attention will read
   for (size_t i = 0; i < steps.size(); ++i) {

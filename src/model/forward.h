@@ -11,6 +11,7 @@
 
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "model/activations.h"
 #include "model/backend.h"
 #include "model/forward_cuda.h"
 #include "model/kv_cache.h"
@@ -19,41 +20,9 @@
 
 namespace qwenrt {
 
-// Scratch activations for one ubatch of up to Tm tokens (cf. gemma.cpp activations.h).
-struct Activations {
-  std::vector<float> x;    // [Tm, E] residual stream
-  std::vector<float> xn;   // [Tm, E] normed input of the current sub-block
-  std::vector<float> mix;  // [Tm, E] sub-block output
-  // Gated delta net.
-  std::vector<float> qkv;    // [Tm, C] projections before the conv (the conv state's inputs)
-  std::vector<float> conv;   // [Tm, C] after conv + SiLU
-  std::vector<float> z;      // [Tm, Hv*Dv] output gate
-  std::vector<float> alpha;  // [Tm, Hv] decay input, then g (log-decay)
-  std::vector<float> beta;   // [Tm, Hv] write strength input, then sigmoid'ed
-  std::vector<float> gq;     // [Tm, Hk, Dk]
-  std::vector<float> gk;     // [Tm, Hk, Dk]
-  std::vector<float> gv;     // [Tm, Hv, Dv]
-  std::vector<float> go;     // [Tm, Hv, Dv] delta-rule output, then gated-normed
-  // Full attention.
-  std::vector<float> qg;   // [Tm, H, 2, Dh] joint query + gate projection
-  std::vector<float> q;    // [Tm, H, Dh] normed query rows of qg (the gate is read in place)
-  std::vector<float> k;    // [Tm, Hkv, Dh]
-  std::vector<float> v;    // [Tm, Hkv, Dh]
-  std::vector<float> att;  // [Tm, H, Dh]
-  // FFN (dense: F wide; MoE: reused for routed experts (Fe) and the shared expert (Fs)).
-  std::vector<float> ff_gate;  // [Tm, max(F, Fe, Fs)]
-  std::vector<float> ff_up;    // [Tm, max(F, Fe, Fs)]
-  // MoE.
-  std::vector<float> router;          // [Tm, X] logits, then probabilities
-  std::vector<int32_t> ids;           // [Tm, k] selected experts per token, in selection order
-  std::vector<float> weights;         // [Tm, k] their normalised weights
-  std::vector<int32_t> slots;         // [Tm * k] (token, slot) pairs t*k+j grouped by expert
-  std::vector<int32_t> expert_begin;  // [X + 1] offsets into `slots`
-  std::vector<float> xe;              // [Tm, E] gathered inputs of one expert
-  std::vector<float> ye;              // [Tm, E] that expert's outputs
-  std::vector<float> yslot;   // [Tm, k, E] routed outputs per (token, slot), summed in slot order
-  std::vector<float> shgate;  // [Tm] shared-expert gate logit
-  // Batching.
+// Scratch activations of the host backends (kRef, kCpu): the buffers of activations.h, plus the
+// batching buffer.
+struct Activations : ActivationSet<std::vector<float>, std::vector<int32_t>> {
   std::vector<float> logits;  // [Sm, V] last-token logits of several sequences, before the copy out
 };
 
@@ -134,8 +103,9 @@ Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec,
 // Each step is validated on its own (Forward's errors, and InvalidArgument when two steps share a
 // KV cache or a recurrent state): a step that fails gets its status and is left out, the others
 // run. Whole-batch errors: InvalidArgument (more than max_sequences steps), OutOfMemory (backend
-// scratch), Unsupported (kCuda with more than one step: the CUDA pass runs one sequence), set on
-// every step. Returns OK when every step succeeded, else the first failed step's status.
+// scratch), Unsupported (more than one step on a backend CheckBatching refuses: kCuda, whose pass
+// runs one sequence; model/backend_choice.h), set on every step. Returns OK when every step
+// succeeded, else the first failed step's status.
 Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps);
 
 }  // namespace qwenrt

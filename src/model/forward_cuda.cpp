@@ -21,9 +21,11 @@
 #include <cmath>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "model/activations.h"
 #include "model/cuda_buffers.h"
 #include "model/cuda_state.h"
 #include "model/cuda_weights.h"
@@ -34,15 +36,12 @@
 namespace qwenrt {
 namespace {
 
-// Device activations for one ubatch of up to Tm tokens (same names and shapes as forward.h's).
-struct DeviceActivations {
-  DeviceArray x, xn, mix;                                            // [Tm, E]
-  DeviceArray qkv, conv, z, alpha, beta, gq, gk, gv, go;             // gated delta net
-  DeviceArray qg, q, k, v, att;                                      // full attention
-  DeviceArray att_scratch;                                           // cuda::AttentionScratchFloats
-  DeviceArray ff_gate, ff_up;                                        // [Tm, ff]
-  DeviceArray router, xe, ye, yslot, shgate, moe_weights, moe_rows;  // MoE
-  DeviceArray logits;  // [Tm or 1, V], grown on demand
+// The activations of activations.h on the device; the MoE grouping (ids, slots, expert_begin)
+// stays on the host, where the routing runs. Plus what only this pass needs.
+struct DeviceActivations : ActivationSet<DeviceArray, std::vector<int32_t>> {
+  DeviceArray att_scratch;  // cuda::AttentionScratchFloats
+  DeviceArray moe_rows;  // [2 * Tm * K] int32: gather rows (the token), then scatter rows (t*K+j)
+  DeviceArray logits;    // [Tm or 1, V], grown on demand
 };
 
 class CudaForwardImpl final : public CudaForward {
@@ -101,8 +100,7 @@ class CudaForwardImpl final : public CudaForward {
   PinnedArray router_host_;   // [Tm, X] router logits brought down for routing
   PinnedArray moe_host_;      // [Tm * K] f32 weights, then [2 * Tm * K] int32 gather/scatter rows
   PinnedArray logits_stage_;  // [V] last-token logits on their way to the caller (decode)
-  std::vector<int32_t> ids_, slots_, expert_begin_;  // host MoE grouping (forward.cpp's Moe)
-  std::vector<float> route_weights_;
+  std::vector<float> route_weights_;  // [Tm, K] host routing weights (a_.weights: on the device)
 
   // Options::graphs: decode steps (T = 1, dense models) replay one captured graph of the whole
   // layer stack; the position comes from pos_dev_. Recaptured when the KV buffers move.
@@ -224,9 +222,9 @@ Status CudaForwardImpl::Moe(const MoeWeights& w, int64_t T) {
   float* router = router_host_.as<float>();
   QWENRT_RETURN_IF_ERROR(
       cuda::CopyToHost(router, a.router.f(), static_cast<size_t>(T * X) * sizeof(float), stream_));
-  ref::MoeRoute(router, T, X, K, ids_.data(), route_weights_.data());
+  ref::MoeRoute(router, T, X, K, a.ids.data(), route_weights_.data());
 
-  ref::GroupByExpert(ids_.data(), T * K, X, slots_.data(), expert_begin_.data());
+  ref::GroupByExpert(a.ids.data(), T * K, X, a.slots.data(), a.expert_begin.data());
 
   // Upload: weights [T, K], then gather rows (token of each sorted slot) and scatter rows (the
   // slot).
@@ -234,11 +232,11 @@ Status CudaForwardImpl::Moe(const MoeWeights& w, int64_t T) {
   int32_t* rows = reinterpret_cast<int32_t*>(wts + T * K);
   std::copy_n(route_weights_.data(), T * K, wts);
   for (int64_t i = 0; i < T * K; ++i) {
-    rows[i] = static_cast<int32_t>(slots_[i] / K);  // gather: the token
-    rows[T * K + i] = slots_[i];                    // scatter: (token, slot) = t*K + j
+    rows[i] = static_cast<int32_t>(a.slots[i] / K);  // gather: the token
+    rows[T * K + i] = a.slots[i];                    // scatter: (token, slot) = t*K + j
   }
-  QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(a.moe_weights.f(), wts,
-                                            static_cast<size_t>(T * K) * sizeof(float), stream_));
+  QWENRT_RETURN_IF_ERROR(
+      cuda::CopyToDevice(a.weights.f(), wts, static_cast<size_t>(T * K) * sizeof(float), stream_));
   QWENRT_RETURN_IF_ERROR(cuda::CopyToDevice(
       a.moe_rows.i32(), rows, static_cast<size_t>(2 * T * K) * sizeof(int32_t), stream_));
   // The pinned staging is rewritten by the next MoE layer: the copies must have read it by then.
@@ -247,7 +245,7 @@ Status CudaForwardImpl::Moe(const MoeWeights& w, int64_t T) {
   const int32_t* scatter = gather + T * K;
 
   for (int64_t e = 0; e < X; ++e) {
-    const int64_t b = expert_begin_[e], n = expert_begin_[e + 1] - b;
+    const int64_t b = a.expert_begin[e], n = a.expert_begin[e + 1] - b;
     if (n == 0) continue;
     QWENRT_RETURN_IF_ERROR(cuda::LaunchMoeGather(a.xn.f(), gather + b, n, E, a.xe.f(), stream_));
     QWENRT_RETURN_IF_ERROR(SwiGluFfn(Dev(w.gate.Expert(e)), Dev(w.up.Expert(e)),
@@ -256,7 +254,7 @@ Status CudaForwardImpl::Moe(const MoeWeights& w, int64_t T) {
         cuda::LaunchMoeScatter(a.ye.f(), scatter + b, n, E, a.yslot.f(), stream_));
   }
   QWENRT_RETURN_IF_ERROR(
-      cuda::LaunchMoeCombine(a.yslot.f(), a.moe_weights.f(), T, K, E, a.mix.f(), stream_));
+      cuda::LaunchMoeCombine(a.yslot.f(), a.weights.f(), T, K, E, a.mix.f(), stream_));
 
   QWENRT_RETURN_IF_ERROR(
       SwiGluFfn(Dev(w.shexp_gate), Dev(w.shexp_up), Dev(w.shexp_down), a.xn.f(), a.ye.f(), T));
@@ -362,59 +360,33 @@ Status CudaForwardImpl::Init() {
   if (c_.n_gdn_layers() > 0 && c_.ssm_dk > 256)
     return Unsupported("CUDA forward: ssm Dk {} > 256", c_.ssm_dk);
 
-  const int64_t Tm = Tm_, E = c_.n_embd, C = c_.conv_channels(), Cq = c_.ssm_hk * c_.ssm_dk,
-                Cv = c_.ssm_hv * c_.ssm_dv, Hv = c_.ssm_hv, HD = c_.n_head * c_.head_dim,
-                KvD = c_.n_head_kv * c_.head_dim, X = c_.n_expert, K = c_.n_expert_used;
-  const int64_t ff = std::max({c_.n_ff, c_.n_ff_exp, c_.n_ff_shexp});
+  const int64_t Tm = Tm_, E = c_.n_embd, X = c_.n_expert, K = c_.n_expert_used;
   DeviceActivations& a = a_;
-  QWENRT_RETURN_IF_ERROR(a.x.AllocateFloats(Tm * E));
-  QWENRT_RETURN_IF_ERROR(a.xn.AllocateFloats(Tm * E));
-  QWENRT_RETURN_IF_ERROR(a.mix.AllocateFloats(Tm * E));
-  if (c_.n_gdn_layers() > 0) {
-    QWENRT_RETURN_IF_ERROR(a.qkv.AllocateFloats(Tm * C));
-    QWENRT_RETURN_IF_ERROR(a.conv.AllocateFloats(Tm * C));
-    QWENRT_RETURN_IF_ERROR(a.z.AllocateFloats(Tm * Cv));
-    QWENRT_RETURN_IF_ERROR(a.alpha.AllocateFloats(Tm * Hv));
-    QWENRT_RETURN_IF_ERROR(a.beta.AllocateFloats(Tm * Hv));
-    QWENRT_RETURN_IF_ERROR(a.gq.AllocateFloats(Tm * Cq));
-    QWENRT_RETURN_IF_ERROR(a.gk.AllocateFloats(Tm * Cq));
-    QWENRT_RETURN_IF_ERROR(a.gv.AllocateFloats(Tm * Cv));
-    QWENRT_RETURN_IF_ERROR(a.go.AllocateFloats(Tm * Cv));
+  Status allocated = OkStatus();
+  try {
+    ForEachActivation(a, c_, Tm, [&](auto& buffer, int64_t n) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(buffer)>, DeviceArray>) {
+        if (allocated.ok()) allocated = buffer.AllocateFloats(n);
+      } else {
+        buffer.resize(static_cast<size_t>(n));  // the host MoE grouping
+      }
+    });
+    if (c_.moe) route_weights_.resize(static_cast<size_t>(Tm * K));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("CUDA forward: out of host memory for MoE routing");
   }
+  QWENRT_RETURN_IF_ERROR(allocated);
   if (c_.n_attn_layers() > 0) {
-    QWENRT_RETURN_IF_ERROR(a.qg.AllocateFloats(Tm * 2 * HD));
-    QWENRT_RETURN_IF_ERROR(a.q.AllocateFloats(Tm * HD));
-    QWENRT_RETURN_IF_ERROR(a.k.AllocateFloats(Tm * KvD));
-    QWENRT_RETURN_IF_ERROR(a.v.AllocateFloats(Tm * KvD));
-    QWENRT_RETURN_IF_ERROR(a.att.AllocateFloats(Tm * HD));
     QWENRT_RETURN_IF_ERROR(
         a.att_scratch.AllocateFloats(cuda::AttentionScratchFloats(c_.n_head, c_.head_dim)));
   }
-  QWENRT_RETURN_IF_ERROR(a.ff_gate.AllocateFloats(Tm * ff));
-  QWENRT_RETURN_IF_ERROR(a.ff_up.AllocateFloats(Tm * ff));
   QWENRT_RETURN_IF_ERROR(embed_host_.Allocate(static_cast<size_t>(Tm * E) * sizeof(float)));
   if (c_.moe) {
-    QWENRT_RETURN_IF_ERROR(a.router.AllocateFloats(Tm * X));
-    QWENRT_RETURN_IF_ERROR(a.xe.AllocateFloats(Tm * E));
-    QWENRT_RETURN_IF_ERROR(a.ye.AllocateFloats(Tm * E));
-    QWENRT_RETURN_IF_ERROR(a.yslot.AllocateFloats(Tm * K * E));
-    QWENRT_RETURN_IF_ERROR(a.shgate.AllocateFloats(Tm));
-    QWENRT_RETURN_IF_ERROR(a.moe_weights.AllocateFloats(Tm * K));
     QWENRT_RETURN_IF_ERROR(a.moe_rows.Allocate(static_cast<size_t>(2 * Tm * K) * sizeof(int32_t)));
     QWENRT_RETURN_IF_ERROR(router_host_.Allocate(static_cast<size_t>(Tm * X) * sizeof(float)));
     QWENRT_RETURN_IF_ERROR(moe_host_.Allocate(static_cast<size_t>(3 * Tm * K) * sizeof(float)));
-    try {
-      ids_.resize(static_cast<size_t>(Tm * K));
-      slots_.resize(static_cast<size_t>(Tm * K));
-      expert_begin_.resize(static_cast<size_t>(X + 1));
-      route_weights_.resize(static_cast<size_t>(Tm * K));
-    } catch (const std::bad_alloc&) {
-      return OutOfMemory("CUDA forward: out of host memory for MoE routing");
-    }
   }
   QWENRT_RETURN_IF_ERROR(logits_stage_.Allocate(static_cast<size_t>(c_.n_vocab) * sizeof(float)));
-  QWENRT_RETURN_IF_ERROR(pos_dev_.Allocate(sizeof(int64_t)));
-  QWENRT_RETURN_IF_ERROR(pos_host_.Allocate(sizeof(int64_t)));
   QWENRT_RETURN_IF_ERROR(pos_dev_.Allocate(sizeof(int64_t)));
   QWENRT_RETURN_IF_ERROR(pos_host_.Allocate(sizeof(int64_t)));
   return state_.Init(c_, Tm_, stream_);
