@@ -92,7 +92,7 @@ TEST_CASE("norms, rope, routing, f16 rounding", "[ref][cpu]") {
   // Rope: position 0 is the identity; pair (i, i + R/2) rotates by p * base^(-2i/R); dims >= R
   // kept.
   std::vector<bool> uses(2, true);
-  RopeParams rp{4, 100.0f, 1.0f, &uses};
+  RopeParams rp{4, 100.0f, 1.0f, &uses, {}};
   std::vector<float> h = {1, 1, 0, 0, 9, 9};  // one head, Dh = 6, R = 4
   ref::Rope(h.data(), 1, 1, 6, 0, rp);
   CHECK(h == std::vector<float>{1, 1, 0, 0, 9, 9});

@@ -582,7 +582,7 @@ TEST_CASE("cuda Rope matches ref::Rope", "[cuda]") {
     const std::vector<float> x =
         RandomFloats(static_cast<size_t>(c.T * c.heads * c.Dh), -2.0f, 2.0f, seed++);
     std::vector<float> want = x;
-    RopeParams p{c.n_dims, base, c.freq_scale, c.partial_pairs ? &uses : nullptr};
+    RopeParams p{c.n_dims, base, c.freq_scale, c.partial_pairs ? &uses : nullptr, {}};
     ref::Rope(want.data(), c.T, c.heads, c.Dh, c.pos0, p);
     DeviceArray<float> dx(x, stream);
     DeviceArray<uint8_t> dpairs(uses_bytes, stream);

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -274,9 +275,30 @@ TEST_CASE("metadata errors name the key", "[ref]") {
   experts.add = [](gguf::Writer& w) { w.AddU32("qwen35moe.expert_used_count", 9); };
   ExpectError("tinymoe-s1-q4km", experts, StatusCode::kBadFormat, {"expert_used_count", "9"});
 
-  Edit yarn;
-  yarn.add = [](gguf::Writer& w) { w.AddString("qwen35.rope.scaling.type", "yarn"); };
-  ExpectError("micro-s1-f32", yarn, StatusCode::kUnsupported, {"yarn"});
+  Edit yarn_no_factor;  // YaRN needs its factor
+  yarn_no_factor.add = [](gguf::Writer& w) { w.AddString("qwen35.rope.scaling.type", "yarn"); };
+  ExpectError("micro-s1-f32", yarn_no_factor, StatusCode::kBadFormat,
+              {"rope.scaling.factor", "YaRN"});
+
+  Edit yarn_log_mul;  // the DeepSeek-style multiplier means nothing for Qwen3.5: refused
+  yarn_log_mul.add = [](gguf::Writer& w) {
+    w.AddString("qwen35.rope.scaling.type", "yarn");
+    w.AddF32("qwen35.rope.scaling.factor", 4.0f);
+    w.AddF32("qwen35.rope.scaling.yarn_log_multiplier", 0.1f);
+  };
+  ExpectError("micro-s1-f32", yarn_log_mul, StatusCode::kUnsupported, {"yarn_log_multiplier"});
+
+  Edit yarn_beta;
+  yarn_beta.add = [](gguf::Writer& w) {
+    w.AddString("qwen35.rope.scaling.type", "yarn");
+    w.AddF32("qwen35.rope.scaling.factor", 4.0f);
+    w.AddF32("qwen35.rope.scaling.yarn_beta_fast", 0.5f);
+  };
+  ExpectError("micro-s1-f32", yarn_beta, StatusCode::kBadFormat, {"yarn_beta_fast"});
+
+  Edit scaling_kind;
+  scaling_kind.add = [](gguf::Writer& w) { w.AddString("qwen35.rope.scaling.type", "longrope"); };
+  ExpectError("micro-s1-f32", scaling_kind, StatusCode::kUnsupported, {"longrope"});
 
   Edit arch;
   arch.drop_keys = {"general.architecture"};
@@ -296,6 +318,47 @@ TEST_CASE("metadata errors name the key", "[ref]") {
   eos.drop_keys = {"tokenizer.ggml.eos_token_id"};
   eos.add = [](gguf::Writer& w) { w.AddU32("tokenizer.ggml.eos_token_id", 512); };
   ExpectError("micro-s1-f32", eos, StatusCode::kBadFormat, {"eos_token_id", "512"});
+}
+
+// The keys llama.cpp's converter writes for a HF config with rope_parameters {rope_type: "yarn",
+// factor, original_max_position_embeddings, beta_fast, beta_slow} (conversion/base.py), read as
+// transformers' YaRN: ramp range from the betas, mscale 0.1 ln(factor) + 1 unless given.
+TEST_CASE("YaRN rope scaling keys as the converter writes them", "[ref]") {
+  Edit e;
+  e.add = [](gguf::Writer& w) {
+    w.AddString("qwen35.rope.scaling.type", "yarn");
+    w.AddF32("qwen35.rope.scaling.factor", 4.0f);
+    w.AddU32("qwen35.rope.scaling.original_context_length", 256);
+    w.AddF32("qwen35.rope.scaling.yarn_beta_fast", 32.0f);
+    w.AddF32("qwen35.rope.scaling.yarn_beta_slow", 1.0f);
+  };
+  const auto bytes = Rewrite("micro-s1-f32", e);
+  auto m = Model::LoadFromMemory(bytes.data(), bytes.size());
+  REQUIRE(m.ok());
+  const ModelConfig& c = (*m)->config();
+  REQUIRE(c.yarn());
+  CHECK(c.rope_freq_scale == 0.25f);
+  CHECK(c.rope_yarn.ext_factor == 1.0f);
+  CHECK(std::fabs(c.rope_yarn.mscale - (0.1 * std::log(4.0) + 1.0)) < 1e-6);
+  // R dims, base from the file: low = floor(R ln(256 / (32 * 2 pi)) / (2 ln base)) clamped at 0,
+  // high = ceil(R ln(256 / (2 pi)) / (2 ln base)) clamped at R - 1.
+  const double R = static_cast<double>(c.rope_dims), lb = 2.0 * std::log(c.rope_base);
+  const double lo = std::floor(R * std::log(256.0 / (32.0 * 2.0 * M_PI)) / lb);
+  const double hi = std::ceil(R * std::log(256.0 / (2.0 * M_PI)) / lb);
+  CHECK(c.rope_yarn.corr_low == static_cast<float>(std::max(0.0, lo)));
+  CHECK(c.rope_yarn.corr_high == static_cast<float>(std::min(R - 1.0, hi)));
+
+  Edit given;  // an attention factor in the file replaces the default mscale
+  given.add = [](gguf::Writer& w) {
+    w.AddString("qwen35.rope.scaling.type", "yarn");
+    w.AddF32("qwen35.rope.scaling.factor", 2.0f);
+    w.AddF32("qwen35.rope.scaling.yarn_attn_factor", 1.5f);
+  };
+  const auto bytes2 = Rewrite("micro-s1-f32", given);
+  auto m2 = Model::LoadFromMemory(bytes2.data(), bytes2.size());
+  REQUIRE(m2.ok());
+  CHECK((*m2)->config().rope_yarn.mscale == 1.5f);
+  CHECK((*m2)->config().rope_freq_scale == 0.5f);
 }
 
 TEST_CASE("tensor errors name the tensor", "[ref]") {

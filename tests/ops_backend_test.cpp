@@ -288,10 +288,24 @@ const std::vector<Op>& Ops() {
                    static const std::vector<bool> uses = {true, true, true, true,  true,
                                                           true, true, true, false, false,
                                                           true, false};  // R/2 = 12 pairs
-                   const RopeParams p{24, 10000.0f, 0.75f, &uses};
+                   const RopeParams p{24, 10000.0f, 0.75f, &uses, {}};
                    auto x = Rand(T * kH * kDh, 60);
                    Tokens(T, split, [&](int64_t t0, int64_t n) {
                      be.Rope(x.data() + t0 * kH * kDh, n, kH, kDh, 11 + t0, p);
+                   });
+                   return Arrays{x};
+                 }});
+    // YaRN: the ramp crosses the pairs (low 2, high 9 of 12), mscale on every pair, a pair at
+    // position 0 included: cpu == ref bit for bit.
+    v.push_back({"RopeYarn", 0, true, [](Backend& be, int64_t T, bool split) {
+                   static const std::vector<bool> uses = {true, true, true,  true, true, true,
+                                                          true, true, false, true, true, true};
+                   RopeParams p{24, 10000.0f, 0.25f, &uses, {}};
+                   p.yarn = YarnFor(24, 10000.0f, 4.0f, 64, 32.0f, 1.0f, 0.0f, 1.0f);
+                   REQUIRE(p.yarn.corr_low < p.yarn.corr_high);
+                   auto x = Rand(T * kH * kDh, 63);
+                   Tokens(T, split, [&](int64_t t0, int64_t n) {
+                     be.Rope(x.data() + t0 * kH * kDh, n, kH, kDh, 1000 + t0, p);
                    });
                    return Arrays{x};
                  }});

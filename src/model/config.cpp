@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "model/gguf_meta.h"
+#include "ops/rope.h"
 
 namespace qwenrt {
 namespace {
@@ -110,6 +111,52 @@ Status ReadSchedule(const gguf::File& f, const std::string& p, ModelConfig* c) {
 }
 
 // Rope keys: dims, base, IMROPE sections, scaling type (YaRN is rejected).
+
+// rope.scaling.type "yarn": the keys llama.cpp's converter writes from the HF rope parameters
+// (factor, original_max_position_embeddings, and when given extrapolation_factor, attention_factor,
+// beta_fast, beta_slow), with transformers' defaults: beta 32 / 1, extrapolation 1, and the
+// attention factor 0.1 ln(factor) + 1 unless the file names one (then that one alone, as
+// transformers applies it). The DeepSeek-style log multiplier has no Qwen3.5 meaning: refused.
+Status ReadYarn(const gguf::File& f, const std::string& p, float factor, ModelConfig* c) {
+  if (!(factor >= 1.0f)) {
+    return BadFormat("'{}rope.scaling.factor' = {}: YaRN needs a factor >= 1", p, factor);
+  }
+  uint32_t n_orig = static_cast<uint32_t>(c->n_ctx_train);
+  QWENRT_RETURN_IF_ERROR(
+      meta::GetU32(f, p + "rope.scaling.original_context_length", false, n_orig, &n_orig));
+  float ext = 1.0f, attn = 0.0f, beta_fast = 32.0f, beta_slow = 1.0f, log_mul = 0.0f;
+  QWENRT_RETURN_IF_ERROR(meta::GetF32(f, p + "rope.scaling.yarn_ext_factor", false, 1.0f, &ext));
+  QWENRT_RETURN_IF_ERROR(meta::GetF32(f, p + "rope.scaling.yarn_attn_factor", false, 0.0f, &attn));
+  QWENRT_RETURN_IF_ERROR(
+      meta::GetF32(f, p + "rope.scaling.yarn_beta_fast", false, 32.0f, &beta_fast));
+  QWENRT_RETURN_IF_ERROR(
+      meta::GetF32(f, p + "rope.scaling.yarn_beta_slow", false, 1.0f, &beta_slow));
+  QWENRT_RETURN_IF_ERROR(
+      meta::GetF32(f, p + "rope.scaling.yarn_log_multiplier", false, 0.0f, &log_mul));
+  if (n_orig == 0) {
+    return BadFormat("'{}rope.scaling.original_context_length' = 0 is invalid", p);
+  }
+  if (!std::isfinite(ext) || ext <= 0.0f || ext > 1.0f) {
+    return BadFormat("'{}rope.scaling.yarn_ext_factor' = {} must be in (0, 1]", p, ext);
+  }
+  if (!std::isfinite(attn) || attn < 0.0f) {
+    return BadFormat("'{}rope.scaling.yarn_attn_factor' = {} is invalid", p, attn);
+  }
+  if (!std::isfinite(beta_fast) || !std::isfinite(beta_slow) || !(beta_slow > 0.0f) ||
+      !(beta_fast > beta_slow)) {
+    return BadFormat(
+        "'{}rope.scaling.yarn_beta_fast' = {} / yarn_beta_slow = {}: need fast > slow > 0", p,
+        beta_fast, beta_slow);
+  }
+  if (log_mul != 0.0f) {
+    return Unsupported("'{}rope.scaling.yarn_log_multiplier' = {} is not supported", p, log_mul);
+  }
+  c->rope_freq_scale = 1.0f / factor;
+  c->rope_yarn =
+      YarnFor(c->rope_dims, c->rope_base, factor, n_orig, beta_fast, beta_slow, attn, ext);
+  return OkStatus();
+}
+
 Status ReadRope(const gguf::File& f, const std::string& p, ModelConfig* c) {
   uint32_t u = 0;
   QWENRT_RETURN_IF_ERROR(
@@ -161,10 +208,7 @@ Status ReadRope(const gguf::File& f, const std::string& p, ModelConfig* c) {
 
   std::string scaling = "linear";
   QWENRT_RETURN_IF_ERROR(meta::GetString(f, p + "rope.scaling.type", false, "linear", &scaling));
-  if (scaling == "yarn") {
-    return Unsupported("'{}rope.scaling.type' = \"yarn\": YaRN rope scaling is not supported", p);
-  }
-  if (scaling != "linear" && scaling != "none") {
+  if (scaling != "linear" && scaling != "none" && scaling != "yarn") {
     return Unsupported("'{}rope.scaling.type' = {} is not supported", p, gguf::QuoteBytes(scaling));
   }
   float factor = 0.0f;
@@ -176,6 +220,7 @@ Status ReadRope(const gguf::File& f, const std::string& p, ModelConfig* c) {
   if (!std::isfinite(factor) || factor < 0.0f) {
     return BadFormat("'{}rope.scaling.factor' = {} is invalid", p, factor);
   }
+  if (scaling == "yarn") return ReadYarn(f, p, factor, c);
   c->rope_freq_scale = (scaling == "none" || factor == 0.0f) ? 1.0f : 1.0f / factor;
   return OkStatus();
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "ops/rope.h"
 #include "qwenrt/gguf.hpp"
 
 namespace qwenrt {
@@ -26,7 +27,8 @@ struct ModelConfig {
   int64_t rope_dims = 0;    // R: rotated dims per head (NEOX pairing i <-> i + R/2)
   int32_t rope_sections[4] = {0, 0, 0, 0};  // IMROPE sections (t, h, w, extra)
   float rope_base = 10000.0f;
-  float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for "linear" scaling
+  float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for "linear" and "yarn" scaling
+  Yarn rope_yarn;                // rope.scaling.type "yarn" (ops/rope.h); ext_factor 0 = off
   float eps = 1e-6f;             // every RMSNorm and the GDN L2 norm
   int64_t n_ctx_train = 0;
   int64_t conv_kernel = 0;    // Kc
@@ -50,13 +52,13 @@ struct ModelConfig {
 
   int64_t conv_channels() const { return 2 * ssm_hk * ssm_dk + ssm_hv * ssm_dv; }  // C
   int64_t n_gdn_layers() const;
+  bool yarn() const { return rope_yarn.ext_factor != 0.0f; }
   int64_t n_attn_layers() const { return n_layer - n_gdn_layers(); }
 };
 
 // Reads and validates the configuration. Errors: BadFormat naming the key and the offending values
 // (missing required key, wrong value type, wrong array length, failed consistency check, unknown
-// tokenizer pre-type), Unsupported (unknown architecture, YaRN or unknown rope scaling, split
-// files).
+// tokenizer pre-type), Unsupported (unknown architecture, unknown rope scaling, split files).
 StatusOr<ModelConfig> ConfigFromGguf(const gguf::File& file);
 
 }  // namespace qwenrt

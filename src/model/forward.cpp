@@ -153,7 +153,11 @@ void RunUbatch(ForwardContext& ctx, Step& s, float* logits_scratch) {
   const Weights& w = ctx.model().weights();
   Backend& be = s.be;
   Activations& act = s.a;
-  const RopeParams rope{c.rope_dims, c.rope_base, c.rope_freq_scale, &c.rope_pair_uses_pos};
+  const RopeParams rope{.n_dims = c.rope_dims,
+                        .base = c.rope_base,
+                        .freq_scale = c.rope_freq_scale,
+                        .pair_uses_pos = &c.rope_pair_uses_pos,
+                        .yarn = c.rope_yarn};
   const int64_t T = s.T, E = c.n_embd, V = c.n_vocab;
 
   for (const UbatchSegment& q : s.seqs) {

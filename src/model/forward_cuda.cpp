@@ -350,6 +350,10 @@ Status CudaForwardImpl::DecodeWithGraph(int64_t n_past) {
 }
 
 Status CudaForwardImpl::Init() {
+  // The CUDA rope kernel has no YaRN blend; refused until one is written and run on a device.
+  if (c_.yarn()) {
+    return Unsupported("CUDA forward: YaRN rope scaling is not supported on CUDA (use the CPU)");
+  }
   if (!CudaAvailable()) return Unsupported("CUDA forward: no CUDA device is available");
   QWENRT_RETURN_IF_ERROR(stream_owner_.Create());
   stream_ = stream_owner_.get();

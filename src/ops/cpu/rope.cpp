@@ -24,9 +24,7 @@ void RopeTokens(float* x, int64_t t0, int64_t t1, int64_t heads, int64_t Dh, int
     float theta = static_cast<float>(pos0 + t);  // theta_i = pos * theta_scale^i, iteratively
     for (int64_t i = 0; i < half; ++i) {
       const bool rotate = p.pair_uses_pos == nullptr || (*p.pair_uses_pos)[i];
-      const float angle = rotate ? theta * p.freq_scale : 0.0f;
-      cos_i[i] = std::cos(angle);
-      sin_i[i] = std::sin(angle);
+      RopePairCosSin(p, i, theta, rotate, &cos_i[i], &sin_i[i]);
       theta *= theta_scale;
     }
     for (int64_t h = 0; h < heads; ++h) {

@@ -15,8 +15,8 @@ void Rope(float* x, int64_t T, int64_t heads, int64_t Dh, int64_t pos0, const Ro
       float theta = pos;  // theta_i = pos * theta_scale^i, iteratively (llama.cpp CPU)
       for (int64_t i = 0; i < half; ++i) {
         const bool rotate = p.pair_uses_pos == nullptr || (*p.pair_uses_pos)[i];
-        const float angle = rotate ? theta * p.freq_scale : 0.0f;
-        const float c = std::cos(angle), s = std::sin(angle);
+        float c, s;
+        RopePairCosSin(p, i, theta, rotate, &c, &s);
         const float x0 = xh[i], x1 = xh[i + half];
         xh[i] = x0 * c - x1 * s;
         xh[i + half] = x0 * s + x1 * c;
