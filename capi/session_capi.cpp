@@ -9,8 +9,8 @@
 #include "guard.h"
 #include "handle_registry.h"
 #include "handles.h"
-#include "params.h"
 #include "model/backend_choice.h"
+#include "params.h"
 #include "qwenrt/qwenrt.h"
 #include "validate.h"
 

@@ -3,13 +3,13 @@
 // spans, f32 / f16 / q8_0 pages), and its invariants: a prefill equals the same tokens decoded one
 // at a time and a short append at depth equals the rows of a full prefill, bit for bit; results do
 // not depend on the pool size; the kernel stays inside the scratch AttentionScratchFloats sizes.
+#include "ops/attention.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
-
-#include "ops/attention.h"
 
 namespace qwenrt {
 namespace {
@@ -60,8 +60,8 @@ struct Paged {
 // n_past + T, as a backend reserves for its cache) followed by a guard that must stay untouched.
 std::vector<float> Cpu(const AttentionShape& s, const float* q, const Paged& kv, ThreadPool& pool,
                        int64_t n_keys = 0) {
-  const int64_t need = cpu::AttentionScratchFloats(std::max(n_keys, s.n_past + s.T), s.H / s.Hkv,
-                                                   s.Dh, pool.size());
+  const int64_t need =
+      cpu::AttentionScratchFloats(std::max(n_keys, s.n_past + s.T), s.H / s.Hkv, s.Dh, pool.size());
   const int64_t guard = 1024;
   std::vector<float> scratch(static_cast<size_t>(need + guard), 12345.0f);
   std::vector<float> out(static_cast<size_t>(s.T * s.H * s.Dh));
@@ -110,10 +110,14 @@ TEST_CASE("tiled attention: cpu vs exact math and ref, odd shapes, every storage
     float q_scale;  // larger: peakier softmax, the running max moves between chunks
   };
   const Case cases[] = {
-      {1, 0, 6, 2, 40, KvType::kF32, 7, 1.0f},      {7, 60, 6, 2, 40, KvType::kF16, 64, 1.0f},
-      {40, 63, 5, 5, 17, KvType::kF32, 33, 1.0f},   {3, 1020, 8, 1, 32, KvType::kQ8_0, 100, 1.0f},
-      {25, 1030, 6, 2, 64, KvType::kF16, 256, 3.0f}, {33, 2040, 4, 2, 36, KvType::kF32, 1000, 4.0f},
-      {1, 2100, 12, 4, 64, KvType::kQ8_0, 512, 2.0f}, {70, 0, 3, 1, 8, KvType::kF16, 16, 1.0f},
+      {1, 0, 6, 2, 40, KvType::kF32, 7, 1.0f},
+      {7, 60, 6, 2, 40, KvType::kF16, 64, 1.0f},
+      {40, 63, 5, 5, 17, KvType::kF32, 33, 1.0f},
+      {3, 1020, 8, 1, 32, KvType::kQ8_0, 100, 1.0f},
+      {25, 1030, 6, 2, 64, KvType::kF16, 256, 3.0f},
+      {33, 2040, 4, 2, 36, KvType::kF32, 1000, 4.0f},
+      {1, 2100, 12, 4, 64, KvType::kQ8_0, 512, 2.0f},
+      {70, 0, 3, 1, 8, KvType::kF16, 16, 1.0f},
   };
   for (const Case& c : cases) {
     const AttentionShape s{c.T, c.n_past, c.H, c.Hkv, c.Dh};
@@ -153,8 +157,8 @@ TEST_CASE("tiled attention: prefill == decode one token at a time == short appen
       CHECK(Same(one.data(), full.data() + p * H * Dh, static_cast<size_t>(H * Dh)));
     }
     // Appends: turn 2 of a conversation (25 tokens at depth), and blocks across the boundaries.
-    for (const auto& [T, p] : {std::pair<int64_t, int64_t>{25, 1075}, {33, 1000}, {40, 1010},
-                               {5, 1022}, {70, 1030}}) {
+    for (const auto& [T, p] :
+         {std::pair<int64_t, int64_t>{25, 1075}, {33, 1000}, {40, 1010}, {5, 1022}, {70, 1030}}) {
       const std::vector<float> app = Cpu({T, p, H, Hkv, Dh}, q.data() + p * H * Dh, kv, pool, n);
       CHECK(Same(app.data(), full.data() + p * H * Dh, static_cast<size_t>(T * H * Dh)));
     }
@@ -165,8 +169,9 @@ TEST_CASE("tiled attention: the pool size changes no bit", "[cpu]") {
   const int64_t n = 1500, row = 3 * 48;
   const auto q = Gauss(40 * 6 * 48, 7), k = Gauss(n * row, 8), v = Gauss(n * row, 9);
   const Paged kv(KvType::kF16, k, v, n, row, 200);
-  for (const AttentionShape s : {AttentionShape{1, 1499, 6, 3, 48}, AttentionShape{25, 1475, 6, 3, 48},
-                                 AttentionShape{40, 1460, 6, 3, 48}}) {
+  for (const AttentionShape s :
+       {AttentionShape{1, 1499, 6, 3, 48}, AttentionShape{25, 1475, 6, 3, 48},
+        AttentionShape{40, 1460, 6, 3, 48}}) {
     std::vector<std::vector<float>> outs;
     for (int threads : {1, 2, 3, 5}) {
       ThreadPool pool(threads);

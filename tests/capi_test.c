@@ -234,9 +234,9 @@ static void TestModelOptions(void) {
     if (d > worst) worst = d;
     if (m > scale) scale = m;
   }
-  /* The fidelity bar against exact math is quant_types_test's; here only "close": 2 % of max |logit|.
-   * Measured: 1.15 % with the AVX2 packed tiles (AMD EPYC without AVX-512 VNNI), under 1 % with
-   * the AVX-512 ones. */
+  /* The fidelity bar against exact math is quant_types_test's; here only "close": 2 % of max
+   * |logit|. Measured: 1.15 % with the AVX2 packed tiles (AMD EPYC without AVX-512 VNNI), under 1 %
+   * with the AVX-512 ones. */
   EXPECT(scale > 0.0f && worst <= 2e-2f * scale);
 
   memset(&o, 0, sizeof o);

@@ -69,7 +69,7 @@ struct Tally {
   int64_t masks_compared = 0;  // distinct (state, mask) pairs compared token by token
   int64_t tokens = 0;          // tokens compared
   int64_t disagreements = 0;
-  int64_t budget_failures = 0;  // masks of a matcher over its budget (empty; not compared)
+  int64_t budget_failures = 0;        // masks of a matcher over its budget (empty; not compared)
   std::vector<std::string> examples;  // the first few, for the failure message
 
   std::string Summary() const {
@@ -195,10 +195,10 @@ class Walker {
       if (accepted == Allowed(t)) continue;
       ++tally_->disagreements;
       if (tally_->examples.size() < 8) {
-        tally_->examples.push_back(fmt::format(
-            "{}: after '{}' token {} '{}': mask {}, Accept {}", name_, Printable(prefix_), t,
-            Printable(trie_->TokenBytes(t)), Allowed(t) ? "allows" : "refuses",
-            accepted ? "takes it" : "refuses"));
+        tally_->examples.push_back(
+            fmt::format("{}: after '{}' token {} '{}': mask {}, Accept {}", name_,
+                        Printable(prefix_), t, Printable(trie_->TokenBytes(t)),
+                        Allowed(t) ? "allows" : "refuses", accepted ? "takes it" : "refuses"));
       }
     }
   }
@@ -271,10 +271,14 @@ struct Gen {
         s["minLength"] = Bound();
         break;
       case 3: {
-        const char* const patterns[] = {"^[a-z]{2,5}$",        "^[0-9]{3}-[0-9]{4}$",
-                                        "^(ab|\u00e9\u00e9){1,3}x?$", "^[^\"\\\\]{0,12}$",
-                                        "^.{95,100}$",         "[A-Z]{2}",
-                                        "^\u4e2d{1,2}[a-f0-9]{4,8}$", "^\\w{1,10}$"};
+        const char* const patterns[] = {"^[a-z]{2,5}$",
+                                        "^[0-9]{3}-[0-9]{4}$",
+                                        "^(ab|\u00e9\u00e9){1,3}x?$",
+                                        "^[^\"\\\\]{0,12}$",
+                                        "^.{95,100}$",
+                                        "[A-Z]{2}",
+                                        "^\u4e2d{1,2}[a-f0-9]{4,8}$",
+                                        "^\\w{1,10}$"};
         s["pattern"] = Pick(patterns);
         break;
       }
@@ -305,8 +309,8 @@ struct Gen {
       }
       case 3: {
         Json e = Json::array();
-        const char* const values[] = {"a",      "\u00e9t\u00e9", "\u4e2d\u6587", "long value here",
-                                      "x\"y",   "tab\there",     "\U0001F600",   ""};
+        const char* const values[] = {"a",    "\u00e9t\u00e9", "\u4e2d\u6587", "long value here",
+                                      "x\"y", "tab\there",     "\U0001F600",   ""};
         for (int i = Int(1, 4); i > 0; --i) e.push_back(Pick(values));
         e.push_back(Int(-5, 5));
         s["enum"] = e;
@@ -317,8 +321,8 @@ struct Gen {
         s["type"] = "object";
         s["properties"] = Json::object();
         s["required"] = Json::array();
-        const char* const keys[] = {"name", "n\u00e4me", "id", "description", "\u540d\u524d",
-                                    "a",    "ab",        "abc"};
+        const char* const keys[] = {"name",         "n\u00e4me", "id", "description",
+                                    "\u540d\u524d", "a",         "ab", "abc"};
         for (int i = Int(1, 4); i > 0; --i) {
           const std::string k = Pick(keys);
           if (s["properties"].contains(k)) continue;
@@ -348,8 +352,8 @@ struct Gen {
       std::string atom;
       const int kind = depth >= 2 ? Int(0, 2) : Int(0, 3);
       if (kind == 0) {
-        const char* const lits[] = {"\"a\"",      "\"ab\"",     "\"\u00e9\"", "\"\u4e2d\u6587\"",
-                                    "\"\\n\"",    "\"{\\\"\"", "\"the\"",    "\"\U0001F600\""};
+        const char* const lits[] = {"\"a\"",   "\"ab\"",    "\"\u00e9\"", "\"\u4e2d\u6587\"",
+                                    "\"\\n\"", "\"{\\\"\"", "\"the\"",    "\"\U0001F600\""};
         atom = Pick(lits);
       } else if (kind == 1) {
         const char* const classes[] = {"[a-z]",  "[^\"\\\\]", "[0-9]",           "[\u00e0-\u00ff]",
@@ -392,9 +396,11 @@ struct Gen {
       if (kind == 0) {
         const char* const atoms[] = {"a", "\u00e9", "\u4e2d", "ab", "\\d", "\\w", "[a-f]", " "};
         atom = Pick(atoms);
-        if (std::string(atom).size() > 1 && atom[0] != '\\' && atom[0] != '[') atom = "(" + atom + ")";
+        if (std::string(atom).size() > 1 && atom[0] != '\\' && atom[0] != '[')
+          atom = "(" + atom + ")";
       } else if (kind == 1) {
-        const char* const classes[] = {"[^x]", "[\u00e0-\u00ff]", ".", "[0-9a-z]", "[\u4e00-\u9fff]"};
+        const char* const classes[] = {"[^x]", "[\u00e0-\u00ff]", ".", "[0-9a-z]",
+                                       "[\u4e00-\u9fff]"};
         atom = Pick(classes);
       } else {
         atom = "(" + Regex(depth + 1) + "|" + Regex(depth + 1) + ")";
@@ -444,7 +450,8 @@ TEST_CASE("mask == Accept on every token: length bounds met inside multi-charact
     Walker w(*g, v.trie, &tally, schema);
     for (const std::string& body :
          {std::string(99, 'a'), std::string(96, 'x') + "abcdefgh",
-          std::string(40, ' ') + std::string(60, 'b'), std::string(30, 'e') + "\u00e9\u4e2d" + std::string(80, 'z'),
+          std::string(40, ' ') + std::string(60, 'b'),
+          std::string(30, 'e') + "\u00e9\u4e2d" + std::string(80, 'z'),
           std::string("\u4e2d\u6587") + std::string(98, 'q'), std::string("ab")}) {
       w.Follow(Tokens(v, "\"" + body + "\""));
       w.Follow(Tokens(v, "{\"s\": \"" + body + "\"}"));
