@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "kv_pages_test_util.h"
 #include "model_test_util.h"
 #include "ops/attention.h"
 #include "ops/quant.h"
@@ -20,48 +21,9 @@
 namespace qwenrt::test {
 namespace {
 
-std::vector<float> Gauss(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
 bool Same(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
-
-double MaxAbs(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(double(a[i]) - b[i]));
-  return m;
-}
-
-// Rows [n, row] stored in `type`, in pages of `page_rows` positions: K rows then V rows per page.
-struct Paged {
-  std::vector<std::vector<uint8_t>> pages;
-  std::vector<const uint8_t*> bases;
-  int64_t page_rows, row_bytes;
-  KvType type;
-  Paged(KvType t, const std::vector<float>& k, const std::vector<float>& v, int64_t n, int64_t row,
-        int64_t P)
-      : page_rows(P), row_bytes(KvRowBytes(t, row)), type(t) {
-    for (int64_t p0 = 0; p0 < n; p0 += P) {
-      const int64_t m = std::min(P, n - p0);
-      std::vector<uint8_t> page(static_cast<size_t>(2 * P * row_bytes),
-                                0xAB);  // junk past the rows
-      cpu::KvEncodeRows(t, k.data() + p0 * row, m, row, page.data());
-      cpu::KvEncodeRows(t, v.data() + p0 * row, m, row, page.data() + P * row_bytes);
-      pages.push_back(std::move(page));
-    }
-    for (auto& p : pages) bases.push_back(p.data());
-  }
-  KvView K() const { return KvView{bases.data(), 0, page_rows, row_bytes, type}; }
-  KvView V() const {
-    return KvView{bases.data(), page_rows * row_bytes, page_rows, row_bytes, type};
-  }
-};
 
 TEST_CASE("paged attention: cpu == ref for every storage type, odd sizes and page boundaries",
           "[cpu]") {
