@@ -14,33 +14,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "capi_test_util.h"
 #include "qwenrt/qwenrt.h"
-
-#ifndef QWENRT_TEST_DATA
-#error "QWENRT_TEST_DATA must point to tests/data"
-#endif
-#define MODEL_PATH QWENRT_TEST_DATA "/tiny-s1-q4km.gguf"
-
-static int g_failures = 0;
-
-#define EXPECT(cond)                                                                      \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      fprintf(stderr, "%s:%d: FAILED: %s\n  last error: %s\n", __FILE__, __LINE__, #cond, \
-              qwenrt_last_error());                                                       \
-      ++g_failures;                                                                       \
-    }                                                                                     \
-  } while (0)
-
-#define ASSERT_OK(call)                                                                \
-  do {                                                                                 \
-    qwenrt_status s_ = (call);                                                         \
-    if (s_ != QWENRT_OK) {                                                             \
-      fprintf(stderr, "%s:%d: FATAL: %s returned %s: %s\n", __FILE__, __LINE__, #call, \
-              qwenrt_status_string(s_), qwenrt_last_error());                          \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
 
 /* `call` returns `want` and the last error mentions `needle`. */
 #define EXPECT_STATUS(call, want, needle)                                    \
