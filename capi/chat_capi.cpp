@@ -124,8 +124,9 @@ Status ReadChat(const qwenrt_chat* in, ChatRequest* out) {
   return OkStatus();
 }
 
-// A qwenrt_tool_choice and its function name (`what`: where they came from, for errors).
-Status ToToolChoice(qwenrt_tool_choice choice, const char* function_name, const char* what,
+// A qwenrt_tool_choice and its function name (`what`: where they came from, for errors). By
+// reference: copying the enum would load a value a C caller may have put outside its range (UB).
+Status ToToolChoice(const qwenrt_tool_choice& choice, const char* function_name, const char* what,
                     ToolChoice* out) {
   ToolChoice c;
   switch (EnumValue(choice)) {

@@ -65,10 +65,10 @@ set(QWENRT_CPU_LEVEL_OBJECTS "")
 foreach(level ${QWENRT_CPU_LEVELS})
   set(t qwenrt_cpu_${level})
   add_library(${t} OBJECT ${QWENRT_CPU_KERNEL_SOURCES})
-  # qwenrt_obj's usage requirements: include dirs, definitions, -march=native / sanitizer flags.
+  # qwenrt_obj's usage requirements: include dirs, definitions, -march=native.
   target_link_libraries(${t} PRIVATE qwenrt_obj)
   target_compile_definitions(${t} PRIVATE QWENRT_CPU_LEVEL=isa_${level})
-  target_compile_options(${t} PRIVATE ${QWENRT_CPU_FLAGS_${level}})
+  target_compile_options(${t} PRIVATE ${QWENRT_CPU_FLAGS_${level}} ${QWENRT_SANITIZE_COMPILE_FLAGS})
   if(NOT level STREQUAL "baseline" AND NOT level STREQUAL "native")
     if(NOT CMAKE_NM OR NOT CMAKE_READELF OR NOT CMAKE_OBJCOPY)
       message(FATAL_ERROR "qwenrt: the CPU ISA levels need nm, readelf and objcopy (binutils); or configure with -DQWENRT_NATIVE=ON")

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "quick_mode.h"
 #include "qwenrt/qwenrt.h"
 
 // Through the deprecated (ABI 1) session setters (qwenrt_session_set_tool_choice /
@@ -169,12 +170,16 @@ TEST_CASE("tool_choice function: only that function is called", "[capi][tool_cho
   CHECK(std::string(qwenrt_last_error()).find("nope") != std::string::npos);
 }
 
+// Free-sampling seeds of the auto and none cases: 300 tokens each, 6 in quick mode (the sanitizer
+// run, tests/quick_mode.h; chat_test forces a call through the logits to check suppression always).
+uint64_t FreeSeeds() { return qwenrt::testing::QuickMode() ? 6 : 24; }
+
 TEST_CASE("tool_choice auto: free text, and each call the model opens parses and validates",
           "[capi][tool_choice]") {
   Fixture f;
   REQUIRE(qwenrt_session_set_tool_choice(f.s, QWENRT_TOOL_CHOICE_AUTO, nullptr) == QWENRT_OK);
   int with_calls = 0, with_text = 0;
-  for (uint64_t seed = 1; seed <= 24; ++seed) {
+  for (uint64_t seed = 1; seed <= FreeSeeds(); ++seed) {
     INFO("seed " << seed);
     qwenrt_report r{};
     REQUIRE(f.Chat(seed, false, &r, kTools, 300, 10.0f) == QWENRT_OK);
@@ -193,14 +198,14 @@ TEST_CASE("tool_choice auto: free text, and each call the model opens parses and
   // How often the random-weight model opens a call is chance: 2 of 120 seeds after this round's
   // kernel changes (every reply ran its 300 tokens), none of these 24. So the calls it opens are
   // checked when they happen; the required / function cases above check constrained calls always.
-  WARN("auto: " << with_calls << " of 24 replies opened a call");
+  WARN("auto: " << with_calls << " of " << FreeSeeds() << " replies opened a call");
   CHECK(with_text >= 1);  // free text outside calls
 }
 
 TEST_CASE("tool_choice none suppresses the calls free sampling makes", "[capi][tool_choice]") {
   Fixture f;
   std::vector<uint64_t> calling;  // seeds whose free reply opens <tool_call>
-  for (uint64_t seed = 1; seed <= 24 && calling.size() < 2; ++seed) {
+  for (uint64_t seed = 1; seed <= FreeSeeds() && calling.size() < 2; ++seed) {
     qwenrt_report r{};
     REQUIRE(f.Chat(seed, false, &r, kTools, 300, 10.0f) == QWENRT_OK);
     const std::string content = Reply(f.s, QWENRT_PIECE_CONTENT);
@@ -209,7 +214,8 @@ TEST_CASE("tool_choice none suppresses the calls free sampling makes", "[capi][t
   }
   // Whether free sampling opens a call on these seeds is chance (see the auto case); when none
   // does, there is nothing to suppress and the check below says so.
-  if (calling.empty()) WARN("none: no seed of 24 opened a call freely; suppression not exercised");
+  if (calling.empty())
+    WARN("none: no seed of " << FreeSeeds() << " opened a call freely; suppression not exercised");
   REQUIRE(qwenrt_session_set_tool_choice(f.s, QWENRT_TOOL_CHOICE_NONE, nullptr) == QWENRT_OK);
   for (uint64_t seed : calling) {
     INFO("seed " << seed);
