@@ -32,6 +32,8 @@ qwenrt_session_params DefaultSessionParams() {
   p.split_invariant = true;
   p.reserved_abi2 = 0;
   p.kv_type = QWENRT_KV_DEFAULT;
+  p.prefill_progress = nullptr;
+  p.prefill_progress_user_data = nullptr;
   return p;
 }
 

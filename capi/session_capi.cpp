@@ -28,7 +28,10 @@ Status ReadSessionParams(const qwenrt_session_params* in, qwenrt_session_params*
        QWENRT_FIELD(qwenrt_session_params, log_callback),
        QWENRT_FIELD(qwenrt_session_params, log_user_data),
        QWENRT_FIELD(qwenrt_session_params, split_invariant),
-       QWENRT_FIELD_SINCE(qwenrt_session_params, kv_type, kSessionParamsV1Size + 1)},
+       QWENRT_FIELD_SINCE(qwenrt_session_params, kv_type, kSessionParamsV1Size + 1),
+       QWENRT_FIELD_SINCE(qwenrt_session_params, prefill_progress, kSessionParamsV1Size + 1),
+       QWENRT_FIELD_SINCE(qwenrt_session_params, prefill_progress_user_data,
+                          kSessionParamsV1Size + 1)},
       "params", "qwenrt_session_params"));
   if (out->n_ctx < 0)
     return InvalidArgument("params->n_ctx is {} (0 = the model's trained context)", out->n_ctx);
@@ -72,6 +75,11 @@ ChatSessionParams ToChatParams(const qwenrt_session_params& p, BackendKind kind)
     qwenrt_log_callback cb = p.log_callback;
     void* user = p.log_user_data;
     c.log = [cb, user](const std::string& line) { cb(line.c_str(), user); };
+  }
+  if (p.prefill_progress != nullptr) {
+    qwenrt_prefill_progress_callback cb = p.prefill_progress;
+    void* user = p.prefill_progress_user_data;
+    c.prefill_progress = [cb, user](int64_t done, int64_t total) { return cb(done, total, user); };
   }
   return c;
 }

@@ -310,12 +310,87 @@ static void TestOldSizes(qwenrt_model* model) {
     g.max_tokens = 2;
     ASSERT_OK(qwenrt_session_feed(s, tokens, 4, NULL));
     ASSERT_OK(qwenrt_session_generate(s, NULL, &g, &stop)); /* garbage pointers never touched */
+    /* A prefill of several batches: full.prefill_progress (0x7F7F...) would be called here. */
+    ASSERT_OK(qwenrt_session_feed(s, tokens, 12, NULL));
   }
   qwenrt_session_free(s);
 
   GuardedFree(gm);
   GuardedFree(gs);
   GuardedFree(gg);
+}
+
+/* ---- prefill progress through qwenrt_session_params ------------------------------------------ */
+
+typedef struct Progress {
+  int calls;
+  int cancel_at; /* return false on this call (1-based); 0 = never */
+  int monotonic; /* done strictly increased and total stayed the same */
+  int64_t last_done, total;
+} Progress;
+
+static bool OnPrefill(int64_t done, int64_t total, void* user_data) {
+  Progress* p = (Progress*)user_data;
+  if (p->calls > 0 && (done <= p->last_done || total != p->total)) p->monotonic = 0;
+  p->last_done = done;
+  p->total = total;
+  return ++p->calls != p->cancel_at;
+}
+
+/* A session reporting to `p`, with a checkpoint every 4 tokens so a prefill runs in batches of 4.
+ */
+static qwenrt_session* NewProgressSession(qwenrt_model* m, Progress* p) {
+  qwenrt_session_params sp;
+  qwenrt_session* s = NULL;
+  ASSERT_OK(QWENRT_INIT(qwenrt_session_params_init, &sp));
+  sp.backend = QWENRT_BACKEND_CPU;
+  sp.n_threads = 1;
+  sp.checkpoint_interval = 4;
+  sp.prefill_progress = OnPrefill;
+  sp.prefill_progress_user_data = p;
+  ASSERT_OK(qwenrt_session_create(m, &sp, &s));
+  return s;
+}
+
+static void TestPrefillProgress(qwenrt_model* model) {
+  Progress p = {0, 0, 1, 0, 0};
+  Progress q = {0, 3, 1, 0, 0};
+  qwenrt_session* a = NewProgressSession(model, &p);
+  qwenrt_session* b = NewProgressSession(model, &q);
+  int32_t tokens[16], held[16];
+  size_t n_held = 0, va = 0, vb = 0;
+  const float *la = NULL, *lb = NULL;
+  qwenrt_report r;
+  int i;
+  for (i = 0; i < 16; ++i) tokens[i] = (int32_t)(i * 7 + 3) % 50;
+
+  /* Uncancelled: once per batch of 4, done rising to total = the tokens prefilled. */
+  memset(&r, 0, sizeof r);
+  r.struct_size = sizeof r;
+  ASSERT_OK(qwenrt_session_feed(a, tokens, 16, &r));
+  EXPECT(p.calls == 4 && p.monotonic && p.total == 16 && p.last_done == 16);
+  EXPECT(r.prefilled_tokens == 16);
+  /* A second feed extending the first counts only the new tokens. */
+  p.calls = 0;
+  ASSERT_OK(qwenrt_session_feed(a, tokens, 16, &r)); /* nothing to prefill: no report */
+  EXPECT(p.calls == 0);
+
+  /* Cancelled on the third report: QWENRT_CANCELLED, the session holds the 12 tokens prefilled
+   * (the one cancel path: as after qwenrt_session_cancel), and it is usable. */
+  EXPECT_STATUS(qwenrt_session_feed(b, tokens, 16, NULL), QWENRT_CANCELLED, "cancel");
+  EXPECT(q.calls == 3 && q.monotonic && q.last_done == 12 && q.total == 16);
+  ASSERT_OK(qwenrt_session_get_tokens(b, held, 16, &n_held));
+  EXPECT(n_held == 12 && memcmp(held, tokens, sizeof(int32_t) * 12) == 0);
+  /* Feeding the rest reports 4 of 4 and ends where the uncancelled session did, bit for bit. */
+  q.calls = 0;
+  q.cancel_at = 0;
+  ASSERT_OK(qwenrt_session_feed(b, tokens, 16, NULL));
+  EXPECT(q.calls == 1 && q.last_done == 4 && q.total == 4);
+  ASSERT_OK(qwenrt_session_get_logits(a, &la, &va));
+  ASSERT_OK(qwenrt_session_get_logits(b, &lb, &vb));
+  EXPECT(va == vb && va > 0 && memcmp(la, lb, va * sizeof(float)) == 0);
+  qwenrt_session_free(a);
+  qwenrt_session_free(b);
 }
 
 /* ---- the folded options equal the deprecated functions -----------------------------------------
@@ -604,6 +679,7 @@ int main(void) {
   TestInitLarger();
   ASSERT_OK(qwenrt_model_load(MODEL_PATH, NULL, &model));
   TestOldSizes(model);
+  TestPrefillProgress(model);
   TestLoadOptions();
   TestKvType(model);
   TestGenerateOptions(model);

@@ -419,6 +419,73 @@ TEST_CASE("Fork: both branches equal their uninterrupted equivalents", "[ref]") 
   CHECK(gb == fb);
 }
 
+TEST_CASE("Prefill progress: once per batch, monotonic, ending at the tokens prefilled", "[ref]") {
+  auto m = Micro();
+  auto s = NewSession(m, RefParams(32));
+  std::vector<int32_t> tokens = RandomTokens(100, 15);
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  FeedOptions o;
+  o.progress = [&](int64_t done, int64_t total) {
+    calls.emplace_back(done, total);
+    return true;
+  };
+  FeedReport r;
+  REQUIRE(s->Feed(std::span(tokens).first(40), o, &r).ok());
+  // 40 tokens in batches of at most 32: at least two reports, done rising strictly to 40.
+  REQUIRE(calls.size() >= 2);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    CHECK(calls[i].second == 40);
+    if (i > 0) CHECK(calls[i].first > calls[i - 1].first);
+  }
+  CHECK(calls.back().first == 40);
+
+  // Extending the transcript: the total counts only the tokens this feed runs.
+  calls.clear();
+  REQUIRE(s->Feed(tokens, o, &r).ok());
+  REQUIRE(r.prefilled_tokens == 60);
+  REQUIRE(!calls.empty());
+  CHECK(calls.back() == std::pair<int64_t, int64_t>(60, 60));
+  // Nothing to prefill: no report.
+  calls.clear();
+  REQUIRE(s->Feed(tokens, o, &r).ok());
+  CHECK(calls.empty());
+}
+
+TEST_CASE("Prefill progress returning false cancels through the cancel path", "[ref]") {
+  auto m = Micro();
+  const int64_t V = m->config().n_vocab;
+  SessionParams p = RefParams(32);
+  std::vector<int32_t> tokens = RandomTokens(200, 16);
+  std::vector<float> full = FullLogits(m, p, tokens);
+  for (int k : {1, 3}) {
+    auto s = NewSession(m, p);
+    int seen = 0;
+    int64_t done_at_stop = -1;
+    FeedOptions o;
+    o.progress = [&](int64_t done, int64_t) {
+      if (++seen != k) return true;
+      done_at_stop = done;
+      return false;
+    };
+    FeedReport r;
+    Status st = s->Feed(tokens, o, &r);
+    INFO("cancel at report " << k);
+    CHECK(st.code() == StatusCode::kCancelled);
+    CHECK(seen == k);  // no report after the cancelling one
+    // As for the cancel flag: the session holds exactly what was prefilled, with exact logits.
+    REQUIRE(done_at_stop > 0);
+    CHECK(s->size() == done_at_stop);
+    CHECK(s->transcript() == Prefix(tokens, done_at_stop));
+    CHECK(SameRows(full, done_at_stop - 1, s->last_logits(), V));
+    // The same feed again without cancelling equals a session that never was cancelled.
+    o.progress = nullptr;
+    REQUIRE(s->Feed(tokens, o, &r).ok());
+    CHECK(r.reused_tokens == done_at_stop);
+    CHECK(s->transcript() == tokens);
+    CHECK(SameRows(full, 199, s->last_logits(), V));
+  }
+}
+
 TEST_CASE("Cancellation mid-prefill leaves a consistent, resumable session", "[ref]") {
   auto m = Micro();
   const int64_t V = m->config().n_vocab;

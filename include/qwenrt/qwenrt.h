@@ -188,6 +188,12 @@ typedef enum qwenrt_backend {
  * Called on the loading thread. */
 typedef bool (*qwenrt_progress_callback)(float progress, void* user_data);
 
+/* Prefill progress: `done` of `total` tokens this feed runs through the model (total excludes
+ * reused positions). Called on the calling thread after every prefill batch, `done` increasing,
+ * the last call with done == total on success. Return false to cancel the feed: the call fails
+ * with QWENRT_CANCELLED exactly as after qwenrt_session_cancel. ABI 2. */
+typedef bool (*qwenrt_prefill_progress_callback)(int64_t done, int64_t total, void* user_data);
+
 typedef struct qwenrt_model_params {
   uint32_t struct_size; /* sizeof(qwenrt_model_params) */
   bool check_tensors;   /* validate every tensor's data (slower); default false */
@@ -430,6 +436,11 @@ typedef struct qwenrt_session_params {
    * F32 only and Q8_0 needs a head size that is a multiple of 32: otherwise the session is not
    * created (QWENRT_UNSUPPORTED). */
   qwenrt_kv_type kv_type;
+  /* Called during every prefill of this session (qwenrt_session_chat, qwenrt_session_feed_tokens,
+   * ...); NULL = none (default). Set here, not per call, so long prompts in any entry point report
+   * without the host threading a callback through each one. */
+  qwenrt_prefill_progress_callback prefill_progress;
+  void* prefill_progress_user_data; /* passed to prefill_progress */
 } qwenrt_session_params;
 
 /* Fills *params with the defaults (n_ctx 0 = trained, n_threads 0 = all, AUTO backend, default

@@ -191,6 +191,7 @@ Status ChatSession::StartFeed(ChatTurn& turn) {
   FeedOptions options;
   options.checkpoint_positions = positions;
   options.cancel = &cancel_;
+  options.progress = params_.prefill_progress;
   turn.chat_ = this;
   turn.feed_t0_ = std::chrono::steady_clock::now();
   QWENRT_RETURN_IF_ERROR(

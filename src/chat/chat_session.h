@@ -50,6 +50,9 @@ struct ChatSessionParams {
   HistoryMode history = HistoryMode::kTemplate;
   // One line per feed (FormatFeedLine), called on the session's thread. May be null.
   std::function<void(const std::string&)> log;
+  // Passed to every Feed as FeedOptions::progress (done, total per prefill batch; false cancels
+  // like Cancel()). May be null.
+  std::function<bool(int64_t done, int64_t total)> prefill_progress;
 };
 
 // Why a generation ended.
