@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "../common/progress_bar.h"
+
 extern "C" const unsigned char qwenrt_repl_embedded_model[];
 extern "C" const unsigned char qwenrt_repl_embedded_model_end[];
 
@@ -242,6 +244,12 @@ bool OnPiece(qwenrt_piece_kind kind, const char* text, size_t len, void* user_da
   return !g_interrupted;  // Ctrl-C stops the reply; the session stays consistent
 }
 
+// Draws the prefill bar; Ctrl-C during a long prompt cancels the turn (QWENRT_CANCELLED).
+bool OnPrefill(int64_t done, int64_t total, void* user_data) {
+  static_cast<qwenrt_examples::ProgressBar*>(user_data)->Update(done, total);
+  return g_interrupted == 0;
+}
+
 void OnTrace(const char* line, void*) { std::fprintf(stderr, "[trace] %s\n", line); }
 
 const char* StopName(qwenrt_stop_reason r) {
@@ -339,6 +347,8 @@ void PrintReportLine(int turn, const qwenrt_report& r, qwenrt_stop_reason stop) 
 class Repl {
  public:
   Repl(const Options& o, qwenrt_model* model) : o_(o), model_(model) { stream_.mode = o.reasoning; }
+  Repl(const Repl&) = delete;  // the sessions hold &bar_
+  Repl& operator=(const Repl&) = delete;
   ~Repl() {
     for (Branch& b : branches_) qwenrt_session_free(b.session);
   }
@@ -368,6 +378,8 @@ class Repl {
     sp.backend = o_.backend;
     sp.history_mode = o_.history;
     if (o_.trace) sp.log_callback = OnTrace;
+    sp.prefill_progress = OnPrefill;
+    sp.prefill_progress_user_data = &bar_;
     qwenrt_status s = qwenrt_session_create(model_, &sp, out);
     if (s != QWENRT_OK) return Fail("qwenrt_session_create", s);
     return true;
@@ -401,7 +413,9 @@ class Repl {
 
     qwenrt_report r{};
     r.struct_size = sizeof r;
+    bar_.Start("prompt");
     qwenrt_status s = qwenrt_session_chat(b.session, &chat, &o_.sampling, &gp, &r);
+    bar_.Clear();
     if (stream_.any && stream_.last == QWENRT_PIECE_REASONING && stream_.mode == "dim") {
       std::fputs(kReset, stdout);
     }
@@ -593,6 +607,7 @@ class Repl {
   size_t current_ = 0;
   bool think_ = true;
   Stream stream_;
+  qwenrt_examples::ProgressBar bar_;  // sessions hold its address: the Repl does not move
 
  public:
   void set_think(bool on) { think_ = on; }

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/progress_bar.h"
 #include "cli_command.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -105,11 +106,17 @@ int RunEval(int argc, char** argv) {
     return Fail("out of memory for the logits");
   }
   const auto t0 = std::chrono::steady_clock::now();
+  qwenrt_examples::ProgressBar bar;  // a long file takes minutes on a CPU
+  bar.Start("eval");
   for (size_t b = 0; b < tokens.size(); b += static_cast<size_t>(ubatch)) {
     const size_t n = std::min(tokens.size() - b, static_cast<size_t>(ubatch));
     const qwenrt::Status st = qwenrt::Forward(**ctx, *kv, *rec, std::span(tokens.data() + b, n),
                                               true, logits.data() + b * c.n_vocab);
-    if (!st.ok()) return Fail(st.ToString());
+    if (!st.ok()) {
+      bar.Clear();
+      return Fail(st.ToString());
+    }
+    bar.Update(static_cast<int64_t>(b + n), static_cast<int64_t>(tokens.size()));
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
