@@ -436,9 +436,10 @@ typedef struct qwenrt_session_params {
    * F32 only and Q8_0 needs a head size that is a multiple of 32: otherwise the session is not
    * created (QWENRT_UNSUPPORTED). */
   qwenrt_kv_type kv_type;
-  /* Called during every prefill of this session (qwenrt_session_chat, qwenrt_session_feed_tokens,
-   * ...); NULL = none (default). Set here, not per call, so long prompts in any entry point report
-   * without the host threading a callback through each one. */
+  /* Called during every prefill of this session (qwenrt_session_feed, _feed_chat, _chat,
+   * engine turns); NULL = none (default). Set here, not per call, so long prompts in any entry
+   * point report without the host threading a callback through each one. A fork keeps it, as it
+   * keeps log_callback. */
   qwenrt_prefill_progress_callback prefill_progress;
   void* prefill_progress_user_data; /* passed to prefill_progress */
 } qwenrt_session_params;
