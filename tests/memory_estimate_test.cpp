@@ -75,8 +75,7 @@ TEST_CASE("EstimateMemory: invalid arguments", "[ref]") {
   CHECK(code([](MemoryEstimateParams&) {}) == StatusCode::kOk);
   CHECK(code([](MemoryEstimateParams& p) { p.context = -1; }) == StatusCode::kInvalidArgument);
   CHECK(code([](MemoryEstimateParams& p) { p.sessions = 0; }) == StatusCode::kInvalidArgument);
-  CHECK(code([](MemoryEstimateParams& p) { p.kv_page_rows = 0; }) ==
-        StatusCode::kInvalidArgument);
+  CHECK(code([](MemoryEstimateParams& p) { p.kv_page_rows = 0; }) == StatusCode::kInvalidArgument);
   CHECK(code([](MemoryEstimateParams& p) { p.checkpoint_budget_bytes = -2; }) ==
         StatusCode::kInvalidArgument);
   CHECK(code([](MemoryEstimateParams& p) { p.kv_type = static_cast<KvType>(7); }) ==

@@ -16,10 +16,10 @@ namespace qwenrt {
 class Model;
 
 struct MemoryEstimateParams {
-  int64_t context = 0;          // positions per session; 0 = the model's trained context
-  KvType kv_type = KvType::kF16;  // the CPU session default
-  int64_t kv_page_rows = 256;   // SessionParams::kv_page_rows
-  int64_t sessions = 1;         // independent sessions (forks share pages and count less)
+  int64_t context = 0;                   // positions per session; 0 = the model's trained context
+  KvType kv_type = KvType::kF16;         // the CPU session default
+  int64_t kv_page_rows = 256;            // SessionParams::kv_page_rows
+  int64_t sessions = 1;                  // independent sessions (forks share pages and count less)
   int64_t checkpoint_budget_bytes = -1;  // per session, as SessionParams (-1 = its default)
 };
 
@@ -39,8 +39,9 @@ size_t CheckpointBudgetBytes(const ModelConfig& config, int64_t requested);
 
 // For a configuration alone (weights 0) or a loaded model. Per-session working buffers of the
 // forward pass (activations, scores) are not counted: see docs/memory.md. Errors: InvalidArgument
-// (context < 0, or 0 without a trained context; sessions < 1, page rows outside [1, 2^20], checkpoint
-// budget < -1, unknown KV type), Unsupported (q8_0 with a head size not a multiple of 32).
+// (context < 0, or 0 without a trained context; sessions < 1, page rows outside [1, 2^20],
+// checkpoint budget < -1, unknown KV type), Unsupported (q8_0 with a head size not a multiple of
+// 32).
 StatusOr<MemoryEstimate> EstimateMemory(const ModelConfig& config,
                                         const MemoryEstimateParams& params);
 StatusOr<MemoryEstimate> EstimateMemory(const Model& model, const MemoryEstimateParams& params);
