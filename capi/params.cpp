@@ -32,6 +32,7 @@ qwenrt_session_params DefaultSessionParams() {
   p.split_invariant = true;
   p.reserved_abi2 = 0;
   p.kv_type = QWENRT_KV_DEFAULT;
+  p.memory_limit = 0;
   return p;
 }
 

@@ -190,7 +190,7 @@ static void TestInitDefaults(void) {
          sp.backend == QWENRT_BACKEND_AUTO && sp.checkpoint_budget == 0 &&
          sp.checkpoint_interval == 0 && sp.history_mode == QWENRT_HISTORY_TEMPLATE &&
          sp.log_callback == NULL && sp.log_user_data == NULL && sp.split_invariant &&
-         sp.kv_type == QWENRT_KV_DEFAULT);
+         sp.kv_type == QWENRT_KV_DEFAULT && sp.memory_limit == 0);
   EXPECT(smp.struct_size == sizeof smp && smp.temperature == 0.0f && smp.top_k == 0 &&
          smp.top_p == 1.0f && smp.min_p == 0.0f && smp.repeat_penalty == 1.0f &&
          smp.repeat_last_n == 64 && smp.presence_penalty == 0.0f && smp.frequency_penalty == 0.0f &&
@@ -422,6 +422,28 @@ static void TestKvType(qwenrt_model* model) {
   sp.kv_type = (qwenrt_kv_type)7;
   EXPECT_STATUS(qwenrt_session_create(model, &sp, &c), QWENRT_INVALID_ARGUMENT, "kv_type 7");
   EXPECT(c == NULL);
+
+  /* memory_limit: a session that cannot fit in 1 byte is refused before it allocates. */
+  ASSERT_OK(QWENRT_INIT(qwenrt_session_params_init, &sp));
+  sp.memory_limit = 1;
+  EXPECT_STATUS(qwenrt_session_create(model, &sp, &c), QWENRT_OUT_OF_MEMORY,
+                "over the 1-byte limit");
+  EXPECT(c == NULL);
+  sp.memory_limit = (uint64_t)INT64_MAX + 1;
+  EXPECT_STATUS(qwenrt_session_create(model, &sp, &c), QWENRT_INVALID_ARGUMENT, "above INT64_MAX");
+  EXPECT(c == NULL);
+  /* A struct from before memory_limit ends at the protected page: the field is not read. */
+  {
+    const size_t old_size = offsetof(qwenrt_session_params, memory_limit);
+    Guarded g = GuardedAlloc(old_size);
+    qwenrt_session_params* old = (qwenrt_session_params*)g.p;
+    old->struct_size = (uint32_t)old_size;
+    ASSERT_OK(qwenrt_session_params_init(old));
+    ASSERT_OK(qwenrt_session_create(model, old, &c));
+    qwenrt_session_free(c);
+    c = NULL;
+    GuardedFree(g);
+  }
 }
 
 static void TestGenerateOptions(qwenrt_model* model) {

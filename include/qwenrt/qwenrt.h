@@ -430,6 +430,11 @@ typedef struct qwenrt_session_params {
    * F32 only and Q8_0 needs a head size that is a multiple of 32: otherwise the session is not
    * created (QWENRT_UNSUPPORTED). */
   qwenrt_kv_type kv_type;
+  /* The most bytes this session may hold: KV pages + recurrent state + checkpoint budget; 0 =
+   * unlimited (default). Creation or KV growth that would pass it fails with QWENRT_OUT_OF_MEMORY
+   * before allocating, the session unchanged (docs/memory.md). Read only when struct_size covers
+   * it. */
+  uint64_t memory_limit;
 } qwenrt_session_params;
 
 /* Fills *params with the defaults (n_ctx 0 = trained, n_threads 0 = all, AUTO backend, default
@@ -443,7 +448,8 @@ QWENRT_API qwenrt_status qwenrt_session_params_init(qwenrt_session_params* param
  * qwenrt_session_free. Returns QWENRT_INVALID_ARGUMENT (NULL/freed model, NULL out_session, bad
  * struct_size, negative n_ctx or n_threads, not a kv_type), QWENRT_UNSUPPORTED (backend not built
  * in, a KV type the backend cannot store),
- * QWENRT_OUT_OF_MEMORY, QWENRT_DEVICE. On error *out_session is NULL. Thread safety: any thread. */
+ * QWENRT_OUT_OF_MEMORY (also: over params->memory_limit), QWENRT_DEVICE. On error *out_session is
+ * NULL. Thread safety: any thread. */
 QWENRT_API qwenrt_status qwenrt_session_create(qwenrt_model* model,
                                                const qwenrt_session_params* params,
                                                qwenrt_session** out_session);
