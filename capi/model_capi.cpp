@@ -11,6 +11,7 @@
 #include "handles.h"
 #include "params.h"
 #include "qwenrt/qwenrt.h"
+#include "session/memory_estimate.h"
 #include "validate.h"
 
 namespace qwenrt::capi {
@@ -198,6 +199,43 @@ qwenrt_status qwenrt_model_get_info(const qwenrt_model* model, qwenrt_model_info
     v.unused_bytes = unused.bytes;
     v.unused = unused.summary.c_str();
     return WriteOut(v, info, "info", "qwenrt_model_info");
+  });
+}
+
+qwenrt_status qwenrt_model_estimate_memory(const qwenrt_model* model,
+                                           const qwenrt_memory_estimate_params* params,
+                                           qwenrt_memory_estimate* out) {
+  return Guard(__func__, [&]() -> Status {
+    QWENRT_RETURN_IF_ERROR(CheckHandle(model, HandleKind::kModel, "model"));
+    if (out == nullptr) return InvalidArgument("out is NULL");
+    qwenrt_memory_estimate_params p;
+    QWENRT_RETURN_IF_ERROR(
+        ReadParams(params, DefaultMemoryEstimateParams(), &p,
+                   {QWENRT_FIELD(qwenrt_memory_estimate_params, n_ctx),
+                    QWENRT_FIELD(qwenrt_memory_estimate_params, kv_type),
+                    QWENRT_FIELD(qwenrt_memory_estimate_params, n_sessions),
+                    QWENRT_FIELD(qwenrt_memory_estimate_params, checkpoint_budget)},
+                   "params", "qwenrt_memory_estimate_params"));
+    if (int k = EnumValue(p.kv_type); k < QWENRT_KV_DEFAULT || k > QWENRT_KV_Q8_0)
+      return InvalidArgument("params->kv_type {} is not a qwenrt_kv_type", k);
+    if (p.checkpoint_budget > static_cast<uint64_t>(INT64_MAX))
+      return InvalidArgument("params->checkpoint_budget is above INT64_MAX");
+    MemoryEstimateParams ep;  // the same conversions as qwenrt_session_create's
+    ep.context = p.n_ctx;
+    ep.kv_type = p.kv_type == QWENRT_KV_DEFAULT ? KvType::kF16 : static_cast<KvType>(p.kv_type);
+    ep.sessions = p.n_sessions;
+    ep.checkpoint_budget_bytes =
+        p.checkpoint_budget == 0 ? -1 : static_cast<int64_t>(p.checkpoint_budget);
+    QWENRT_ASSIGN_OR_RETURN(MemoryEstimate e, EstimateMemory(*B(model).model(), ep));
+    qwenrt_memory_estimate v{};
+    v.struct_size = sizeof v;
+    v.weights = e.weights;
+    v.kv_per_session = e.kv_per_session;
+    v.state_per_session = e.state_per_session;
+    v.checkpoints_per_session = e.checkpoints_per_session;
+    v.per_session = e.per_session;
+    v.total = e.total;
+    return WriteOut(v, out, "out", "qwenrt_memory_estimate");
   });
 }
 

@@ -34,6 +34,17 @@ qwenrt_session_params DefaultSessionParams() {
   p.kv_type = QWENRT_KV_DEFAULT;
   p.prefill_progress = nullptr;
   p.prefill_progress_user_data = nullptr;
+  p.memory_limit = 0;
+  return p;
+}
+
+qwenrt_memory_estimate_params DefaultMemoryEstimateParams() {
+  qwenrt_memory_estimate_params p{};
+  p.struct_size = sizeof(p);
+  p.n_ctx = 0;
+  p.kv_type = QWENRT_KV_DEFAULT;
+  p.n_sessions = 1;
+  p.checkpoint_budget = 0;
   return p;
 }
 

@@ -10,6 +10,7 @@ namespace qwenrt::capi {
 // Today's structs with every default, struct_size = sizeof.
 qwenrt_model_params DefaultModelParams();
 qwenrt_session_params DefaultSessionParams();
+qwenrt_memory_estimate_params DefaultMemoryEstimateParams();
 qwenrt_sampling_params DefaultSamplingParams();
 qwenrt_generate_params DefaultGenerateParams();
 qwenrt_engine_params DefaultEngineParams();

@@ -72,6 +72,13 @@ qwenrt_status qwenrt_session_params_init(qwenrt_session_params* params) {
   });
 }
 
+qwenrt_status qwenrt_memory_estimate_params_init(qwenrt_memory_estimate_params* params) {
+  return Guard(__func__, [&] {
+    return InitParams(params, DefaultMemoryEstimateParams(), sizeof(qwenrt_memory_estimate_params),
+                      "qwenrt_memory_estimate_params");
+  });
+}
+
 qwenrt_status qwenrt_sampling_params_init(qwenrt_sampling_params* params) {
   return Guard(__func__, [&] {
     return InitParams(params, DefaultSamplingParams(), kSamplingParamsV1Size,

@@ -3,6 +3,8 @@
 // core's ChatSession (src/chat/chat_session.h). Chat feeding and generation are in chat_capi.cpp.
 #include "session_capi.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,7 +33,10 @@ Status ReadSessionParams(const qwenrt_session_params* in, qwenrt_session_params*
        QWENRT_FIELD_SINCE(qwenrt_session_params, kv_type, kSessionParamsV1Size + 1),
        QWENRT_FIELD_SINCE(qwenrt_session_params, prefill_progress, kSessionParamsV1Size + 1),
        QWENRT_FIELD_SINCE(qwenrt_session_params, prefill_progress_user_data,
-                          kSessionParamsV1Size + 1)},
+                          kSessionParamsV1Size + 1),
+       // Added after kv_type: a struct that ends before it (the first ABI 2 size) keeps 0.
+       QWENRT_FIELD_SINCE(qwenrt_session_params, memory_limit,
+                          offsetof(qwenrt_session_params, memory_limit) + 1)},
       "params", "qwenrt_session_params"));
   if (out->n_ctx < 0)
     return InvalidArgument("params->n_ctx is {} (0 = the model's trained context)", out->n_ctx);
@@ -47,6 +52,8 @@ Status ReadSessionParams(const qwenrt_session_params* in, qwenrt_session_params*
       h != QWENRT_HISTORY_TEMPLATE && h != QWENRT_HISTORY_TRANSCRIPT) {
     return InvalidArgument("params->history_mode {} is not a qwenrt_history_mode", h);
   }
+  if (out->memory_limit > static_cast<uint64_t>(INT64_MAX))
+    return InvalidArgument("params->memory_limit {} is above INT64_MAX", out->memory_limit);
   if (int k = EnumValue(out->kv_type); k < QWENRT_KV_DEFAULT || k > QWENRT_KV_Q8_0) {
     return InvalidArgument("params->kv_type {} is not a qwenrt_kv_type", k);
   }
@@ -63,6 +70,7 @@ SessionParams ToSessionParams(const qwenrt_session_params& p, BackendKind kind) 
   s.checkpoint_every = p.checkpoint_interval;
   s.split_invariant = p.split_invariant;
   if (p.kv_type != QWENRT_KV_DEFAULT) s.kv_type = static_cast<KvType>(p.kv_type);
+  s.memory_limit_bytes = static_cast<int64_t>(p.memory_limit);
   return s;
 }
 

@@ -191,7 +191,8 @@ static void TestInitDefaults(void) {
          sp.checkpoint_interval == 0 && sp.history_mode == QWENRT_HISTORY_TEMPLATE &&
          sp.log_callback == NULL && sp.log_user_data == NULL && sp.split_invariant &&
          sp.kv_type == QWENRT_KV_DEFAULT && sp.prefill_progress == NULL &&
-         sp.prefill_progress_user_data == NULL);
+         sp.prefill_progress_user_data == NULL &&
+         sp.memory_limit == 0);
   EXPECT(smp.struct_size == sizeof smp && smp.temperature == 0.0f && smp.top_k == 0 &&
          smp.top_p == 1.0f && smp.min_p == 0.0f && smp.repeat_penalty == 1.0f &&
          smp.repeat_last_n == 64 && smp.presence_penalty == 0.0f && smp.frequency_penalty == 0.0f &&
@@ -498,6 +499,70 @@ static void TestKvType(qwenrt_model* model) {
   sp.kv_type = (qwenrt_kv_type)7;
   EXPECT_STATUS(qwenrt_session_create(model, &sp, &c), QWENRT_INVALID_ARGUMENT, "kv_type 7");
   EXPECT(c == NULL);
+
+  /* memory_limit: a session that cannot fit in 1 byte is refused before it allocates. */
+  ASSERT_OK(QWENRT_INIT(qwenrt_session_params_init, &sp));
+  sp.memory_limit = 1;
+  EXPECT_STATUS(qwenrt_session_create(model, &sp, &c), QWENRT_OUT_OF_MEMORY,
+                "over the 1-byte limit");
+  EXPECT(c == NULL);
+  sp.memory_limit = (uint64_t)INT64_MAX + 1;
+  EXPECT_STATUS(qwenrt_session_create(model, &sp, &c), QWENRT_INVALID_ARGUMENT, "above INT64_MAX");
+  EXPECT(c == NULL);
+  /* A struct from before memory_limit ends at the protected page: the field is not read. */
+  {
+    const size_t old_size = offsetof(qwenrt_session_params, memory_limit);
+    Guarded g = GuardedAlloc(old_size);
+    qwenrt_session_params* old = (qwenrt_session_params*)g.p;
+    old->struct_size = (uint32_t)old_size;
+    ASSERT_OK(qwenrt_session_params_init(old));
+    ASSERT_OK(qwenrt_session_create(model, old, &c));
+    qwenrt_session_free(c);
+    c = NULL;
+    GuardedFree(g);
+  }
+}
+
+static void TestMemoryEstimate(qwenrt_model* model) {
+  qwenrt_memory_estimate_params ep;
+  qwenrt_memory_estimate e, e8;
+  memset(&e, 0, sizeof e);
+  memset(&e8, 0, sizeof e8);
+  e.struct_size = e8.struct_size = sizeof e;
+  ASSERT_OK(QWENRT_INIT(qwenrt_memory_estimate_params_init, &ep));
+  EXPECT(ep.n_ctx == 0 && ep.kv_type == QWENRT_KV_DEFAULT && ep.n_sessions == 1 &&
+         ep.checkpoint_budget == 0);
+  ep.n_ctx = 300;
+  ep.n_sessions = 2;
+  ASSERT_OK(qwenrt_model_estimate_memory(model, &ep, &e));
+  EXPECT(e.weights > 0 && e.kv_per_session > 0 && e.state_per_session > 0);
+  EXPECT(e.per_session == e.kv_per_session + e.state_per_session + e.checkpoints_per_session);
+  EXPECT(e.total == e.weights + 2 * e.per_session);
+  ep.kv_type = QWENRT_KV_F32; /* default is F16: twice the KV bytes */
+  ASSERT_OK(qwenrt_model_estimate_memory(model, &ep, &e8));
+  EXPECT(e8.kv_per_session == 2 * e.kv_per_session);
+  /* A limit of exactly the estimate's per-session bytes (minus the spare snapshot, which the
+   * limit does not count) lets a session of that context be created; one byte less does not. */
+  {
+    qwenrt_session_params sp;
+    qwenrt_session* s = NULL;
+    ASSERT_OK(QWENRT_INIT(qwenrt_session_params_init, &sp));
+    sp.n_ctx = 300;
+    sp.backend = QWENRT_BACKEND_CPU;
+    sp.kv_type = QWENRT_KV_F32;
+    sp.memory_limit = e8.per_session - e8.state_per_session;
+    ASSERT_OK(qwenrt_session_create(model, &sp, &s));
+    qwenrt_session_free(s);
+  }
+  ep.n_sessions = 0;
+  EXPECT_STATUS(qwenrt_model_estimate_memory(model, &ep, &e), QWENRT_INVALID_ARGUMENT, "sessions");
+  ep.n_sessions = 1;
+  ep.n_ctx = -1;
+  EXPECT_STATUS(qwenrt_model_estimate_memory(model, &ep, &e), QWENRT_INVALID_ARGUMENT, "context");
+  ep.n_ctx = 0;
+  ep.kv_type = (qwenrt_kv_type)7;
+  EXPECT_STATUS(qwenrt_model_estimate_memory(model, &ep, &e), QWENRT_INVALID_ARGUMENT, "kv_type");
+  EXPECT_STATUS(qwenrt_model_estimate_memory(model, NULL, NULL), QWENRT_INVALID_ARGUMENT, "out");
 }
 
 static void TestGenerateOptions(qwenrt_model* model) {
@@ -683,6 +748,7 @@ int main(void) {
   TestPrefillProgress(model);
   TestLoadOptions();
   TestKvType(model);
+  TestMemoryEstimate(model);
   TestGenerateOptions(model);
   TestEngine(model);
   qwenrt_model_free(model);

@@ -598,5 +598,32 @@ TEST_CASE("KV storage types the backend or model cannot honour are refused at cr
   CHECK(Session::Create(micro, p).status().code() == StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("KvCache: BytesFor is what Reserve allocates; max_bytes refuses growth first", "[ref]") {
+  auto model = LoadFixture("micro-s1-f32");
+  const ModelConfig& c = model->config();
+  KvCacheOptions o;
+  o.type = KvType::kF16;
+  o.page_rows = 32;
+  for (int64_t n : {1, 32, 33, 100}) {
+    KvCache kv = KvCache::Create(c, 1000, 0, o).value();
+    REQUIRE(kv.Reserve(n).ok());
+    CHECK(kv.bytes() == KvCache::BytesFor(c, n, o));
+  }
+  o.max_bytes = KvCache::BytesFor(c, 64, o);  // two pages
+  KvCache kv = KvCache::Create(c, 1000, 64, o).value();
+  CHECK(kv.Reserve(64).ok());
+  const int64_t capacity = kv.capacity();
+  const size_t bytes = kv.bytes();
+  CHECK(kv.Reserve(65).code() == StatusCode::kOutOfMemory);
+  CHECK(kv.capacity() == capacity);
+  CHECK(kv.bytes() == bytes);
+  // A fork keeps the limit: its pages are shared, but they are pages it holds.
+  KvCache fork = kv.Copy().value();
+  CHECK(fork.max_bytes() == o.max_bytes);
+  CHECK(fork.Reserve(65).code() == StatusCode::kOutOfMemory);
+  o.max_bytes = KvCache::BytesFor(c, 64, o) - 1;
+  CHECK(KvCache::Create(c, 1000, 64, o).status().code() == StatusCode::kOutOfMemory);
+}
+
 }  // namespace
 }  // namespace qwenrt::test

@@ -442,6 +442,11 @@ typedef struct qwenrt_session_params {
    * keeps log_callback. */
   qwenrt_prefill_progress_callback prefill_progress;
   void* prefill_progress_user_data; /* passed to prefill_progress */
+  /* The most bytes this session may hold: KV pages + recurrent state + checkpoint budget; 0 =
+   * unlimited (default). Creation or KV growth that would pass it fails with QWENRT_OUT_OF_MEMORY
+   * before allocating, the session unchanged (docs/memory.md). Read only when struct_size covers
+   * it. */
+  uint64_t memory_limit;
 } qwenrt_session_params;
 
 /* Fills *params with the defaults (n_ctx 0 = trained, n_threads 0 = all, AUTO backend, default
@@ -450,12 +455,46 @@ typedef struct qwenrt_session_params {
  * qwenrt_model_params_init. Thread safety: any thread. */
 QWENRT_API qwenrt_status qwenrt_session_params_init(qwenrt_session_params* params);
 
+/* Inputs of qwenrt_model_estimate_memory. Initialise with qwenrt_memory_estimate_params_init. */
+typedef struct qwenrt_memory_estimate_params {
+  uint32_t struct_size;       /* sizeof(qwenrt_memory_estimate_params) */
+  int32_t n_ctx;              /* positions per session; 0 = the model's trained context */
+  qwenrt_kv_type kv_type;     /* default QWENRT_KV_DEFAULT = the CPU backend's (F16) */
+  int32_t n_sessions;         /* independent sessions; default 1 */
+  uint64_t checkpoint_budget; /* per session, as qwenrt_session_params; 0 = library default */
+} qwenrt_memory_estimate_params;
+
+/* Bytes sessions of a model will hold (docs/memory.md). Out-struct: set struct_size first. */
+typedef struct qwenrt_memory_estimate {
+  uint32_t struct_size;             /* set by the caller: sizeof(qwenrt_memory_estimate) */
+  uint64_t weights;                 /* resident weights (tensor data + packed copies) */
+  uint64_t kv_per_session;          /* KV pages covering n_ctx positions */
+  uint64_t state_per_session;       /* recurrent state */
+  uint64_t checkpoints_per_session; /* checkpoint budget + one spare snapshot */
+  uint64_t per_session;             /* the three above */
+  uint64_t total;                   /* weights + n_sessions * per_session */
+} qwenrt_memory_estimate;
+
+/* Fills *params with the defaults (n_ctx 0, QWENRT_KV_DEFAULT, 1 session, default checkpoint
+ * budget). Errors as qwenrt_model_params_init. Thread safety: any thread. */
+QWENRT_API qwenrt_status qwenrt_memory_estimate_params_init(qwenrt_memory_estimate_params* params);
+
+/* What qwenrt_session_create with the same n_ctx, kv_type and checkpoint_budget then allocates, per
+ * session and in all, computed by the library's own size functions; forward-pass work buffers are
+ * not included. params: NULL means defaults. Returns QWENRT_INVALID_ARGUMENT (NULL/freed model,
+ * NULL out, bad struct_size, negative n_ctx, n_sessions < 1, not a kv_type), QWENRT_UNSUPPORTED
+ * (Q8_0 with a head size not a multiple of 32). Thread safety: any thread. */
+QWENRT_API qwenrt_status qwenrt_model_estimate_memory(const qwenrt_model* model,
+                                                      const qwenrt_memory_estimate_params* params,
+                                                      qwenrt_memory_estimate* out);
+
 /* Creates an empty session on `model` (the session holds a reference to the model).
  * params: NULL means defaults. *out_session receives a handle the caller frees with
  * qwenrt_session_free. Returns QWENRT_INVALID_ARGUMENT (NULL/freed model, NULL out_session, bad
  * struct_size, negative n_ctx or n_threads, not a kv_type), QWENRT_UNSUPPORTED (backend not built
  * in, a KV type the backend cannot store),
- * QWENRT_OUT_OF_MEMORY, QWENRT_DEVICE. On error *out_session is NULL. Thread safety: any thread. */
+ * QWENRT_OUT_OF_MEMORY (also: over params->memory_limit), QWENRT_DEVICE. On error *out_session is
+ * NULL. Thread safety: any thread. */
 QWENRT_API qwenrt_status qwenrt_session_create(qwenrt_model* model,
                                                const qwenrt_session_params* params,
                                                qwenrt_session** out_session);

@@ -48,6 +48,22 @@ void KvPageRef::Release() noexcept {
   p_ = nullptr;
 }
 
+int64_t KvCache::RowBytes(const ModelConfig& config, KvType type) {
+  return KvRowBytes(type, config.n_head_kv * config.head_dim);
+}
+
+size_t KvCache::PageBytes(const ModelConfig& config, const KvCacheOptions& options) {
+  return static_cast<size_t>(2 * options.page_rows * RowBytes(config, options.type));
+}
+
+size_t KvCache::BytesFor(const ModelConfig& config, int64_t positions,
+                         const KvCacheOptions& options) {
+  // Pages are whole: the last one is allocated in full however few positions it holds.
+  const int64_t pages =
+      (std::max<int64_t>(positions, 0) + options.page_rows - 1) / options.page_rows;
+  return static_cast<size_t>(pages * config.n_attn_layers()) * PageBytes(config, options);
+}
+
 StatusOr<KvCache> KvCache::Create(const ModelConfig& config, int64_t max_tokens,
                                   int64_t initial_capacity, const KvCacheOptions& options) {
   KvCache kv;
@@ -70,7 +86,8 @@ StatusOr<KvCache> KvCache::Create(const ModelConfig& config, int64_t max_tokens,
   }
   kv.type_ = options.type;
   kv.page_rows_ = options.page_rows;
-  kv.row_bytes_ = KvRowBytes(kv.type_, kv.row_floats());
+  kv.max_bytes_ = options.max_bytes;
+  kv.row_bytes_ = RowBytes(config, kv.type_);
   QWENRT_RETURN_IF_ERROR(GuardAlloc(
       [&] {
         kv.pages_.resize(config.n_attn_layers());
@@ -118,6 +135,19 @@ Status KvCache::Reserve(int64_t n, int64_t from) {
   }
   const int64_t P = page_rows_, first = from / P, last = (n - 1) / P;
   const size_t A = pages_.size(), half = static_cast<size_t>(P * row_bytes_);
+  if (max_bytes_ > 0) {
+    // Counted before anything is allocated: missing pages are new memory; a shared page replaced
+    // by a private copy stays one page of this cache.
+    int64_t held = 0, missing = 0;
+    for (uint8_t p : present_) held += p;
+    for (int64_t i = first; i <= last; ++i)
+      missing += i >= static_cast<int64_t>(present_.size()) || !present_[i];
+    const size_t need = static_cast<size_t>(held + missing) * A * page_bytes();
+    if (need > max_bytes_) {
+      return OutOfMemory("KV cache: {} positions need {} bytes of pages, over the {}-byte budget",
+                         n, need, max_bytes_);
+    }
+  }
   // Pages to put in: missing ones, and private copies of shared ones (with the valid rows they
   // hold: only the page holding position `from` when from == size()).
   std::vector<std::pair<int64_t, std::vector<KvPageRef>>> fresh;
@@ -245,6 +275,7 @@ StatusOr<KvCache> KvCache::Copy() const {
   c.n_head_kv_ = n_head_kv_;
   c.head_dim_ = head_dim_;
   c.page_rows_ = page_rows_;
+  c.max_bytes_ = max_bytes_;
   c.row_bytes_ = row_bytes_;
   c.type_ = type_;
   c.size_ = size_;

@@ -31,6 +31,9 @@ namespace qwenrt {
 struct KvCacheOptions {
   KvType type = KvType::kF32;  // storage type of the rows
   int64_t page_rows = 256;     // positions per page (tests use small pages to cross boundaries)
+  // Most bytes of pages the cache may hold (0 = no limit): a Reserve that would pass it fails with
+  // OutOfMemory before allocating, so a host's memory budget is refused, not overrun.
+  size_t max_bytes = 0;
 };
 
 // One page's memory and its reference count (KvCache's business; exposed only for its members).
@@ -67,6 +70,16 @@ class KvCache {
   static StatusOr<KvCache> Create(const ModelConfig& config, int64_t max_tokens = 0,
                                   int64_t initial_capacity = 0, const KvCacheOptions& options = {});
 
+  // The sizes Create and Reserve allocate by, also used by EstimateMemory
+  // (session/memory_estimate.h) so that an estimate cannot drift from the allocation. RowBytes:
+  // stored bytes per position per K or V; PageBytes: one page of one layer (K and V); BytesFor: the
+  // pages covering `positions` positions, all attention layers (what bytes() reports once
+  // Reserve(positions) ran on a new cache).
+  static int64_t RowBytes(const ModelConfig& config, KvType type);
+  static size_t PageBytes(const ModelConfig& config, const KvCacheOptions& options);
+  static size_t BytesFor(const ModelConfig& config, int64_t positions,
+                         const KvCacheOptions& options);
+
   KvCache(KvCache&&) noexcept = default;
   KvCache& operator=(KvCache&&) noexcept = default;
 
@@ -81,12 +94,14 @@ class KvCache {
   int64_t row_floats() const { return n_head_kv_ * head_dim_; }  // elements per position per K or V
   KvType type() const { return type_; }
   int64_t page_rows() const { return page_rows_; }
+  size_t max_bytes() const { return max_bytes_; }   // 0 = no limit
   int64_t row_bytes() const { return row_bytes_; }  // stored bytes per position per K or V
 
   // Makes positions [from, n) writable (from < 0: size(); else at most size(): a caller about to
   // Truncate(from) and write): pages exist for them and every page they touch is held by this cache
   // alone (a shared one is copied first). The contents and lineage() do not change.
-  // Errors: ContextFull (n > max_tokens), OutOfMemory; on error the cache is unchanged.
+  // Errors: ContextFull (n > max_tokens), OutOfMemory (also: the pages would pass max_bytes,
+  // checked before allocating); on error the cache is unchanged.
   Status Reserve(int64_t n, int64_t from = -1);
   // Keeps positions [0, n) (no-op if n >= size()). Pages past the cut that other caches share are
   // dropped; pages held alone are kept for reuse (capacity).
@@ -144,6 +159,7 @@ class KvCache {
   int64_t size_ = 0, capacity_ = 0, max_tokens_ = 0;
   int64_t n_head_kv_ = 0, head_dim_ = 0;
   int64_t page_rows_ = 256, row_bytes_ = 0;
+  size_t max_bytes_ = 0;  // KvCacheOptions::max_bytes
   KvType type_ = KvType::kF32;
   std::vector<uint8_t> present_;               // [n_pages] 1 where the page exists (all layers)
   std::vector<std::vector<KvPageRef>> pages_;  // [n_attn_layers][n_pages]

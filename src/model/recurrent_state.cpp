@@ -9,8 +9,8 @@ namespace qwenrt {
 
 StatusOr<RecurrentState> RecurrentState::Create(const ModelConfig& config) {
   RecurrentState s;
-  s.conv_floats_ = config.conv_channels() * (config.conv_kernel - 1);
-  s.ssm_floats_ = config.ssm_hv * config.ssm_dv * config.ssm_dk;
+  s.conv_floats_ = ConvFloats(config);
+  s.ssm_floats_ = SsmFloats(config);
   const int64_t n = config.n_gdn_layers();
   try {
     s.conv_.assign(n, std::vector<float>(static_cast<size_t>(s.conv_floats_), 0.0f));

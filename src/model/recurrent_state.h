@@ -47,6 +47,18 @@ class RecurrentState {
  public:
   // Zeroed state (the state at position 0) for `config`'s GDN layers. Error: OutOfMemory.
   static StatusOr<RecurrentState> Create(const ModelConfig& config);
+  // The sizes Create allocates by (per GDN layer), and the whole state's bytes: EstimateMemory
+  // (session/memory_estimate.h) uses the same functions so that it cannot drift from Create.
+  static int64_t ConvFloats(const ModelConfig& config) {
+    return config.conv_channels() * (config.conv_kernel - 1);
+  }
+  static int64_t SsmFloats(const ModelConfig& config) {
+    return config.ssm_hv * config.ssm_dv * config.ssm_dk;
+  }
+  static size_t BytesFor(const ModelConfig& config) {
+    return static_cast<size_t>(config.n_gdn_layers() * (ConvFloats(config) + SsmFloats(config))) *
+           sizeof(float);
+  }
 
   RecurrentState(RecurrentState&& other) noexcept;             // pending contents move along
   RecurrentState& operator=(RecurrentState&& other) noexcept;  // ours are forgotten

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/guard_alloc.h"
+#include "session/memory_estimate.h"
 
 namespace qwenrt {
 namespace {
@@ -55,7 +56,8 @@ StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> 
     return InvalidArgument("Session: ubatch must be >= 1 (got {})", params.ubatch);
   if (params.n_threads < 0) return InvalidArgument("Session: n_threads must be >= 0");
   if (params.max_context < 0 || params.initial_capacity < 0 || params.checkpoint_tail < 0 ||
-      params.checkpoint_every < 0 || params.checkpoint_budget_bytes < -1)
+      params.checkpoint_every < 0 || params.checkpoint_budget_bytes < -1 ||
+      params.memory_limit_bytes < 0)
     return InvalidArgument("Session: negative max_context / initial_capacity / checkpoint setting");
   int64_t max_context = params.max_context > 0 ? params.max_context : cfg.n_ctx_train;
   if (max_context <= 0) return InvalidArgument("Session: the model has no trained context length");
@@ -68,11 +70,21 @@ StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> 
   if (params.backend == BackendKind::kCuda && kvo.type != KvType::kF32)
     return Unsupported("Session: the CUDA backend keeps its KV cache in f32, not {}",
                        KvTypeName(kvo.type));
+  const size_t budget = CheckpointBudgetBytes(cfg, params.checkpoint_budget_bytes);
+  if (params.memory_limit_bytes > 0) {
+    // Checked before anything is allocated; what is left after the fixed terms caps the KV pages.
+    const size_t limit = static_cast<size_t>(params.memory_limit_bytes);
+    const size_t fixed = RecurrentState::BytesFor(cfg) + budget;
+    const size_t kv_now = KvCache::BytesFor(cfg, initial, kvo);
+    if (fixed + kv_now > limit) {
+      return OutOfMemory(
+          "Session: needs {} bytes (state and checkpoint budget {}, KV {}), over the {}-byte limit",
+          fixed + kv_now, fixed, kv_now, limit);
+    }
+    kvo.max_bytes = limit - fixed;
+  }
   QWENRT_ASSIGN_OR_RETURN(KvCache kv, KvCache::Create(cfg, max_context, initial, kvo));
   QWENRT_ASSIGN_OR_RETURN(RecurrentState rec, RecurrentState::Create(cfg));
-  size_t budget = params.checkpoint_budget_bytes < 0
-                      ? 8 * std::max<size_t>(rec.bytes(), 1)
-                      : static_cast<size_t>(params.checkpoint_budget_bytes);
   std::unique_ptr<Session> s(new (std::nothrow) Session(std::move(model), params, max_context,
                                                         std::move(kv), std::move(rec), budget));
   if (!s) return OutOfMemory("Session: allocation failed");
@@ -492,8 +504,7 @@ Status Session::EndGenerate(GenerateJob& job) {
 
 void Session::set_checkpoint_budget(int64_t bytes) {
   params_.checkpoint_budget_bytes = bytes < 0 ? -1 : bytes;
-  checkpoints_.set_budget(bytes < 0 ? 8 * std::max<size_t>(rec_.bytes(), 1)
-                                    : static_cast<size_t>(bytes));
+  checkpoints_.set_budget(CheckpointBudgetBytes(model_->config(), bytes));
 }
 
 Status Session::SetKvType(KvType type) {
@@ -504,6 +515,7 @@ Status Session::SetKvType(KvType type) {
   KvCacheOptions o;
   o.type = type;
   o.page_rows = kv_.page_rows();
+  o.max_bytes = kv_.max_bytes();
   QWENRT_ASSIGN_OR_RETURN(KvCache kv,
                           KvCache::Create(model_->config(), max_context_, kv_.size(), o));
   const int64_t n = kv_.size(), P = kv_.page_rows(), R = kv_.row_floats();

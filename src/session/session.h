@@ -66,6 +66,10 @@ struct SessionParams {
   // Memory for checkpoints. -1 = room for 8 snapshots. The newest snapshot of the latest turn is
   // kept even when it alone exceeds the budget (see checkpoint.h for the eviction order).
   int64_t checkpoint_budget_bytes = -1;
+  // The most bytes this session may hold (KV pages + recurrent state + checkpoint budget; the same
+  // terms as EstimateMemory's per_session, docs/memory.md); 0 = unlimited. Create and KV growth
+  // that would pass it fail with OutOfMemory before allocating, leaving the session as it was.
+  int64_t memory_limit_bytes = 0;
   int64_t checkpoint_tail =
       4;  // automatic checkpoint this many tokens before each prefill end; 0 = off
   int64_t checkpoint_every =

@@ -1,0 +1,58 @@
+// EstimateMemory: sums the size functions the allocations use (memory_estimate.h).
+#include "session/memory_estimate.h"
+
+#include <algorithm>
+
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "model/recurrent_state.h"
+
+namespace qwenrt {
+
+size_t CheckpointBudgetBytes(const ModelConfig& config, int64_t requested) {
+  // max(.., 1): a model without GDN layers still gets a nonzero budget, as before.
+  return requested < 0 ? 8 * std::max<size_t>(RecurrentState::BytesFor(config), 1)
+                       : static_cast<size_t>(requested);
+}
+
+StatusOr<MemoryEstimate> EstimateMemory(const ModelConfig& config,
+                                        const MemoryEstimateParams& params) {
+  if (params.context < 0) return InvalidArgument("memory estimate: context {} < 0", params.context);
+  const int64_t context = params.context > 0 ? params.context : config.n_ctx_train;
+  if (context <= 0) return InvalidArgument("memory estimate: the model has no trained context");
+  if (params.sessions < 1)
+    return InvalidArgument("memory estimate: sessions must be >= 1 (got {})", params.sessions);
+  if (params.kv_page_rows < 1 || params.kv_page_rows > (int64_t{1} << 20))
+    return InvalidArgument("memory estimate: KV page size {} is outside [1, {}]",
+                           params.kv_page_rows, 1 << 20);
+  if (params.checkpoint_budget_bytes < -1)
+    return InvalidArgument("memory estimate: checkpoint budget {} < -1",
+                           params.checkpoint_budget_bytes);
+  if (static_cast<uint32_t>(params.kv_type) >= kKvTypeCount)
+    return InvalidArgument("memory estimate: unknown KV type {}",
+                           static_cast<uint32_t>(params.kv_type));
+  if (config.n_attn_layers() > 0 && !KvTypeFits(params.kv_type, config.head_dim))
+    return Unsupported("memory estimate: KV type {} needs a head size that is a multiple of 32",
+                       KvTypeName(params.kv_type));
+  KvCacheOptions kvo;
+  kvo.type = params.kv_type;
+  kvo.page_rows = params.kv_page_rows;
+  MemoryEstimate e;
+  e.kv_per_session = KvCache::BytesFor(config, context, kvo);
+  e.state_per_session = RecurrentState::BytesFor(config);
+  e.checkpoints_per_session =
+      CheckpointBudgetBytes(config, params.checkpoint_budget_bytes) + e.state_per_session;
+  e.per_session = e.kv_per_session + e.state_per_session + e.checkpoints_per_session;
+  e.total = static_cast<size_t>(params.sessions) * e.per_session;
+  return e;
+}
+
+StatusOr<MemoryEstimate> EstimateMemory(const Model& model, const MemoryEstimateParams& params) {
+  QWENRT_ASSIGN_OR_RETURN(MemoryEstimate e, EstimateMemory(model.config(), params));
+  for (const gguf::TensorInfo& t : model.gguf().tensors()) e.weights += t.nbytes;
+  e.weights += model.packed_bytes();
+  e.total += e.weights;
+  return e;
+}
+
+}  // namespace qwenrt
