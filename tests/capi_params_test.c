@@ -191,8 +191,7 @@ static void TestInitDefaults(void) {
          sp.checkpoint_interval == 0 && sp.history_mode == QWENRT_HISTORY_TEMPLATE &&
          sp.log_callback == NULL && sp.log_user_data == NULL && sp.split_invariant &&
          sp.kv_type == QWENRT_KV_DEFAULT && sp.prefill_progress == NULL &&
-         sp.prefill_progress_user_data == NULL &&
-         sp.memory_limit == 0);
+         sp.prefill_progress_user_data == NULL && sp.memory_limit == 0);
   EXPECT(smp.struct_size == sizeof smp && smp.temperature == 0.0f && smp.top_k == 0 &&
          smp.top_p == 1.0f && smp.min_p == 0.0f && smp.repeat_penalty == 1.0f &&
          smp.repeat_last_n == 64 && smp.presence_penalty == 0.0f && smp.frequency_penalty == 0.0f &&
