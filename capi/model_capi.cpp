@@ -12,6 +12,7 @@
 #include "params.h"
 #include "qwenrt/qwenrt.h"
 #include "session/memory_estimate.h"
+#include "session/session.h"
 #include "validate.h"
 
 namespace qwenrt::capi {
@@ -216,13 +217,14 @@ qwenrt_status qwenrt_model_estimate_memory(const qwenrt_model* model,
                     QWENRT_FIELD(qwenrt_memory_estimate_params, n_sessions),
                     QWENRT_FIELD(qwenrt_memory_estimate_params, checkpoint_budget)},
                    "params", "qwenrt_memory_estimate_params"));
-    if (int k = EnumValue(p.kv_type); k < QWENRT_KV_DEFAULT || k > QWENRT_KV_Q8_0)
-      return InvalidArgument("params->kv_type {} is not a qwenrt_kv_type", k);
+    QWENRT_RETURN_IF_ERROR(CheckKvTypeField(p.kv_type, "params->kv_type"));
     if (p.checkpoint_budget > static_cast<uint64_t>(INT64_MAX))
       return InvalidArgument("params->checkpoint_budget is above INT64_MAX");
     MemoryEstimateParams ep;  // the same conversions as qwenrt_session_create's
     ep.context = p.n_ctx;
-    ep.kv_type = p.kv_type == QWENRT_KV_DEFAULT ? KvType::kF16 : static_cast<KvType>(p.kv_type);
+    // QWENRT_KV_DEFAULT: the CPU's default, the backend AUTO resolves to (backend_choice.h).
+    ep.kv_type = p.kv_type == QWENRT_KV_DEFAULT ? DefaultKvType(BackendKind::kCpu)
+                                                : static_cast<KvType>(p.kv_type);
     ep.sessions = p.n_sessions;
     ep.checkpoint_budget_bytes =
         p.checkpoint_budget == 0 ? -1 : static_cast<int64_t>(p.checkpoint_budget);

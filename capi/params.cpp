@@ -1,5 +1,7 @@
-// The defaults of the C params structs (see params.h).
+// The defaults of the C params structs and the check of their shared kv_type field (params.h).
 #include "params.h"
+
+#include "validate.h"
 
 namespace qwenrt::capi {
 
@@ -97,6 +99,12 @@ qwenrt_chat DefaultChat() {
   c.enable_thinking = true;
   c.add_generation_prompt = true;
   return c;
+}
+
+Status CheckKvTypeField(const qwenrt_kv_type& t, const char* what) {
+  if (int k = EnumValue(t); k < QWENRT_KV_DEFAULT || k > QWENRT_KV_Q8_0)
+    return InvalidArgument("{} {} is not a qwenrt_kv_type", what, k);
+  return OkStatus();
 }
 
 }  // namespace qwenrt::capi

@@ -2,6 +2,7 @@
 // struct and the ABI 1 by-value shims (compat_v1.cpp) take them from.
 #pragma once
 
+#include "base/status.h"
 #include "params_v1.h"
 #include "qwenrt/qwenrt.h"
 
@@ -15,6 +16,10 @@ qwenrt_sampling_params DefaultSamplingParams();
 qwenrt_generate_params DefaultGenerateParams();
 qwenrt_engine_params DefaultEngineParams();
 qwenrt_chat DefaultChat();
+
+// INVALID_ARGUMENT naming `what` unless `t` is QWENRT_KV_DEFAULT or a storage type (the kv_type
+// field of the session and the memory-estimate params).
+Status CheckKvTypeField(const qwenrt_kv_type& t, const char* what);
 
 // The first (ABI 1) size of each struct: the smallest struct_size its init accepts, and the
 // `since` of every field appended after it.

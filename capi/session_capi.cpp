@@ -54,10 +54,7 @@ Status ReadSessionParams(const qwenrt_session_params* in, qwenrt_session_params*
   }
   if (out->memory_limit > static_cast<uint64_t>(INT64_MAX))
     return InvalidArgument("params->memory_limit {} is above INT64_MAX", out->memory_limit);
-  if (int k = EnumValue(out->kv_type); k < QWENRT_KV_DEFAULT || k > QWENRT_KV_Q8_0) {
-    return InvalidArgument("params->kv_type {} is not a qwenrt_kv_type", k);
-  }
-  return OkStatus();
+  return CheckKvTypeField(out->kv_type, "params->kv_type");
 }
 
 SessionParams ToSessionParams(const qwenrt_session_params& p, BackendKind kind) {

@@ -64,8 +64,7 @@ StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> 
   int64_t initial =
       std::min(max_context, params.initial_capacity > 0 ? params.initial_capacity : 1024);
   KvCacheOptions kvo;
-  kvo.type =
-      params.kv_type.value_or(params.backend == BackendKind::kCpu ? KvType::kF16 : KvType::kF32);
+  kvo.type = params.kv_type.value_or(DefaultKvType(params.backend));
   kvo.page_rows = params.kv_page_rows;
   if (params.backend == BackendKind::kCuda && kvo.type != KvType::kF32)
     return Unsupported("Session: the CUDA backend keeps its KV cache in f32, not {}",

@@ -61,8 +61,8 @@ struct SessionParams {
   // kCpu (bit-identical to f32: the CPU path rounds K and V to f16 values before they enter the
   // cache), f32 on kRef and kCuda. q8_0 is lossy (and needs head_dim % 32 == 0). kCuda keeps its
   // device cache in f32 and refuses any other type with Unsupported.
-  std::optional<KvType> kv_type;
-  int64_t kv_page_rows = 256;  // KV positions per page: the unit of sharing between forks
+  std::optional<KvType> kv_type;  // nullopt: DefaultKvType(backend)
+  int64_t kv_page_rows = 256;     // KV positions per page: the unit of sharing between forks
   // Memory for checkpoints. -1 = room for 8 snapshots. The newest snapshot of the latest turn is
   // kept even when it alone exceeds the budget (see checkpoint.h for the eviction order).
   int64_t checkpoint_budget_bytes = -1;
@@ -87,6 +87,12 @@ struct SessionParams {
   // session's thread.
   std::function<void(const std::string&)> trace;
 };
+
+// SessionParams::kv_type's default for a backend (see there): the one place Session::Create and
+// the C ABI's memory estimate take it from.
+inline KvType DefaultKvType(BackendKind backend) {
+  return backend == BackendKind::kCpu ? KvType::kF16 : KvType::kF32;
+}
 
 struct FeedOptions {
   // Logits of every prefilled position (rows for positions report.reused_tokens .. N-1) instead of
