@@ -34,12 +34,12 @@ if [ "${QWENRT_SKIP_AARCH64:-0}" != 1 ]; then
 fi
 
 # The sanitizer passes (scripts/sanitize.sh: the whole suite under ASan+UBSan halting on error, the
-# concurrency tests under TSan) and a smoke run of every fuzz target (scripts/fuzz-smoke.sh, 45 s
+# concurrency tests under TSan) and a smoke run of every fuzz target (scripts/fuzz-smoke.sh, 20 s
 # each). QWENRT_SKIP_ASAN=1 skips both.
 if [ "${QWENRT_SKIP_ASAN:-0}" != 1 ]; then
   t0=$(date +%s)
   BUILD_DIR="$BUILD_DIR" bash scripts/sanitize.sh
   t1=$(date +%s)
-  BUILD_DIR="$BUILD_DIR-fuzz" FUZZ_SECONDS=${FUZZ_SECONDS:-30} bash scripts/fuzz-smoke.sh
+  BUILD_DIR="$BUILD_DIR-fuzz" FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz-smoke.sh
   echo "== test.sh: sanitizers $(( t1 - t0 )) s, fuzz smoke $(( $(date +%s) - t1 )) s"
 fi
