@@ -21,7 +21,8 @@ namespace qwenrt {
 namespace {
 
 const char kUsage[] =
-    "usage: qwenrt-bench pp|tg|speed -m FILE [-p N] [-n N] [-t T] [-r R] [--peer DIR] [--json]  "
+    "usage: qwenrt-bench pp|tg|speed -m FILE [-p N] [-n N] [-d N] [-t T] [-r R] [--peer DIR] "
+    "[--json] "
     "(see pp --help)\n"
     "       qwenrt-bench grammar --vocab V.gguf DIR|FILE...  (MaskBench masks; see grammar "
     "--help)\n"

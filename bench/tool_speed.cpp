@@ -1,9 +1,19 @@
 // qwenrt-bench pp / tg / speed: prefill and decode speed on any model file, in llama-bench's terms,
 // optionally next to llama.cpp's own llama-bench on the same file in the same run (--peer DIR).
 //   ppN: prefill N random tokens into an empty session (one Feed), tokens/s;
-//   tgN: decode N tokens one at a time from an empty session, tokens/s.
+//   tgN: decode N tokens one at a time from an empty session, tokens/s;
+//   "ppN @ dD" / "tgN @ dD" (-d D): the same after D random tokens of context (llama-bench's
+//   -d): the session is brought back to exactly those D tokens before every run, untimed.
 // Each test: one warm-up run, then -r timed repetitions; the table shows mean ± sd. Not a timed
 // test: numbers depend on the (shared) machine, so compare ratios measured in one run.
+//
+// Depth: one session for every test. Each run first feeds the D context tokens again; the first
+// time that prefills them (with a checkpoint at D-1), every later time it only restores that
+// checkpoint and re-runs position D-1 (Feed's "ends inside the transcript" case), since the KV is
+// cut back and keeps its pages. Not Session::Fork per run: a fork holds only the pages of its valid
+// positions and makes its ThreadPool and ForwardContext on first use, so the timed run would pay
+// for KV pages and scratch that a long-lived session (and llama-bench's context) already has.
+// initial_capacity covers the deepest context plus the longest test, so no KV growth is timed.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -24,11 +35,13 @@ namespace qwenrt::bench {
 namespace {
 
 const char kSpeedUsage[] =
-    "usage: qwenrt-bench pp|tg|speed -m FILE [-p N[,N...]] [-n N[,N...]] [-t THREADS] [-r REPS]\n"
-    "                                [--backend cpu|ref|cuda] [--chunked] [--cuda-graphs] [--peer "
-    "DIR] [--json]\n"
+    "usage: qwenrt-bench pp|tg|speed -m FILE [-p N[,N...]] [-n N[,N...]] [-d N[,N...]]\n"
+    "         [-t THREADS] [-r REPS] [--backend cpu|ref|cuda] [--chunked] [--cuda-graphs]\n"
+    "         [--peer DIR] [--json]\n"
     "  pp: prefill tests only (default -p 512); tg: decode tests only (default -n 128);\n"
     "  speed: both (defaults -p 512 -n 128). -t default: all cores; -r default 3.\n"
+    "  -d N[,N...] each test also after N tokens of context (llama-bench's depth; its prefill is\n"
+    "              not timed; names like \"tg128 @ d4096\"); default 0\n"
     "  --peer DIR  also run DIR/bin/llama-bench (llama.cpp) on the same file with the same tests\n"
     "  --chunked   CPU: chunked delta rule (not split-invariant)\n"
     "  --no-pack   load without the packed weight copies (ModelLoadOptions::pack_weights = false)\n"
@@ -38,13 +51,15 @@ const char kSpeedUsage[] =
 struct SpeedArgs {
   std::string model, peer;
   std::vector<int64_t> pp, tg;
+  std::vector<int64_t> depth = {0};  // context tokens before each test (llama-bench's -d)
   int threads = 0, reps = 3;
   BackendKind backend = BackendKind::kCpu;
   bool json = false, split_invariant = true, cuda_graphs = false, pack = true;
   std::optional<KvType> kv_type;
 };
 
-bool ParseList(const char* s, std::vector<int64_t>* out) {
+// Zeros are dropped (no test of 0 tokens) unless keep_zero (depth 0: no context).
+bool ParseList(const char* s, std::vector<int64_t>* out, bool keep_zero = false) {
   out->clear();
   std::stringstream in(s);
   std::string item;
@@ -52,7 +67,7 @@ bool ParseList(const char* s, std::vector<int64_t>* out) {
     char* end = nullptr;
     const long long v = std::strtoll(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || v < 0 || v > (1 << 24)) return false;
-    if (v > 0) out->push_back(v);
+    if (v > 0 || keep_zero) out->push_back(v);
   }
   return true;
 }
@@ -92,6 +107,12 @@ bool ParseSpeedArgs(int argc, char** argv, SpeedArgs* a, std::string* err) {
     } else if (k == "-p" || k == "-n") {
       if (!value()) return false;
       if (!ParseList(v, k == "-p" ? &a->pp : &a->tg)) {
+        *err = "bad list '" + std::string(v) + "' for " + k;
+        return false;
+      }
+    } else if (k == "-d" || k == "--n-depth") {
+      if (!value()) return false;
+      if (!ParseList(v, &a->depth, true) || a->depth.empty()) {
         *err = "bad list '" + std::string(v) + "' for " + k;
         return false;
       }
@@ -140,9 +161,10 @@ bool ParseSpeedArgs(int argc, char** argv, SpeedArgs* a, std::string* err) {
 }
 
 struct Result {
-  std::string test;  // "pp512", "tg128"
+  std::string test;  // "pp512", "tg128", "tg128 @ d4096"
   int64_t n = 0;
   bool prefill = true;
+  int64_t depth = 0;  // context tokens before the test
   std::vector<double> tokens_per_s;
   double peer_mean = 0, peer_sd = 0;  // 0: not measured
   double Mean() const {
@@ -167,9 +189,28 @@ std::vector<int32_t> RandomTokens(int64_t n, int64_t n_vocab, uint32_t seed) {
   return out;
 }
 
-// Seconds of one run of the test on a reset session.
-StatusOr<double> RunOnce(Session& s, const Result& r, const std::vector<int32_t>& tokens) {
-  s.Reset();
+// Untimed: leaves the session holding exactly `context` (see the file comment): empty -> Reset;
+// else a Feed that extends the live state, or restores the checkpoint at D-1 after a test ran.
+Status ToContext(Session& s, std::span<const int32_t> context) {
+  if (context.empty()) {
+    s.Reset();
+    return OkStatus();
+  }
+  const int64_t checkpoint = static_cast<int64_t>(context.size()) - 1;
+  FeedOptions o;
+  o.checkpoint_positions = std::span<const int64_t>(&checkpoint, 1);
+  QWENRT_RETURN_IF_ERROR(s.Feed(context, o, nullptr));
+  if (s.size() != static_cast<int64_t>(context.size()))
+    return InternalError("depth context holds {} tokens, not {}", s.size(), context.size());
+  return OkStatus();
+}
+
+// Seconds of one run of the test after `context`. tokens: for pp, context followed by the test's
+// tokens (Feed takes the whole sequence and extends the live state); for tg, the tokens to decode.
+StatusOr<double> RunOnce(Session& s, const Result& r, std::span<const int32_t> context,
+                         const std::vector<int32_t>& tokens) {
+  QWENRT_RETURN_IF_ERROR(ToContext(s, context));
+  const int64_t capacity = s.capacity();
   const auto t0 = std::chrono::steady_clock::now();
   if (r.prefill) {
     QWENRT_RETURN_IF_ERROR(s.Feed(tokens, {}, nullptr));
@@ -177,20 +218,30 @@ StatusOr<double> RunOnce(Session& s, const Result& r, const std::vector<int32_t>
     for (int64_t i = 0; i < r.n; ++i)
       QWENRT_RETURN_IF_ERROR(s.DecodeStep(tokens[static_cast<size_t>(i)]));
   }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // initial_capacity covers context + test; growth here would have been timed.
+  if (s.capacity() != capacity)
+    return InternalError("the KV grew from {} to {} positions inside the timed run", capacity,
+                         s.capacity());
+  return secs;
 }
 
 // llama-bench's JSON for the same tests; fills peer_mean / peer_sd. Returns false with a message.
 bool RunPeer(const SpeedArgs& a, std::vector<Result>* results, std::string* err) {
-  std::string pp = "0", tg = "0";
+  std::string pp = "0", tg = "0", depth;
   for (const Result& r : *results) {
+    if (r.depth != a.depth.front()) continue;  // the same n for every depth
     std::string& list = r.prefill ? pp : tg;
     list = (list == "0" ? "" : list + ",") + std::to_string(r.n);
+  }
+  // Depth 0 alone passes no -d: the command is the one from before -d existed.
+  if (a.depth != std::vector<int64_t>{0}) {
+    for (int64_t d : a.depth) depth += (depth.empty() ? " -d " : ",") + std::to_string(d);
   }
   const int threads =
       a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
   const std::string cmd = "'" + a.peer + "/bin/llama-bench' -m '" + a.model + "' -p " + pp +
-                          " -n " + tg + " -t " + std::to_string(threads) + " -r " +
+                          " -n " + tg + depth + " -t " + std::to_string(threads) + " -r " +
                           std::to_string(a.reps) + " -o json 2>/dev/null";
   std::FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) {
@@ -207,8 +258,9 @@ bool RunPeer(const SpeedArgs& a, std::vector<Result>* results, std::string* err)
     return false;
   }
   for (const auto& e : j) {
-    const int64_t np = e.value("n_prompt", 0), ng = e.value("n_gen", 0);
+    const int64_t np = e.value("n_prompt", 0), ng = e.value("n_gen", 0), nd = e.value("n_depth", 0);
     for (Result& r : *results) {
+      if (nd != r.depth) continue;
       if ((r.prefill && np == r.n && ng == 0) || (!r.prefill && ng == r.n && np == 0)) {
         r.peer_mean = e.value("avg_ts", 0.0);
         r.peer_sd = e.value("stddev_ts", 0.0);
@@ -255,20 +307,29 @@ int RunSpeed(int argc, char** argv) {
   int64_t longest = 1;
   for (int64_t n : a.pp) longest = std::max(longest, n);
   for (int64_t n : a.tg) longest = std::max(longest, n);
-  p.initial_capacity = longest;
+  const int64_t deepest = *std::max_element(a.depth.begin(), a.depth.end());
+  p.initial_capacity = deepest + longest;  // no KV growth timed (Create caps it at the context)
   auto session = Session::Create(model, p);
   if (!session.ok()) {
     std::fprintf(stderr, "qwenrt-bench: %s\n", session.status().ToString().c_str());
     return 1;
   }
+  // llama-bench's order: every depth in turn, its pp tests, then its tg tests.
   std::vector<Result> results;
-  for (int64_t n : a.pp) results.push_back({"pp" + std::to_string(n), n, true, {}});
-  for (int64_t n : a.tg) results.push_back({"tg" + std::to_string(n), n, false, {}});
+  for (int64_t d : a.depth) {
+    const std::string at = d > 0 ? " @ d" + std::to_string(d) : "";
+    for (int64_t n : a.pp) results.push_back({"pp" + std::to_string(n) + at, n, true, d, {}});
+    for (int64_t n : a.tg) results.push_back({"tg" + std::to_string(n) + at, n, false, d, {}});
+  }
   const int64_t V = model->config().n_vocab;
+  // Every depth's context is a prefix of one random sequence (fixed seed).
+  const std::vector<int32_t> context_tokens = RandomTokens(deepest, V, 0x5eed);
   for (Result& r : results) {
-    const std::vector<int32_t> tokens = RandomTokens(r.n, V, static_cast<uint32_t>(r.n));
+    const std::span<const int32_t> context(context_tokens.data(), static_cast<size_t>(r.depth));
+    std::vector<int32_t> tokens = RandomTokens(r.n, V, static_cast<uint32_t>(r.n));
+    if (r.prefill) tokens.insert(tokens.begin(), context.begin(), context.end());
     for (int rep = -1; rep < a.reps; ++rep) {  // rep -1: warm-up
-      StatusOr<double> secs = RunOnce(**session, r, tokens);
+      StatusOr<double> secs = RunOnce(**session, r, context, tokens);
       if (!secs.ok()) {
         std::fprintf(stderr, "qwenrt-bench: %s: %s\n", r.test.c_str(),
                      secs.status().ToString().c_str());
@@ -296,6 +357,7 @@ int RunSpeed(int argc, char** argv) {
                                   {"test", r.test},
                                   {"n_prompt", r.prefill ? r.n : 0},
                                   {"n_gen", r.prefill ? 0 : r.n},
+                                  {"n_depth", r.depth},
                                   {"tokens_per_s", r.Mean()},
                                   {"stddev", r.Sd()},
                                   {"samples", r.tokens_per_s}};
