@@ -492,9 +492,9 @@ QWENRT_API qwenrt_status qwenrt_memory_estimate_params_init(qwenrt_memory_estima
  * backend) then allocates, per session and in all, computed by the library's own size functions,
  * the forward pass's working buffers included (docs/memory.md says what is not counted: the rows
  * of an all-logits prefill, per-thread matmul conversions, thread stacks). params: NULL means
- * defaults. Returns QWENRT_INVALID_ARGUMENT (NULL/freed model,
- * NULL out, bad struct_size, negative n_ctx or n_threads, n_sessions < 1, not a kv_type),
- * QWENRT_UNSUPPORTED (Q8_0 with a head size not a multiple of 32). Thread safety: any thread. */
+ * defaults. Returns QWENRT_INVALID_ARGUMENT (NULL/freed model, NULL out, bad struct_size, negative
+ * n_ctx or n_threads, n_sessions < 1, not a kv_type), QWENRT_UNSUPPORTED (Q8_0 with a head size
+ * not a multiple of 32). Thread safety: any thread. */
 QWENRT_API qwenrt_status qwenrt_model_estimate_memory(const qwenrt_model* model,
                                                       const qwenrt_memory_estimate_params* params,
                                                       qwenrt_memory_estimate* out);
