@@ -201,6 +201,7 @@ TEST_CASE("EstimateMemory: the 4B shape at 262,144 tokens with q8_0 KV", "[ref]"
   for (int64_t l = 0; l < c.n_layer; ++l) c.recurrent.push_back((l + 1) % 4 != 0);
   MemoryEstimateParams ep;  // context 0: the trained context
   ep.kv_type = KvType::kF16;
+  ep.n_threads = 8;  // a fixed pool for the printed working term (docs/memory.md)
   const MemoryEstimate f16 = EstimateMemory(c, ep).value();
   // The spec's worked sizes: 8 GiB of f16 KV at 262k, 52,690,944 B of recurrent state.
   CHECK(f16.kv_per_session == (size_t{8} << 30));
