@@ -210,16 +210,18 @@ qwenrt_status qwenrt_model_estimate_memory(const qwenrt_model* model,
     QWENRT_RETURN_IF_ERROR(CheckHandle(model, HandleKind::kModel, "model"));
     if (out == nullptr) return InvalidArgument("out is NULL");
     qwenrt_memory_estimate_params p;
-    QWENRT_RETURN_IF_ERROR(
-        ReadParams(params, DefaultMemoryEstimateParams(), &p,
-                   {QWENRT_FIELD(qwenrt_memory_estimate_params, n_ctx),
-                    QWENRT_FIELD(qwenrt_memory_estimate_params, kv_type),
-                    QWENRT_FIELD(qwenrt_memory_estimate_params, n_sessions),
-                    QWENRT_FIELD(qwenrt_memory_estimate_params, checkpoint_budget)},
-                   "params", "qwenrt_memory_estimate_params"));
+    QWENRT_RETURN_IF_ERROR(ReadParams(
+        params, DefaultMemoryEstimateParams(), &p,
+        {QWENRT_FIELD(qwenrt_memory_estimate_params, n_ctx),
+         QWENRT_FIELD(qwenrt_memory_estimate_params, kv_type),
+         QWENRT_FIELD(qwenrt_memory_estimate_params, n_sessions),
+         QWENRT_FIELD(qwenrt_memory_estimate_params, checkpoint_budget),
+         QWENRT_FIELD_SINCE(qwenrt_memory_estimate_params, n_threads, kMemoryEstimateParamsV1Size)},
+        "params", "qwenrt_memory_estimate_params"));
     QWENRT_RETURN_IF_ERROR(CheckKvTypeField(p.kv_type, "params->kv_type"));
     if (p.checkpoint_budget > static_cast<uint64_t>(INT64_MAX))
       return InvalidArgument("params->checkpoint_budget is above INT64_MAX");
+    if (p.n_threads < 0) return InvalidArgument("params->n_threads is negative");
     MemoryEstimateParams ep;  // the same conversions as qwenrt_session_create's
     ep.context = p.n_ctx;
     // QWENRT_KV_DEFAULT: the CPU's default, the backend AUTO resolves to (backend_choice.h).
@@ -228,6 +230,7 @@ qwenrt_status qwenrt_model_estimate_memory(const qwenrt_model* model,
     ep.sessions = p.n_sessions;
     ep.checkpoint_budget_bytes =
         p.checkpoint_budget == 0 ? -1 : static_cast<int64_t>(p.checkpoint_budget);
+    ep.n_threads = p.n_threads;  // ubatch: the session default, which the C ABI does not change
     QWENRT_ASSIGN_OR_RETURN(MemoryEstimate e, EstimateMemory(*B(model).model(), ep));
     qwenrt_memory_estimate v{};
     v.struct_size = sizeof v;
@@ -235,6 +238,7 @@ qwenrt_status qwenrt_model_estimate_memory(const qwenrt_model* model,
     v.kv_per_session = e.kv_per_session;
     v.state_per_session = e.state_per_session;
     v.checkpoints_per_session = e.checkpoints_per_session;
+    v.working_per_session = e.working_per_session;
     v.per_session = e.per_session;
     v.total = e.total;
     return WriteOut(v, out, "out", "qwenrt_memory_estimate");

@@ -47,6 +47,7 @@ qwenrt_memory_estimate_params DefaultMemoryEstimateParams() {
   p.kv_type = QWENRT_KV_DEFAULT;
   p.n_sessions = 1;
   p.checkpoint_budget = 0;
+  p.n_threads = 0;
   return p;
 }
 

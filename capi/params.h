@@ -2,6 +2,8 @@
 // struct and the ABI 1 by-value shims (compat_v1.cpp) take them from.
 #pragma once
 
+#include <cstddef>
+
 #include "base/status.h"
 #include "params_v1.h"
 #include "qwenrt/qwenrt.h"
@@ -29,5 +31,8 @@ inline constexpr size_t kSamplingParamsV1Size = sizeof(SamplingParamsV1);
 inline constexpr size_t kGenerateParamsV1Size = sizeof(GenerateParamsV1);
 inline constexpr size_t kEngineParamsV1Size = sizeof(EngineParamsV1);
 inline constexpr size_t kChatV1Size = sizeof(ChatV1);
+// The memory estimate params came in ABI 2; n_threads was appended to them later in ABI 2.
+inline constexpr size_t kMemoryEstimateParamsV1Size =
+    offsetof(qwenrt_memory_estimate_params, n_threads);
 
 }  // namespace qwenrt::capi

@@ -74,7 +74,7 @@ qwenrt_status qwenrt_session_params_init(qwenrt_session_params* params) {
 
 qwenrt_status qwenrt_memory_estimate_params_init(qwenrt_memory_estimate_params* params) {
   return Guard(__func__, [&] {
-    return InitParams(params, DefaultMemoryEstimateParams(), sizeof(qwenrt_memory_estimate_params),
+    return InitParams(params, DefaultMemoryEstimateParams(), kMemoryEstimateParamsV1Size,
                       "qwenrt_memory_estimate_params");
   });
 }

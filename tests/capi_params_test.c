@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -530,18 +531,50 @@ static void TestMemoryEstimate(qwenrt_model* model) {
   e.struct_size = e8.struct_size = sizeof e;
   ASSERT_OK(QWENRT_INIT(qwenrt_memory_estimate_params_init, &ep));
   EXPECT(ep.n_ctx == 0 && ep.kv_type == QWENRT_KV_DEFAULT && ep.n_sessions == 1 &&
-         ep.checkpoint_budget == 0);
+         ep.checkpoint_budget == 0 && ep.n_threads == 0);
   ep.n_ctx = 300;
   ep.n_sessions = 2;
+  ep.n_threads = 2;
   ASSERT_OK(qwenrt_model_estimate_memory(model, &ep, &e));
-  EXPECT(e.weights > 0 && e.kv_per_session > 0 && e.state_per_session > 0);
-  EXPECT(e.per_session == e.kv_per_session + e.state_per_session + e.checkpoints_per_session);
+  EXPECT(e.weights > 0 && e.kv_per_session > 0 && e.state_per_session > 0 &&
+         e.working_per_session > 0);
+  EXPECT(e.per_session == e.kv_per_session + e.state_per_session + e.checkpoints_per_session +
+                              e.working_per_session);
   EXPECT(e.total == e.weights + 2 * e.per_session);
+  {
+    /* More threads: more attention tiles. An out-struct of the size before working_per_session
+     * gets the rest (per_session includes it all the same); a params struct of the size before
+     * n_threads reads as n_threads 0. */
+    qwenrt_memory_estimate more, old_out;
+    qwenrt_memory_estimate_params old_ep = ep;
+    memset(&more, 0, sizeof more);
+    more.struct_size = sizeof more;
+    ep.n_threads = 4;
+    ASSERT_OK(qwenrt_model_estimate_memory(model, &ep, &more));
+    EXPECT(more.working_per_session > e.working_per_session);
+    ep.n_threads = 2;
+    memset(&old_out, 0xab, sizeof old_out);
+    old_out.struct_size = (uint32_t)offsetof(qwenrt_memory_estimate, working_per_session);
+    ASSERT_OK(qwenrt_model_estimate_memory(model, &ep, &old_out));
+    EXPECT(old_out.per_session == e.per_session && old_out.total == e.total);
+    EXPECT(old_out.working_per_session == 0xababababababababull); /* past its struct_size */
+    old_ep.struct_size = (uint32_t)offsetof(qwenrt_memory_estimate_params, n_threads);
+    old_ep.n_threads = 3; /* past the old struct_size: not read */
+    ASSERT_OK(qwenrt_model_estimate_memory(model, &old_ep, &more));
+    ep.n_threads = 0;
+    ASSERT_OK(qwenrt_model_estimate_memory(model, &ep, &e8));
+    EXPECT(more.working_per_session == e8.working_per_session);
+    ep.n_threads = -1;
+    EXPECT_STATUS(qwenrt_model_estimate_memory(model, &ep, &e), QWENRT_INVALID_ARGUMENT,
+                  "n_threads");
+    ep.n_threads = 2;
+    ASSERT_OK(qwenrt_model_estimate_memory(model, &ep, &e));
+  }
   ep.kv_type = QWENRT_KV_F32; /* default is F16: twice the KV bytes */
   ASSERT_OK(qwenrt_model_estimate_memory(model, &ep, &e8));
   EXPECT(e8.kv_per_session == 2 * e.kv_per_session);
-  /* A limit of exactly the estimate's per-session bytes (minus the spare snapshot, which the
-   * limit does not count) lets a session of that context be created; one byte less does not. */
+  /* A limit of exactly the estimate's per-session bytes (minus the spare snapshot and the working
+   * buffers, which the limit does not count) lets a session of that context be created. */
   {
     qwenrt_session_params sp;
     qwenrt_session* s = NULL;
@@ -549,7 +582,7 @@ static void TestMemoryEstimate(qwenrt_model* model) {
     sp.n_ctx = 300;
     sp.backend = QWENRT_BACKEND_CPU;
     sp.kv_type = QWENRT_KV_F32;
-    sp.memory_limit = e8.per_session - e8.state_per_session;
+    sp.memory_limit = e8.per_session - e8.state_per_session - e8.working_per_session;
     ASSERT_OK(qwenrt_session_create(model, &sp, &s));
     qwenrt_session_free(s);
   }

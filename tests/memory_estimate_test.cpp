@@ -22,9 +22,11 @@ std::vector<int32_t> Tokens(int64_t n, int64_t vocab) {
   return t;
 }
 
-// What a session holds that the estimate covers: KV pages, state, checkpoints and the spare one.
+// What a session holds that the estimate covers: KV pages, state, checkpoints and the spare one,
+// and the forward pass's working buffers.
 size_t Held(const Session& s) {
-  return s.kv_bytes() + s.state_bytes() + s.checkpoint_bytes() + s.spare_checkpoint_bytes();
+  return s.kv_bytes() + s.state_bytes() + s.checkpoint_bytes() + s.spare_checkpoint_bytes() +
+         s.working_bytes();
 }
 
 }  // namespace
@@ -42,11 +44,15 @@ TEST_CASE("EstimateMemory: a session filled to its context holds the estimate, w
     ep.kv_page_rows = 64;
     ep.sessions = 2;
     ep.checkpoint_budget_bytes = static_cast<int64_t>(3 * RecurrentState::BytesFor(c));
+    SessionParams p = TestParams(BackendKind::kCpu);
+    ep.ubatch = p.ubatch;
+    ep.n_threads = p.n_threads;
     const MemoryEstimate e = EstimateMemory(*model, ep).value();
     CHECK(e.weights > 0);
     CHECK(e.total == e.weights + 2 * e.per_session);
+    CHECK(e.per_session == e.kv_per_session + e.state_per_session + e.checkpoints_per_session +
+                               e.working_per_session);
 
-    SessionParams p = TestParams(BackendKind::kCpu);
     p.kv_type = type;
     p.kv_page_rows = ep.kv_page_rows;
     p.max_context = ep.context;
@@ -58,11 +64,67 @@ TEST_CASE("EstimateMemory: a session filled to its context holds the estimate, w
     REQUIRE(b->Feed(Tokens(ep.context, c.n_vocab), {}, nullptr).ok());
     CHECK(a->kv_bytes() == e.kv_per_session);
     CHECK(a->state_bytes() == e.state_per_session);
+    CHECK(a->working_bytes() == e.working_per_session);
     const double measured = static_cast<double>(Held(*a) + Held(*b));
     const double estimated = static_cast<double>(2 * e.per_session);
     CHECK(measured <= estimated);
     CHECK(measured >= 0.95 * estimated);
   }
+}
+
+TEST_CASE("EstimateMemory: working buffers as a session holds them, fixtures at two contexts",
+          "[ref]") {
+  // Activations for the ubatch, the CPU attention scratch (per thread, and growing with the keys in
+  // spans of 1024: 1500 positions take two) and the logits row; compared after the session ran at
+  // the whole context, when its attention scratch is the largest.
+  for (const char* name : {"micro-s1-f32", "tiny-s1-q4km", "tinymoe-s1-q4km"}) {
+    auto model = LoadFixture(name);
+    const ModelConfig& c = model->config();
+    for (int64_t context : {int64_t{100}, int64_t{1500}}) {
+      INFO(name << " at " << context << " positions");
+      SessionParams p = TestParams(BackendKind::kCpu, /*ubatch=*/128);
+      p.n_threads = 2;
+      p.max_context = context;
+      // Checkpoints every 16 positions fill a budget of 3 and leave a spare, as above.
+      p.checkpoint_budget_bytes = static_cast<int64_t>(3 * RecurrentState::BytesFor(c));
+      p.checkpoint_every = 16;
+      MemoryEstimateParams ep;
+      ep.context = context;
+      ep.kv_type = DefaultKvType(p.backend);
+      ep.ubatch = p.ubatch;
+      ep.n_threads = p.n_threads;
+      ep.checkpoint_budget_bytes = p.checkpoint_budget_bytes;
+      const MemoryEstimate e = EstimateMemory(*model, ep).value();
+      // The activations alone are ubatch x model width: far above the logits row.
+      CHECK(e.working_per_session > static_cast<size_t>(p.ubatch * c.n_embd) * sizeof(float));
+
+      auto s = NewSession(model, p);
+      CHECK(s->working_bytes() == static_cast<size_t>(c.n_vocab) * sizeof(float));  // no context
+      REQUIRE(s->Feed(Tokens(context, c.n_vocab), {}, nullptr).ok());
+      CHECK(s->working_bytes() == e.working_per_session);
+      const double measured = static_cast<double>(Held(*s));
+      const double estimated = static_cast<double>(e.per_session);
+      CHECK(measured <= estimated);
+      CHECK(measured >= 0.95 * estimated);
+
+      // A larger ubatch or more threads need more, and the estimate follows.
+      MemoryEstimateParams more = ep;
+      more.ubatch = 2 * ep.ubatch;
+      CHECK(EstimateMemory(*model, more).value().working_per_session > e.working_per_session);
+      more = ep;
+      more.n_threads = 4;
+      CHECK(EstimateMemory(*model, more).value().working_per_session > e.working_per_session);
+    }
+  }
+}
+
+TEST_CASE("EstimateMemory: working-size defaults are the session's", "[ref]") {
+  const MemoryEstimateParams ep;
+  const SessionParams sp;
+  CHECK(ep.ubatch == sp.ubatch);
+  CHECK(ep.n_threads == sp.n_threads);
+  CHECK(ep.kv_page_rows == sp.kv_page_rows);
+  CHECK(ep.checkpoint_budget_bytes == sp.checkpoint_budget_bytes);
 }
 
 TEST_CASE("EstimateMemory: invalid arguments", "[ref]") {
@@ -78,6 +140,8 @@ TEST_CASE("EstimateMemory: invalid arguments", "[ref]") {
   CHECK(code([](MemoryEstimateParams& p) { p.kv_page_rows = 0; }) == StatusCode::kInvalidArgument);
   CHECK(code([](MemoryEstimateParams& p) { p.checkpoint_budget_bytes = -2; }) ==
         StatusCode::kInvalidArgument);
+  CHECK(code([](MemoryEstimateParams& p) { p.ubatch = 0; }) == StatusCode::kInvalidArgument);
+  CHECK(code([](MemoryEstimateParams& p) { p.n_threads = -1; }) == StatusCode::kInvalidArgument);
   CHECK(code([](MemoryEstimateParams& p) { p.kv_type = static_cast<KvType>(7); }) ==
         StatusCode::kInvalidArgument);
 }
@@ -130,9 +194,14 @@ TEST_CASE("EstimateMemory: the 4B shape at 262,144 tokens with q8_0 KV", "[ref]"
   c.ssm_dk = 128;
   c.ssm_hv = 32;
   c.ssm_dv = 128;
+  c.n_embd = 2560;  // the widths the working buffers need (§3)
+  c.n_head = 16;
+  c.n_ff = 9216;
+  c.n_vocab = 248320;
   for (int64_t l = 0; l < c.n_layer; ++l) c.recurrent.push_back((l + 1) % 4 != 0);
   MemoryEstimateParams ep;  // context 0: the trained context
   ep.kv_type = KvType::kF16;
+  ep.n_threads = 8;  // a fixed pool for the printed working term (docs/memory.md)
   const MemoryEstimate f16 = EstimateMemory(c, ep).value();
   // The spec's worked sizes: 8 GiB of f16 KV at 262k, 52,690,944 B of recurrent state.
   CHECK(f16.kv_per_session == (size_t{8} << 30));
@@ -144,7 +213,7 @@ TEST_CASE("EstimateMemory: the 4B shape at 262,144 tokens with q8_0 KV", "[ref]"
   CHECK(q8.checkpoints_per_session == 9 * q8.state_per_session);
   std::printf(
       "4B shape, 262144 tokens, q8_0 KV, 1 session: KV %zu B, state %zu B, checkpoints %zu B, "
-      "per session %zu B (%.2f GiB; weights not included)\n",
-      q8.kv_per_session, q8.state_per_session, q8.checkpoints_per_session, q8.per_session,
-      static_cast<double>(q8.per_session) / (1 << 30));
+      "working %zu B, per session %zu B (%.2f GiB; weights not included)\n",
+      q8.kv_per_session, q8.state_per_session, q8.checkpoints_per_session, q8.working_per_session,
+      q8.per_session, static_cast<double>(q8.per_session) / (1 << 30));
 }

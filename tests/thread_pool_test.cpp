@@ -1,6 +1,7 @@
 // ThreadPool covers every index exactly once, for static and dynamic splits and odd sizes.
 #include "base/thread_pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -58,6 +59,14 @@ TEST_CASE("ThreadPool stress: many consecutive regions", "[cpu]") {
       }
     }
   }
+}
+
+TEST_CASE("ThreadPool::ThreadsFor: a count as given, 0 = every hardware thread", "[cpu]") {
+  // Sessions, engines and the memory estimate resolve n_threads through it.
+  CHECK(ThreadPool::ThreadsFor(3) == 3);
+  CHECK(ThreadPool::ThreadsFor(1) == 1);
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  CHECK(ThreadPool::ThreadsFor(0) == std::max(1, hw));
 }
 
 TEST_CASE("ThreadPool auto spin is off when oversubscribed", "[cpu]") {

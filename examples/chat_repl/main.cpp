@@ -652,16 +652,17 @@ int main(int argc, char** argv) {
   // What one session will hold at --ctx, before it is created (docs/memory.md).
   qwenrt_memory_estimate_params ep = Init(qwenrt_memory_estimate_params_init);
   ep.n_ctx = o.n_ctx;
+  ep.n_threads = o.n_threads;  // the session's: per-thread attention scratch
   qwenrt_memory_estimate est{};
   est.struct_size = sizeof est;
   if (qwenrt_model_estimate_memory(model, &ep, &est) == QWENRT_OK) {
     const double mib = 1024.0 * 1024.0;
     std::fprintf(stderr,
                  "memory at ctx %d (f16 KV): weights %.1f MiB + session %.1f MiB (KV %.1f, state "
-                 "%.1f, checkpoints %.1f) = %.1f MiB\n",
+                 "%.1f, checkpoints %.1f, working %.1f) = %.1f MiB\n",
                  o.n_ctx > 0 ? o.n_ctx : info.n_ctx_train, est.weights / mib, est.per_session / mib,
                  est.kv_per_session / mib, est.state_per_session / mib,
-                 est.checkpoints_per_session / mib, est.total / mib);
+                 est.checkpoints_per_session / mib, est.working_per_session / mib, est.total / mib);
   }
   if (o.model.empty()) {
     std::fprintf(stderr,

@@ -462,6 +462,9 @@ typedef struct qwenrt_memory_estimate_params {
   qwenrt_kv_type kv_type;     /* default QWENRT_KV_DEFAULT = the CPU backend's (F16) */
   int32_t n_sessions;         /* independent sessions; default 1 */
   uint64_t checkpoint_budget; /* per session, as qwenrt_session_params; 0 = library default */
+  /* Appended in ABI 2 (read only when struct_size covers it): */
+  int32_t n_threads; /* as qwenrt_session_params: 0 = all hardware threads (default); sizes the
+                      * per-thread attention scratch of working_per_session */
 } qwenrt_memory_estimate_params;
 
 /* Bytes sessions of a model will hold (docs/memory.md). Out-struct: set struct_size first. */
@@ -471,19 +474,27 @@ typedef struct qwenrt_memory_estimate {
   uint64_t kv_per_session;          /* KV pages covering n_ctx positions */
   uint64_t state_per_session;       /* recurrent state */
   uint64_t checkpoints_per_session; /* checkpoint budget + one spare snapshot */
-  uint64_t per_session;             /* the three above */
+  uint64_t per_session;             /* KV + state + checkpoints + working */
   uint64_t total;                   /* weights + n_sessions * per_session */
+  /* Appended in ABI 2 (written only when struct_size covers it; per_session includes it either
+   * way): the forward pass's working buffers once the session has run at n_ctx positions
+   * (activations for the session's ubatch, attention scratch for n_threads threads, the logits
+   * row). */
+  uint64_t working_per_session;
 } qwenrt_memory_estimate;
 
 /* Fills *params with the defaults (n_ctx 0, QWENRT_KV_DEFAULT, 1 session, default checkpoint
- * budget). Errors as qwenrt_model_params_init. Thread safety: any thread. */
+ * budget, n_threads 0) for the params->struct_size bytes the caller's header knew. Errors as
+ * qwenrt_model_params_init. Thread safety: any thread. */
 QWENRT_API qwenrt_status qwenrt_memory_estimate_params_init(qwenrt_memory_estimate_params* params);
 
-/* What qwenrt_session_create with the same n_ctx, kv_type and checkpoint_budget then allocates, per
- * session and in all, computed by the library's own size functions; forward-pass work buffers are
- * not included. params: NULL means defaults. Returns QWENRT_INVALID_ARGUMENT (NULL/freed model,
- * NULL out, bad struct_size, negative n_ctx, n_sessions < 1, not a kv_type), QWENRT_UNSUPPORTED
- * (Q8_0 with a head size not a multiple of 32). Thread safety: any thread. */
+/* What qwenrt_session_create with the same n_ctx, kv_type, checkpoint_budget and n_threads (CPU
+ * backend) then allocates, per session and in all, computed by the library's own size functions,
+ * the forward pass's working buffers included (docs/memory.md says what is not counted: the rows
+ * of an all-logits prefill, per-thread matmul conversions, thread stacks). params: NULL means
+ * defaults. Returns QWENRT_INVALID_ARGUMENT (NULL/freed model, NULL out, bad struct_size, negative
+ * n_ctx or n_threads, n_sessions < 1, not a kv_type), QWENRT_UNSUPPORTED (Q8_0 with a head size
+ * not a multiple of 32). Thread safety: any thread. */
 QWENRT_API qwenrt_status qwenrt_model_estimate_memory(const qwenrt_model* model,
                                                       const qwenrt_memory_estimate_params* params,
                                                       qwenrt_memory_estimate* out);

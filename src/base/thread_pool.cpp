@@ -45,6 +45,11 @@ bool SpinUntil(int micros, Done done) {
 
 }  // namespace
 
+int ThreadPool::ThreadsFor(int n_threads) {
+  return n_threads > 0 ? n_threads
+                       : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 ThreadPool::ThreadPool(int n_threads, int spin_micros) : n_threads_(std::max(1, n_threads)) {
   if (spin_micros == kAutoSpin) {
     const unsigned hw = std::thread::hardware_concurrency();

@@ -28,6 +28,10 @@ class ThreadPool {
   // kAutoSpin: kDefaultSpinMicros, or 0 when n_threads exceeds the hardware threads (spinning
   // threads then steal the cores the working ones need: 4 threads on 2 cores measured slower).
   explicit ThreadPool(int n_threads, int spin_micros = kAutoSpin);
+  // The workers a session or engine starts for a requested count: `n_threads`, or every hardware
+  // thread when it is 0 (at least 1). One place, so the memory estimate sizes per-thread scratch
+  // for the pool the session will really have.
+  static int ThreadsFor(int n_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

@@ -39,9 +39,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(std::shared_ptr<const ChatModel
   QWENRT_RETURN_IF_ERROR(CheckBatching(params.backend));
   std::unique_ptr<Engine> e(new (std::nothrow) Engine(model, params));
   if (e == nullptr) return OutOfMemory("Engine: allocation failed");
-  const int n = params.n_threads > 0
-                    ? params.n_threads
-                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int n = ThreadPool::ThreadsFor(params.n_threads);
   const size_t m = static_cast<size_t>(params.max_sessions);
   try {
     e->pool_ = std::make_unique<ThreadPool>(n);

@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "model/config.h"
 #include "ops/activations.h"
 #include "ops/attention.h"
 #include "ops/conv.h"
@@ -38,6 +39,8 @@ class Backend {
   // query heads per KV head, heads `head_dim` wide, before a forward pass touches any state.
   // Error: OutOfMemory.
   virtual Status Reserve(int64_t n_kv, int64_t group, int64_t head_dim) = 0;
+  // Bytes of that scratch held now (BackendScratchFloats of the largest Reserve so far).
+  virtual size_t scratch_bytes() const = 0;
 
   // --- embedding, norms, projections ---
   // x[t] = dequantized table row tokens[t].  tokens: [T] in [0, table.rows); x: [T, table.cols]
@@ -124,6 +127,17 @@ struct BackendOptions {
   // ubatches.
   int64_t gdn_chunk_min_tokens = cpu::kGatedDeltaChunkMinTokens;
 };
+
+// The floats Reserve(n_kv, group, head_dim) makes a backend of `kind` hold on a pool of `threads`
+// (kRef: the scores of one row; kCpu: cpu::AttentionScratchFloats; kCuda: 0, its scratch is on the
+// device). The backends size their scratch by it, and the memory estimate counts it, so the two
+// cannot drift apart.
+int64_t BackendScratchFloats(BackendKind kind, int64_t n_kv, int64_t group, int64_t head_dim,
+                             int threads);
+// Query heads per KV head of `c`: the `group` ForwardBatch reserves with.
+inline int64_t AttentionGroup(const ModelConfig& c) {
+  return c.n_head_kv > 0 ? c.n_head / c.n_head_kv : 1;
+}
 
 // kRef ignores `pool`; kCpu requires it. Errors: Unsupported (kCuda), InvalidArgument (no pool).
 StatusOr<std::unique_ptr<Backend>> MakeBackend(BackendKind kind, ThreadPool* pool,

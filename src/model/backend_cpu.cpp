@@ -17,15 +17,21 @@ class CpuBackend final : public Backend {
   CpuBackend(ThreadPool& pool, const BackendOptions& options) : pool_(pool), options_(options) {}
 
   Status Reserve(int64_t n_kv, int64_t group, int64_t head_dim) override {
-    const size_t need =
-        static_cast<size_t>(cpu::AttentionScratchFloats(n_kv, group, head_dim, pool_.size()));
+    const size_t need = static_cast<size_t>(
+        BackendScratchFloats(BackendKind::kCpu, n_kv, group, head_dim, pool_.size()));
     try {
-      if (scratch_.size() < need) scratch_.resize(need);
+      // Freed, then allocated at exactly `need`: the contents need not survive, and growing in
+      // place would let the vector double (more than the memory estimate counts).
+      if (scratch_.size() < need) {
+        std::vector<float>().swap(scratch_);
+        scratch_.resize(need);
+      }
     } catch (const std::bad_alloc&) {
       return OutOfMemory("out of memory for attention scratch over {} positions", n_kv);
     }
     return OkStatus();
   }
+  size_t scratch_bytes() const override { return scratch_.capacity() * sizeof(float); }
   void Embed(const WeightMatrix& table, const int32_t* tokens, int64_t T, float* x) override {
     cpu::Embed(table, tokens, T, x, pool_);
   }
@@ -136,6 +142,19 @@ const char* BackendName(BackendKind kind) {
       return "cuda";
   }
   return "?";
+}
+
+int64_t BackendScratchFloats(BackendKind kind, int64_t n_kv, int64_t group, int64_t head_dim,
+                             int threads) {
+  switch (kind) {
+    case BackendKind::kRef:
+      return n_kv;
+    case BackendKind::kCpu:
+      return cpu::AttentionScratchFloats(n_kv, group, head_dim, threads);
+    case BackendKind::kCuda:
+      return 0;
+  }
+  return 0;
 }
 
 StatusOr<std::unique_ptr<Backend>> MakeBackend(BackendKind kind, ThreadPool* pool,

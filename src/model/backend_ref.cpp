@@ -10,14 +10,20 @@ namespace {
 
 class RefBackend final : public Backend {
  public:
-  Status Reserve(int64_t n_kv, int64_t /*group*/, int64_t /*head_dim*/) override {
+  Status Reserve(int64_t n_kv, int64_t group, int64_t head_dim) override {
+    const size_t need =
+        static_cast<size_t>(BackendScratchFloats(BackendKind::kRef, n_kv, group, head_dim, 1));
     try {
-      if (scores_.size() < static_cast<size_t>(n_kv)) scores_.resize(static_cast<size_t>(n_kv));
+      if (scores_.size() < need) {  // freed first: exactly `need` (see CpuBackend::Reserve)
+        std::vector<float>().swap(scores_);
+        scores_.resize(need);
+      }
     } catch (const std::bad_alloc&) {
       return OutOfMemory("out of memory for attention scores over {} positions", n_kv);
     }
     return OkStatus();
   }
+  size_t scratch_bytes() const override { return scores_.capacity() * sizeof(float); }
 
   void Embed(const WeightMatrix& table, const int32_t* tokens, int64_t T, float* x) override {
     ref::Embed(table, tokens, T, x);

@@ -250,6 +250,13 @@ Status CheckStep(const ModelConfig& c, SequenceStep& st) {
   return st.kv->Reserve(kv.size() + T);
 }
 
+// Floats of the batching logits: several sequences' last-token rows [min(Tm, Sm), V] (a single
+// sequence's row is written straight to its caller's buffer: none).
+size_t BatchLogitsFloats(const ModelConfig& c, const ForwardContext::Options& options) {
+  if (options.max_sequences <= 1) return 0;
+  return static_cast<size_t>(std::min(options.max_ubatch, options.max_sequences) * c.n_vocab);
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& model,
@@ -278,15 +285,12 @@ StatusOr<std::unique_ptr<ForwardContext>> ForwardContext::Create(const Model& mo
   }
   QWENRT_ASSIGN_OR_RETURN(ctx->backend_, MakeBackend(kind, pool, options.backend));
   const ModelConfig& c = model.config();
-  const size_t Tm = static_cast<size_t>(options.max_ubatch),
-               Sm = static_cast<size_t>(options.max_sequences);
+  const int64_t Tm = options.max_ubatch;
   Activations& a = ctx->act_;
   try {
-    ForEachActivation(a, c, options.max_ubatch,
+    ForEachActivation(a, c, Tm,
                       [](auto& buffer, int64_t n) { buffer.resize(static_cast<size_t>(n)); });
-    // Several sequences' last-token logits (a single one is written straight to its buffer).
-    if (options.max_sequences > 1)
-      a.logits.resize(std::min(Tm, Sm) * static_cast<size_t>(c.n_vocab));
+    a.logits.resize(BatchLogitsFloats(c, options));
   } catch (const std::bad_alloc&) {
     return OutOfMemory("out of memory allocating forward scratch for ubatches of {} tokens", Tm);
   }
@@ -298,6 +302,22 @@ size_t ForwardContext::bytes() const {
   ForEachActivation(act_, model_.config(), max_ubatch_, [&](const auto& buffer, int64_t) {
     n += buffer.capacity() * sizeof(buffer[0]);
   });
+  if (backend_ != nullptr) n += backend_->scratch_bytes();
+  return n;
+}
+
+size_t ForwardContext::BytesFor(const ModelConfig& c, BackendKind kind, const Options& options,
+                                int threads, int64_t n_kv) {
+  if (kind == BackendKind::kCuda) return 0;
+  const Activations none;  // only the element types are read
+  size_t n = BatchLogitsFloats(c, options) * sizeof(float);
+  ForEachActivation(none, c, options.max_ubatch, [&](const auto& buffer, int64_t elements) {
+    n += static_cast<size_t>(elements) * sizeof(buffer[0]);
+  });
+  if (n_kv > 0)  // as ForwardBatch: Reserve runs once some cache has positions
+    n += static_cast<size_t>(
+             BackendScratchFloats(kind, n_kv, AttentionGroup(c), c.head_dim, threads)) *
+         sizeof(float);
   return n;
 }
 
@@ -347,7 +367,7 @@ Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps) {
   }
   if (n_kv > 0) {
     const Status reserved =  // grows with the caches only
-        ctx.backend_->Reserve(n_kv, c.n_head_kv > 0 ? c.n_head / c.n_head_kv : 1, c.head_dim);
+        ctx.backend_->Reserve(n_kv, AttentionGroup(c), c.head_dim);
     if (!reserved.ok()) {
       for (SequenceStep& st : steps) {
         if (st.status.ok()) st.status = reserved;

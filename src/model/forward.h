@@ -69,7 +69,15 @@ class ForwardContext {
   BackendKind kind() const { return kind_; }
   int64_t max_ubatch() const { return max_ubatch_; }
   int64_t max_sequences() const { return max_sequences_; }
-  size_t bytes() const;  // scratch bytes held
+  // Host scratch bytes held: the activations, the batching logits and the backend's attention
+  // scratch (0 for kCuda, whose buffers are on the device).
+  size_t bytes() const;
+  // What bytes() reports for a context of `kind` made with `options` on a pool of `threads`, once
+  // its attention has run over caches of up to `n_kv` positions: Create and ForwardBatch allocate
+  // by the same functions (ForEachActivation, BatchLogitsFloats, BackendScratchFloats), so the
+  // memory estimate (session/memory_estimate.h) cannot drift from them.
+  static size_t BytesFor(const ModelConfig& config, BackendKind kind, const Options& options,
+                         int threads, int64_t n_kv);
 
  private:
   ForwardContext(const Model& model, BackendKind kind) : model_(model), kind_(kind) {}

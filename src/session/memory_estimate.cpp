@@ -6,6 +6,7 @@
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/recurrent_state.h"
+#include "session/session.h"
 
 namespace qwenrt {
 
@@ -28,6 +29,10 @@ StatusOr<MemoryEstimate> EstimateMemory(const ModelConfig& config,
   if (params.checkpoint_budget_bytes < -1)
     return InvalidArgument("memory estimate: checkpoint budget {} < -1",
                            params.checkpoint_budget_bytes);
+  if (params.ubatch < 1)
+    return InvalidArgument("memory estimate: ubatch must be >= 1 (got {})", params.ubatch);
+  if (params.n_threads < 0)
+    return InvalidArgument("memory estimate: n_threads {} < 0", params.n_threads);
   if (static_cast<uint32_t>(params.kv_type) >= kKvTypeCount)
     return InvalidArgument("memory estimate: unknown KV type {}",
                            static_cast<uint32_t>(params.kv_type));
@@ -42,7 +47,13 @@ StatusOr<MemoryEstimate> EstimateMemory(const ModelConfig& config,
   e.state_per_session = RecurrentState::BytesFor(config);
   e.checkpoints_per_session =
       CheckpointBudgetBytes(config, params.checkpoint_budget_bytes) + e.state_per_session;
-  e.per_session = e.kv_per_session + e.state_per_session + e.checkpoints_per_session;
+  SessionParams sp;  // the session the estimate is of: the CPU backend and the working sizes
+  sp.backend = BackendKind::kCpu;
+  sp.ubatch = params.ubatch;
+  sp.n_threads = params.n_threads;
+  e.working_per_session = Session::WorkingBytesFor(config, sp, context);
+  e.per_session =
+      e.kv_per_session + e.state_per_session + e.checkpoints_per_session + e.working_per_session;
   e.total = static_cast<size_t>(params.sessions) * e.per_session;
   return e;
 }

@@ -112,25 +112,42 @@ Status Session::Init() {
   return OkStatus();
 }
 
-Status Session::MakeContext() try {
+int Session::ContextThreads(const SessionParams& params) {
   // The CUDA backend does its host-side work (embedding rows, MoE routing) on the calling thread.
-  const int n = params_.backend == BackendKind::kCuda ? 1
-                : params_.n_threads > 0
-                    ? params_.n_threads
-                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return params.backend == BackendKind::kCuda ? 1 : ThreadPool::ThreadsFor(params.n_threads);
+}
+
+ForwardContext::Options Session::ContextOptions(const SessionParams& params) {
+  ForwardContext::Options fo;
+  fo.max_ubatch = params.ubatch;
+  if (params.split_invariant) fo.backend.gdn_chunk_min_tokens = INT64_MAX;
+  fo.cuda_graphs = params.cuda_graphs;
+  return fo;
+}
+
+Status Session::MakeContext() try {
   try {
-    pool_ = std::make_unique<ThreadPool>(n);
+    pool_ = std::make_unique<ThreadPool>(ContextThreads(params_));
   } catch (const std::exception& e) {
     return OutOfMemory("Session: cannot start its thread pool: {}", e.what());
   }
-  ForwardContext::Options fo;
-  fo.max_ubatch = params_.ubatch;
-  if (params_.split_invariant) fo.backend.gdn_chunk_min_tokens = INT64_MAX;
-  fo.cuda_graphs = params_.cuda_graphs;
-  QWENRT_ASSIGN_OR_RETURN(ctx_, ForwardContext::Create(*model_, params_.backend, pool_.get(), fo));
+  QWENRT_ASSIGN_OR_RETURN(
+      ctx_, ForwardContext::Create(*model_, params_.backend, pool_.get(), ContextOptions(params_)));
   return OkStatus();
 } catch (const std::bad_alloc&) {
   return OutOfMemory("Session: cannot allocate its forward context");
+}
+
+size_t Session::working_bytes() const {
+  return last_logits_.capacity() * sizeof(float) + (ctx_ != nullptr ? ctx_->bytes() : 0);
+}
+
+size_t Session::WorkingBytesFor(const ModelConfig& config, const SessionParams& params,
+                                int64_t context) {
+  // The last-token logits row (Init) and the context MakeContext makes.
+  return static_cast<size_t>(config.n_vocab) * sizeof(float) +
+         ForwardContext::BytesFor(config, params.backend, ContextOptions(params),
+                                  ContextThreads(params), context);
 }
 
 void Session::RunPiece(SessionPiece& piece) {

@@ -66,9 +66,10 @@ struct SessionParams {
   // Memory for checkpoints. -1 = room for 8 snapshots. The newest snapshot of the latest turn is
   // kept even when it alone exceeds the budget (see checkpoint.h for the eviction order).
   int64_t checkpoint_budget_bytes = -1;
-  // The most bytes this session may hold (KV pages + recurrent state + checkpoint budget; the same
-  // terms as EstimateMemory's per_session, docs/memory.md); 0 = unlimited. Create and KV growth
-  // that would pass it fail with OutOfMemory before allocating, leaving the session as it was.
+  // The most bytes this session may hold (KV pages + recurrent state + checkpoint budget: the terms
+  // of EstimateMemory's per_session but its working buffers, docs/memory.md); 0 = unlimited. Create
+  // and KV growth that would pass it fail with OutOfMemory before allocating, leaving the session
+  // as it was.
   int64_t memory_limit_bytes = 0;
   int64_t checkpoint_tail =
       4;  // automatic checkpoint this many tokens before each prefill end; 0 = off
@@ -353,6 +354,16 @@ class Session {
   size_t kv_shared_bytes() const { return kv_.shared_bytes(); }
   size_t kv_prorated_bytes() const { return kv_.prorated_bytes(); }
   KvType kv_type() const { return kv_.type(); }
+  // Working memory of the forward pass on the host: the session's ForwardContext (activations and
+  // attention scratch, ForwardContext::bytes(); made on first use, so 0 before a CPU session ran)
+  // and its last-token logits. Not included: the rows of an all_logits Feed (logits(); their size
+  // is the request's) and the per-thread conversion scratch of the matmuls (docs/memory.md).
+  size_t working_bytes() const;
+  // What working_bytes() reaches for `params` once the session has run with `context` positions in
+  // its cache: the same functions size the allocation (ForwardContext::BytesFor, the logits row),
+  // so EstimateMemory's working_per_session cannot drift from it.
+  static size_t WorkingBytesFor(const ModelConfig& config, const SessionParams& params,
+                                int64_t context);
   const SessionParams& params() const { return params_; }
   const std::shared_ptr<const Model>& model() const { return model_; }
 
@@ -362,7 +373,10 @@ class Session {
   Status Init();
   // Checks ids and capacity for appending `n` tokens (nothing mutated).
   Status CheckTokens(std::span<const int32_t> tokens) const;
-  Status MakeContext();       // the session's own ForwardContext and ThreadPool
+  Status MakeContext();  // the session's own ForwardContext and ThreadPool
+  // The pool size and ForwardContext options MakeContext uses for `params`.
+  static int ContextThreads(const SessionParams& params);
+  static ForwardContext::Options ContextOptions(const SessionParams& params);
   Status MakeRoom(size_t n);  // transcript capacity for n more tokens
   // After a piece ran: appends its tokens to the transcript; on a forward error, rolls back.
   void AfterRun(SessionPiece& piece);
