@@ -25,6 +25,8 @@ const char kSoakUsage[] =
     "  --check-every K      compare an idle session with a fresh re-prefill every K actions\n"
     "                       (0: only the final sweep over every session)\n"
     "  --host-steps         the loop steps the engine itself (no worker thread): reproducible\n"
+    "  --actions N          also stop after N actions (with --host-steps: the same run on any\n"
+    "                       machine)\n"
     "  --max-context C      per session (default 4096; a session past C/2 is reset)\n"
     "  --warmup SECONDS     before the resident-memory baseline (default: duration/4, <= 60)\n"
     "  --rss-growth F       allowed growth over the baseline: fraction (default 0.10) ...\n"
@@ -88,6 +90,9 @@ bool ParseArgs(int argc, char** argv, SoakArgs* a, std::string* err) {
     } else if (k == "-t" || k == "--threads") {
       if (!num(0, 1024)) return false;
       a->p.threads = static_cast<int>(x);
+    } else if (k == "--actions") {
+      if (!num(0, 1e15)) return false;
+      a->p.max_actions = static_cast<int64_t>(x);
     } else if (k == "--max-context") {
       if (!num(64, 1 << 20)) return false;
       a->p.max_context = static_cast<int64_t>(x);

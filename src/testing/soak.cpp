@@ -33,16 +33,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Bounded value grammars: a random-weight model never ends free text on its own.
-const char kToolsJson[] = R"([
-  {"type": "function", "function": {"name": "get_weather", "description": "Weather",
-   "parameters": {"type": "object", "properties": {
-     "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-     "days": {"type": "integer", "minimum": 1, "maximum": 7}},
-    "required": ["unit", "days"]}}},
-  {"type": "function", "function": {"name": "pick",
-   "parameters": {"type": "object", "properties": {
-     "n": {"type": "integer", "minimum": -5, "maximum": 5}}, "required": ["n"]}}}
-])";
+const char kToolsJson[] = R"([{"type": "function", "function": {"name": "pick", "parameters":
+  {"type": "object", "properties": {"n": {"type": "integer", "minimum": -5, "maximum": 5}},
+   "required": ["n"]}}}])";
 
 const char kSchemaJson[] = R"({"type": "object", "additionalProperties": false,
   "required": ["ok", "n"], "properties": {"ok": {"type": "boolean"},
@@ -231,7 +224,7 @@ void Soak::SubmitTurn(Slot& s) {
     gen.tool_choice.mode = m == 0   ? ToolChoiceMode::kRequired
                            : m == 1 ? ToolChoiceMode::kAuto
                                     : ToolChoiceMode::kFunction;
-    if (m == 2) gen.tool_choice.function = "pick";
+    if (m == 2) gen.tool_choice.function = "pick";  // the one tool, by name
     if (m != 1) gen.sampling.logit_bias.clear();
     gen.max_tokens = 48;
   }
@@ -396,7 +389,9 @@ void Soak::Check(Slot& s) {
   ++r_.checks;
   auto ref = ChatSession::Create(p_.model, SessionParams(ses.kv_type()));
   if (!Record("check_create", ref.status(), &s)) return;
-  if (!Record("check_feed", (*ref)->FeedTokens(ses.transcript()), &s)) return;
+  std::vector<int32_t> tokens = ses.transcript();
+  if (p_.perturb_reference_for_testing) tokens.back() = (tokens.back() + 1) % n_vocab_;
+  if (!Record("check_feed", (*ref)->FeedTokens(tokens), &s)) return;
   const std::span<const float> want = (*ref)->session().last_logits();
   if (want.size() != logits.size() ||
       std::memcmp(want.data(), logits.data(), logits.size() * sizeof(float)) != 0) {
@@ -456,7 +451,7 @@ StatusOr<SoakResult> Soak::Run() {
   warmup_ = p_.warmup_s >= 0 ? p_.warmup_s : std::min(60.0, p_.duration_s / 4);
   t0_ = Clock::now();
   for (Slot& s : slots_) Create(s);
-  while (Now() < p_.duration_s) {
+  while (Now() < p_.duration_s && (p_.max_actions == 0 || r_.actions < p_.max_actions)) {
     ++tick_;
     Harvest();
     if (p_.check_every > 0 && r_.actions >= next_check_) {

@@ -46,6 +46,9 @@ struct SoakParams {
   int check_every = 16;  // one state check every K actions; 0 = only the final sweep
   int threads = 0;       // engine and session thread pools; 0 = hardware concurrency
   bool worker = true;    // the engine's own thread steps (else the loop calls Step: reproducible)
+  // Also stop after this many actions (0: no limit). With worker = false the run is then the same
+  // on any machine: the schedule, the cancel points (loop ticks) and the results.
+  int64_t max_actions = 0;
   // Per session. A session past half of it is reset; a conversation that would not fit starts
   // over (the tool definitions alone render to ~1000 tokens with the fixtures' small vocabulary).
   int64_t max_context = 4096;
@@ -54,6 +57,9 @@ struct SoakParams {
   double rss_growth = 0.10;
   double rss_slack_mib = 8;
   std::function<void(const SoakSample&)> on_report;  // may be null
+  // Tests only: the reference prefill gets a different last token, so every check must report a
+  // mismatch (shows that the checks can fail).
+  bool perturb_reference_for_testing = false;
 };
 
 struct SoakResult {
