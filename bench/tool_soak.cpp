@@ -30,7 +30,8 @@ const char kSoakUsage[] =
     "  --max-context C      per session (default 4096; a session past C/2 is reset)\n"
     "  --warmup SECONDS     before the resident-memory baseline (default: duration/4, <= 60)\n"
     "  --rss-growth F       allowed growth over the baseline: fraction (default 0.10) ...\n"
-    "  --rss-slack MIB      ... plus MiB (default 8)\n"
+    "  --rss-slack MIB      ... plus MiB (default 8), plus the growth of what the sessions hold\n"
+    "                       (KV, recurrent states, checkpoints: their peak after the baseline)\n"
     "  --report-every SECONDS  progress lines (default 30)\n";
 
 bool ParseNum(const std::string& s, double lo, double hi, double* out) {
@@ -149,11 +150,11 @@ int RunSoak(int argc, char** argv) {
                a.p.worker ? "engine worker" : "host steps", a.p.threads);
   a.p.on_report = [progress](const testing::SoakSample& x) {
     std::fprintf(progress,
-                 "[%6.1f s] turns %lld (%.0f/min), rss %.1f MiB, checks %lld, mismatches %lld, "
-                 "unexpected errors %lld\n",
+                 "[%6.1f s] turns %lld (%.0f/min), rss %.1f MiB (sessions hold %.1f), checks %lld, "
+                 "mismatches %lld, unexpected errors %lld\n",
                  x.t_s, static_cast<long long>(x.turns), x.turns_per_min, Mib(x.rss_kib),
-                 static_cast<long long>(x.checks), static_cast<long long>(x.mismatches),
-                 static_cast<long long>(x.unexpected_errors));
+                 Mib(x.held_kib), static_cast<long long>(x.checks),
+                 static_cast<long long>(x.mismatches), static_cast<long long>(x.unexpected_errors));
     std::fflush(progress);
   };
   auto r = testing::RunSoak(a.p);
@@ -182,6 +183,8 @@ int RunSoak(int argc, char** argv) {
         {"rss_final_kib", r->rss_final_kib},
         {"rss_peak_kib", r->rss_peak_kib},
         {"rss_bound_kib", r->rss_bound_kib},
+        {"held_baseline_kib", r->held_baseline_kib},
+        {"held_peak_kib", r->held_peak_kib},
         {"rss_ok", r->rss_ok},
         {"failures", r->failures},
         {"samples", nlohmann::ordered_json::array()},
@@ -189,6 +192,7 @@ int RunSoak(int argc, char** argv) {
     for (const auto& x : r->samples) {
       out["samples"].push_back({{"t_s", x.t_s},
                                 {"rss_kib", x.rss_kib},
+                                {"held_kib", x.held_kib},
                                 {"turns", x.turns},
                                 {"turns_per_min", x.turns_per_min},
                                 {"checks", x.checks},
@@ -212,9 +216,11 @@ int RunSoak(int argc, char** argv) {
               static_cast<long long>(r->checks_skipped), static_cast<long long>(r->mismatches));
   if (r->rss_baseline_kib > 0) {
     std::printf(
-        "rss: %.1f MiB after warm-up, %.1f MiB at the end, peak %.1f MiB, bound %.1f MiB: %s\n",
+        "rss: %.1f MiB after warm-up, %.1f MiB at the end, peak %.1f MiB; sessions held %.1f MiB "
+        "then, %.1f MiB at most since; bound %.1f MiB: %s\n",
         Mib(r->rss_baseline_kib), Mib(r->rss_final_kib), Mib(r->rss_peak_kib),
-        Mib(r->rss_bound_kib), r->rss_ok ? "ok" : "GREW");
+        Mib(r->held_baseline_kib), Mib(r->held_peak_kib), Mib(r->rss_bound_kib),
+        r->rss_ok ? "ok" : "GREW");
   } else {
     std::printf("rss: %.1f MiB at the end (the run ended within the warm-up: no growth check)\n",
                 Mib(r->rss_final_kib));

@@ -97,3 +97,20 @@ TEST_CASE("Soak: bad parameters are refused", "[soak]") {
   p.sessions = 0;
   CHECK(testing::RunSoak(p).status().code() == StatusCode::kInvalidArgument);
 }
+
+TEST_CASE("Soak: resident memory past the bound fails the run", "[cpu][engine][soak]") {
+  testing::SoakParams p = Short(60);
+  p.worker = false;
+  p.max_actions = 5;
+  p.warmup_s = 0;
+  p.rss_growth = -0.5;  // a bound of half the baseline: any run is past it
+  p.rss_slack_mib = 0;
+  auto r = testing::RunSoak(p);
+  REQUIRE(r.ok());
+  CHECK(r->rss_baseline_kib > 0);
+  CHECK(r->mismatches == 0);
+  CHECK_FALSE(r->rss_ok);
+  CHECK_FALSE(r->ok());
+  REQUIRE_FALSE(r->failures.empty());
+  CHECK(r->failures.back().find("resident memory grew") != std::string::npos);
+}

@@ -13,7 +13,10 @@
 // whose KV rows went through a lossy conversion (to or from q8_0) are not compared.
 // Errors: a status other than OK or CANCELLED from any operation is a failure (kept by kind,
 // "op CODE"). Memory: VmRSS sampled every second; the run fails when the last sample exceeds the
-// first sample after warm-up by more than rss_growth (fraction) + rss_slack_mib.
+// first sample after warm-up by more than rss_growth (fraction) + rss_slack_mib + what the sessions
+// legitimately hold beyond what they held then (their KV pages, recurrent states and checkpoints,
+// shared ones divided among holders, at their peak: conversations grow over minutes, and freed
+// pages need not go back to the system). A leak grows past that; a longer working set does not.
 // Not a timed test: turns per minute depend on the (shared) machine.
 #pragma once
 
@@ -33,7 +36,8 @@ namespace qwenrt::testing {
 struct SoakSample {
   double t_s = 0;
   int64_t rss_kib = 0;
-  int64_t turns = 0;  // turns ended so far (OK or cancelled)
+  int64_t held_kib = 0;  // what the sessions hold (KV, recurrent states, checkpoints)
+  int64_t turns = 0;     // turns ended so far (OK or cancelled)
   double turns_per_min = 0;
   int64_t checks = 0, mismatches = 0, unexpected_errors = 0;
 };
@@ -75,6 +79,9 @@ struct SoakResult {
   std::vector<SoakSample> samples;    // progress reports, the last one at the end
   int64_t rss_baseline_kib = 0;       // first sample after warm-up (0: the run was shorter)
   int64_t rss_final_kib = 0, rss_peak_kib = 0, rss_bound_kib = 0;
+  // What the sessions held at the baseline sample, and at most after it (the bound allows the
+  // difference).
+  int64_t held_baseline_kib = 0, held_peak_kib = 0;
   bool rss_ok = true;
 
   bool ok() const { return mismatches == 0 && unexpected_errors == 0 && rss_ok; }
