@@ -29,9 +29,9 @@ const char kSoakUsage[] =
     "                       machine)\n"
     "  --max-context C      per session (default 4096; a session past C/2 is reset)\n"
     "  --warmup SECONDS     before the resident-memory baseline (default: duration/4, <= 60)\n"
-    "  --rss-growth F       allowed growth over the baseline: fraction (default 0.10) ...\n"
-    "  --rss-slack MIB      ... plus MiB (default 8), plus the growth of what the sessions hold\n"
-    "                       (KV, recurrent states, checkpoints: their peak after the baseline)\n"
+    "  --rss-growth F       allowed growth of RSS minus what the sessions hold (KV, recurrent\n"
+    "                       states, checkpoints), from the warm-up's end: fraction (default 0.10)\n"
+    "  --rss-slack MIB      ... plus MiB (default 8)\n"
     "  --report-every SECONDS  progress lines (default 30)\n";
 
 bool ParseNum(const std::string& s, double lo, double hi, double* out) {
@@ -184,7 +184,7 @@ int RunSoak(int argc, char** argv) {
         {"rss_peak_kib", r->rss_peak_kib},
         {"rss_bound_kib", r->rss_bound_kib},
         {"held_baseline_kib", r->held_baseline_kib},
-        {"held_peak_kib", r->held_peak_kib},
+        {"held_final_kib", r->held_final_kib},
         {"rss_ok", r->rss_ok},
         {"failures", r->failures},
         {"samples", nlohmann::ordered_json::array()},
@@ -216,10 +216,10 @@ int RunSoak(int argc, char** argv) {
               static_cast<long long>(r->checks_skipped), static_cast<long long>(r->mismatches));
   if (r->rss_baseline_kib > 0) {
     std::printf(
-        "rss: %.1f MiB after warm-up, %.1f MiB at the end, peak %.1f MiB; sessions held %.1f MiB "
-        "then, %.1f MiB at most since; bound %.1f MiB: %s\n",
-        Mib(r->rss_baseline_kib), Mib(r->rss_final_kib), Mib(r->rss_peak_kib),
-        Mib(r->held_baseline_kib), Mib(r->held_peak_kib), Mib(r->rss_bound_kib),
+        "rss: %.1f MiB after warm-up (sessions hold %.1f), %.1f MiB at the end (sessions hold "
+        "%.1f), peak %.1f MiB; bound %.1f MiB: %s\n",
+        Mib(r->rss_baseline_kib), Mib(r->held_baseline_kib), Mib(r->rss_final_kib),
+        Mib(r->held_final_kib), Mib(r->rss_peak_kib), Mib(r->rss_bound_kib),
         r->rss_ok ? "ok" : "GREW");
   } else {
     std::printf("rss: %.1f MiB at the end (the run ended within the warm-up: no growth check)\n",

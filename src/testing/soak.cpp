@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <random>
 #include <span>
 #include <string>
@@ -91,6 +94,8 @@ class Soak {
   void Harvest();
   void Check(Slot& s);
   void Sample(bool report);
+  int64_t Held();
+  void MeasureQuiet(int64_t* rss, int64_t* held);
   Slot* RandomIdle(const Slot* except);
 
   SoakParams p_;
@@ -405,32 +410,40 @@ void Soak::Check(Slot& s) {
   }
 }
 
+// Sums what the sessions hold: accurate when every slot is idle; a busy session (the engine's to
+// touch) counts what it held when last seen idle.
+int64_t Soak::Held() {
+  int64_t held = 0;
+  for (Slot& s : slots_) {
+    if (s.chat == nullptr) {
+      s.held_kib = 0;
+    } else if (s.turn == nullptr) {
+      const Session& ses = s.chat->session();
+      s.held_kib = static_cast<int64_t>(ses.kv_prorated_bytes() + ses.checkpoint_prorated_bytes() +
+                                        ses.state_bytes() + ses.spare_checkpoint_bytes()) /
+                   1024;
+    }
+    held += s.held_kib;
+  }
+  return held;
+}
+
+// RSS and what the sessions hold at a quiet point (no turn running), after handing the allocator's
+// free pages back, so that RSS - held is what the process holds besides the sessions.
+void Soak::MeasureQuiet(int64_t* rss, int64_t* held) {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+  *rss = ResidentKib();
+  *held = Held();
+}
+
 void Soak::Sample(bool report) {
   const double now = Now();
   if (now >= next_rss_ || report) {
-    const int64_t rss = ResidentKib();
-    held_kib_ = 0;
-    for (Slot& s : slots_) {
-      if (s.chat == nullptr) {
-        s.held_kib = 0;
-      } else if (s.turn == nullptr) {  // a busy session is the engine's: its last idle value
-        const Session& ses = s.chat->session();
-        s.held_kib =
-            static_cast<int64_t>(ses.kv_prorated_bytes() + ses.checkpoint_prorated_bytes() +
-                                 ses.state_bytes() + ses.spare_checkpoint_bytes()) /
-            1024;
-      }
-      held_kib_ += s.held_kib;
-    }
-    r_.rss_final_kib = rss;
-    if (now >= warmup_) {
-      r_.rss_peak_kib = std::max(r_.rss_peak_kib, rss);
-      if (r_.rss_baseline_kib == 0) {
-        r_.rss_baseline_kib = rss;
-        r_.held_baseline_kib = held_kib_;
-      }
-      r_.held_peak_kib = std::max(r_.held_peak_kib, held_kib_);
-    }
+    r_.rss_final_kib = ResidentKib();
+    held_kib_ = Held();
+    r_.rss_peak_kib = std::max(r_.rss_peak_kib, r_.rss_final_kib);
     next_rss_ = now + 1.0;
   }
   if (now < next_report_ && !report) return;
@@ -484,7 +497,15 @@ StatusOr<SoakResult> Soak::Run() {
       }
     }
     const int64_t before = r_.actions;
-    Act();
+    // At the end of the warm-up no new turn starts until the running ones end: the baseline is
+    // measured with every session idle.
+    const bool quiesce = r_.rss_baseline_kib == 0 && Now() >= warmup_;
+    if (quiesce && std::none_of(slots_.begin(), slots_.end(),
+                                [](const Slot& s) { return s.turn != nullptr; })) {
+      MeasureQuiet(&r_.rss_baseline_kib, &r_.held_baseline_kib);
+    } else if (!quiesce) {
+      Act();
+    }
     Sample(false);
     if (!p_.worker) {
       engine_->Step();
@@ -508,18 +529,23 @@ StatusOr<SoakResult> Soak::Run() {
   }
   r_.seconds = Now();
   Sample(true);
+  int64_t rss = 0;
+  MeasureQuiet(&rss, &r_.held_final_kib);
+  r_.rss_final_kib = rss;
   if (r_.rss_baseline_kib > 0) {
-    r_.rss_bound_kib =
-        static_cast<int64_t>(static_cast<double>(r_.rss_baseline_kib) * (1.0 + p_.rss_growth)) +
-        static_cast<int64_t>(p_.rss_slack_mib * 1024) +
-        std::max<int64_t>(0, r_.held_peak_kib - r_.held_baseline_kib);
+    // The process besides the sessions may grow by rss_growth + rss_slack_mib; the sessions may
+    // hold more than at the baseline (longer conversations).
+    const int64_t other = r_.rss_baseline_kib - r_.held_baseline_kib;
+    r_.rss_bound_kib = r_.held_final_kib +
+                       static_cast<int64_t>(static_cast<double>(other) * (1.0 + p_.rss_growth)) +
+                       static_cast<int64_t>(p_.rss_slack_mib * 1024);
     r_.rss_ok = r_.rss_final_kib <= r_.rss_bound_kib;
     if (!r_.rss_ok) {
       Fail("resident memory grew from " + std::to_string(r_.rss_baseline_kib) +
-               " KiB after warm-up to " + std::to_string(r_.rss_final_kib) +
-               " KiB (sessions held " + std::to_string(r_.held_baseline_kib) + " KiB then, " +
-               std::to_string(r_.held_peak_kib) + " KiB at most since; bound " +
-               std::to_string(r_.rss_bound_kib) + " KiB)",
+               " KiB after warm-up (sessions holding " + std::to_string(r_.held_baseline_kib) +
+               " KiB) to " + std::to_string(r_.rss_final_kib) + " KiB (sessions holding " +
+               std::to_string(r_.held_final_kib) + " KiB); bound " +
+               std::to_string(r_.rss_bound_kib) + " KiB",
            nullptr);
     }
   }

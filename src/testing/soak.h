@@ -12,11 +12,12 @@
 // transcript alone; a save/load round trip must give back the same transcript and logits. Sessions
 // whose KV rows went through a lossy conversion (to or from q8_0) are not compared.
 // Errors: a status other than OK or CANCELLED from any operation is a failure (kept by kind,
-// "op CODE"). Memory: VmRSS sampled every second; the run fails when the last sample exceeds the
-// first sample after warm-up by more than rss_growth (fraction) + rss_slack_mib + what the sessions
-// legitimately hold beyond what they held then (their KV pages, recurrent states and checkpoints,
-// shared ones divided among holders, at their peak: conversations grow over minutes, and freed
-// pages need not go back to the system). A leak grows past that; a longer working set does not.
+// "op CODE"). Memory: VmRSS sampled every second for the reports. The bound is checked at two quiet
+// points (no turn running, the allocator's free pages handed back with malloc_trim): at the end of
+// the warm-up (new turns wait until the running ones end) and at the end. RSS minus what the
+// sessions hold (KV pages, recurrent states, checkpoints; shared ones divided among holders) may
+// grow by rss_growth (fraction) + rss_slack_mib: the sessions may legitimately hold more after
+// minutes of longer conversations; a leak grows the rest.
 // Not a timed test: turns per minute depend on the (shared) machine.
 #pragma once
 
@@ -77,11 +78,10 @@ struct SoakResult {
   int64_t mismatches = 0;
   std::vector<std::string> failures;  // the first few unexpected errors and mismatches, in words
   std::vector<SoakSample> samples;    // progress reports, the last one at the end
-  int64_t rss_baseline_kib = 0;       // first sample after warm-up (0: the run was shorter)
+  int64_t rss_baseline_kib = 0;       // at the end of the warm-up (0: the run ended before)
   int64_t rss_final_kib = 0, rss_peak_kib = 0, rss_bound_kib = 0;
-  // What the sessions held at the baseline sample, and at most after it (the bound allows the
-  // difference).
-  int64_t held_baseline_kib = 0, held_peak_kib = 0;
+  // What the sessions held at the baseline and at the end (rss_final_kib: measured then too).
+  int64_t held_baseline_kib = 0, held_final_kib = 0;
   bool rss_ok = true;
 
   bool ok() const { return mismatches == 0 && unexpected_errors == 0 && rss_ok; }
