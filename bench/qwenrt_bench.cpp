@@ -31,6 +31,9 @@ const char kUsage[] =
     "       qwenrt-bench parallel -m FILE [--sessions N,...] [--prompt P] [--shared-prefix S] "
     "[--gen G]\n"
     "                             [-t T] [--peer DIR] [--json]  (see parallel --help)\n"
+    "       qwenrt-bench soak [-m FILE] [--duration S] [--sessions N] [--seed S] [--check-every "
+    "K]\n"
+    "                         [-t T] [--json]  (the Engine under random load; see soak --help)\n"
     "       qwenrt-bench roof [-t T]  (read GB/s and int8 GOP/s of this machine)\n"
     "       qwenrt-bench multiturn --model M.gguf [--history N] [--new K] [--turns T] [--reply R]\n"
     "                              [--reasoning-stripped] [--backend cpu|ref|cuda] [--threads N] "
@@ -289,6 +292,7 @@ int RunGrammar(int argc,
 int RunConstrained(int argc, char** argv);  // tool_constrained.cpp: constrained vs free decode rate
 int RunParallel(int argc, char** argv);     // tool_parallel.cpp: many sessions through one Engine
 int RunRoof(int argc, char** argv);         // tool_roof.cpp: read bandwidth and int8 dot throughput
+int RunSoak(int argc, char** argv);         // tool_soak.cpp: the Engine under sustained random load
 }  // namespace qwenrt::bench
 
 int main(int argc, char** argv) {
@@ -303,6 +307,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(argv[1], "grammar") == 0) return qwenrt::bench::RunGrammar(argc, argv);
   if (std::strcmp(argv[1], "constrained") == 0) return qwenrt::bench::RunConstrained(argc, argv);
   if (std::strcmp(argv[1], "parallel") == 0) return qwenrt::bench::RunParallel(argc, argv);
+  if (std::strcmp(argv[1], "soak") == 0) return qwenrt::bench::RunSoak(argc, argv);
   if (std::strcmp(argv[1], "roof") == 0) {
     // tool_roof.cpp is compiled for the highest CPU kernel level (bench/CMakeLists.txt).
     const auto& top = qwenrt::cpu_dispatch::Levels().back();
