@@ -170,9 +170,9 @@ TEST_CASE("tool_choice function: only that function is called", "[capi][tool_cho
   CHECK(std::string(qwenrt_last_error()).find("nope") != std::string::npos);
 }
 
-// Free-sampling seeds of the auto and none cases: 300 tokens each, 6 in quick mode (the sanitizer
+// Free-sampling seeds of the auto and none cases: 300 tokens each, 3 in quick mode (the sanitizer
 // run, tests/quick_mode.h; chat_test forces a call through the logits to check suppression always).
-uint64_t FreeSeeds() { return qwenrt::testing::QuickMode() ? 6 : 24; }
+uint64_t FreeSeeds() { return qwenrt::testing::QuickMode() ? 3 : 24; }
 
 TEST_CASE("tool_choice auto: free text, and each call the model opens parses and validates",
           "[capi][tool_choice]") {

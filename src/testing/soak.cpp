@@ -35,6 +35,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Bit-identical float spans. memcmp only over a non-empty span: an empty session's logits may have
+// no storage, and memcmp with a null pointer is undefined even for 0 bytes (UBSan reports it).
+bool SameBits(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
 // Bounded value grammars: a random-weight model never ends free text on its own.
 const char kToolsJson[] = R"([{"type": "function", "function": {"name": "pick", "parameters":
   {"type": "object", "properties": {"n": {"type": "integer", "minimum": -5, "maximum": 5}},
@@ -315,8 +322,7 @@ void Soak::SaveLoad(Slot& s) {
   const Session& loaded = to->chat->session();
   to->exact = s.exact && (transcript.empty() || Lossless(saved_type, loaded.kv_type()));
   const std::span<const float> got = loaded.last_logits();
-  if (loaded.transcript() != transcript || got.size() != logits.size() ||
-      std::memcmp(got.data(), logits.data(), logits.size() * sizeof(float)) != 0) {
+  if (loaded.transcript() != transcript || !SameBits(got, logits)) {
     ++r_.mismatches;
     Fail("save/load round trip changed the transcript or the last logits (" +
              std::to_string(transcript.size()) + " tokens)",
@@ -400,8 +406,7 @@ void Soak::Check(Slot& s) {
   if (p_.perturb_reference_for_testing) tokens.back() = (tokens.back() + 1) % n_vocab_;
   if (!Record("check_feed", (*ref)->FeedTokens(tokens), &s)) return;
   const std::span<const float> want = (*ref)->session().last_logits();
-  if (want.size() != logits.size() ||
-      std::memcmp(want.data(), logits.data(), logits.size() * sizeof(float)) != 0) {
+  if (!SameBits(want, logits)) {
     ++r_.mismatches;
     Fail("slot " + std::to_string(&s - slots_.data()) + ": last logits of " +
              std::to_string(ses.size()) + " tokens (kv " + KvTypeName(ses.kv_type()) +
