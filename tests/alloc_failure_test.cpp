@@ -146,9 +146,9 @@ bool IsPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
 
 // Calls `fn` with the N-th allocation failing for N = 1, 2, ... until a run injects no failure;
 // `check(status)` judges each run. Returns the number of allocations of a clean run. In quick mode
-// (the sanitizer run, tests/quick_mode.h) N = 1, 8, 15, ...: a seventh of the failure points, spread
-// over the whole call; the plain ctest sweeps every one. The count returned is then rounded up to
-// the next point swept.
+// (the sanitizer run, tests/quick_mode.h) N = 1, 8, 15, ...: a seventh of the failure points,
+// spread over the whole call; the plain ctest sweeps every one. The count returned is then rounded
+// up to the next point swept.
 template <typename Fn, typename Check>
 long Sweep(Fn fn, Check check) {
   const long stride = qwenrt::testing::QuickMode() ? 7 : 1;
