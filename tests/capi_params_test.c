@@ -573,18 +573,26 @@ static void TestMemoryEstimate(qwenrt_model* model) {
   ep.kv_type = QWENRT_KV_F32; /* default is F16: twice the KV bytes */
   ASSERT_OK(qwenrt_model_estimate_memory(model, &ep, &e8));
   EXPECT(e8.kv_per_session == 2 * e.kv_per_session);
-  /* A limit of exactly the estimate's per-session bytes (minus the spare snapshot and the working
-   * buffers, which the limit does not count) lets a session of that context be created. */
+  /* A limit of exactly the estimate's per-session bytes lets a session of that context be created
+   * and reserve all of it; a byte less does not. */
   {
     qwenrt_session_params sp;
     qwenrt_session* s = NULL;
     ASSERT_OK(QWENRT_INIT(qwenrt_session_params_init, &sp));
     sp.n_ctx = 300;
+    sp.n_threads = ep.n_threads;
     sp.backend = QWENRT_BACKEND_CPU;
     sp.kv_type = QWENRT_KV_F32;
-    sp.memory_limit = e8.per_session - e8.state_per_session - e8.working_per_session;
+    sp.memory_limit = e8.per_session;
     ASSERT_OK(qwenrt_session_create(model, &sp, &s));
+    ASSERT_OK(qwenrt_session_reserve(s, 300, 0));
     qwenrt_session_free(s);
+    s = NULL;
+    sp.memory_limit = e8.per_session - 1;
+    if (qwenrt_session_create(model, &sp, &s) == QWENRT_OK) {
+      EXPECT_STATUS(qwenrt_session_reserve(s, 300, 0), QWENRT_OUT_OF_MEMORY, "limit");
+      qwenrt_session_free(s);
+    }
   }
   ep.n_sessions = 0;
   EXPECT_STATUS(qwenrt_model_estimate_memory(model, &ep, &e), QWENRT_INVALID_ARGUMENT, "sessions");
