@@ -6,7 +6,7 @@
 // and a damaged file must still be refused with its error.
 #include <unistd.h>
 
-#include <catch2/catch_test_macros.hpp>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -28,8 +28,9 @@ namespace {
 using test::DataPath;
 using test::Runner;
 
-// An odd synthetic shape: 768-wide (3 super-blocks), 6 heads, 6 value heads (matrices of 6 and
-// 12 rows: not whole 16-row groups), F = 1792; three recurrent layers and one attention layer.
+// An odd synthetic shape: 768-wide (3 super-blocks), 8 value heads (alpha / beta matrices of 8
+// rows: not a whole 16-row group), F = 1792 (7 super-blocks); three recurrent layers and one
+// attention layer.
 // About 14 MB, so that most of its pages hold only packed matrices.
 std::string OddSynthModel() {
   static const std::string path = [] {
@@ -38,9 +39,9 @@ std::string OddSynthModel() {
     o.shape.name = "odd";
     o.shape.n_embd = 768;
     o.shape.n_layer = 4;
-    o.shape.n_head = 6;
+    o.shape.n_head = 4;
     o.shape.ssm_hk = 2;
-    o.shape.ssm_hv = 6;
+    o.shape.ssm_hv = 8;
     o.shape.n_ff = testing::QuickMode() ? 768 : 1792;
     o.vocab_from = DataPath("tiny-s1-q4km.gguf");
     o.seed = 7;
@@ -97,7 +98,10 @@ bool Same(const std::vector<float>& a, const std::vector<float>& b) {
 
 TEST_CASE("packed in place: the packed load's logits, and the file's rows still readable",
           "[packed_in_place]") {
-  if (!cpu::PackedKernelsFast()) SKIP("no fast packed kernel on this CPU: nothing is packed");
+  if (!cpu::PackedKernelsFast()) {
+    WARN("no fast packed kernel on this CPU: nothing is packed");
+    return;
+  }
   const int n_tokens = testing::QuickMode() ? 6 : 12;
   for (const std::string& path : {DataPath("tiny-s1-q4km.gguf"), DataPath("tinymoe-s1-q4km.gguf"),
                                   OddSynthModel()}) {
@@ -133,7 +137,10 @@ TEST_CASE("packed in place: the packed load's logits, and the file's rows still 
 }
 
 TEST_CASE("packed in place: resident weights are about the file's size", "[packed_in_place]") {
-  if (!cpu::PackedKernelsFast()) SKIP("no fast packed kernel on this CPU: nothing is packed");
+  if (!cpu::PackedKernelsFast()) {
+    WARN("no fast packed kernel on this CPU: nothing is packed");
+    return;
+  }
   const std::string path = OddSynthModel();
   const size_t file_bytes = std::filesystem::file_size(path);
 

@@ -86,8 +86,15 @@ StatusOr<std::shared_ptr<const Model>> Model::Build(gguf::File file, const LoadO
       }
     }
     if (options.pack_weights && cpu::PackedKernelsFast()) {
+      // Each matrix's own pages go as soon as it is packed, so the load never holds the file's
+      // and the packed rows of all matrices at once; pages shared by two packed matrices go with
+      // the second (ReleasePackedPages, after all of them).
+      const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
       QWENRT_RETURN_IF_ERROR(PackWeights(
-          &m->weights_, static_cast<int>(std::thread::hardware_concurrency()), &m->packed_));
+          &m->weights_, static_cast<int>(std::thread::hardware_concurrency()), &m->packed_,
+          [&](const WeightMatrix& w) {
+            ReleasePages(m->file_, PackedOnlyPages(m->file_, {w.data}, page));
+          }));
       m->ReleasePackedPages();
     }
     m->fingerprint_ = Fingerprint(m->file_, m->config_);

@@ -34,7 +34,8 @@ bool PackWeightsByDefault() {
   return std::string_view(cpu::PackedKernelIsa()) == "avx512vnni";
 }
 
-Status PackWeights(Weights* weights, int threads, PackedWeights* out) {
+Status PackWeights(Weights* weights, int threads, PackedWeights* out,
+                   const std::function<void(const WeightMatrix&)>& on_packed) {
   const auto t0 = std::chrono::steady_clock::now();
   threads = std::max(1, threads);
   Status status = OkStatus();
@@ -62,6 +63,7 @@ Status PackWeights(Weights* weights, int threads, PackedWeights* out) {
     pack(0);
     for (auto& t : pool) t.join();
     m->packed = dst;
+    if (on_packed) on_packed(*m);
   });
   out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return status;
