@@ -53,7 +53,6 @@ std::string ProcMemory() {
   return out;
 }
 
-
 const char kSpeedUsage[] =
     "usage: qwenrt-bench pp|tg|speed -m FILE [-p N[,N...]] [-n N[,N...]] [-d N[,N...]]\n"
     "         [-t THREADS] [-r REPS] [--backend cpu|ref|cuda] [--chunked] [--cuda-graphs]\n"

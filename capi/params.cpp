@@ -14,7 +14,7 @@ qwenrt_model_params DefaultModelParams() {
   p.progress_user_data = nullptr;
   p.read_file = false;
   p.pack_weights = PackWeightsByDefault();  // on where it is faster (model/packed_weights.h)
-  p.template_max_bytes = 0;  // 0 keeps each of the template engine's own limits
+  p.template_max_bytes = 0;                 // 0 keeps each of the template engine's own limits
   p.template_max_cost = 0;
   p.template_max_output_bytes = 0;
   p.template_max_value_depth = 0;

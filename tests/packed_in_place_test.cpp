@@ -17,8 +17,8 @@
 #include "model/packed_weights.h"
 #include "model_test_util.h"
 #include "ops/packed.h"
-#include "qwenrt/qwenrt.h"
 #include "quick_mode.h"
+#include "qwenrt/qwenrt.h"
 #include "session/memory_estimate.h"
 #include "testing/synth_model.h"
 
@@ -103,11 +103,11 @@ TEST_CASE("packed in place: the packed load's logits, and the file's rows still 
     return;
   }
   const int n_tokens = testing::QuickMode() ? 6 : 12;
-  for (const std::string& path : {DataPath("tiny-s1-q4km.gguf"), DataPath("tinymoe-s1-q4km.gguf"),
-                                  OddSynthModel()}) {
+  for (const std::string& path :
+       {DataPath("tiny-s1-q4km.gguf"), DataPath("tinymoe-s1-q4km.gguf"), OddSynthModel()}) {
     CAPTURE(path);
-    auto in_place = Load(path, true);                         // mapped: pages released
-    auto beside = Load(path, true, /*read_file=*/true);        // read: nothing can be released
+    auto in_place = Load(path, true);                    // mapped: pages released
+    auto beside = Load(path, true, /*read_file=*/true);  // read: nothing can be released
     auto unpacked = Load(path, false);
     REQUIRE(in_place->packed_bytes() > 0);
     CHECK(in_place->packed_bytes() == beside->packed_bytes());
@@ -209,8 +209,8 @@ TEST_CASE("gguf::File::ReleasePages only drops mapped, page-aligned ranges", "[p
   const uint8_t* m0 = mapped->bytes();
   std::vector<uint8_t> before(m0 + page, m0 + 3 * page);
   CHECK(mapped->ReleasePages(m0 + page, 2 * page));
-  CHECK(std::memcmp(before.data(), m0 + page, 2 * page) == 0);  // read again from the file
-  CHECK_FALSE(mapped->ReleasePages(m0 + 1, page));               // not page-aligned
+  CHECK(std::memcmp(before.data(), m0 + page, 2 * page) == 0);       // read again from the file
+  CHECK_FALSE(mapped->ReleasePages(m0 + 1, page));                   // not page-aligned
   CHECK_FALSE(mapped->ReleasePages(m0, mapped->size() + 2 * page));  // past the mapping
   CHECK_FALSE(mapped->ReleasePages(before.data(), page));            // not its bytes
   // A read file's bytes could not be read again: never released.

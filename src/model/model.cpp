@@ -90,11 +90,11 @@ StatusOr<std::shared_ptr<const Model>> Model::Build(gguf::File file, const LoadO
       // and the packed rows of all matrices at once; pages shared by two packed matrices go with
       // the second (ReleasePackedPages, after all of them).
       const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-      QWENRT_RETURN_IF_ERROR(PackWeights(
-          &m->weights_, static_cast<int>(std::thread::hardware_concurrency()), &m->packed_,
-          [&](const WeightMatrix& w) {
-            ReleasePages(m->file_, PackedOnlyPages(m->file_, {w.data}, page));
-          }));
+      QWENRT_RETURN_IF_ERROR(
+          PackWeights(&m->weights_, static_cast<int>(std::thread::hardware_concurrency()),
+                      &m->packed_, [&](const WeightMatrix& w) {
+                        ReleasePages(m->file_, PackedOnlyPages(m->file_, {w.data}, page));
+                      }));
       m->ReleasePackedPages();
     }
     m->fingerprint_ = Fingerprint(m->file_, m->config_);
@@ -111,10 +111,10 @@ void Model::ReleasePackedPages() {
   };
   add(weights_.output);
   for (const LayerWeights& l : weights_.layers) {
-    for (const WeightMatrix* w : {&l.gdn.qkv, &l.gdn.gate, &l.gdn.alpha, &l.gdn.beta, &l.gdn.out,
-                                  &l.attn.q, &l.attn.k, &l.attn.v, &l.attn.o, &l.ffn.gate,
-                                  &l.ffn.up, &l.ffn.down, &l.moe.shexp_gate, &l.moe.shexp_up,
-                                  &l.moe.shexp_down}) {
+    for (const WeightMatrix* w :
+         {&l.gdn.qkv, &l.gdn.gate, &l.gdn.alpha, &l.gdn.beta, &l.gdn.out, &l.attn.q, &l.attn.k,
+          &l.attn.v, &l.attn.o, &l.ffn.gate, &l.ffn.up, &l.ffn.down, &l.moe.shexp_gate,
+          &l.moe.shexp_up, &l.moe.shexp_down}) {
       add(*w);
     }
   }

@@ -96,7 +96,7 @@ class Model {
   gguf::File file_;
   ModelConfig config_;
   Weights weights_;
-  PackedWeights packed_;  // the buffers weights_' packed pointers point into
+  PackedWeights packed_;                 // the buffers weights_' packed pointers point into
   std::vector<PageRange> packed_pages_;  // the file's pages that hold only packed matrices
   size_t released_bytes_ = 0;            // of packed_pages_, given back at load
   std::string fingerprint_;

@@ -15,7 +15,8 @@ std::vector<PageRange> PackedOnlyPages(const gguf::File& file,
   const auto page_of = [page](const uint8_t* p) { return reinterpret_cast<uintptr_t>(p) / page; };
   std::unordered_set<uintptr_t> kept;  // pages that hold bytes something reads in file layout
   const auto keep_header = [&](const gguf::File& f) {
-    if (f.bytes() != nullptr && f.data_offset() > 0) kept.insert(page_of(f.bytes() + f.data_offset() - 1));
+    if (f.bytes() != nullptr && f.data_offset() > 0)
+      kept.insert(page_of(f.bytes() + f.data_offset() - 1));
   };
   keep_header(file);
   for (const gguf::File& part : file.split_parts()) keep_header(part);
@@ -46,7 +47,8 @@ std::vector<PageRange> PackedOnlyPages(const gguf::File& file,
       first = std::max(first, prev_last + 1);
       if (first > last) continue;
     }
-    out.push_back(PageRange{reinterpret_cast<const uint8_t*>(first * page), (last - first + 1) * page});
+    out.push_back(
+        PageRange{reinterpret_cast<const uint8_t*>(first * page), (last - first + 1) * page});
   }
   return out;
 }

@@ -19,10 +19,10 @@ struct PageRange {
   size_t bytes = 0;                // a multiple of the page size
 };
 
-// The page-aligned ranges, disjoint and in address order (one per packed tensor), that lie wholly inside the data of the
-// tensors whose data pointer is in `packed` (and the alignment padding between them) and share no
-// page with any other tensor's data or with a file header (metadata views point there). `page` is
-// the page size (a power of two).
+// The page-aligned ranges, disjoint and in address order (one per packed tensor), that lie wholly
+// inside the data of the tensors whose data pointer is in `packed` (and the alignment padding
+// between them) and share no page with any other tensor's data or with a file header (metadata
+// views point there). `page` is the page size (a power of two).
 std::vector<PageRange> PackedOnlyPages(const gguf::File& file,
                                        const std::unordered_set<const uint8_t*>& packed,
                                        size_t page);
