@@ -171,6 +171,25 @@ TEST_CASE("packed in place: resident weights are about the file's size", "[packe
   CHECK(unpacked->resident_weight_bytes() == tensors);
 }
 
+TEST_CASE("packed in place: a float model packs and releases nothing; check_tensors before",
+          "[packed_in_place]") {
+  auto f32 = Load(DataPath("micro-s1-f32.gguf"), true);
+  CHECK(f32->packed_bytes() == 0);
+  CHECK(f32->released_bytes() == 0);
+  CHECK(f32->resident_weight_bytes() == TensorBytes(*f32));
+  // The deep tensor check reads every tensor's file rows: it runs before packing releases them,
+  // and the packed load is the same.
+  if (!cpu::PackedKernelsFast()) return;
+  ModelLoadOptions o;
+  o.pack_weights = true;
+  o.check_tensors = true;
+  auto checked = Model::Load(OddSynthModel(), o);
+  REQUIRE(checked.ok());
+  auto plain = Load(OddSynthModel(), true);
+  CHECK((*checked)->released_bytes() == plain->released_bytes());
+  CHECK((*checked)->packed_bytes() == plain->packed_bytes());
+}
+
 TEST_CASE("packed in place: the default is on exactly where packing is faster",
           "[packed_in_place]") {
   const bool vnni = std::string(cpu::PackedKernelIsa()) == "avx512vnni";
