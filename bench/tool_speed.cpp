@@ -34,6 +34,25 @@
 namespace qwenrt::bench {
 namespace {
 
+// "VmRSS N MiB, VmHWM N MiB" from /proc/self/status ("" where it cannot be read).
+std::string ProcMemory() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return "";
+  std::string out;
+  char line[256];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    long kb = 0;
+    char key[32];
+    if (std::sscanf(line, "%31[^:]: %ld kB", key, &kb) == 2 &&
+        (std::strcmp(key, "VmRSS") == 0 || std::strcmp(key, "VmHWM") == 0)) {
+      out += (out.empty() ? "" : ", ") + std::string(key) + " " +
+             std::to_string(static_cast<long>(kb / 1024)) + " MiB";
+    }
+  }
+  std::fclose(f);
+  return out;
+}
+
 const char kSpeedUsage[] =
     "usage: qwenrt-bench pp|tg|speed -m FILE [-p N[,N...]] [-n N[,N...]] [-d N[,N...]]\n"
     "         [-t THREADS] [-r REPS] [--backend cpu|ref|cuda] [--chunked] [--cuda-graphs]\n"
@@ -297,6 +316,12 @@ int RunSpeed(int argc, char** argv) {
   std::fprintf(stderr, "qwenrt-bench: loaded in %.2f s; packed weights: %.1f MiB in %.2f s\n",
                load_s, static_cast<double>(model->packed_bytes()) / (1 << 20),
                model->pack_seconds());
+  // Resident weights as the library counts them and as the kernel does (VmRSS, VmHWM: the
+  // process so far, the load's peak included), to check packing in place (docs/memory.md).
+  std::fprintf(stderr,
+               "qwenrt-bench: resident weights %.1f MiB (released file pages %.1f MiB); %s\n",
+               static_cast<double>(model->resident_weight_bytes()) / (1 << 20),
+               static_cast<double>(model->released_bytes()) / (1 << 20), ProcMemory().c_str());
   SessionParams p;
   p.backend = a.backend;
   p.n_threads = a.threads;

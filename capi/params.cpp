@@ -1,6 +1,7 @@
 // The defaults of the C params structs and the check of their shared kv_type field (params.h).
 #include "params.h"
 
+#include "model/packed_weights.h"
 #include "validate.h"
 
 namespace qwenrt::capi {
@@ -12,8 +13,8 @@ qwenrt_model_params DefaultModelParams() {
   p.progress_callback = nullptr;
   p.progress_user_data = nullptr;
   p.read_file = false;
-  p.pack_weights = false;
-  p.template_max_bytes = 0;  // 0 keeps each of the template engine's own limits
+  p.pack_weights = PackWeightsByDefault();  // on where it is faster (model/packed_weights.h)
+  p.template_max_bytes = 0;                 // 0 keeps each of the template engine's own limits
   p.template_max_cost = 0;
   p.template_max_output_bytes = 0;
   p.template_max_value_depth = 0;

@@ -183,10 +183,12 @@ static void TestInitDefaults(void) {
   ASSERT_OK(QWENRT_INIT(qwenrt_engine_params_init, &ep));
   ASSERT_OK(QWENRT_INIT(qwenrt_chat_init, &chat));
 
+  /* mp.pack_weights depends on the CPU (on where packing is faster: model/packed_weights.h
+   * PackWeightsByDefault, checked by packed_in_place_test). */
   EXPECT(mp.struct_size == sizeof mp && !mp.check_tensors && mp.progress_callback == NULL &&
-         mp.progress_user_data == NULL && !mp.read_file && !mp.pack_weights &&
-         mp.template_max_bytes == 0 && mp.template_max_cost == 0 &&
-         mp.template_max_output_bytes == 0 && mp.template_max_value_depth == 0);
+         mp.progress_user_data == NULL && !mp.read_file && mp.template_max_bytes == 0 &&
+         mp.template_max_cost == 0 && mp.template_max_output_bytes == 0 &&
+         mp.template_max_value_depth == 0);
   EXPECT(sp.struct_size == sizeof sp && sp.n_ctx == 0 && sp.n_threads == 0 &&
          sp.backend == QWENRT_BACKEND_AUTO && sp.checkpoint_budget == 0 &&
          sp.checkpoint_interval == 0 && sp.history_mode == QWENRT_HISTORY_TEMPLATE &&

@@ -579,6 +579,12 @@ class Storage {
     map_ = p;
     map_size_ = n;
   }
+  // True when [p, p + n) lies inside the file mapping (not a heap copy or borrowed memory).
+  bool Mapped(const void* p, size_t n) const {
+    const auto* b = static_cast<const uint8_t*>(map_);
+    const auto* q = static_cast<const uint8_t*>(p);
+    return b != nullptr && q >= b && n <= map_size_ && static_cast<size_t>(q - b) <= map_size_ - n;
+  }
   // 64-byte aligned so that tensor data (aligned relative to the file start) is aligned in memory.
   uint8_t* AllocateHeap(size_t n) {
     heap_ =
@@ -865,6 +871,23 @@ class File {
   uint64_t data_offset() const { return data_offset_; }  // absolute offset of the data section
   const uint8_t* bytes() const { return bytes_; }
   uint64_t size() const { return size_; }
+
+  // Drops this process's copy of the mapped pages of [p, p + n), which must be page-aligned and lie
+  // inside the mapping of this file or of one of its split parts: the memory is given back at
+  // once (madvise MADV_DONTNEED of a private, never-written file mapping), and a later read of
+  // those bytes loads them from the file again, so every view stays valid (and, like any page not
+  // yet read, can then see a file changed or truncated since; see the top of this file). Returns
+  // false, and does nothing, for a File that was read or copied into memory (kRead, FromMemory,
+  // the fallback where mmap fails), whose bytes could not be read again, or a range it does not
+  // map. Thread safety: call it while no other thread reads those bytes' pages for the first time.
+  bool ReleasePages(const void* p, size_t n) const {
+    const File* owner = storage_.Mapped(p, n) ? this : nullptr;
+    for (const File& part : parts_) {
+      if (owner == nullptr && part.storage_.Mapped(p, n)) owner = &part;
+    }
+    if (owner == nullptr || n == 0) return false;
+    return ::madvise(const_cast<void*>(p), n, MADV_DONTNEED) == 0;
+  }
 
   // ---- metadata
   const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }

@@ -205,11 +205,14 @@ typedef struct qwenrt_model_params {
    * changes the weights silently (docs/gguf.md); a read file cannot be reached. Costs the file's
    * size in memory and a full read at load. qwenrt_model_load only (memory loads copy anyway). */
   bool read_file;
-  /* Keep a row-interleaved copy of the Q4_K / Q6_K (and, with AVX-512 VNNI, Q2_K / Q3_K / Q5_K /
-   * IQ4_XS / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 / Q8_0) matrices for the CPU's
-   * register-tiled matmul: faster prefill and decode on AVX2 / AVX-512 machines for about the
-   * matrices' size in memory (docs/performance.md). Logits are close to, not bit-identical with, an
-   * unpacked load's. */
+  /* Pack the Q4_K / Q6_K (and, with AVX-512 VNNI, Q2_K / Q3_K / Q5_K / IQ4_XS / Q4_0 / Q4_1 /
+   * Q5_0 / Q5_1 / IQ4_NL / MXFP4 / Q8_0) matrices into the row-interleaved layout of the CPU's
+   * register-tiled matmul (docs/performance.md). In place for a mapped file: the file's pages of
+   * the packed matrices are given back, so resident weights stay about the file's size; a file read
+   * into memory (read_file, memory loads) keeps its copy beside the packed one. Default
+   * (qwenrt_model_params_init): true where it is faster for prefill and decode alike (AVX-512
+   * VNNI), false on AVX2 (prefill faster, decode slower) and elsewhere; a zeroed struct means
+   * false. Logits are close to, not bit-identical with, an unpacked load's. */
   bool pack_weights;
   /* Bounds of the chat template engine: the template comes from the file and the conversation from
    * the caller, so both are bounded (docs/chat-template.md, "Limits"). A limit reached is an
@@ -223,8 +226,8 @@ typedef struct qwenrt_model_params {
                                          negative is refused */
 } qwenrt_model_params;
 
-/* Fills *params with the defaults (no tensor check, no progress callback, mapped file, unpacked
- * weights, default template limits) for the params->struct_size bytes the caller's header knew
+/* Fills *params with the defaults (no tensor check, no progress callback, mapped file, weights
+ * packed where that is faster (pack_weights), default template limits) for the params->struct_size bytes the caller's header knew
  * (set it first, or use QWENRT_INIT); bytes past this library's struct are zeroed. Returns
  * QWENRT_INVALID_ARGUMENT (NULL params; struct_size 0, not a multiple of 4, or smaller than the
  * first version of the struct), *params unchanged then. Thread safety: any thread. */
@@ -471,7 +474,8 @@ typedef struct qwenrt_memory_estimate_params {
 /* Bytes sessions of a model will hold (docs/memory.md). Out-struct: set struct_size first. */
 typedef struct qwenrt_memory_estimate {
   uint32_t struct_size;             /* set by the caller: sizeof(qwenrt_memory_estimate) */
-  uint64_t weights;                 /* resident weights (tensor data + packed copies) */
+  uint64_t weights;                 /* resident weights: tensor data, less the pages packing
+                                       released, plus the packed rows */
   uint64_t kv_per_session;          /* KV pages covering n_ctx positions */
   uint64_t state_per_session;       /* recurrent state */
   uint64_t checkpoints_per_session; /* checkpoint budget + one spare snapshot */

@@ -2,7 +2,11 @@
 // fingerprint. Everything after the parse only reads the mapped bytes.
 #include "model/model.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <thread>
+#include <unordered_set>
 
 #include "base/guard_alloc.h"
 #include "model/cuda_weights.h"
@@ -73,11 +77,7 @@ StatusOr<std::shared_ptr<const Model>> Model::Build(gguf::File file, const LoadO
     QWENRT_ASSIGN_OR_RETURN(m->config_, ConfigFromGguf(m->file_));
     QWENRT_ASSIGN_OR_RETURN(m->weights_, WeightsFromGguf(m->file_, m->config_));
     QWENRT_RETURN_IF_ERROR(progress(0.3f));
-    if (options.pack_weights && cpu::PackedKernelsFast()) {
-      QWENRT_RETURN_IF_ERROR(PackWeights(
-          &m->weights_, static_cast<int>(std::thread::hardware_concurrency()), &m->packed_));
-    }
-    if (options.check_tensors) {
+    if (options.check_tensors) {  // before packing: it reads every tensor's file-layout bytes
       const auto& tensors = m->file_.tensors();
       for (size_t i = 0; i < tensors.size(); ++i) {
         gguf::Error err;
@@ -85,11 +85,48 @@ StatusOr<std::shared_ptr<const Model>> Model::Build(gguf::File file, const LoadO
         QWENRT_RETURN_IF_ERROR(progress(0.3f + 0.6f * static_cast<float>(i + 1) / tensors.size()));
       }
     }
+    if (options.pack_weights && cpu::PackedKernelsFast()) {
+      // Each matrix's own pages go as soon as it is packed, so the load never holds the file's
+      // and the packed rows of all matrices at once; pages shared by two packed matrices go with
+      // the second (ReleasePackedPages, after all of them).
+      const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+      QWENRT_RETURN_IF_ERROR(
+          PackWeights(&m->weights_, static_cast<int>(std::thread::hardware_concurrency()),
+                      &m->packed_, [&](const WeightMatrix& w) {
+                        ReleasePages(m->file_, PackedOnlyPages(m->file_, {w.data}, page));
+                      }));
+      m->ReleasePackedPages();
+    }
     m->fingerprint_ = Fingerprint(m->file_, m->config_);
     QWENRT_RETURN_IF_ERROR(progress(1.0f));
     return std::shared_ptr<const Model>(std::move(m));
   };
   return GuardAlloc(build, "out of memory while loading the model");
+}
+
+void Model::ReleasePackedPages() {
+  std::unordered_set<const uint8_t*> packed;  // data pointers of the packed matrices
+  const auto add = [&](const WeightMatrix& w) {
+    if (w.packed != nullptr) packed.insert(w.data);
+  };
+  add(weights_.output);
+  for (const LayerWeights& l : weights_.layers) {
+    for (const WeightMatrix* w :
+         {&l.gdn.qkv, &l.gdn.gate, &l.gdn.alpha, &l.gdn.beta, &l.gdn.out, &l.attn.q, &l.attn.k,
+          &l.attn.v, &l.attn.o, &l.ffn.gate, &l.ffn.up, &l.ffn.down, &l.moe.shexp_gate,
+          &l.moe.shexp_up, &l.moe.shexp_down}) {
+      add(*w);
+    }
+  }
+  if (packed.empty()) return;
+  packed_pages_ = PackedOnlyPages(file_, packed, static_cast<size_t>(::sysconf(_SC_PAGESIZE)));
+  released_bytes_ = ReleasePages(file_, packed_pages_);
+}
+
+size_t Model::resident_weight_bytes() const {
+  size_t bytes = 0;
+  for (const gguf::TensorInfo& t : file_.tensors()) bytes += t.nbytes;
+  return bytes - std::min(bytes, released_bytes_) + packed_.bytes;
 }
 
 StatusOr<std::shared_ptr<const Model>> Model::Load(const std::string& path,
@@ -122,6 +159,8 @@ StatusOr<std::shared_ptr<const CudaWeights>> Model::cuda_weights() const {
   std::lock_guard<std::mutex> lock(cuda_mu_);  // one upload, however many contexts start at once
   if (cuda_weights_ == nullptr) {
     QWENRT_ASSIGN_OR_RETURN(cuda_weights_, CudaWeights::Upload(*this));
+    // The upload read the file-layout rows of the packed matrices back in: give them back again.
+    ReleasePages(file_, packed_pages_);
   }
   return cuda_weights_;
 }

@@ -9,10 +9,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "model/config.h"
 #include "model/packed_weights.h"
+#include "model/weight_pages.h"
 #include "model/weights.h"
 #include "qwenrt/gguf.hpp"
 
@@ -30,16 +32,20 @@ struct ModelLoadOptions {
   // truncates kills this process with SIGBUS on the next touch of a lost page; a read one cannot
   // be reached (docs/gguf.md). Costs the file's size in memory and a full read at load.
   bool read_file = false;
-  // Keep a row-interleaved copy of the matrices whose type has a packed layout (Q2_K .. Q6_K,
-  // Q4_0 .. Q5_1, Q8_0, IQ4_NL, IQ4_XS, MXFP4; ops/packed.h HasPackedLayout) for the CPU matmul's
-  // register tiles (routed MoE experts stay as they are). Costs about the
-  // matrices' size in memory (the mapped file's pages then stay cold and can be evicted) and a pass
-  // over them at load. Taken per type where this CPU's packed kernel is the faster one
+  // Pack the matrices whose type has a packed layout (Q2_K .. Q6_K, Q4_0 .. Q5_1, Q8_0, IQ4_NL,
+  // IQ4_XS, MXFP4; ops/packed.h HasPackedLayout) into the row-interleaved layout of the CPU
+  // matmul's register tiles (routed MoE experts, the embedding table and a head tied to it stay as
+  // they are), taken per type where this CPU's packed kernel is the faster one
   // (cpu::PackedKernelFast: Q4_K / Q6_K on the avx512 and avx2 levels, the others with AVX-512
-  // VNNI); the CUDA pass never reads it. Measured (docs/performance.md): on the avx512 level
-  // prefill ~2x and decode faster; on the avx2 level prefill +57% but decode -39%. Off by default:
-  // a host opts in to the memory.
-  bool pack_weights = false;
+  // VNNI); the CUDA pass never reads it. In place for a mapped file: the packed rows replace the
+  // file's rows in memory (the mapped pages that hold only packed matrices are released, and read
+  // from the file again only by what still reads file-layout rows: the reference backend, the CUDA
+  // upload), so resident weights stay about the file's size (Q4_K records are 2.8% larger). A file
+  // read into memory (read_file, LoadFromMemory) keeps its copy beside the packed one. Costs a pass
+  // over the matrices at load. Measured (docs/performance.md): on the avx512 level prefill ~2x and
+  // decode faster; on the avx2 level prefill +57% but decode -39%. Default: on where it is faster
+  // for both (PackWeightsByDefault: the AVX-512 VNNI level).
+  bool pack_weights = PackWeightsByDefault();
 };
 
 class Model {
@@ -67,6 +73,12 @@ class Model {
   // What ModelLoadOptions::pack_weights cost (bytes 0 when nothing was packed).
   size_t packed_bytes() const { return packed_.bytes; }
   double pack_seconds() const { return packed_.seconds; }
+  // Bytes of the file's mapped pages given back because they hold only packed matrices (0 when
+  // nothing was packed, or for a file read into memory).
+  size_t released_bytes() const { return released_bytes_; }
+  // The weights this Model keeps in memory: every tensor's data bytes, less released_bytes(), plus
+  // packed_bytes(). About the file's size for a mapped file, packed or not.
+  size_t resident_weight_bytes() const;
   // The weights on the GPU (cuda_weights.h): uploaded by the first call, which every CUDA context
   // makes when it is created; later calls share that copy. A failed upload is not kept (the next
   // call tries again). Errors: UNSUPPORTED (built without CUDA), DEVICE, INTERNAL. Any thread.
@@ -78,11 +90,15 @@ class Model {
  private:
   explicit Model(gguf::File file) : file_(std::move(file)) {}
   static StatusOr<std::shared_ptr<const Model>> Build(gguf::File file, const LoadOptions& options);
+  // After PackWeights: finds packed_pages_ and gives them back (released_bytes_).
+  void ReleasePackedPages();
 
   gguf::File file_;
   ModelConfig config_;
   Weights weights_;
-  PackedWeights packed_;  // the buffers weights_' packed pointers point into
+  PackedWeights packed_;                 // the buffers weights_' packed pointers point into
+  std::vector<PageRange> packed_pages_;  // the file's pages that hold only packed matrices
+  size_t released_bytes_ = 0;            // of packed_pages_, given back at load
   std::string fingerprint_;
   mutable std::mutex cuda_mu_;                               // guards cuda_weights_
   mutable std::shared_ptr<const CudaWeights> cuda_weights_;  // set by the first cuda_weights()

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <string_view>
 #include <thread>
 
 #include "ops/packed.h"
@@ -13,7 +14,9 @@ namespace qwenrt {
 namespace {
 
 void ForEachMatrix(Weights* w, const std::function<void(WeightMatrix*)>& fn) {
-  fn(&w->output);  // when tied, a copy of token_embd's view: Embed keeps reading the file's rows
+  // A tied head is token_embd's view, whose file rows Embed reads: packing it would keep the
+  // matrix twice, so it stays in file layout (its pages stay resident for the head's matmul).
+  if (!w->tied) fn(&w->output);
   for (LayerWeights& l : w->layers) {
     for (WeightMatrix* m : {&l.gdn.qkv, &l.gdn.gate, &l.gdn.alpha, &l.gdn.beta, &l.gdn.out,
                             &l.attn.q, &l.attn.k, &l.attn.v, &l.attn.o, &l.ffn.gate, &l.ffn.up,
@@ -25,7 +28,14 @@ void ForEachMatrix(Weights* w, const std::function<void(WeightMatrix*)>& fn) {
 
 }  // namespace
 
-Status PackWeights(Weights* weights, int threads, PackedWeights* out) {
+bool PackWeightsByDefault() {
+  // Measured (docs/performance.md): the AVX-512 VNNI tiles win prefill and decode; the AVX2 ones
+  // win prefill (+57%) but lose decode (-39% .. -44%), and the portable ones lose both.
+  return std::string_view(cpu::PackedKernelIsa()) == "avx512vnni";
+}
+
+Status PackWeights(Weights* weights, int threads, PackedWeights* out,
+                   const std::function<void(const WeightMatrix&)>& on_packed) {
   const auto t0 = std::chrono::steady_clock::now();
   threads = std::max(1, threads);
   Status status = OkStatus();
@@ -53,6 +63,7 @@ Status PackWeights(Weights* weights, int threads, PackedWeights* out) {
     pack(0);
     for (auto& t : pool) t.join();
     m->packed = dst;
+    if (on_packed) on_packed(*m);
   });
   out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return status;

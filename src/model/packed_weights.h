@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -22,9 +23,16 @@ struct PackedWeights {
   double seconds = 0;                                   // wall time the packing took
 };
 
-// Packs every Q4_K / Q6_K matrix the dense forward multiplies (not the embedding table's lookups,
-// not MoE experts) and points its WeightMatrix::packed at the copy. Uses up to `threads` threads.
-// Errors: OutOfMemory.
-Status PackWeights(Weights* weights, int threads, PackedWeights* out);
+// Packs every matrix the dense forward multiplies whose type this CPU's packed kernel runs faster
+// (cpu::PackedKernelFast; not the embedding table, not a head tied to it, not MoE experts) and
+// points its WeightMatrix::packed at the copy. Uses up to `threads` threads; calls `on_packed`
+// (may be empty) with each matrix once it is packed. Errors: OutOfMemory.
+Status PackWeights(Weights* weights, int threads, PackedWeights* out,
+                   const std::function<void(const WeightMatrix&)>& on_packed = {});
+
+// ModelLoadOptions::pack_weights' default: true where this CPU's packed kernels are faster for
+// prefill and decode alike (the AVX-512 VNNI level), false where they would slow decode (AVX2) or
+// everything (the portable level).
+bool PackWeightsByDefault();
 
 }  // namespace qwenrt

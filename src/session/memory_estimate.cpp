@@ -60,8 +60,7 @@ StatusOr<MemoryEstimate> EstimateMemory(const ModelConfig& config,
 
 StatusOr<MemoryEstimate> EstimateMemory(const Model& model, const MemoryEstimateParams& params) {
   QWENRT_ASSIGN_OR_RETURN(MemoryEstimate e, EstimateMemory(model.config(), params));
-  for (const gguf::TensorInfo& t : model.gguf().tensors()) e.weights += t.nbytes;
-  e.weights += model.packed_bytes();
+  e.weights = model.resident_weight_bytes();
   e.total += e.weights;
   return e;
 }

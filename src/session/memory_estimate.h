@@ -27,7 +27,7 @@ struct MemoryEstimateParams {
 };
 
 struct MemoryEstimate {
-  size_t weights = 0;            // resident weights: tensor data + packed copies (0 for a config)
+  size_t weights = 0;            // Model::resident_weight_bytes() (0 for a config)
   size_t kv_per_session = 0;     // KV pages covering `context` positions, all attention layers
   size_t state_per_session = 0;  // recurrent state of the GDN layers
   // The checkpoint budget plus the one spare snapshot the store keeps for reuse (checkpoint.h).
