@@ -196,28 +196,33 @@ Status BindMoe(Binder& b, const std::string& p, const ModelConfig& c, MoeWeights
   return OkStatus();
 }
 
-// An MTP block (qwen35-architecture.md §4.7): attention block + FFN + nextn.* tensors. Checked,
-// then dropped.
-Status AccountMtpBlock(Binder& b, const std::string& p, const ModelConfig& c) {
-  LayerWeights unused;
+// An MTP block (qwen35-architecture.md §4.7): attention block + FFN + nextn.* tensors, bound with
+// the trunk's own binders (one layer recipe). The head falls back to the trunk's tensors where the
+// converter leaves the nextn copies out (they are the same weights in the checkpoint).
+Status BindMtpBlock(Binder& b, const std::string& p, const ModelConfig& c, const Weights& trunk,
+                    MtpWeights* m) {
+  LayerWeights& lw = m->layer;
   const int64_t E = c.n_embd;
-  QWENRT_RETURN_IF_ERROR(b.Vector(p + "attn_norm.weight", E, &unused.attn_norm));
-  QWENRT_RETURN_IF_ERROR(
-      b.Vector(p + "post_attention_norm.weight", E, &unused.post_attention_norm));
-  QWENRT_RETURN_IF_ERROR(BindAttention(b, p, c, &unused.attn));
+  QWENRT_RETURN_IF_ERROR(b.Vector(p + "attn_norm.weight", E, &lw.attn_norm));
+  QWENRT_RETURN_IF_ERROR(b.Vector(p + "post_attention_norm.weight", E, &lw.post_attention_norm));
+  QWENRT_RETURN_IF_ERROR(BindAttention(b, p, c, &lw.attn));
   if (c.moe) {
-    QWENRT_RETURN_IF_ERROR(BindMoe(b, p, c, &unused.moe));
+    QWENRT_RETURN_IF_ERROR(BindMoe(b, p, c, &lw.moe));
   } else {
-    QWENRT_RETURN_IF_ERROR(BindDense(b, p, c, &unused.ffn));
+    QWENRT_RETURN_IF_ERROR(BindDense(b, p, c, &lw.ffn));
   }
+  QWENRT_RETURN_IF_ERROR(b.Matrix(p + "nextn.eh_proj.weight", 2 * E, E, false, false, &m->eh_proj));
+  QWENRT_RETURN_IF_ERROR(b.Vector(p + "nextn.enorm.weight", E, &m->enorm));
+  QWENRT_RETURN_IF_ERROR(b.Vector(p + "nextn.hnorm.weight", E, &m->hnorm));
   const gguf::TensorInfo* t;
-  QWENRT_RETURN_IF_ERROR(b.Get(p + "nextn.eh_proj.weight", {2 * E, E}, false, false, &t));
-  QWENRT_RETURN_IF_ERROR(b.Get(p + "nextn.enorm.weight", {E}, true, false, &t));
-  QWENRT_RETURN_IF_ERROR(b.Get(p + "nextn.hnorm.weight", {E}, true, false, &t));
   QWENRT_RETURN_IF_ERROR(b.Get(p + "nextn.shared_head_norm.weight", {E}, true, true, &t));
-  QWENRT_RETURN_IF_ERROR(b.Get(p + "nextn.embed_tokens.weight", {E, c.n_vocab}, false, true, &t));
+  m->head_norm = t != nullptr ? reinterpret_cast<const float*>(t->data) : trunk.output_norm;
+  m->embed = trunk.token_embd;
   QWENRT_RETURN_IF_ERROR(
-      b.Get(p + "nextn.shared_head_head.weight", {E, c.n_vocab}, false, true, &t));
+      b.Matrix(p + "nextn.embed_tokens.weight", E, c.n_vocab, false, true, &m->embed));
+  m->head = trunk.output;
+  QWENRT_RETURN_IF_ERROR(
+      b.Matrix(p + "nextn.shared_head_head.weight", E, c.n_vocab, false, true, &m->head));
   return OkStatus();
 }
 
@@ -264,10 +269,12 @@ StatusOr<Weights> WeightsFromGguf(const gguf::File& file, const ModelConfig& c) 
       QWENRT_RETURN_IF_ERROR(BindDense(b, p, c, &lw.ffn));
     }
   }
+  w.mtp.resize(c.n_nextn);
   for (int64_t l = c.n_layer; l < c.n_layer_all; ++l) {
-    QWENRT_RETURN_IF_ERROR(AccountMtpBlock(b, fmt::format("blk.{}.", l), c));
+    QWENRT_RETURN_IF_ERROR(BindMtpBlock(b, fmt::format("blk.{}.", l), c, w, &w.mtp[l - c.n_layer]));
   }
-  // The MTP blocks' tensors were checked above; count them (and their bytes) as unused.
+  // The MTP blocks' tensors were checked above; the trunk never reads them: count them (and their
+  // bytes) as unused by the text forward.
   UnusedTensors& u = w.unused;
   for (const gguf::TensorInfo& t : file.tensors()) {
     for (int64_t l = c.n_layer; l < c.n_layer_all; ++l) {
