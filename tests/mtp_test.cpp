@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <set>
 
@@ -621,6 +622,39 @@ TEST_CASE("MTP: qwenrt-cli synth --mtp writes a head that loads and drafts", "[m
   REQUIRE(s->Feed(Tokens(6, 7, (*m)->config().n_vocab), {}, nullptr).ok());
   std::vector<int32_t> drafts;
   REQUIRE(s->DraftMtp(1, 3, &drafts).ok());
+  CHECK(drafts.size() == 3);
+}
+
+// Hidden (run by hand, docs/mtp.md): the MTP logits of a converter-made file for comparison with
+// transformers. QWENRT_MTP_HF_GGUF = the file, QWENRT_MTP_HF_TOKENS = token ids (text, one per
+// whitespace), QWENRT_MTP_HF_OUT = where the [N-1, V] f32 logits of MTP rows 0..N-2 go (kRef).
+TEST_CASE("MTP: logits of a converter-made file, for an outside reference", "[.hf]") {
+  const char* path = std::getenv("QWENRT_MTP_HF_GGUF");
+  const char* toks = std::getenv("QWENRT_MTP_HF_TOKENS");
+  const char* out = std::getenv("QWENRT_MTP_HF_OUT");
+  REQUIRE((path && toks && out));
+  auto m = Model::Load(path);
+  INFO(m.status().ToString());
+  REQUIRE(m.ok());
+  std::vector<int32_t> tokens;
+  std::ifstream tf(toks);
+  for (int64_t x; tf >> x;) tokens.push_back(static_cast<int32_t>(x));
+  REQUIRE(tokens.size() >= 2);
+  Trunk t(**m, BackendKind::kRef);
+  std::vector<float> hidden, logits, mrows, mlogits;
+  t.Run(tokens, &hidden, &logits);
+  t.Mtp(tokens, hidden, &mrows, &mlogits);
+  std::ofstream of(out, std::ios::binary);
+  of.write(reinterpret_cast<const char*>(mlogits.data()),
+           static_cast<std::streamsize>(mlogits.size() * 4));
+  // Drafting runs on it too.
+  SessionParams sp;
+  sp.n_threads = 2;
+  sp.mtp = true;
+  auto s = Session::Create(*m, sp).value();
+  REQUIRE(s->Feed(tokens, {}, nullptr).ok());
+  std::vector<int32_t> drafts;
+  REQUIRE(s->DraftMtp(tokens[0], 3, &drafts).ok());
   CHECK(drafts.size() == 3);
 }
 
