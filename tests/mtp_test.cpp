@@ -50,6 +50,9 @@ struct ModelEdit {
   std::function<void(std::string*, std::vector<int64_t>*)> fix;  // rename / reshape a tensor
   bool shared_head_norm = true;
   bool mtp = true;
+  bool mtp_only = false;     // llama.cpp's converter --mtp: no trunk layers
+  int64_t extra_blocks = 0;  // block_count off by this much (a wrong layer index)
+  bool other_token = false;  // one token string changed
 };
 
 // A complete qwen35 file: the micro fixture's tokenizer and chat template, the sizes above.
@@ -62,7 +65,7 @@ std::vector<uint8_t> WriteModel(const ModelEdit& edit = {}) {
   w.AddString("general.architecture", "qwen35");
   w.AddU32(a + "context_length", 4096);
   w.AddU32(a + "embedding_length", E);
-  w.AddU32(a + "block_count", L + (edit.mtp ? 1 : 0));
+  w.AddU32(a + "block_count", L + (edit.mtp ? 1 : 0) + edit.extra_blocks);
   if (edit.mtp) w.AddU32(a + "nextn_predict_layers", 1);
   w.AddU32(a + "feed_forward_length", F);
   w.AddU32(a + "attention.head_count", H);
@@ -85,6 +88,7 @@ std::vector<uint8_t> WriteModel(const ModelEdit& edit = {}) {
                                   micro->Find("tokenizer.ggml.tokens")->strings().end());
   std::vector<std::string> merges(micro->Find("tokenizer.ggml.merges")->strings().begin(),
                                   micro->Find("tokenizer.ggml.merges")->strings().end());
+  if (edit.other_token) tokens[5] = "[changed]";
   std::vector<int32_t> types;
   for (uint64_t i = 0; i < tokens.size(); ++i)
     types.push_back(micro->Find("tokenizer.ggml.token_type")->At<int32_t>(i));
@@ -103,6 +107,7 @@ std::vector<uint8_t> WriteModel(const ModelEdit& edit = {}) {
   const auto add = [&](std::string name, std::vector<int64_t> ne, Kind kind) {
     ++tensor;
     if (edit.drop.count(name)) return;
+    if (edit.mtp_only && name.rfind("blk.", 0) == 0 && name.rfind("blk.3.", 0) != 0) return;
     int64_t n = 1;
     for (int64_t d : ne) n *= d;
     std::vector<float> v(static_cast<size_t>(n));
@@ -625,15 +630,81 @@ TEST_CASE("MTP: qwenrt-cli synth --mtp writes a head that loads and drafts", "[m
   CHECK(drafts.size() == 3);
 }
 
+TEST_CASE("MTP: a separate MTP-only file beside its trunk, checked against it", "[mtp]") {
+  ModelEdit trunk_only, mtp_only;
+  trunk_only.mtp = false;
+  mtp_only.mtp_only = true;
+  const auto trunk = WriteModel(trunk_only);
+  const auto draft = WriteModel(mtp_only);
+  // Alone, the MTP-only file is refused, pointing at the way to load it.
+  auto alone = Model::LoadFromMemory(draft.data(), draft.size());
+  CHECK(alone.status().code() == StatusCode::kUnsupported);
+  CHECK(alone.status().message().find("mtp_path") != std::string::npos);
+  ModelLoadOptions o;
+  o.mtp_image = draft;
+  auto m = Model::LoadFromMemory(trunk.data(), trunk.size(), o);
+  INFO(m.status().ToString());
+  REQUIRE(m.ok());
+  CHECK((*m)->config().n_nextn == 1);
+  CHECK((*m)->weights().mtp.size() == 1);
+  CHECK((*m)->fingerprint() == LoadModel(trunk_only)->fingerprint());  // sessions: the trunk's
+  // The same head as the one-file model, bit for bit.
+  auto one = LoadModel();
+  const auto tokens = Tokens(11, 8, one->config().n_vocab);
+  std::vector<float> l1, l2;
+  for (const auto& [model, out] : {std::pair{one, &l1}, std::pair{*m, &l2}}) {
+    Trunk t(*model, BackendKind::kCpu, KvType::kF16);
+    std::vector<float> hidden, logits, mrows;
+    t.Run(tokens, &hidden, &logits);
+    t.Mtp(tokens, hidden, &mrows, out);
+  }
+  CHECK(l1 == l2);
+  SessionParams sp;
+  sp.n_threads = 2;
+  sp.mtp = true;
+  auto s = Session::Create(*m, sp).value();
+  REQUIRE(s->Feed(tokens, {}, nullptr).ok());
+  std::vector<int32_t> drafts;
+  REQUIRE(s->DraftMtp(9, 2, &drafts).ok());
+  CHECK(drafts.size() == 2);
+
+  // Mismatches name what differs.
+  const auto refuse = [&](const std::vector<uint8_t>& t, const std::vector<uint8_t>& d,
+                          std::initializer_list<const char*> words) {
+    ModelLoadOptions bad;
+    bad.mtp_image = d;
+    auto r = Model::LoadFromMemory(t.data(), t.size(), bad);
+    REQUIRE_FALSE(r.ok());
+    INFO(r.status().ToString());
+    for (const char* w : words) CHECK(r.status().message().find(w) != std::string::npos);
+  };
+  ModelEdit shifted = mtp_only;
+  shifted.extra_blocks = 1;
+  refuse(trunk, WriteModel(shifted), {"layer index", "4 in the MTP file, 3 in the trunk"});
+  ModelEdit vocab = mtp_only;
+  vocab.other_token = true;
+  refuse(trunk, WriteModel(vocab), {"token 5", "[changed]"});
+  ModelEdit eh = mtp_only;
+  eh.fix = [](std::string* name, std::vector<int64_t>* ne) {
+    if (*name == "blk.3.nextn.eh_proj.weight") *ne = {E, 2 * E};
+  };
+  refuse(trunk, WriteModel(eh), {"MTP image", "blk.3.nextn.eh_proj.weight", "{80, 40}"});
+  refuse(WriteModel(), draft, {"already carries"});  // the trunk has its own head
+  refuse(trunk, WriteModel(), {"trunk layers"});     // not an MTP-only file
+}
+
 // Hidden (run by hand, docs/mtp.md): the MTP logits of a converter-made file for comparison with
 // transformers. QWENRT_MTP_HF_GGUF = the file, QWENRT_MTP_HF_TOKENS = token ids (text, one per
-// whitespace), QWENRT_MTP_HF_OUT = where the [N-1, V] f32 logits of MTP rows 0..N-2 go (kRef).
+// whitespace), QWENRT_MTP_HF_MTP (optional) = a separate MTP-only file for it, QWENRT_MTP_HF_OUT =
+// where the [N-1, V] f32 logits of MTP rows 0..N-2 go (kRef).
 TEST_CASE("MTP: logits of a converter-made file, for an outside reference", "[.hf]") {
   const char* path = std::getenv("QWENRT_MTP_HF_GGUF");
   const char* toks = std::getenv("QWENRT_MTP_HF_TOKENS");
   const char* out = std::getenv("QWENRT_MTP_HF_OUT");
   REQUIRE((path && toks && out));
-  auto m = Model::Load(path);
+  ModelLoadOptions lo;  // QWENRT_MTP_HF_MTP: the head from a separate MTP-only file
+  if (const char* mtp = std::getenv("QWENRT_MTP_HF_MTP")) lo.mtp_path = mtp;
+  auto m = Model::Load(path, lo);
   INFO(m.status().ToString());
   REQUIRE(m.ok());
   std::vector<int32_t> tokens;

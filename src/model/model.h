@@ -8,6 +8,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "base/status.h"
@@ -40,6 +42,12 @@ struct ModelLoadOptions {
   // prefill ~2x and decode faster; on the avx2 level prefill +57% but decode -39%. Off by default:
   // a host opts in to the memory.
   bool pack_weights = false;
+  // A separate MTP-only GGUF (llama.cpp's converter with --mtp, file name prefix "mtp-") whose MTP
+  // (next-n) blocks become this model's draft head (docs/mtp.md), for a trunk file without them.
+  // Checked against the trunk (MtpWeightsFromGguf): a mismatch fails the load naming it. Either a
+  // path, or an image in memory (copied).
+  std::string mtp_path;
+  std::span<const uint8_t> mtp_image;
 };
 
 class Model {
@@ -80,6 +88,7 @@ class Model {
   static StatusOr<std::shared_ptr<const Model>> Build(gguf::File file, const LoadOptions& options);
 
   gguf::File file_;
+  std::optional<gguf::File> mtp_file_;  // ModelLoadOptions::mtp_path / mtp_image: weights_.mtp's
   ModelConfig config_;
   Weights weights_;
   PackedWeights packed_;  // the buffers weights_' packed pointers point into

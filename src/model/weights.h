@@ -116,4 +116,17 @@ struct Weights {
 // cannot use or an MTP-only file).
 StatusOr<Weights> WeightsFromGguf(const gguf::File& file, const ModelConfig& config);
 
+// The MTP blocks of a separate MTP-only file (llama.cpp's converter with --mtp: the trunk's
+// metadata and tokenizer, token_embd / output_norm / output, and blk.L.* only) for the trunk
+// `trunk_config` / `trunk` loaded from a file without them. Checked against the trunk:
+// architecture, every shape the block reads (E, heads, head size, rope, FFN / experts, eps), the
+// vocabulary (the same tokens) and the layer index (the file's first MTP block must be blk.L, L =
+// the trunk's layers); the tensors as WeightsFromGguf checks them, nothing else may be in the file.
+// Errors: BadFormat / InvalidArgument naming the mismatch (both values) or the tensor.
+StatusOr<std::vector<MtpWeights>> MtpWeightsFromGguf(const gguf::File& mtp_file,
+                                                     const ModelConfig& mtp_config,
+                                                     const gguf::File& trunk_file,
+                                                     const ModelConfig& trunk_config,
+                                                     const Weights& trunk);
+
 }  // namespace qwenrt
