@@ -139,10 +139,10 @@ Status Session::WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) con
   w.BeginSection(kTagKvca, static_cast<uint64_t>(A) * 2 * static_cast<uint64_t>(n) * row_bytes);
   PutKvRows(w, kv_, n, 0, A);
   w.EndSection();
-  if (mtp) {  // rows [0, n) of the MTP slot: [0, n-1) valid, the last one scratch (kept for shape)
-    const int64_t M = kv_.n_layers() - A;
-    w.BeginSection(kTagMtpk, static_cast<uint64_t>(M) * 2 * static_cast<uint64_t>(n) * row_bytes);
-    PutKvRows(w, kv_, n, A, kv_.n_layers());
+  if (mtp) {  // the valid rows [0, n-1) of the MTP slots (row n-1 on is scratch)
+    const int64_t M = kv_.n_layers() - A, nm = std::max<int64_t>(n - 1, 0);
+    w.BeginSection(kTagMtpk, static_cast<uint64_t>(M) * 2 * static_cast<uint64_t>(nm) * row_bytes);
+    PutKvRows(w, kv_, nm, A, kv_.n_layers());
     w.EndSection();
   }
 
@@ -278,8 +278,8 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
     else if ((s.tag == kTagMtpk || s.tag == kTagMtph) && file.version < kSessionFormatVersionMtp)
       ok = false;
     else if (s.tag == kTagMtpk)  // a session without the MTP head skips it
-      ok = !seen_mtpk++ &&
-           (mtp_slots == 0 || len == static_cast<uint64_t>(mtp_slots) * 2 * n * file_row_bytes);
+      ok = !seen_mtpk++ && (mtp_slots == 0 || len == static_cast<uint64_t>(mtp_slots) * 2 *
+                                                         (n > 0 ? n - 1 : 0) * file_row_bytes);
     else if (s.tag == kTagMtph)
       ok = !seen_mtph++ && (mtp_floats == 0 ||
                             len == (1 + static_cast<uint64_t>(h.n_checkpoints)) * mtp_floats * 4);
@@ -338,8 +338,9 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
       } else if (s.tag == kTagKvca) {
         QWENRT_RETURN_IF_ERROR(ReadKvRows(c, file_type, h.n_tokens, 0, kv.trunk_layers(), kv));
       } else if (s.tag == kTagMtpk && mtp) {
-        QWENRT_RETURN_IF_ERROR(
-            ReadKvRows(c, file_type, h.n_tokens, kv.trunk_layers(), kv.n_layers(), kv));
+        // Rows [0, n-1): its Commit cannot shrink what KVCA committed (the cache's size is n).
+        QWENRT_RETURN_IF_ERROR(ReadKvRows(c, file_type, std::max<int64_t>(h.n_tokens - 1, 0),
+                                          kv.trunk_layers(), kv.n_layers(), kv));
       } else if (s.tag == kTagRecs) {
         QWENRT_RETURN_IF_ERROR(GetState(c, rec));
         put_mtp_row(0, rec);
