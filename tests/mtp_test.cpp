@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include "ops/rope.h"
 #include "quick_mode.h"
 #include "qwenrt/gguf_writer.hpp"
+#include "session/memory_estimate.h"
 #include "session/mtp_draft.h"
 #include "session/session.h"
 #include "test_util.h"
@@ -507,6 +509,18 @@ TEST_CASE("MTP: greedy drafts follow the head and leave the session as it was", 
   CHECK(drafts.empty());
   CHECK(no_mtp->DraftMtp(next, 3, &drafts).code() == StatusCode::kInvalidArgument);
   CHECK(no_mtp->kv_cache().n_layers() == m->config().n_attn_layers());  // pays nothing
+  // The head's memory: one more attention slot of KV and the carried row, as estimated.
+  CHECK(s->kv_bytes() ==
+        no_mtp->kv_bytes() / m->config().n_attn_layers() * (m->config().n_attn_layers() + 1));
+  CHECK(s->state_bytes() == no_mtp->state_bytes() + E * sizeof(float));
+  MemoryEstimateParams ep;
+  ep.context = 1024;
+  const auto base = EstimateMemory(*m, ep).value();
+  ep.mtp = true;
+  const auto with = EstimateMemory(*m, ep).value();
+  CHECK(with.kv_per_session ==
+        base.kv_per_session / m->config().n_attn_layers() * (m->config().n_attn_layers() + 1));
+  CHECK(with.state_per_session == base.state_per_session + E * sizeof(float));
 }
 
 TEST_CASE("MTP: fork, save/load and prefix resume carry the head's state", "[mtp]") {
@@ -727,6 +741,42 @@ TEST_CASE("MTP: logits of a converter-made file, for an outside reference", "[.h
   std::vector<int32_t> drafts;
   REQUIRE(s->DraftMtp(tokens[0], 3, &drafts).ok());
   CHECK(drafts.size() == 3);
+}
+
+// Hidden (run by hand): what the head costs next to a decode step. QWENRT_MTP_BENCH_GGUF = a file
+// with an MTP block (e.g. qwenrt-cli synth --shape 0.8b --mtp); 2 threads, kCpu.
+TEST_CASE("MTP: cost of catch-up and drafting next to a decode step", "[.bench]") {
+  const char* path = std::getenv("QWENRT_MTP_BENCH_GGUF");
+  REQUIRE(path != nullptr);
+  auto m = Model::Load(path).value();
+  const auto prompt = Tokens(64, 9, m->config().n_vocab);
+  const int steps = 24;
+  const auto ms = [](auto t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (bool mtp : {false, true}) {
+    SessionParams sp;
+    sp.n_threads = 2;
+    sp.mtp = mtp;
+    auto s = Session::Create(m, sp).value();
+    auto t0 = std::chrono::steady_clock::now();
+    REQUIRE(s->Feed(prompt, {}, nullptr).ok());
+    const double prefill = ms(t0);
+    t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < steps; ++i) REQUIRE(s->DecodeStep(prompt[i]).ok());
+    const double decode = ms(t0) / steps;
+    std::printf("%s: prefill 64 tokens %.1f ms, decode step %.2f ms", mtp ? "mtp" : "plain",
+                prefill, decode);
+    if (mtp) {
+      std::vector<int32_t> d;
+      for (int k : {1, 3}) {
+        t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < steps; ++i) REQUIRE(s->DraftMtp(prompt[i], k, &d).ok());
+        std::printf(", draft k=%d %.2f ms", k, ms(t0) / steps);
+      }
+    }
+    std::printf("\n");
+  }
 }
 
 }  // namespace
