@@ -354,6 +354,13 @@ qwenrt_status qwenrt_session_checkpoint_at(qwenrt_session* session, int64_t pos)
   });
 }
 
+qwenrt_status qwenrt_session_reserve(qwenrt_session* session, int32_t n_positions, int32_t touch) {
+  return Guard(__func__, [&]() -> Status {
+    QWENRT_CAPI_ENTER(session);
+    return session->chat->session().Reserve(n_positions, touch != 0);
+  });
+}
+
 qwenrt_status qwenrt_session_set_checkpoint_budget(qwenrt_session* session, uint64_t bytes) {
   return Guard(__func__, [&]() -> Status {
     QWENRT_CAPI_ENTER(session);

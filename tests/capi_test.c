@@ -686,6 +686,16 @@ static void TestTwoTurnChat(qwenrt_model* model) {
   }
   EXPECT_STATUS(qwenrt_session_checkpoint_at(loaded, -3), QWENRT_INVALID_ARGUMENT, "pos");
 
+  /* Reserve: room allocated up front, the transcript untouched; bounds are errors. */
+  {
+    const int64_t n_before = qwenrt_session_n_tokens(loaded);
+    ASSERT_OK(qwenrt_session_reserve(loaded, (int32_t)n_before + 100, 1));
+    EXPECT(qwenrt_session_n_tokens(loaded) == n_before);
+    EXPECT_STATUS(qwenrt_session_reserve(loaded, -1, 0), QWENRT_INVALID_ARGUMENT, "positions");
+    EXPECT_STATUS(qwenrt_session_reserve(loaded, INT32_MAX, 0), QWENRT_CONTEXT_FULL, "positions");
+    EXPECT_STATUS(qwenrt_session_reserve(NULL, 10, 0), QWENRT_INVALID_ARGUMENT, NULL);
+  }
+
   free(blob);
   remove(path);
   free(reply1);

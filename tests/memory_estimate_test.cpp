@@ -159,7 +159,7 @@ TEST_CASE("Session memory limit: refused before allocating, the session unchange
   kvo.type = KvType::kF32;
   kvo.page_rows = 64;
   const size_t one_page = KvCache::BytesFor(c, 64, kvo);
-  const size_t fixed = RecurrentState::BytesFor(c);
+  const size_t fixed = 2 * RecurrentState::BytesFor(c) + Session::WorkingBytesFor(c, p, 512);
 
   p.memory_limit_bytes = static_cast<int64_t>(fixed + one_page - 1);
   CHECK(Session::Create(model, p).status().code() == StatusCode::kOutOfMemory);
@@ -180,6 +180,59 @@ TEST_CASE("Session memory limit: refused before allocating, the session unchange
   p.memory_limit_bytes = 0;  // unlimited: the same feed goes through
   auto u = NewSession(model, p);
   CHECK(u->Feed(more, {}, nullptr).ok());
+}
+
+TEST_CASE("Session::Reserve allocates the estimate up front and changes no result", "[ref]") {
+  auto model = LoadFixture("micro-s1-f32");
+  const ModelConfig& c = model->config();
+  MemoryEstimateParams ep;
+  ep.context = 700;  // two attention key spans, and not a multiple of the page
+  ep.kv_type = KvType::kF16;
+  ep.kv_page_rows = 64;
+  ep.checkpoint_budget_bytes = 0;
+  SessionParams p = TestParams(BackendKind::kCpu);
+  ep.ubatch = p.ubatch;
+  ep.n_threads = p.n_threads;
+  const MemoryEstimate e = EstimateMemory(*model, ep).value();
+  p.kv_type = ep.kv_type;
+  p.kv_page_rows = ep.kv_page_rows;
+  p.max_context = ep.context;
+  p.initial_capacity = 64;
+  p.checkpoint_budget_bytes = 0;
+  p.checkpoint_tail = 0;
+
+  auto plain = NewSession(model, p), reserved = NewSession(model, p);
+  const std::vector<int32_t> prompt = Tokens(40, c.n_vocab);
+  REQUIRE(reserved->Feed(prompt, {}, nullptr).ok());
+  const std::vector<float> before = Copy(reserved->last_logits());
+  for (bool touch : {false, true}) {  // a second Reserve of the same room is a no-op
+    REQUIRE(reserved->Reserve(ep.context, touch).ok());
+    CHECK(reserved->kv_bytes() == e.kv_per_session);
+    CHECK(reserved->working_bytes() == e.working_per_session);
+    CHECK(reserved->size() == 40);
+    CHECK(Copy(reserved->last_logits()) == before);
+  }
+  CHECK(reserved->Reserve(ep.context + 1, false).code() == StatusCode::kContextFull);
+  CHECK(reserved->Reserve(-1, false).code() == StatusCode::kInvalidArgument);
+  // The prefaulted, reserved session computes what an unreserved one does, bit for bit.
+  const std::vector<int32_t> more = Tokens(300, c.n_vocab);
+  REQUIRE(plain->Feed(more, {}, nullptr).ok());
+  REQUIRE(reserved->Feed(more, {}, nullptr).ok());
+  CHECK(Copy(plain->last_logits()) == Copy(reserved->last_logits()));
+  CHECK(reserved->kv_bytes() == e.kv_per_session);  // nothing more was allocated
+
+  // A memory limit of exactly the estimate's per_session admits the whole context; a byte less
+  // does not (the session refuses before allocating and stays as it was).
+  p.memory_limit_bytes = static_cast<int64_t>(e.per_session);
+  auto fits = NewSession(model, p);
+  CHECK(fits->Reserve(ep.context, true).ok());
+  p.memory_limit_bytes = static_cast<int64_t>(e.per_session - 1);
+  auto tight = NewSession(model, p);
+  CHECK(tight->Reserve(ep.context, false).code() == StatusCode::kOutOfMemory);
+  KvCacheOptions kvo;
+  kvo.type = ep.kv_type;
+  kvo.page_rows = ep.kv_page_rows;
+  CHECK(tight->kv_bytes() == KvCache::BytesFor(c, 64, kvo));  // the initial page only
 }
 
 TEST_CASE("EstimateMemory: the 4B shape at 262,144 tokens with q8_0 KV", "[ref]") {

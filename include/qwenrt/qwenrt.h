@@ -442,10 +442,11 @@ typedef struct qwenrt_session_params {
    * keeps log_callback. */
   qwenrt_prefill_progress_callback prefill_progress;
   void* prefill_progress_user_data; /* passed to prefill_progress */
-  /* The most bytes this session may hold: KV pages + recurrent state + checkpoint budget; 0 =
-   * unlimited (default). Creation or KV growth that would pass it fails with QWENRT_OUT_OF_MEMORY
-   * before allocating, the session unchanged (docs/memory.md). Read only when struct_size covers
-   * it. */
+  /* The most bytes this session may hold: KV pages + recurrent state + checkpoint budget + working
+   * buffers, the terms of qwenrt_memory_estimate.per_session (which for n_ctx is exactly enough);
+   * 0 = unlimited (default). Creation or KV growth that would pass it fails with
+   * QWENRT_OUT_OF_MEMORY before allocating, the session unchanged (docs/memory.md). Read only when
+   * struct_size covers it. */
   uint64_t memory_limit;
 } qwenrt_session_params;
 
@@ -513,6 +514,16 @@ QWENRT_API qwenrt_status qwenrt_session_create(qwenrt_model* model,
 /* Frees the session and all its state. NULL is a no-op; a handle that was already freed is ignored
  * when detected. Thread safety: one thread per handle at a time. */
 QWENRT_API void qwenrt_session_free(qwenrt_session* session);
+
+/* Allocates now what growing to n_positions tokens would allocate (KV pages, and on the CPU the
+ * forward pass's buffers for a context that long), so a host learns at once whether a long
+ * conversation fits. touch != 0 also writes the new KV pages so the operating system commits them
+ * now (Linux maps untouched memory lazily). Transcript, state and logits are unchanged. Returns
+ * QWENRT_INVALID_ARGUMENT (NULL/freed session, n_positions < 0), QWENRT_CONTEXT_FULL (n_positions >
+ * n_ctx), QWENRT_OUT_OF_MEMORY (also: over qwenrt_session_params.memory_limit; nothing allocated).
+ * Thread safety: one thread per handle at a time. */
+QWENRT_API qwenrt_status qwenrt_session_reserve(qwenrt_session* session, int32_t n_positions,
+                                                int32_t touch);
 
 /* Forgets everything: transcript, state, checkpoints, last reply and report (the session is as
  * new). Returns QWENRT_INVALID_ARGUMENT (NULL/freed session). Thread safety: one thread per handle

@@ -313,6 +313,12 @@ size_t ForwardContext::bytes() const {
   return n;
 }
 
+Status ForwardContext::ReserveAttention(int64_t n_kv) {
+  if (backend_ == nullptr || n_kv <= 0) return OkStatus();
+  const ModelConfig& c = model_.config();
+  return backend_->Reserve(n_kv, AttentionGroup(c), c.head_dim);
+}
+
 size_t ForwardContext::BytesFor(const ModelConfig& c, BackendKind kind, const Options& options,
                                 int threads, int64_t n_kv) {
   if (kind == BackendKind::kCuda) return 0;

@@ -96,6 +96,9 @@ class ForwardContext {
   // memory estimate (session/memory_estimate.h) cannot drift from them.
   static size_t BytesFor(const ModelConfig& config, BackendKind kind, const Options& options,
                          int threads, int64_t n_kv);
+  // Grows the attention scratch for caches of up to `n_kv` positions now, as a forward pass over
+  // such a cache would (Session::Reserve). No-op for kCuda. Error: OutOfMemory.
+  Status ReserveAttention(int64_t n_kv);
 
  private:
   ForwardContext(const Model& model, BackendKind kind) : model_(model), kind_(kind) {}

@@ -194,6 +194,21 @@ Status KvCache::Reserve(int64_t n, int64_t from) {
   return OkStatus();
 }
 
+void KvCache::Prefault() {
+  const int64_t P = page_rows_;
+  const size_t half = static_cast<size_t>(P * row_bytes_);
+  for (int64_t i = size_ / P; i < static_cast<int64_t>(present_.size()); ++i) {
+    if (!present_[i] || !PageHeldAlone(i)) continue;
+    const int64_t valid = std::clamp<int64_t>(size_ - i * P, 0, P);  // rows kept as they are
+    const size_t skip = static_cast<size_t>(valid * row_bytes_);
+    for (auto& layer : pages_) {
+      uint8_t* page = layer[static_cast<size_t>(i)].data();
+      std::memset(page + skip, 0, half - skip);         // K rows
+      std::memset(page + half + skip, 0, half - skip);  // V rows
+    }
+  }
+}
+
 void KvCache::Truncate(int64_t n) {
   size_ = std::clamp<int64_t>(n, 0, size_);
   const int64_t keep = (size_ + page_rows_ - 1) / page_rows_;

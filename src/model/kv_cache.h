@@ -111,6 +111,10 @@ class KvCache {
   // Errors: ContextFull (n > max_tokens), OutOfMemory (also: the pages would pass max_bytes,
   // checked before allocating); on error the cache is unchanged.
   Status Reserve(int64_t n, int64_t from = -1);
+  // Writes zeros into the rows past size() of every page this cache holds alone, so that the
+  // operating system commits the pages now (Linux maps untouched allocations lazily: an allocation
+  // that succeeded can still fail when first written). The contents and lineage() do not change.
+  void Prefault();
   // Keeps positions [0, n) (no-op if n >= size()). Pages past the cut that other caches share are
   // dropped; pages held alone are kept for reuse (capacity).
   void Truncate(int64_t n);

@@ -77,12 +77,18 @@ StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> 
   const size_t budget = CheckpointBudgetBytes(cfg, params.checkpoint_budget_bytes);
   if (params.memory_limit_bytes > 0) {
     // Checked before anything is allocated; what is left after the fixed terms caps the KV pages.
+    // The terms of EstimateMemory's per_session: the state, the checkpoint budget plus the store's
+    // spare snapshot, and the working buffers at their size for max_context (they grow with the
+    // cache), so a limit of per_session for that context is exactly enough.
     const size_t limit = static_cast<size_t>(params.memory_limit_bytes);
-    const size_t fixed = RecurrentState::BytesFor(cfg) + budget;  // (+ E floats with mtp)
+    const size_t state = RecurrentState::BytesFor(cfg) +  // + the MTP head's carried row
+                         (params.mtp ? static_cast<size_t>(cfg.n_embd) * sizeof(float) : 0);
+    const size_t fixed = 2 * state + budget + WorkingBytesFor(cfg, params, max_context);
     const size_t kv_now = KvCache::BytesFor(cfg, initial, kvo);
     if (fixed + kv_now > limit) {
       return OutOfMemory(
-          "Session: needs {} bytes (state and checkpoint budget {}, KV {}), over the {}-byte limit",
+          "Session: needs {} bytes (state, checkpoint budget and working buffers {}, KV {}), over "
+          "the {}-byte limit",
           fixed + kv_now, fixed, kv_now, limit);
     }
     kvo.max_bytes = limit - fixed;
@@ -145,6 +151,19 @@ Status Session::MakeContext() try {
 
 size_t Session::working_bytes() const {
   return last_logits_.capacity() * sizeof(float) + (ctx_ != nullptr ? ctx_->bytes() : 0);
+}
+
+Status Session::Reserve(int64_t positions, bool touch) {
+  if (positions < 0) return InvalidArgument("Session::Reserve: positions must be >= 0");
+  if (positions > max_context_) {
+    return ContextFull("Session::Reserve: {} positions, the session holds at most {}", positions,
+                       max_context_);
+  }
+  QWENRT_RETURN_IF_ERROR(kv_.Reserve(positions));
+  if (touch) kv_.Prefault();
+  if (params_.backend == BackendKind::kCuda) return OkStatus();  // its buffers are on the device
+  if (ctx_ == nullptr) QWENRT_RETURN_IF_ERROR(MakeContext());
+  return ctx_->ReserveAttention(kv_.capacity());
 }
 
 size_t Session::WorkingBytesFor(const ModelConfig& config, const SessionParams& params,

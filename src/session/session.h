@@ -67,10 +67,10 @@ struct SessionParams {
   // Memory for checkpoints. -1 = room for 8 snapshots. The newest snapshot of the latest turn is
   // kept even when it alone exceeds the budget (see checkpoint.h for the eviction order).
   int64_t checkpoint_budget_bytes = -1;
-  // The most bytes this session may hold (KV pages + recurrent state + checkpoint budget: the terms
-  // of EstimateMemory's per_session but its working buffers, docs/memory.md); 0 = unlimited. Create
-  // and KV growth that would pass it fail with OutOfMemory before allocating, leaving the session
-  // as it was.
+  // The most bytes this session may hold (KV pages + recurrent state + checkpoint budget + working
+  // buffers at max_context: the terms of EstimateMemory's per_session, docs/memory.md); 0 =
+  // unlimited. Create and KV growth that would pass it fail with OutOfMemory before allocating,
+  // leaving the session as it was.
   int64_t memory_limit_bytes = 0;
   int64_t checkpoint_tail =
       4;  // automatic checkpoint this many tokens before each prefill end; 0 = off
@@ -287,6 +287,16 @@ class Session {
 
   // Forgets everything (empty transcript, no checkpoints, zero state). Capacity is kept.
   void Reset();
+
+  // Allocates now what growing to `positions` would allocate: KV pages for them and, on the CPU,
+  // the forward context with its attention scratch for a cache that long (the terms of
+  // EstimateMemory's per_session, docs/memory.md), so a host learns at once whether a long
+  // conversation fits, not at token 200,000. `touch` writes the new KV pages so the operating
+  // system commits them now (it maps untouched allocations lazily). The transcript, state and
+  // logits do not change. Errors: InvalidArgument (positions < 0), ContextFull (positions >
+  // max_context()), OutOfMemory (also: over SessionParams::memory_limit_bytes, checked before
+  // allocating).
+  Status Reserve(int64_t positions, bool touch);
 
   // Changes the storage type of the KV cache (SessionParams::kv_type), converting the rows it holds
   // (through f32: exact between f32 and f16 on the CPU path; to q8_0 lossy). The converted cache
