@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
@@ -705,6 +706,93 @@ TEST_CASE("MTP: a separate MTP-only file beside its trunk, checked against it", 
   refuse(trunk, WriteModel(eh), {"MTP image", "blk.3.nextn.eh_proj.weight", "{80, 40}"});
   refuse(WriteModel(), draft, {"already carries"});  // the trunk has its own head
   refuse(trunk, WriteModel(), {"trunk layers"});     // not an MTP-only file
+}
+
+// The MoE fixture with an MTP block appended (blk.4: a copy of its attention layer 3, experts and
+// shared expert included, plus nextn tensors): the MoE head keeps in step bit for bit and drafts.
+// (Its numbers against transformers' MoE decoder layer: docs/mtp.md.)
+std::vector<uint8_t> MoeWithMtp() {
+  auto f = gguf::File::Open(DataPath("tinymoe-s1-q4km.gguf"), nullptr);
+  REQUIRE(f.has_value());
+  gguf::Writer w;
+  using VT = gguf::ValueType;
+  for (const auto& [key, v] : f->metadata()) {
+    if (key == "general.alignment") continue;
+    if (key == "qwen35moe.block_count") {
+      w.AddU32(key, v.AsU32() + 1);
+      w.AddU32("qwen35moe.nextn_predict_layers", 1);
+    } else if (v.type() == VT::U32) {
+      w.AddU32(key, v.AsU32());
+    } else if (v.type() == VT::I32) {
+      w.AddI32(key, v.AsI32());
+    } else if (v.type() == VT::F32) {
+      w.AddF32(key, v.AsF32());
+    } else if (v.type() == VT::BOOL) {
+      w.AddBool(key, v.AsBool());
+    } else if (v.type() == VT::STRING) {
+      w.AddString(key, v.AsString());
+    } else if (v.is_array() && v.element_type() == VT::STRING) {
+      w.AddStringArray(key, v.strings());
+    } else if (v.is_array() && v.element_type() == VT::I32) {
+      std::vector<int32_t> a;
+      for (uint64_t i = 0; i < v.size(); ++i) a.push_back(v.At<int32_t>(i));
+      w.AddI32Array(key, a);
+    } else {
+      FAIL("metadata key " << key << " of a type this copier does not handle");
+    }
+  }
+  for (const gguf::TensorInfo& t : f->tensors())
+    w.AddTensor(t.name, t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims), t.data, t.nbytes);
+  for (const gguf::TensorInfo& t : f->tensors()) {
+    if (t.name.rfind("blk.3.", 0) != 0) continue;
+    w.AddTensor("blk.4." + t.name.substr(6), t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims),
+                t.data, t.nbytes);
+  }
+  const int64_t D = f->FindTensor("output_norm.weight")->ne[0];
+  static std::vector<float> eh, norm;
+  eh.resize(2 * D * D);
+  norm.resize(D);
+  for (size_t i = 0; i < eh.size(); ++i) eh[i] = Rand(900000 + i) / std::sqrt(float(D));
+  for (size_t i = 0; i < norm.size(); ++i) norm[i] = 1.0f + 0.1f * Rand(990000 + i);
+  w.AddTensor("blk.4.nextn.eh_proj.weight", Type::F32, {2 * D, D}, eh.data(), eh.size() * 4);
+  for (const char* n : {"enorm", "hnorm", "shared_head_norm"})
+    w.AddTensor(std::string("blk.4.nextn.") + n + ".weight", Type::F32, {D}, norm.data(),
+                norm.size() * 4);
+  std::vector<uint8_t> bytes;
+  gguf::Error err;
+  REQUIRE(w.WriteToBuffer(&bytes, &err));
+  return bytes;
+}
+
+TEST_CASE("MTP: a MoE head keeps in step bit for bit and drafts", "[mtp]") {
+  const auto bytes = MoeWithMtp();
+  auto loaded = Model::LoadFromMemory(bytes.data(), bytes.size());
+  INFO(loaded.status().ToString());
+  REQUIRE(loaded.ok());
+  auto m = *loaded;
+  REQUIRE(m->config().moe);
+  REQUIRE(m->weights().mtp.size() == 1);
+  const auto tokens = Tokens(testing::QuickMode() ? 9 : 17, 10, m->config().n_vocab);
+  const int64_t N = static_cast<int64_t>(tokens.size()), D = m->config().n_embd;
+  Trunk whole(*m, BackendKind::kCpu, KvType::kF16);
+  std::vector<float> hidden, logits, mrows, mlogits;
+  whole.Run(tokens, &hidden, &logits);
+  whole.Mtp(tokens, hidden, &mrows, &mlogits);
+  CHECK(std::all_of(mlogits.begin(), mlogits.end(), [](float x) { return std::isfinite(x); }));
+  SessionParams sp;
+  sp.n_threads = 2;
+  sp.mtp = true;
+  sp.ubatch = 5;
+  auto s = Session::Create(m, sp).value();
+  REQUIRE(s->Feed(std::span(tokens).first(N - 3), {}, nullptr).ok());
+  for (int64_t i = N - 3; i < N; ++i) REQUIRE(s->DecodeStep(tokens[i]).ok());
+  CHECK(MtpRows(s->kv_cache(), N - 1) == MtpRows(*whole.kv, N - 1));
+  const float* carried = s->recurrent_state().mtp_hidden();
+  CHECK(std::vector<float>(carried, carried + D) ==
+        std::vector<float>(hidden.end() - D, hidden.end()));
+  std::vector<int32_t> drafts;
+  REQUIRE(s->DraftMtp(tokens[0], 3, &drafts).ok());
+  CHECK(drafts.size() == 3);
 }
 
 // Hidden (run by hand, docs/mtp.md): the MTP logits of a converter-made file for comparison with
