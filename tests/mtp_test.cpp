@@ -455,6 +455,41 @@ TEST_CASE("MTP: catch-up piece by piece equals one pass over the history, bit fo
   }
 }
 
+TEST_CASE("MTP: after a verification pass, keeping a prefix needs only the carried row", "[mtp]") {
+  // The contract of MtpKeepPrefix for the speculative loop: run 1 + k tokens with the hidden rows,
+  // catch up over all of them, cut the KV to the kept ones; the head then equals one fed only the
+  // kept tokens.
+  auto m = LoadModel();
+  const int64_t V = m->config().n_vocab;
+  const auto prefix = Tokens(9, 11, V), window = Tokens(5, 12, V);
+  for (int64_t kept = 1; kept <= 5; ++kept) {
+    Trunk t(*m, BackendKind::kCpu, KvType::kF16);
+    std::vector<float> h0, l0;
+    t.Run(prefix, &h0, &l0);
+    std::vector<float> rows0((prefix.size() + 1) * E);
+    std::copy(h0.begin(), h0.end(), rows0.begin() + E);
+    REQUIRE(MtpCatchUp(*t.ctx, *t.kv, *t.rec, prefix, 0, rows0.data()).ok());
+    const int64_t n = t.kv->size();
+    std::vector<float> rows((window.size() + 1) * E), logits(window.size() * V);
+    SequenceStep st{&*t.kv, &*t.rec, window, true, logits.data(), OkStatus(), rows.data() + E};
+    REQUIRE(ForwardBatch(*t.ctx, std::span<SequenceStep>(&st, 1)).ok());
+    REQUIRE(MtpCatchUp(*t.ctx, *t.kv, *t.rec, window, n, rows.data()).ok());
+    t.kv->Truncate(n + kept);
+    MtpKeepPrefix(*t.rec, rows.data(), kept);
+
+    std::vector<int32_t> all = prefix;
+    all.insert(all.end(), window.begin(), window.begin() + kept);
+    Trunk ref(*m, BackendKind::kCpu, KvType::kF16);
+    std::vector<float> h, l, mr, ml;
+    ref.Run(all, &h, &l);
+    ref.Mtp(all, h, &mr, &ml);
+    const int64_t size = static_cast<int64_t>(all.size());
+    CHECK(MtpRows(*t.kv, size - 1) == MtpRows(*ref.kv, size - 1));
+    CHECK(std::vector<float>(t.rec->mtp_hidden(), t.rec->mtp_hidden() + E) ==
+          std::vector<float>(h.end() - E, h.end()));
+  }
+}
+
 TEST_CASE("MTP: greedy drafts follow the head and leave the session as it was", "[mtp]") {
   auto m = LoadModel();
   const int64_t V = m->config().n_vocab;

@@ -29,6 +29,11 @@ Status MtpCatchUp(ForwardContext& ctx, KvCache& kv, RecurrentState& rec,
   return OkStatus();
 }
 
+void MtpKeepPrefix(RecurrentState& rec, const float* rows, int64_t kept) {
+  const int64_t E = rec.mtp_floats();
+  std::copy_n(rows + kept * E, E, rec.mtp_hidden());
+}
+
 Status MtpDraftGreedy(ForwardContext& ctx, KvCache& kv, const RecurrentState& rec, int32_t next,
                       int k, MtpDraftScratch* scratch, std::vector<int32_t>* drafts) {
   const ModelConfig& c = ctx.model().config();

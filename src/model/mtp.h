@@ -31,6 +31,13 @@ namespace qwenrt {
 Status MtpCatchUp(ForwardContext& ctx, KvCache& kv, RecurrentState& rec,
                   std::span<const int32_t> tokens, int64_t n_past, float* rows);
 
+// Rollback after a verification pass (issue 27 point 2): a pass ran T tokens from n_past with
+// MtpCatchUp (`rows` as there) and only the first `kept` (1 <= kept <= T) stay, the KV cut to
+// n_past + kept. The head's rows need nothing: row i reads only h_i, x_{i+1} and the rows before
+// it, so every row below the new size - 1 came from kept tokens; only the carried row moves back,
+// to h_{n_past+kept-1} = rows[kept]. (No-op for kept == T.)
+void MtpKeepPrefix(RecurrentState& rec, const float* rows, int64_t kept);
+
 // Scratch of MtpDraftGreedy, grown on first use.
 struct MtpDraftScratch {
   std::vector<float> h;       // [2, E] the fused row in and the head-normed row out
