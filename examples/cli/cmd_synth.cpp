@@ -25,7 +25,7 @@ namespace {
 #endif
 
 constexpr const char* kUsage =
-    "synth --shape 0.8b|4b|tiny --out M.gguf [--seed S] [--layers N] [--threads N]\n"
+    "synth --shape 0.8b|4b|tiny --out M.gguf [--seed S] [--layers N] [--threads N] [--mtp]\n"
     "        [--vocab-from V.gguf (default: " QWENRT_SYNTH_DEFAULT_VOCAB ")]";
 
 bool ParseInt(const char* s, int64_t lo, int64_t hi, int64_t* out) {
@@ -39,10 +39,14 @@ bool ParseInt(const char* s, int64_t lo, int64_t hi, int64_t* out) {
 
 int RunSynth(int argc, char** argv) {
   std::string shape_name, out, vocab = QWENRT_SYNTH_DEFAULT_VOCAB;
-  bool vocab_given = false;
+  bool vocab_given = false, mtp = false;
   int64_t seed = 1, layers = 0, threads = std::max(1u, std::thread::hardware_concurrency());
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--mtp") {  // a flag: one MTP (next-n) block after the trunk
+      mtp = true;
+      continue;
+    }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "synth: %s needs a value\nusage: qwenrt-cli %s\n", arg.c_str(), kUsage);
       return 2;
@@ -78,6 +82,7 @@ int RunSynth(int argc, char** argv) {
   }
   if (layers > 0) options.shape.n_layer = layers;
   options.seed = static_cast<uint64_t>(seed);
+  options.mtp = mtp;
   options.vocab_from = vocab;
   if (!vocab_given) {
     // The compiled-in path is gone when the binary outlived or left its source tree: say which
@@ -102,9 +107,9 @@ int RunSynth(int argc, char** argv) {
     return 1;
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("wrote %s (shape %s, %lld layers, seed %lld) in %.1f s\n", out.c_str(),
+  std::printf("wrote %s (shape %s, %lld layers%s, seed %lld) in %.1f s\n", out.c_str(),
               shape_name.c_str(), static_cast<long long>(options.shape.n_layer),
-              static_cast<long long>(seed), s);
+              mtp ? " + 1 MTP block" : "", static_cast<long long>(seed), s);
   return 0;
 }
 

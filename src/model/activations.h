@@ -48,6 +48,8 @@ struct ActivationSet {
   Floats ye;          // [Tm, E] that expert's outputs
   Floats yslot;       // [Tm, k, E] routed outputs per (token, slot), summed in slot order
   Floats shgate;      // [Tm] shared-expert gate logit
+  // MTP draft head (model/mtp.h).
+  Floats eh;  // [Tm, 2E] [enorm(embedding) ; hnorm(hidden)], the fusion projection's input
 };
 
 // The one list: calls fn(buffer, elements) for every buffer of `a` that `c`'s layers use, sized for
@@ -92,6 +94,7 @@ void ForEachActivation(Set& a, const ModelConfig& c, int64_t Tm, Fn&& fn) {
     fn(a.yslot, Tm * K * E);
     fn(a.shgate, Tm);
   }
+  if (c.n_nextn > 0) fn(a.eh, Tm * 2 * E);
 }
 
 }  // namespace qwenrt

@@ -187,6 +187,12 @@ void RunUbatch(ForwardContext& ctx, Step& s, float* logits_scratch) {
     }
   }
   for (const UbatchSegment& q : s.seqs) q.step->kv->Commit(q.n_past + q.T);
+  for (const UbatchSegment& q : s.seqs) {  // the MTP head's input, only when asked for
+    if (q.step->hidden != nullptr) {
+      be.RmsNorm(act.x.data() + q.row * E, w.output_norm, q.step->hidden + q.first * E, q.T, E,
+                 c.eps);
+    }
+  }
 
   // Logits: all rows of the sequences that want them, straight into their buffers; the last rows of
   // the others gathered into one LM-head matmul (the largest weight), then copied out.
@@ -239,7 +245,8 @@ Status CheckStep(const ModelConfig& c, SequenceStep& st) {
   }
   const KvCache& kv = *st.kv;
   const RecurrentState& rec = *st.rec;
-  if (kv.n_layers() != c.n_attn_layers() || kv.row_floats() != c.n_head_kv * c.head_dim) {
+  if (kv.trunk_layers() != c.n_attn_layers() || kv.n_layers() > c.n_attn_layers() + c.n_nextn ||
+      kv.row_floats() != c.n_head_kv * c.head_dim) {
     return InvalidArgument("Forward: the KV cache was not created for this model");
   }
   if (rec.n_layers() != c.n_gdn_layers() ||
@@ -358,6 +365,9 @@ Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps) {
       }
     }
     if (st.status.ok()) st.status = CheckStep(c, st);
+    if (st.status.ok() && ctx.cuda_ != nullptr && (st.hidden != nullptr || st.kv->has_mtp())) {
+      st.status = Unsupported("the CUDA backend does not run the MTP draft head");
+    }
     if (st.status.ok() && ctx.cuda_ != nullptr &&
         st.kv->type() != KvType::kF32) {  // its device cache is f32
       st.status = Unsupported("the CUDA backend keeps its KV cache in f32, not {}",
@@ -415,6 +425,83 @@ Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps) {
   }
   for (const SequenceStep& st : steps) {
     if (!st.status.ok()) return st.status;
+  }
+  return OkStatus();
+}
+
+// The MTP block (docs/mtp.md): u = eh_proj · [enorm(embed(x)) ; hnorm(h)], then the block's
+// full-attention layer and FFN with residuals exactly as a trunk layer runs them (the same
+// functions), then m = head_norm(u) and logits = head · m.
+Status ForwardMtp(ForwardContext& ctx, const MtpStep& st) {
+  const Model& model = ctx.model();
+  const ModelConfig& c = model.config();
+  const Weights& w = model.weights();
+  const int64_t T = static_cast<int64_t>(st.tokens.size()), E = c.n_embd, V = c.n_vocab;
+  if (ctx.cuda_ != nullptr) return Unsupported("the CUDA backend does not run the MTP draft head");
+  if (st.block < 0 || st.block >= static_cast<int64_t>(w.mtp.size()))
+    return InvalidArgument("ForwardMtp: the model has no MTP block {}", st.block);
+  if (st.kv == nullptr || !st.kv->has_mtp() || st.kv->trunk_layers() != c.n_attn_layers() ||
+      st.kv->n_layers() <= st.kv->mtp_slot(st.block) ||
+      st.kv->row_floats() != c.n_head_kv * c.head_dim)
+    return InvalidArgument("ForwardMtp: the KV cache has no MTP slot for this model");
+  if (T == 0) return InvalidArgument("ForwardMtp: no tokens");
+  if (st.hidden == nullptr) return InvalidArgument("ForwardMtp: hidden rows are null");
+  for (int64_t i = 0; i < T; ++i) {
+    if (st.tokens[i] < 0 || st.tokens[i] >= V) {
+      return InvalidArgument("token id {} at index {} is outside the vocabulary [0, {})",
+                             st.tokens[i], i, V);
+    }
+  }
+  KvCache& kv = *st.kv;
+  if (st.pos < 0) return InvalidArgument("ForwardMtp: negative position {}", st.pos);
+  // Rows at and past the trunk's size are written too (draft steps): make them writable, copying a
+  // page a fork shares first.
+  QWENRT_RETURN_IF_ERROR(kv.Reserve(st.pos + T, st.pos));
+  QWENRT_RETURN_IF_ERROR(ctx.backend_->Reserve(kv.capacity(), AttentionGroup(c), c.head_dim));
+
+  const MtpWeights& mw = w.mtp[static_cast<size_t>(st.block)];
+  const LayerWeights& lw = mw.layer;
+  const int64_t slot = kv.mtp_slot(st.block);
+  Backend& be = *ctx.backend_;
+  Activations& act = ctx.act_;
+  const RopeParams rope{.n_dims = c.rope_dims,
+                        .base = c.rope_base,
+                        .freq_scale = c.rope_freq_scale,
+                        .pair_uses_pos = &c.rope_pair_uses_pos,
+                        .yarn = c.rope_yarn};
+  // FullAttentionLayer reads a sequence's cache and position through its segment.
+  SequenceStep seq;
+  seq.kv = &kv;
+  for (int64_t done = 0; done < T;) {
+    const int64_t n = std::min(ctx.max_ubatch_, T - done);
+    const UbatchSegment seg{0, n, st.pos + done, done, &seq};
+    Step s{c, be, act, n, std::span<const UbatchSegment>(&seg, 1)};
+    be.Embed(mw.embed, st.tokens.data() + done, n, act.x.data());
+    be.RmsNorm(act.x.data(), mw.enorm, act.xn.data(), n, E, c.eps);
+    be.RmsNorm(st.hidden + done * E, mw.hnorm, act.mix.data(), n, E, c.eps);
+    for (int64_t t = 0; t < n; ++t) {  // [enorm(e_t) ; hnorm(h_t)]: embedding half first
+      std::copy_n(act.xn.data() + t * E, E, act.eh.data() + t * 2 * E);
+      std::copy_n(act.mix.data() + t * E, E, act.eh.data() + t * 2 * E + E);
+    }
+    be.MatMul(mw.eh_proj, act.eh.data(), act.x.data(), n);  // u: the block's residual stream
+    be.RmsNorm(act.x.data(), lw.attn_norm, act.xn.data(), n, E, c.eps);
+    FullAttentionLayer(s, lw.attn, rope, slot);
+    be.AddRmsNorm(act.x.data(), act.mix.data(), lw.post_attention_norm, act.xn.data(), n, E, c.eps);
+    if (c.moe) {
+      Moe(s, lw.moe);
+    } else {
+      Mlp(s, lw.ffn);
+    }
+    be.Add(act.x.data(), act.mix.data(), n * E);
+    // m = head_norm(u); the logits read it. Rows go straight to the caller's buffer when kept.
+    float* m = st.out_hidden != nullptr ? st.out_hidden + done * E : act.xn.data();
+    be.RmsNorm(act.x.data(), mw.head_norm, m, n, E, c.eps);
+    if (st.logits != nullptr && st.all_logits) {
+      be.MatMul(mw.head, m, st.logits + done * V, n);
+    } else if (st.logits != nullptr && done + n == T) {
+      be.MatMul(mw.head, m + (n - 1) * E, st.logits, 1);
+    }
+    done += n;
   }
   return OkStatus();
 }

@@ -34,6 +34,24 @@ struct SequenceStep {
   bool all_logits = false;  // logits: [T, V] when true, else [V] for the last token
   float* logits = nullptr;
   Status status;  // out: this sequence's result (kv and rec unchanged unless OK)
+  // Optional [T, E]: the final hidden rows after output_norm (what the LM head reads), which the
+  // MTP draft head consumes (model/mtp.h). Null (the default) costs nothing.
+  float* hidden = nullptr;
+};
+
+// One run of an MTP (next-n) block (model/mtp.h, docs/mtp.md): rows t = 0 .. T-1 at positions
+// pos + t, each fusing the trunk's post-norm hidden state hidden[t] with the embedding of
+// tokens[t] (the token after that hidden state's position), through the MTP block's attention
+// (its own slot of `kv`, KvCache::mtp_slot()) and FFN, then its head norm and the LM head.
+struct MtpStep {
+  KvCache* kv = nullptr;            // with an MTP slot; rows [0, pos) of that slot are read
+  int64_t pos = 0;                  // position of row 0 (rows before it written, e.g. pos <= size)
+  std::span<const int32_t> tokens;  // [T]
+  const float* hidden = nullptr;    // [T, E] post-norm trunk hidden rows (or previous MTP outputs)
+  float* out_hidden = nullptr;      // optional [T, E]: head-normed rows m_t (the next draft's h)
+  float* logits = nullptr;          // optional: [T, V] when all_logits, else [V] of the last row
+  bool all_logits = false;
+  int64_t block = 0;  // which MTP block (0 .. n_nextn-1)
 };
 
 // One sequence's rows of a ubatch (ForwardBatch's bookkeeping, held in the context's scratch).
@@ -85,6 +103,7 @@ class ForwardContext {
  private:
   ForwardContext(const Model& model, BackendKind kind) : model_(model), kind_(kind) {}
   friend Status ForwardBatch(ForwardContext&, std::span<SequenceStep>);
+  friend Status ForwardMtp(ForwardContext&, const MtpStep&);
 
   const Model& model_;
   BackendKind kind_;
@@ -118,5 +137,13 @@ Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec,
 // runs one sequence; model/backend_choice.h), set on every step. Returns OK when every step
 // succeeded, else the first failed step's status.
 Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps);
+
+// Runs an MTP block over step.tokens (split into max_ubatch pieces), writing K/V rows
+// [pos, pos + T) of the cache's MTP slot (copy-on-write like a trunk pass; the trunk's size() is
+// not changed, so rows past it are scratch until the trunk gets there). The attention layer, FFN
+// and norms are the trunk's own layer functions. Errors (nothing written): InvalidArgument (no MTP
+// block or slot, bad ids, null buffers, pos < 0), Unsupported (kCuda), ContextFull /
+// OutOfMemory (KV pages).
+Status ForwardMtp(ForwardContext& ctx, const MtpStep& step);
 
 }  // namespace qwenrt

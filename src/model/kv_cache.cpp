@@ -61,7 +61,8 @@ size_t KvCache::BytesFor(const ModelConfig& config, int64_t positions,
   // Pages are whole: the last one is allocated in full however few positions it holds.
   const int64_t pages =
       (std::max<int64_t>(positions, 0) + options.page_rows - 1) / options.page_rows;
-  return static_cast<size_t>(pages * config.n_attn_layers()) * PageBytes(config, options);
+  const int64_t slots = config.n_attn_layers() + (options.mtp ? config.n_nextn : 0);
+  return static_cast<size_t>(pages * slots) * PageBytes(config, options);
 }
 
 StatusOr<KvCache> KvCache::Create(const ModelConfig& config, int64_t max_tokens,
@@ -84,14 +85,18 @@ StatusOr<KvCache> KvCache::Create(const ModelConfig& config, int64_t max_tokens,
         "KV storage type {} needs a head size that is a multiple of 32 (this model's is {})",
         KvTypeName(options.type), config.head_dim);
   }
+  if (options.mtp && config.n_nextn == 0)
+    return InvalidArgument("KV cache: an MTP slot was asked for, but the model has no MTP block");
+  const int64_t slots = config.n_attn_layers() + (options.mtp ? config.n_nextn : 0);
+  kv.trunk_layers_ = config.n_attn_layers();
   kv.type_ = options.type;
   kv.page_rows_ = options.page_rows;
   kv.max_bytes_ = options.max_bytes;
   kv.row_bytes_ = RowBytes(config, kv.type_);
   QWENRT_RETURN_IF_ERROR(GuardAlloc(
       [&] {
-        kv.pages_.resize(config.n_attn_layers());
-        kv.bases_.resize(config.n_attn_layers());
+        kv.pages_.resize(slots);
+        kv.bases_.resize(slots);
       },
       "out of memory creating the KV cache"));
   QWENRT_RETURN_IF_ERROR(kv.Reserve(initial_capacity));
@@ -294,6 +299,7 @@ StatusOr<KvCache> KvCache::Copy() const {
   c.row_bytes_ = row_bytes_;
   c.type_ = type_;
   c.size_ = size_;
+  c.trunk_layers_ = trunk_layers_;
   const size_t n_pages = static_cast<size_t>((size_ + page_rows_ - 1) / page_rows_);
   const auto copy_tables = [&] {
     c.present_.assign(present_.begin(), present_.begin() + static_cast<std::ptrdiff_t>(n_pages));

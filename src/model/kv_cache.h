@@ -34,6 +34,10 @@ struct KvCacheOptions {
   // Most bytes of pages the cache may hold (0 = no limit): a Reserve that would pass it fails with
   // OutOfMemory before allocating, so a host's memory budget is refused, not overrun.
   size_t max_bytes = 0;
+  // One more attention slot per MTP block of the model (n_nextn), after the trunk's: the draft
+  // head's own K/V (model/mtp.h), paged, shared, truncated and copied with the trunk's rows. Only
+  // for a model with MTP blocks; sessions that do not draft leave it off and pay nothing.
+  bool mtp = false;
 };
 
 // One page's memory and its reference count (KvCache's business; exposed only for its members).
@@ -88,7 +92,11 @@ class KvCache {
     return capacity_;
   }  // positions covered by pages, from 0 without a gap
   int64_t max_tokens() const { return max_tokens_; }
-  int64_t n_layers() const { return static_cast<int64_t>(pages_.size()); }  // attention layers
+  int64_t n_layers() const { return static_cast<int64_t>(pages_.size()); }  // attention slots
+  // Trunk attention layers; the slots from here on (n_layers() - trunk_layers()) are MTP blocks'.
+  int64_t trunk_layers() const { return trunk_layers_; }
+  bool has_mtp() const { return n_layers() > trunk_layers_; }
+  int64_t mtp_slot(int64_t block = 0) const { return trunk_layers_ + block; }
   int64_t n_head_kv() const { return n_head_kv_; }
   int64_t head_dim() const { return head_dim_; }
   int64_t row_floats() const { return n_head_kv_ * head_dim_; }  // elements per position per K or V
@@ -161,6 +169,7 @@ class KvCache {
   void UpdateCapacity();
 
   int64_t size_ = 0, capacity_ = 0, max_tokens_ = 0;
+  int64_t trunk_layers_ = 0;
   int64_t n_head_kv_ = 0, head_dim_ = 0;
   int64_t page_rows_ = 256, row_bytes_ = 0;
   size_t max_bytes_ = 0;  // KvCacheOptions::max_bytes

@@ -76,6 +76,25 @@ StatusOr<std::shared_ptr<const Model>> Model::Build(gguf::File file, const LoadO
     std::shared_ptr<Model> m(new Model(std::move(file)));
     QWENRT_ASSIGN_OR_RETURN(m->config_, ConfigFromGguf(m->file_));
     QWENRT_ASSIGN_OR_RETURN(m->weights_, WeightsFromGguf(m->file_, m->config_));
+    if (!options.mtp_path.empty() || !options.mtp_image.empty()) {
+      gguf::Error err;
+      if (!options.mtp_path.empty()) {
+        m->mtp_file_ = gguf::File::Open(options.mtp_path, &err);
+      } else {
+        m->mtp_file_ = gguf::File::FromMemory(options.mtp_image.data(), options.mtp_image.size(),
+                                              /*copy=*/true, &err);
+      }
+      const std::string what = options.mtp_path.empty() ? "MTP image" : options.mtp_path;
+      if (!m->mtp_file_) return Status(GgufStatus(err).code(), what + ": " + err.ToString());
+      auto dc = ConfigFromGguf(*m->mtp_file_);
+      if (!dc.ok()) return Status(dc.status().code(), what + ": " + dc.status().message());
+      auto mtp = MtpWeightsFromGguf(*m->mtp_file_, *dc, m->file_, m->config_, m->weights_);
+      if (!mtp.ok()) return Status(mtp.status().code(), what + ": " + mtp.status().message());
+      m->weights_.mtp = std::move(mtp).value();
+      // The trunk now has the head: its blocks count as the file's (KV slots, scratch).
+      m->config_.n_nextn = dc->n_nextn;
+      m->config_.n_layer_all = dc->n_layer_all;
+    }
     QWENRT_RETURN_IF_ERROR(progress(0.3f));
     if (options.check_tensors) {  // before packing: it reads every tensor's file-layout bytes
       const auto& tensors = m->file_.tensors();

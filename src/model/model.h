@@ -8,6 +8,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,12 @@ struct ModelLoadOptions {
   // decode faster; on the avx2 level prefill +57% but decode -39%. Default: on where it is faster
   // for both (PackWeightsByDefault: the AVX-512 VNNI level).
   bool pack_weights = PackWeightsByDefault();
+  // A separate MTP-only GGUF (llama.cpp's converter with --mtp, file name prefix "mtp-") whose MTP
+  // (next-n) blocks become this model's draft head (docs/mtp.md), for a trunk file without them.
+  // Checked against the trunk (MtpWeightsFromGguf): a mismatch fails the load naming it. Either a
+  // path, or an image in memory (copied).
+  std::string mtp_path;
+  std::span<const uint8_t> mtp_image;
 };
 
 class Model {
@@ -94,6 +102,7 @@ class Model {
   void ReleasePackedPages();
 
   gguf::File file_;
+  std::optional<gguf::File> mtp_file_;  // ModelLoadOptions::mtp_path / mtp_image: weights_.mtp's
   ModelConfig config_;
   Weights weights_;
   PackedWeights packed_;                 // the buffers weights_' packed pointers point into

@@ -46,7 +46,8 @@ class StateMirror {
 class RecurrentState {
  public:
   // Zeroed state (the state at position 0) for `config`'s GDN layers. Error: OutOfMemory.
-  static StatusOr<RecurrentState> Create(const ModelConfig& config);
+  // mtp: also hold the MTP draft head's carried row (mtp_hidden(); the model needs an MTP block).
+  static StatusOr<RecurrentState> Create(const ModelConfig& config, bool mtp = false);
   // The sizes Create allocates by (per GDN layer), and the whole state's bytes: EstimateMemory
   // (session/memory_estimate.h) uses the same functions so that it cannot drift from Create.
   static int64_t ConvFloats(const ModelConfig& config) {
@@ -117,6 +118,15 @@ class RecurrentState {
     return ssm_[g].data();
   }
 
+  // The MTP draft head's state at this position (model/mtp.h): the trunk's post-norm hidden row of
+  // the last position, [E], which the head fuses with the next token's embedding. It is carried
+  // like the GDN state (checkpoints, forks, save/load) because a cut-back KV cannot give it back.
+  // Host-only (the CUDA backend does not run the head); empty without MTP.
+  bool has_mtp() const { return !mtp_hidden_.empty(); }
+  int64_t mtp_floats() const { return static_cast<int64_t>(mtp_hidden_.size()); }
+  float* mtp_hidden() { return mtp_hidden_.data(); }
+  const float* mtp_hidden() const { return mtp_hidden_.data(); }
+
   // Names the contents (lineage.h): renewed by the mutable views, Reset and CopyFrom; moved with
   // them.
   uint64_t lineage() const { return lineage_.id(); }
@@ -137,6 +147,7 @@ class RecurrentState {
   int64_t conv_floats_ = 0, ssm_floats_ = 0;
   std::vector<std::vector<float>> conv_;  // [n_gdn_layers][C * (Kc-1)]
   std::vector<std::vector<float>> ssm_;   // [n_gdn_layers][Hv * Dv * Dk]
+  std::vector<float> mtp_hidden_;         // [E] with MTP, else empty
   Lineage lineage_;
   StateMirror* pending_ = nullptr;  // newer contents on a device (SetPending)
 };

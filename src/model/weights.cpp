@@ -196,28 +196,33 @@ Status BindMoe(Binder& b, const std::string& p, const ModelConfig& c, MoeWeights
   return OkStatus();
 }
 
-// An MTP block (qwen35-architecture.md §4.7): attention block + FFN + nextn.* tensors. Checked,
-// then dropped.
-Status AccountMtpBlock(Binder& b, const std::string& p, const ModelConfig& c) {
-  LayerWeights unused;
+// An MTP block (qwen35-architecture.md §4.7): attention block + FFN + nextn.* tensors, bound with
+// the trunk's own binders (one layer recipe). The head falls back to the trunk's tensors where the
+// converter leaves the nextn copies out (they are the same weights in the checkpoint).
+Status BindMtpBlock(Binder& b, const std::string& p, const ModelConfig& c, const Weights& trunk,
+                    MtpWeights* m) {
+  LayerWeights& lw = m->layer;
   const int64_t E = c.n_embd;
-  QWENRT_RETURN_IF_ERROR(b.Vector(p + "attn_norm.weight", E, &unused.attn_norm));
-  QWENRT_RETURN_IF_ERROR(
-      b.Vector(p + "post_attention_norm.weight", E, &unused.post_attention_norm));
-  QWENRT_RETURN_IF_ERROR(BindAttention(b, p, c, &unused.attn));
+  QWENRT_RETURN_IF_ERROR(b.Vector(p + "attn_norm.weight", E, &lw.attn_norm));
+  QWENRT_RETURN_IF_ERROR(b.Vector(p + "post_attention_norm.weight", E, &lw.post_attention_norm));
+  QWENRT_RETURN_IF_ERROR(BindAttention(b, p, c, &lw.attn));
   if (c.moe) {
-    QWENRT_RETURN_IF_ERROR(BindMoe(b, p, c, &unused.moe));
+    QWENRT_RETURN_IF_ERROR(BindMoe(b, p, c, &lw.moe));
   } else {
-    QWENRT_RETURN_IF_ERROR(BindDense(b, p, c, &unused.ffn));
+    QWENRT_RETURN_IF_ERROR(BindDense(b, p, c, &lw.ffn));
   }
+  QWENRT_RETURN_IF_ERROR(b.Matrix(p + "nextn.eh_proj.weight", 2 * E, E, false, false, &m->eh_proj));
+  QWENRT_RETURN_IF_ERROR(b.Vector(p + "nextn.enorm.weight", E, &m->enorm));
+  QWENRT_RETURN_IF_ERROR(b.Vector(p + "nextn.hnorm.weight", E, &m->hnorm));
   const gguf::TensorInfo* t;
-  QWENRT_RETURN_IF_ERROR(b.Get(p + "nextn.eh_proj.weight", {2 * E, E}, false, false, &t));
-  QWENRT_RETURN_IF_ERROR(b.Get(p + "nextn.enorm.weight", {E}, true, false, &t));
-  QWENRT_RETURN_IF_ERROR(b.Get(p + "nextn.hnorm.weight", {E}, true, false, &t));
   QWENRT_RETURN_IF_ERROR(b.Get(p + "nextn.shared_head_norm.weight", {E}, true, true, &t));
-  QWENRT_RETURN_IF_ERROR(b.Get(p + "nextn.embed_tokens.weight", {E, c.n_vocab}, false, true, &t));
+  m->head_norm = t != nullptr ? reinterpret_cast<const float*>(t->data) : trunk.output_norm;
+  m->embed = trunk.token_embd;
   QWENRT_RETURN_IF_ERROR(
-      b.Get(p + "nextn.shared_head_head.weight", {E, c.n_vocab}, false, true, &t));
+      b.Matrix(p + "nextn.embed_tokens.weight", E, c.n_vocab, false, true, &m->embed));
+  m->head = trunk.output;
+  QWENRT_RETURN_IF_ERROR(
+      b.Matrix(p + "nextn.shared_head_head.weight", E, c.n_vocab, false, true, &m->head));
   return OkStatus();
 }
 
@@ -229,7 +234,8 @@ StatusOr<Weights> WeightsFromGguf(const gguf::File& file, const ModelConfig& c) 
   if (c.n_nextn > 0 && !b.Has("blk.0.attn_norm.weight")) {
     return Unsupported(
         "this file holds only the MTP (NextN) head (no 'blk.0.attn_norm.weight'): it "
-        "cannot be used for normal inference");
+        "cannot be used for normal inference; load it beside its trunk "
+        "(ModelLoadOptions::mtp_path)");
   }
   Weights w;
   const int64_t E = c.n_embd, V = c.n_vocab;
@@ -264,10 +270,12 @@ StatusOr<Weights> WeightsFromGguf(const gguf::File& file, const ModelConfig& c) 
       QWENRT_RETURN_IF_ERROR(BindDense(b, p, c, &lw.ffn));
     }
   }
+  w.mtp.resize(c.n_nextn);
   for (int64_t l = c.n_layer; l < c.n_layer_all; ++l) {
-    QWENRT_RETURN_IF_ERROR(AccountMtpBlock(b, fmt::format("blk.{}.", l), c));
+    QWENRT_RETURN_IF_ERROR(BindMtpBlock(b, fmt::format("blk.{}.", l), c, w, &w.mtp[l - c.n_layer]));
   }
-  // The MTP blocks' tensors were checked above; count them (and their bytes) as unused.
+  // The MTP blocks' tensors were checked above; the trunk never reads them: count them (and their
+  // bytes) as unused by the text forward.
   UnusedTensors& u = w.unused;
   for (const gguf::TensorInfo& t : file.tensors()) {
     for (int64_t l = c.n_layer; l < c.n_layer_all; ++l) {
@@ -289,6 +297,84 @@ StatusOr<Weights> WeightsFromGguf(const gguf::File& file, const ModelConfig& c) 
   }
   QWENRT_RETURN_IF_ERROR(b.CheckAllUsed());
   return w;
+}
+
+StatusOr<std::vector<MtpWeights>> MtpWeightsFromGguf(const gguf::File& f, const ModelConfig& d,
+                                                     const gguf::File& trunk_file,
+                                                     const ModelConfig& t, const Weights& trunk) {
+  if (t.n_nextn > 0) {
+    return InvalidArgument(
+        "MTP file: the trunk file already carries {} MTP block(s); load it without a separate "
+        "MTP file",
+        t.n_nextn);
+  }
+  if (d.n_nextn == 0)
+    return InvalidArgument("MTP file: it has no MTP block (nextn_predict_layers is 0)");
+  if (f.FindTensor("blk.0.attn_norm.weight") != nullptr)
+    return InvalidArgument(
+        "MTP file: it holds trunk layers (blk.0.attn_norm.weight); expected an "
+        "MTP-only file (llama.cpp's converter with --mtp)");
+  const auto mismatch = [](const char* what, auto in_mtp, auto in_trunk) {
+    return InvalidArgument(
+        "MTP file does not match its trunk: {} is {} in the MTP file, {} in the "
+        "trunk",
+        what, in_mtp, in_trunk);
+  };
+  if (d.arch != t.arch) return mismatch("the architecture", d.arch, t.arch);
+  if (d.n_layer != t.n_layer)  // blk.L must follow the trunk's last layer
+    return mismatch("the MTP block's layer index (trunk layers)", d.n_layer, t.n_layer);
+  if (d.n_vocab != t.n_vocab) return mismatch("the vocabulary size", d.n_vocab, t.n_vocab);
+  const std::pair<const char*, std::pair<int64_t, int64_t>> dims[] = {
+      {"embedding_length", {d.n_embd, t.n_embd}},
+      {"attention.head_count", {d.n_head, t.n_head}},
+      {"attention.head_count_kv", {d.n_head_kv, t.n_head_kv}},
+      {"attention.key_length", {d.head_dim, t.head_dim}},
+      {"rope.dimension_count", {d.rope_dims, t.rope_dims}},
+      {"feed_forward_length", {d.n_ff, t.n_ff}},
+      {"expert_count", {d.n_expert, t.n_expert}},
+      {"expert_used_count", {d.n_expert_used, t.n_expert_used}},
+      {"expert_feed_forward_length", {d.n_ff_exp, t.n_ff_exp}},
+      {"expert_shared_feed_forward_length", {d.n_ff_shexp, t.n_ff_shexp}},
+      {"context_length", {d.n_ctx_train, t.n_ctx_train}}};
+  for (const auto& [name, v] : dims)
+    if (v.first != v.second) return mismatch(name, v.first, v.second);
+  for (int i = 0; i < 4; ++i)
+    if (d.rope_sections[i] != t.rope_sections[i])
+      return mismatch("a rope.dimension_sections entry", d.rope_sections[i], t.rope_sections[i]);
+  if (d.rope_base != t.rope_base) return mismatch("rope.freq_base", d.rope_base, t.rope_base);
+  if (d.eps != t.eps) return mismatch("the RMSNorm epsilon", d.eps, t.eps);
+  // The same tokens, not just as many: drafts are token ids of the trunk's vocabulary.
+  const gguf::Value* dt = f.Find("tokenizer.ggml.tokens");
+  const gguf::Value* tt = trunk_file.Find("tokenizer.ggml.tokens");
+  if (dt == nullptr || tt == nullptr || dt->size() != tt->size())
+    return InvalidArgument("MTP file does not match its trunk: the vocabularies differ");
+  for (uint64_t i = 0; i < dt->size(); ++i) {
+    if (dt->StringAt(i) != tt->StringAt(i)) {
+      return InvalidArgument(
+          "MTP file does not match its trunk: token {} is {} in the MTP file, {} in the trunk", i,
+          gguf::QuoteBytes(dt->StringAt(i)), gguf::QuoteBytes(tt->StringAt(i)));
+    }
+  }
+
+  Binder b(f);
+  b.set_arch(d.arch + " MTP-only file");
+  // The converter copies the trunk's embedding and head into the MTP file; the head reads those.
+  Weights head;
+  QWENRT_RETURN_IF_ERROR(
+      b.Matrix("token_embd.weight", d.n_embd, d.n_vocab, false, true, &head.token_embd));
+  if (head.token_embd.data == nullptr) head.token_embd = trunk.token_embd;
+  const gguf::TensorInfo* on;
+  QWENRT_RETURN_IF_ERROR(b.Get("output_norm.weight", {d.n_embd}, true, true, &on));
+  head.output_norm = on != nullptr ? reinterpret_cast<const float*>(on->data) : trunk.output_norm;
+  head.output = trunk.output;  // (token_embd when the trunk is tied)
+  QWENRT_RETURN_IF_ERROR(b.Matrix("output.weight", d.n_embd, d.n_vocab, false, true, &head.output));
+  std::vector<MtpWeights> mtp(static_cast<size_t>(d.n_nextn));
+  for (int64_t l = d.n_layer; l < d.n_layer_all; ++l) {
+    QWENRT_RETURN_IF_ERROR(
+        BindMtpBlock(b, fmt::format("blk.{}.", l), d, head, &mtp[l - d.n_layer]));
+  }
+  QWENRT_RETURN_IF_ERROR(b.CheckAllUsed());
+  return mtp;
 }
 
 }  // namespace qwenrt

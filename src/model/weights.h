@@ -1,7 +1,8 @@
 // Weights: typed, validated views of the tensors of a qwen35 / qwen35moe GGUF file (no copies: the
 // pointers point into the mapped file). One struct per layer kind, like gemma.cpp's
 // LayerWeightsPtrs. Shapes are written as `[rows, cols]` row-major (GGUF ne = {cols, rows}).
-// MTP/NextN tensors are checked for presence as part of the file but never referenced by a forward.
+// MTP/NextN blocks are bound into Weights::mtp (model/mtp.h runs them as the draft head); the trunk
+// forward never reads them.
 #pragma once
 
 #include <cstdint>
@@ -75,10 +76,23 @@ struct LayerWeights {
   MoeWeights moe;                              // valid for qwen35moe
 };
 
+// One MTP (NextN) block, blk.L (qwen35-architecture.md §4.7): the fusion projection of the next
+// token's embedding and the trunk's last hidden state, then a full-attention layer exactly like a
+// trunk one (so the trunk's layer code runs it), then the shared LM head. docs/mtp.md.
+struct MtpWeights {
+  LayerWeights layer;                // attn_norm, attn, post_attention_norm, ffn / moe of blk.L
+  WeightMatrix eh_proj;              // [E, 2E]: columns [0, E) embedding half, [E, 2E) hidden
+  const float* enorm = nullptr;      // [E]  RMSNorm of the next token's embedding
+  const float* hnorm = nullptr;      // [E]  RMSNorm of the trunk's post-norm hidden state
+  const float* head_norm = nullptr;  // [E]  nextn.shared_head_norm, else output_norm
+  WeightMatrix embed;                // [V, E]  nextn.embed_tokens, else token_embd
+  WeightMatrix head;                 // [V, E]  nextn.shared_head_head, else output
+};
+
 // Tensors the file holds that the text forward never reads: the MTP (NextN) head blocks and
 // vision-tower / projector tensors (names starting "v." or "mm.") shipped beside the text model.
 struct UnusedTensors {
-  int64_t mtp_tensors = 0;     // in blk.L .. blk.(L + n_nextn - 1)
+  int64_t mtp_tensors = 0;     // in blk.L .. blk.(L + n_nextn - 1): run only by the draft head
   int64_t vision_tensors = 0;  // v.* and mm.*
   uint64_t bytes = 0;          // their data bytes
   std::string summary;         // "MTP head: 15 tensors (1 layer); vision tower: 3 tensors", or ""
@@ -90,6 +104,7 @@ struct Weights {
   WeightMatrix output;                 // [V, E]; equals token_embd when the head is tied
   bool tied = false;
   std::vector<LayerWeights> layers;  // [L] trunk layers only
+  std::vector<MtpWeights> mtp;       // [n_nextn] MTP blocks blk.L .. (the draft head)
   UnusedTensors unused;
 };
 
@@ -100,5 +115,18 @@ struct Weights {
 // for shapes, both the expected and the actual shape (BadFormat; Unsupported for a type the engine
 // cannot use or an MTP-only file).
 StatusOr<Weights> WeightsFromGguf(const gguf::File& file, const ModelConfig& config);
+
+// The MTP blocks of a separate MTP-only file (llama.cpp's converter with --mtp: the trunk's
+// metadata and tokenizer, token_embd / output_norm / output, and blk.L.* only) for the trunk
+// `trunk_config` / `trunk` loaded from a file without them. Checked against the trunk:
+// architecture, every shape the block reads (E, heads, head size, rope, FFN / experts, eps), the
+// vocabulary (the same tokens) and the layer index (the file's first MTP block must be blk.L, L =
+// the trunk's layers); the tensors as WeightsFromGguf checks them, nothing else may be in the file.
+// Errors: BadFormat / InvalidArgument naming the mismatch (both values) or the tensor.
+StatusOr<std::vector<MtpWeights>> MtpWeightsFromGguf(const gguf::File& mtp_file,
+                                                     const ModelConfig& mtp_config,
+                                                     const gguf::File& trunk_file,
+                                                     const ModelConfig& trunk_config,
+                                                     const Weights& trunk);
 
 }  // namespace qwenrt

@@ -42,9 +42,13 @@ StatusOr<MemoryEstimate> EstimateMemory(const ModelConfig& config,
   KvCacheOptions kvo;
   kvo.type = params.kv_type;
   kvo.page_rows = params.kv_page_rows;
+  if (params.mtp && config.n_nextn == 0)
+    return InvalidArgument("memory estimate: mtp asked for, but the model has no MTP block");
+  kvo.mtp = params.mtp;
   MemoryEstimate e;
   e.kv_per_session = KvCache::BytesFor(config, context, kvo);
-  e.state_per_session = RecurrentState::BytesFor(config);
+  e.state_per_session = RecurrentState::BytesFor(config) +  // + the head's carried row
+                        (params.mtp ? static_cast<size_t>(config.n_embd) * sizeof(float) : 0);
   e.checkpoints_per_session =
       CheckpointBudgetBytes(config, params.checkpoint_budget_bytes) + e.state_per_session;
   SessionParams sp;  // the session the estimate is of: the CPU backend and the working sizes

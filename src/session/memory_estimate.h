@@ -24,6 +24,7 @@ struct MemoryEstimateParams {
   int64_t checkpoint_budget_bytes = -1;  // per session, as SessionParams (-1 = its default)
   int64_t ubatch = 512;                  // SessionParams::ubatch: rows of the activations
   int n_threads = 0;  // SessionParams::n_threads (0 = every hardware thread): attention tiles
+  bool mtp = false;   // SessionParams::mtp: the MTP draft head's KV slot and carried row
 };
 
 struct MemoryEstimate {

@@ -63,9 +63,14 @@ StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> 
   if (max_context <= 0) return InvalidArgument("Session: the model has no trained context length");
   int64_t initial =
       std::min(max_context, params.initial_capacity > 0 ? params.initial_capacity : 1024);
+  if (params.mtp && cfg.n_nextn == 0)
+    return InvalidArgument("Session: mtp asked for, but the model has no MTP (next-n) block");
+  if (params.mtp && params.backend == BackendKind::kCuda)
+    return Unsupported("Session: the CUDA backend does not run the MTP draft head");
   KvCacheOptions kvo;
   kvo.type = params.kv_type.value_or(DefaultKvType(params.backend));
   kvo.page_rows = params.kv_page_rows;
+  kvo.mtp = params.mtp;
   if (params.backend == BackendKind::kCuda && kvo.type != KvType::kF32)
     return Unsupported("Session: the CUDA backend keeps its KV cache in f32, not {}",
                        KvTypeName(kvo.type));
@@ -76,8 +81,9 @@ StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> 
     // spare snapshot, and the working buffers at their size for max_context (they grow with the
     // cache), so a limit of per_session for that context is exactly enough.
     const size_t limit = static_cast<size_t>(params.memory_limit_bytes);
-    const size_t fixed =
-        2 * RecurrentState::BytesFor(cfg) + budget + WorkingBytesFor(cfg, params, max_context);
+    const size_t state = RecurrentState::BytesFor(cfg) +  // + the MTP head's carried row
+                         (params.mtp ? static_cast<size_t>(cfg.n_embd) * sizeof(float) : 0);
+    const size_t fixed = 2 * state + budget + WorkingBytesFor(cfg, params, max_context);
     const size_t kv_now = KvCache::BytesFor(cfg, initial, kvo);
     if (fixed + kv_now > limit) {
       return OutOfMemory(
@@ -88,7 +94,7 @@ StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> 
     kvo.max_bytes = limit - fixed;
   }
   QWENRT_ASSIGN_OR_RETURN(KvCache kv, KvCache::Create(cfg, max_context, initial, kvo));
-  QWENRT_ASSIGN_OR_RETURN(RecurrentState rec, RecurrentState::Create(cfg));
+  QWENRT_ASSIGN_OR_RETURN(RecurrentState rec, RecurrentState::Create(cfg, params.mtp));
   std::unique_ptr<Session> s(new (std::nothrow) Session(std::move(model), params, max_context,
                                                         std::move(kv), std::move(rec), budget));
   if (!s) return OutOfMemory("Session: allocation failed");
@@ -195,15 +201,53 @@ void Session::RunBatch(ForwardContext& ctx, std::span<SessionPiece> pieces,
   for (SessionPiece& p : pieces) {
     Session& s = *p.session;
     p.status = s.MakeRoom(p.tokens.size());
-    if (p.status.ok())
-      steps[n++] = SequenceStep{&s.kv_, &s.rec_, p.tokens, p.all_logits, p.logits, OkStatus()};
+    if (p.status.ok()) {
+      steps[n] = SequenceStep{&s.kv_, &s.rec_, p.tokens, p.all_logits, p.logits, OkStatus()};
+      if (s.mtp_ready()) steps[n].hidden = s.MtpHiddenRows(p.tokens.size());
+      ++n;
+    }
   }
   (void)ForwardBatch(ctx, steps.first(n));  // each step carries its own status
   size_t j = 0;
   for (SessionPiece& p : pieces) {
-    if (p.status.ok()) p.status = steps[j++].status;
+    if (p.status.ok()) {
+      const SequenceStep& st = steps[j++];
+      p.status = st.status;
+      if (p.status.ok() && st.hidden != nullptr) p.session->MtpCatchUpAfter(ctx, p.tokens);
+    }
     p.session->AfterRun(p);
   }
+}
+
+float* Session::MtpHiddenRows(size_t T) {
+  const size_t need = (T + 1) * static_cast<size_t>(model_->config().n_embd);
+  if (mtp_rows_.size() < need) {
+    // Without the rows the head cannot follow: it stops drafting (the trunk runs on unharmed).
+    if (!GuardAlloc([&] { mtp_rows_.resize(need); }, "MTP rows").ok()) {
+      mtp_ready_ = false;
+      return nullptr;
+    }
+  }
+  return mtp_rows_.data() + model_->config().n_embd;  // row 0 is the carried row
+}
+
+void Session::MtpCatchUpAfter(ForwardContext& ctx, std::span<const int32_t> tokens) {
+  const int64_t n_past = kv_.size() - static_cast<int64_t>(tokens.size());
+  const Status st = MtpCatchUp(ctx, kv_, rec_, tokens, n_past, mtp_rows_.data());
+  if (!st.ok()) {  // the trunk advanced; only drafting is lost until Reset
+    mtp_ready_ = false;
+    Trace("MTP catch-up failed, drafting off: " + st.ToString());
+  }
+}
+
+Status Session::DraftMtp(int32_t next_token, int k, std::vector<int32_t>* drafts) {
+  if (drafts == nullptr) return InvalidArgument("DraftMtp: null output");
+  drafts->clear();
+  if (!mtp_ready())
+    return InvalidArgument("DraftMtp: the session keeps no valid MTP state (SessionParams::mtp)");
+  QWENRT_RETURN_IF_ERROR(CheckTokens(std::span<const int32_t>(&next_token, 1)));
+  if (ctx_ == nullptr) QWENRT_RETURN_IF_ERROR(MakeContext());
+  return MtpDraftGreedy(*ctx_, kv_, rec_, next_token, k, &mtp_scratch_, drafts);
 }
 
 void Session::Trace(const std::string& line) const {
@@ -226,6 +270,7 @@ int64_t Session::RestoreTo(int64_t pos, const RecurrentState* snapshot) {
   }
   kv_.Truncate(pos);
   transcript_.resize(static_cast<size_t>(pos));
+  if (pos == 0) mtp_ready_ = true;  // nothing to follow: the head is in step again
   checkpoints_.DropAfter(pos);
   has_logits_ = false;
   return pos;
@@ -550,6 +595,7 @@ Status Session::SetKvType(KvType type) {
   o.type = type;
   o.page_rows = kv_.page_rows();
   o.max_bytes = kv_.max_bytes();
+  o.mtp = kv_.has_mtp();
   QWENRT_ASSIGN_OR_RETURN(KvCache kv,
                           KvCache::Create(model_->config(), max_context_, kv_.size(), o));
   const int64_t n = kv_.size(), P = kv_.page_rows(), R = kv_.row_floats();
@@ -631,6 +677,7 @@ StatusOr<std::unique_ptr<Session>> Session::Fork() {
   s->last_logits_ = last_logits_;
   s->has_logits_ = has_logits_;
   s->turn_ = turn_;
+  s->mtp_ready_ = mtp_ready_;
   return s;
 }
 

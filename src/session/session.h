@@ -42,6 +42,7 @@
 #include "model/forward.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
+#include "model/mtp.h"
 #include "model/recurrent_state.h"
 #include "session/checkpoint.h"
 #include "session/shared_snapshot.h"
@@ -83,6 +84,11 @@ struct SessionParams {
   // kCuda only: replay each decode step as one captured CUDA graph (same results; measured within
   // +-5% of eager launches on an H200, so off by default; docs/cuda.md).
   bool cuda_graphs = false;
+  // Keep the MTP (next-n) draft head's state in step with the trunk (docs/mtp.md): an extra KV slot
+  // and one carried row, and after every forward call one batched pass of the MTP block over the
+  // new positions. Needed by DraftMtp / MtpDraftSource. Only for files with an MTP block
+  // (InvalidArgument otherwise) on the host backends (kCuda: Unsupported). Off: nothing is paid.
+  bool mtp = false;
   // One line per step (Feed, Generate), e.g.
   // "prefill 25 tokens from position 780 (checkpoint 780, common prefix 783 of 805)". Called on the
   // session's thread.
@@ -377,6 +383,20 @@ class Session {
   const SessionParams& params() const { return params_; }
   const std::shared_ptr<const Model>& model() const { return model_; }
 
+  // --- MTP draft head (SessionParams::mtp; model/mtp.h, docs/mtp.md) ---
+  // Whether the head's state matches the transcript, so drafting can run: false without
+  // SessionParams::mtp, after a session file without the head's state was loaded, or after a
+  // catch-up pass failed (out of memory); Reset() makes it true again.
+  bool mtp_ready() const { return kv_.has_mtp() && mtp_ready_; }
+  // Up to k greedy drafts of the tokens after `next_token`, the token the target picked to follow
+  // the transcript (model/mtp.h, MtpDraftGreedy). Writes only the head's scratch rows: the
+  // transcript, logits and everything a save holds stay as they were. Errors: InvalidArgument
+  // (not mtp_ready(), empty transcript, bad token, k < 0), OutOfMemory / ContextFull (KV pages).
+  Status DraftMtp(int32_t next_token, int k, std::vector<int32_t>* drafts);
+  // The state itself, read-only (tests compare the MTP rows; the speculative loop reads sizes).
+  const KvCache& kv_cache() const { return kv_; }
+  const RecurrentState& recurrent_state() const { return rec_; }
+
  private:
   Session(std::shared_ptr<const Model> model, const SessionParams& params, int64_t max_context,
           KvCache kv, RecurrentState rec, size_t checkpoint_budget);
@@ -390,6 +410,10 @@ class Session {
   Status MakeRoom(size_t n);  // transcript capacity for n more tokens
   // After a piece ran: appends its tokens to the transcript; on a forward error, rolls back.
   void AfterRun(SessionPiece& piece);
+  // MTP head: the buffer a piece of T tokens writes its hidden rows to (null: out of memory, and
+  // the head stops), and the catch-up pass after the piece ran (model/mtp.h).
+  float* MtpHiddenRows(size_t T);
+  void MtpCatchUpAfter(ForwardContext& ctx, std::span<const int32_t> tokens);
   // Cuts the transcript/KV to `pos` and loads the recurrent state of the checkpoint at `pos`
   // (or zeros for pos == 0); drops checkpoints after pos. Returns the position restored to: 0 when
   // the snapshot could not be copied (a device error).
@@ -414,6 +438,12 @@ class Session {
   std::vector<float> logits_;  // [rows, V]: what the last Feed returned with all_logits
   int64_t logits_rows_ = 0;    // 0 = logits() is last_logits()
   uint64_t turn_ = 0;          // Feed calls so far (checkpoints remember theirs)
+  // MTP draft head (SessionParams::mtp): whether its state is valid for transcript_, the hidden
+  // rows of the running piece ([T+1, E]: row 0 the carried row, rows 1..T the trunk's), and the
+  // drafting scratch.
+  bool mtp_ready_ = true;
+  std::vector<float> mtp_rows_;
+  MtpDraftScratch mtp_scratch_;
 };
 
 }  // namespace qwenrt

@@ -145,10 +145,10 @@ Status VectorSink::WriteAt(uint64_t offset, const void* data, size_t n) {
   return OkStatus();
 }
 
-SessionWriter::SessionWriter(ByteSink* sink, std::string_view fingerprint) : sink_(sink) {
+SessionWriter::SessionWriter(ByteSink* sink, std::string_view fingerprint, uint32_t version)
+    : sink_(sink) {
   uint8_t header[kSessionHeaderSize] = {};
   std::memcpy(header, kMagic, 8);
-  uint32_t version = kSessionFormatVersion;
   std::memcpy(header + 8, &version, 4);
   status_ = sink_->Write(header, sizeof header);
   size_ = sizeof header;
@@ -238,9 +238,9 @@ StatusOr<ParsedSessionFile> ParseSessionFile(std::span<const uint8_t> bytes,
   std::memcpy(&flags, bytes.data() + 12, 4);
   std::memcpy(&size, bytes.data() + kSizeOffset, 8);
   std::memcpy(&crc, bytes.data() + kCrcOffset, 4);
-  if (out.version != kSessionFormatVersion)
-    return Unsupported("session file format version {} (this library reads version {})",
-                       out.version, kSessionFormatVersion);
+  if (out.version != kSessionFormatVersion && out.version != kSessionFormatVersionMtp)
+    return Unsupported("session file format version {} (this library reads versions {} and {})",
+                       out.version, kSessionFormatVersion, kSessionFormatVersionMtp);
   uint32_t header_reserved = 0;
   std::memcpy(&header_reserved, bytes.data() + 28, 4);
   if (flags != 0 || header_reserved != 0)

@@ -31,6 +31,10 @@ namespace qwenrt {
 static_assert(std::endian::native == std::endian::little, "session files are little-endian");
 
 inline constexpr uint32_t kSessionFormatVersion = 1;
+// Files of sessions that keep the MTP draft head's state (its MTPK / MTPH sections,
+// docs/session-format.md): a reader from before those sections refuses them by version instead of
+// by an unknown section. Files without them are still written as version 1.
+inline constexpr uint32_t kSessionFormatVersionMtp = 2;
 inline constexpr size_t kSessionHeaderSize = 32;  // fixed part before the fingerprint
 
 // Four-character section tag, stored as the little-endian u32 of its bytes ("TOKS" -> 'T' first).
@@ -68,7 +72,8 @@ class VectorSink : public ByteSink {
 // write every call is a no-op and Finish() returns that error.
 class SessionWriter {
  public:
-  SessionWriter(ByteSink* sink, std::string_view fingerprint);
+  SessionWriter(ByteSink* sink, std::string_view fingerprint,
+                uint32_t version = kSessionFormatVersion);
 
   void BeginSection(uint32_t tag, uint64_t payload_bytes);
   void PutU32(uint32_t v) { PutBytes(&v, sizeof v); }

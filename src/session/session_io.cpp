@@ -17,6 +17,8 @@ constexpr uint32_t kTagKvty = SectionTag("KVTY");  // storage type of the KVCA r
 constexpr uint32_t kTagKvca = SectionTag("KVCA");  // attention K/V, valid prefix
 constexpr uint32_t kTagRecs = SectionTag("RECS");  // live recurrent state
 constexpr uint32_t kTagCkpt = SectionTag("CKPT");  // one checkpoint
+constexpr uint32_t kTagMtpk = SectionTag("MTPK");  // MTP head's K/V slot rows [0, n) (version 2)
+constexpr uint32_t kTagMtph = SectionTag("MTPH");  // MTP carried rows: live, then per checkpoint
 constexpr uint32_t kTagChat = SectionTag("CHAT");  // the chat layer's state (chat/chat_state.h)
 constexpr uint32_t kTagSamp =
     SectionTag("SAMP");  // the same, as files written before CHAT called it
@@ -43,7 +45,7 @@ void PutState(SessionWriter& w, const RecurrentState& rec) {
 
 // The KVCA payload (stored as `type`: layer by layer, K rows [n] then V rows [n]) into `kv`, whose
 // pages for [0, n) exist. Rows of another type are widened to f32 and stored as kv's type.
-Status ReadKvRows(ByteCursor& c, KvType type, int64_t n, KvCache& kv) {
+Status ReadKvRows(ByteCursor& c, KvType type, int64_t n, int64_t a0, int64_t a1, KvCache& kv) {
   const size_t row_bytes = static_cast<size_t>(KvRowBytes(type, kv.row_floats()));
   const int64_t chunk = kv.page_rows(), R = kv.row_floats();
   std::vector<float> kf, vf;
@@ -51,7 +53,7 @@ Status ReadKvRows(ByteCursor& c, KvType type, int64_t n, KvCache& kv) {
     kf.resize(static_cast<size_t>(chunk * R));
     vf.resize(kf.size());
   }
-  for (int64_t a = 0; a < kv.n_layers(); ++a) {
+  for (int64_t a = a0; a < a1; ++a) {
     // A layer's K rows come first, then its V rows: a second cursor reads the V rows alongside.
     ByteCursor vc = c;
     std::span<const uint8_t> k, v;
@@ -76,6 +78,19 @@ Status ReadKvRows(ByteCursor& c, KvType type, int64_t n, KvCache& kv) {
   return c.ExpectEnd();
 }
 
+// Layers [a0, a1) of `kv`, rows [0, n) as stored: the KVCA / MTPK payload.
+void PutKvRows(SessionWriter& w, const KvCache& kv, int64_t n, int64_t a0, int64_t a1) {
+  const int64_t P = kv.page_rows();
+  for (int64_t a = a0; a < a1; ++a) {
+    for (bool value : {false, true}) {
+      for (int64_t p0 = 0; p0 < n; p0 += P) {
+        const std::span<const uint8_t> rows = kv.StoredRows(a, value, p0, std::min(P, n - p0));
+        w.PutBytes(rows.data(), rows.size());
+      }
+    }
+  }
+}
+
 Status GetState(ByteCursor& c, RecurrentState& rec) {
   for (int64_t g = 0; g < rec.n_layers(); ++g) {
     QWENRT_RETURN_IF_ERROR(c.Floats(rec.conv(g), static_cast<size_t>(rec.conv_floats())));
@@ -89,7 +104,7 @@ Status GetState(ByteCursor& c, RecurrentState& rec) {
 Status Session::WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) const {
   const int64_t n = size();
   SessHeader h{n_vocab(),
-               kv_.n_layers(),
+               kv_.trunk_layers(),
                kv_.row_floats(),
                rec_.n_layers(),
                rec_.conv_floats(),
@@ -97,7 +112,10 @@ Status Session::WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) con
                turn_,
                n,
                static_cast<int64_t>(checkpoints_.size())};
-  SessionWriter w(sink, model_->fingerprint());
+  // The MTP head's state is written only while it is valid (mtp_ready_), in a version-2 file.
+  const bool mtp = kv_.has_mtp() && mtp_ready_;
+  SessionWriter w(sink, model_->fingerprint(),
+                  mtp ? kSessionFormatVersionMtp : kSessionFormatVersion);
   w.BeginSection(kTagSess, sizeof h);
   w.PutBytes(&h, sizeof h);
   w.EndSection();
@@ -116,20 +134,17 @@ Status Session::WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) con
   w.EndSection();
 
   // The rows as stored, page by page (pages shared with other sessions are written like any other).
-  const uint64_t row_bytes = static_cast<uint64_t>(kv_.row_bytes()),
-                 P = static_cast<uint64_t>(kv_.page_rows());
-  w.BeginSection(kTagKvca,
-                 static_cast<uint64_t>(kv_.n_layers()) * 2 * static_cast<uint64_t>(n) * row_bytes);
-  for (int64_t a = 0; a < kv_.n_layers(); ++a) {
-    for (bool value : {false, true}) {
-      for (int64_t p0 = 0; p0 < n; p0 += static_cast<int64_t>(P)) {
-        const std::span<const uint8_t> rows =
-            kv_.StoredRows(a, value, p0, std::min<int64_t>(static_cast<int64_t>(P), n - p0));
-        w.PutBytes(rows.data(), rows.size());
-      }
-    }
-  }
+  const uint64_t row_bytes = static_cast<uint64_t>(kv_.row_bytes());
+  const int64_t A = kv_.trunk_layers();
+  w.BeginSection(kTagKvca, static_cast<uint64_t>(A) * 2 * static_cast<uint64_t>(n) * row_bytes);
+  PutKvRows(w, kv_, n, 0, A);
   w.EndSection();
+  if (mtp) {  // the valid rows [0, n-1) of the MTP slots (row n-1 on is scratch)
+    const int64_t M = kv_.n_layers() - A, nm = std::max<int64_t>(n - 1, 0);
+    w.BeginSection(kTagMtpk, static_cast<uint64_t>(M) * 2 * static_cast<uint64_t>(nm) * row_bytes);
+    PutKvRows(w, kv_, nm, A, kv_.n_layers());
+    w.EndSection();
+  }
 
   w.BeginSection(kTagRecs, StateBytes(h));
   PutState(w, rec_);
@@ -145,6 +160,14 @@ Status Session::WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) con
     w.PutI64(e->pos);
     w.PutU64(e->turn);
     PutState(w, e->snapshot.state());
+    w.EndSection();
+  }
+
+  if (mtp) {  // the carried rows of the live state and of each checkpoint, in the CKPT order
+    const size_t E = static_cast<size_t>(rec_.mtp_floats());
+    w.BeginSection(kTagMtph, (1 + cps.size()) * E * 4);
+    w.PutFloats({rec_.mtp_hidden(), E});
+    for (const auto* e : cps) w.PutFloats({e->snapshot.state().mtp_hidden(), E});
     w.EndSection();
   }
 
@@ -194,7 +217,7 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
   ByteCursor hc(file.sections[0].payload, "SESS section");
   QWENRT_RETURN_IF_ERROR(hc.Bytes(&h, sizeof h));
   QWENRT_RETURN_IF_ERROR(hc.ExpectEnd());
-  if (h.n_vocab != n_vocab() || h.n_attn_layers != kv_.n_layers() ||
+  if (h.n_vocab != n_vocab() || h.n_attn_layers != kv_.trunk_layers() ||
       h.kv_row_floats != kv_.row_floats() || h.n_gdn_layers != rec_.n_layers() ||
       h.conv_floats != rec_.conv_floats() || h.ssm_floats != rec_.ssm_floats())
     return BadFormat("session file: state shapes do not match the model");
@@ -229,7 +252,10 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
   const uint64_t file_row_bytes = static_cast<uint64_t>(KvRowBytes(file_type, h.kv_row_floats));
 
   // Pass 1: the section table against the SESS shapes, before anything big is allocated.
-  int seen_toks = 0, seen_logt = 0, seen_kvty = 0, seen_kvca = 0, seen_recs = 0, seen_samp = 0;
+  int seen_toks = 0, seen_logt = 0, seen_kvty = 0, seen_kvca = 0, seen_recs = 0, seen_samp = 0,
+      seen_mtpk = 0, seen_mtph = 0;
+  const int64_t mtp_slots = kv_.n_layers() - kv_.trunk_layers();
+  const uint64_t mtp_floats = static_cast<uint64_t>(rec_.mtp_floats());
   int64_t seen_ckpt = 0;
   for (size_t i = 1; i < file.sections.size(); ++i) {
     const SessionSection& s = file.sections[i];
@@ -249,6 +275,14 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
       ok = ++seen_ckpt <= h.n_checkpoints && len == 16 + state_bytes;
     else if (s.tag == kTagChat || s.tag == kTagSamp)
       ok = !seen_samp++;
+    else if ((s.tag == kTagMtpk || s.tag == kTagMtph) && file.version < kSessionFormatVersionMtp)
+      ok = false;
+    else if (s.tag == kTagMtpk)  // a session without the MTP head skips it
+      ok = !seen_mtpk++ && (mtp_slots == 0 || len == static_cast<uint64_t>(mtp_slots) * 2 *
+                                                         (n > 0 ? n - 1 : 0) * file_row_bytes);
+    else if (s.tag == kTagMtph)
+      ok = !seen_mtph++ && (mtp_floats == 0 ||
+                            len == (1 + static_cast<uint64_t>(h.n_checkpoints)) * mtp_floats * 4);
     else
       return BadFormat("session file: unknown section {}", SectionTagName(s.tag));
     if (!ok)
@@ -256,8 +290,11 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
                        SectionTagName(s.tag), len);
   }
   if (!seen_toks || !seen_logt || !seen_kvca || !seen_recs || !seen_samp ||
-      seen_ckpt != h.n_checkpoints)
+      seen_ckpt != h.n_checkpoints || seen_mtpk != seen_mtph)
     return BadFormat("session file: missing sections");
+  // The MTP head's state comes back only when both the file and this session have it; otherwise
+  // the session loads without it and does not draft until it is rebuilt (mtp_ready(), docs/mtp.md).
+  const bool mtp = mtp_slots > 0 && seen_mtpk > 0;
 
   // Pass 2: decode into fresh objects.
   std::vector<int32_t> transcript;
@@ -270,8 +307,20 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
     KvCacheOptions kvo;
     kvo.type = kv_.type();
     kvo.page_rows = kv_.page_rows();
+    kvo.mtp = kv_.has_mtp();
     QWENRT_ASSIGN_OR_RETURN(KvCache kv, KvCache::Create(cfg, max_context_, h.n_tokens, kvo));
-    QWENRT_ASSIGN_OR_RETURN(RecurrentState rec, RecurrentState::Create(cfg));
+    QWENRT_ASSIGN_OR_RETURN(RecurrentState rec, RecurrentState::Create(cfg, rec_.has_mtp()));
+    // MTPH (after the CKPT sections in the file) row r: the live state's (r = 0) or the r-th
+    // checkpoint's carried row; set before each state is stored.
+    std::span<const uint8_t> mtph;
+    for (const SessionSection& s : file.sections)
+      if (s.tag == kTagMtph && mtp) mtph = s.payload;
+    const auto put_mtp_row = [&](int64_t r, RecurrentState& st) {
+      if (mtph.empty()) return;
+      std::memcpy(st.mtp_hidden(), mtph.data() + r * st.mtp_floats() * 4,
+                  static_cast<size_t>(st.mtp_floats()) * 4);
+    };
+    int64_t n_ckpt = 0;
     CheckpointStore<SharedSnapshot> cps(checkpoints_.budget());
     for (size_t i = 1; i < file.sections.size(); ++i) {
       const SessionSection& s = file.sections[i];
@@ -287,9 +336,14 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
         logits.assign(static_cast<size_t>(h.n_vocab), 0.0f);
         if (has_logits) QWENRT_RETURN_IF_ERROR(c.Floats(logits.data(), logits.size()));
       } else if (s.tag == kTagKvca) {
-        QWENRT_RETURN_IF_ERROR(ReadKvRows(c, file_type, h.n_tokens, kv));
+        QWENRT_RETURN_IF_ERROR(ReadKvRows(c, file_type, h.n_tokens, 0, kv.trunk_layers(), kv));
+      } else if (s.tag == kTagMtpk && mtp) {
+        // Rows [0, n-1): its Commit cannot shrink what KVCA committed (the cache's size is n).
+        QWENRT_RETURN_IF_ERROR(ReadKvRows(c, file_type, std::max<int64_t>(h.n_tokens - 1, 0),
+                                          kv.trunk_layers(), kv.n_layers(), kv));
       } else if (s.tag == kTagRecs) {
         QWENRT_RETURN_IF_ERROR(GetState(c, rec));
+        put_mtp_row(0, rec);
       } else if (s.tag == kTagCkpt) {
         int64_t pos = 0;
         uint64_t turn = 0;
@@ -299,8 +353,9 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
           return BadFormat("session file: checkpoint at {} outside [1, {}]", pos, n);
         for (const auto& e : cps.entries())
           if (e.pos == pos) return BadFormat("session file: two checkpoints at {}", pos);
-        QWENRT_ASSIGN_OR_RETURN(RecurrentState snap, RecurrentState::Create(cfg));
+        QWENRT_ASSIGN_OR_RETURN(RecurrentState snap, RecurrentState::Create(cfg, rec_.has_mtp()));
         QWENRT_RETURN_IF_ERROR(GetState(c, snap));
+        put_mtp_row(++n_ckpt, snap);
         QWENRT_ASSIGN_OR_RETURN(SharedSnapshot shared, SharedSnapshot::Make(std::move(snap)));
         cps.Put(pos, turn, std::move(shared));
       } else if (s.tag == kTagChat || s.tag == kTagSamp) {
@@ -313,6 +368,7 @@ Status Session::LoadFromMemory(std::span<const uint8_t> bytes, std::vector<uint8
     // Everything checked: replace the session's state (nothing below can fail).
     kv_ = std::move(kv);
     rec_ = std::move(rec);
+    mtp_ready_ = mtp || h.n_tokens == 0;
     transcript_ = std::move(transcript);
     checkpoints_ = std::move(cps);
     last_logits_ = std::move(logits);

@@ -65,7 +65,7 @@ bool UseMoreBits(int64_t i, int64_t n) {
   return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
-std::vector<TensorSpec> TensorList(const SynthShape& s) {
+std::vector<TensorSpec> TensorList(const SynthShape& s, bool mtp) {
   const int64_t D = s.n_embd, L = s.n_layer, Dh = s.head_dim, F = s.n_ff;
   const int64_t Cv = s.ssm_hv * s.ssm_dv, C = 2 * s.ssm_hk * s.ssm_dk + Cv;
   const float w_in = 1.f / std::sqrt(static_cast<float>(D));
@@ -75,10 +75,11 @@ std::vector<TensorSpec> TensorList(const SynthShape& s) {
   list.push_back({"output_norm.weight", {D}, gguf::Type::F32, Init::kNorm});
   list.push_back(
       {"token_embd.weight", {D, s.n_vocab}, gguf::Type::Q6_K, Init::kWeight, w_in});  // tied
-  for (int64_t i = 0; i < L; ++i) {
+  for (int64_t i = 0; i < L + (mtp ? 1 : 0); ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     const gguf::Type more = UseMoreBits(i, L) ? gguf::Type::Q6_K : gguf::Type::Q4_K;
-    const bool attention = (i + 1) % s.full_attention_interval == 0;
+    // The MTP block (i == L) is a full-attention layer whatever the interval says.
+    const bool attention = i == L || (i + 1) % s.full_attention_interval == 0;
     std::vector<TensorSpec> layer;
     layer.push_back({p + "attn_norm.weight", {D}, gguf::Type::F32, Init::kNorm});
     layer.push_back({p + "post_attention_norm.weight", {D}, gguf::Type::F32, Init::kNorm});
@@ -111,6 +112,13 @@ std::vector<TensorSpec> TensorList(const SynthShape& s) {
       layer.push_back({p + "ssm_norm.weight", {s.ssm_dv}, gguf::Type::F32, Init::kNorm});
       layer.push_back(
           {p + "ssm_out.weight", {Cv, D}, gguf::Type::Q4_K, Init::kWeight, w(Cv) * out_damp});
+    }
+    if (i == L) {  // nextn.*: the fusion projection [D, 2D] and its three norms
+      layer.push_back(
+          {p + "nextn.eh_proj.weight", {2 * D, D}, gguf::Type::Q4_K, Init::kWeight, w(2 * D)});
+      layer.push_back({p + "nextn.enorm.weight", {D}, gguf::Type::F32, Init::kNorm});
+      layer.push_back({p + "nextn.hnorm.weight", {D}, gguf::Type::F32, Init::kNorm});
+      layer.push_back({p + "nextn.shared_head_norm.weight", {D}, gguf::Type::F32, Init::kNorm});
     }
     std::sort(layer.begin(), layer.end(),
               [](const TensorSpec& a, const TensorSpec& b) { return a.name < b.name; });
@@ -278,7 +286,8 @@ Status WriteSynthModel(const SynthOptions& options, const std::string& path, Thr
   w.AddString("general.name", "qwenrt-synth-" + s.name + "-s" + std::to_string(options.seed));
   w.AddU32(a + "context_length", 262144);
   w.AddU32(a + "embedding_length", static_cast<uint32_t>(s.n_embd));
-  w.AddU32(a + "block_count", static_cast<uint32_t>(s.n_layer));
+  w.AddU32(a + "block_count", static_cast<uint32_t>(s.n_layer + (options.mtp ? 1 : 0)));
+  if (options.mtp) w.AddU32(a + "nextn_predict_layers", 1);
   w.AddU32(a + "feed_forward_length", static_cast<uint32_t>(s.n_ff));
   w.AddU32(a + "attention.head_count", static_cast<uint32_t>(s.n_head));
   w.AddU32(a + "attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
@@ -308,7 +317,7 @@ Status WriteSynthModel(const SynthOptions& options, const std::string& path, Thr
   w.AddU32("general.quantization_version", 2);
   w.AddU32("general.file_type", 15);  // MOSTLY_Q4_K_M
 
-  const std::vector<TensorSpec> list = TensorList(s);
+  const std::vector<TensorSpec> list = TensorList(s, options.mtp);
   std::vector<std::vector<uint8_t>> data(list.size());
   for (size_t i = 0; i < list.size(); ++i) {
     const uint64_t base = SplitMix64(options.seed * 0x100000001B3ull + i) & ~0xFFFFFFFFFull;

@@ -29,6 +29,10 @@ bool FindSynthShape(const std::string& name, SynthShape* shape);
 struct SynthOptions {
   SynthShape shape;
   uint64_t seed = 1;
+  // One MTP (next-n) block after the trunk, blk.L, with the real tensor names and shapes
+  // (attention + dense FFN of a full-attention layer, nextn.eh_proj / enorm / hnorm /
+  // shared_head_norm); block_count = L + 1, nextn_predict_layers = 1. docs/mtp.md.
+  bool mtp = false;
   std::string
       vocab_from;  // GGUF whose tokenizer.* keys are copied (e.g. tests/data/tiny-s1-q4km.gguf)
 };
