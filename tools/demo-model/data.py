@@ -237,10 +237,10 @@ class Gen:
         r = self.r
         msgs = []
         sysm = r.choice(SYSTEMS)
-        tools = TOOLS if r.random() < 0.2 else None
+        tools = TOOLS if r.random() < 0.12 else None
         if sysm:
             msgs.append({"role": "system", "content": sysm})
-        n_turns = r.choice([1, 1, 2, 2, 3])
+        n_turns = r.choice([1, 2, 2, 3, 3])
         fam, exp, state = None, None, None
         for t in range(n_turns):
             last = t == n_turns - 1

@@ -123,6 +123,10 @@ def train(a, tok_info, train_ids, out_dir):
     bar = tqdm(range(a.steps), desc="train", file=sys.stderr, mininterval=2.0)
     ema_t = ema_m = None
     for step in bar:
+        if a.max_minutes and time.time() - t0 > 60 * a.max_minutes:
+            print(f"stopped at step {step}: the --max-minutes limit", file=sys.stderr)
+            a.steps_done = step
+            break
         if not batches:
             batches = make_batches(lengths, a.batch_tokens, rng)
         b = batches.pop()
@@ -142,10 +146,10 @@ def train(a, tok_info, train_ids, out_dir):
                         tok_s=f"{tokens / (time.time() - t0):.0f}", refresh=False)
     bar.close()
     dt = time.time() - t0
-    print(f"trained {a.steps} steps, {tokens} tokens in {dt:.0f} s ({tokens / dt:.0f} tokens/s); "
+    print(f"trained {getattr(a, 'steps_done', a.steps)} steps, {tokens} tokens in {dt:.0f} s ({tokens / dt:.0f} tokens/s); "
           f"final loss {ema_t:.4f}, MTP loss {ema_m:.4f}", file=sys.stderr)
     save(trunk, mtp, extra, ids, out_dir)
-    return {"steps": a.steps, "tokens": tokens, "seconds": dt, "loss": ema_t, "mtp_loss": ema_m,
+    return {"steps": getattr(a, "steps_done", a.steps), "steps_planned": a.steps, "tokens": tokens, "seconds": dt, "loss": ema_t, "mtp_loss": ema_m,
             "params_trunk": n_trunk, "params_mtp": n_mtp}
 
 
