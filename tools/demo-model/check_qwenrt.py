@@ -27,6 +27,10 @@ def main():
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "demo-model"))
     ap.add_argument("--cli", default=os.path.join(ROOT, "build", "examples", "cli", "qwenrt-cli"))
     ap.add_argument("--threads", default="1")
+    ap.add_argument("--export", type=int, default=0, metavar="N",
+                    help="also write the first N held-out tokens and transformers' logits for them "
+                         "to tests/data/tokens/demo-heldout.txt and "
+                         "tests/data/logits/demo-f32.heldout.hf.f32 (the ctest demo_model_test)")
     a = ap.parse_args()
     from evaluate import compare
     info = json.load(open(os.path.join(a.work, "vocab.json")))
@@ -41,6 +45,14 @@ def main():
         print(be, json.dumps(out[be]))
     with open(os.path.join(a.work, "qwenrt-check.json"), "w") as fh:
         json.dump(out, fh, indent=2)
+    if a.export:
+        V = info["vocab_size"]
+        data_dir = os.path.join(ROOT, "tests", "data")
+        with open(os.path.join(data_dir, "tokens", "demo-heldout.txt"), "w") as fh:
+            fh.write(" ".join(map(str, toks[:a.export])) + "\n")
+        hf = np.fromfile(os.path.join(a.work, "heldout.hf.f32"), dtype="<f4").reshape(-1, V)
+        hf[:a.export].astype("<f4").tofile(os.path.join(data_dir, "logits",
+                                                        "demo-f32.heldout.hf.f32"))
 
 
 if __name__ == "__main__":
