@@ -63,10 +63,11 @@ def greedy(trunk, ids, im_end, max_new=80):
     return out[0, len(ids):].tolist()
 
 
-def accuracy(trunk, tok, tmpl, prompts, im_end, log=None):
+def accuracy(trunk, tok, tmpl, prompts, im_end, log=None, thinking=False):
     res = {}
     for fam, msgs, tools, exp in prompts:
-        text = data.render(tmpl, msgs, tools, add_generation_prompt=True)
+        text = data.render(tmpl, msgs, tools, add_generation_prompt=True,
+                           enable_thinking=None if thinking else False)
         ids = tok.encode(text, add_special_tokens=False)
         reply = tok.decode(greedy(trunk, ids, im_end), skip_special_tokens=False)
         reply = reply.replace("<|im_end|>", "")
@@ -136,7 +137,7 @@ def compare(a_path, b_path, n_vocab, tokens=None):
     return out
 
 
-def run(model_dir, tmpl, seed, n_per_family, n_convs, out_json, log_path=None):
+def run(model_dir, tmpl, seed, n_per_family, n_convs, out_json, log_path=None, thinking=False):
     from transformers import AutoTokenizer
     from train import load
     torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -147,13 +148,14 @@ def run(model_dir, tmpl, seed, n_per_family, n_convs, out_json, log_path=None):
     assistant_id = tok.encode("assistant", add_special_tokens=False)[0]
     t0 = time.time()
     log = []
-    acc, counts = accuracy(trunk, tok, tmpl, data.eval_prompts(seed + 7, n_per_family), im_end, log)
+    acc, counts = accuracy(trunk, tok, tmpl, data.eval_prompts(seed + 7, n_per_family), im_end, log,
+                           thinking)
     t_acc = time.time() - t0
     convs = data.make_split(seed + 11, "test", n_convs)
     seqs = [tok.encode(data.render(tmpl, m, t), add_special_tokens=False) for _, m, t, _ in convs]
     weights = [loss_weights(s, im_start, im_end, assistant_id, 0.0) for s in seqs]
     tf = teacher_forced(trunk, mtp, seqs, weights)
-    res = {"accuracy": acc, "counts": counts, **tf, "seconds_accuracy": t_acc,
+    res = {"thinking": thinking, "accuracy": acc, "counts": counts, **tf, "seconds_accuracy": t_acc,
            "seconds_total": time.time() - t0}
     with open(out_json, "w") as f:
         json.dump(res, f, indent=2)

@@ -66,6 +66,9 @@ def main():
     ap.add_argument("--other-weight", type=float, default=0.1,
                     help="loss weight of non-assistant tokens (assistant tokens weigh 1)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--eval-thinking", action="store_true",
+                    help="evaluate with thinking on (prompt ends '<think>\\n'); default: off "
+                         "(prompt ends with the empty think block, as most training turns)")
     ap.add_argument("--max-minutes", type=float, default=0,
                     help="stop training after this long (0: no limit; the figures then depend on speed)")
     a = ap.parse_args()
@@ -140,7 +143,7 @@ def main():
         import evaluate
         res, seqs = evaluate.run(hf_dir, tmpl, a.seed, a.n_eval, a.n_test,
                                  os.path.join(a.work, "eval.json"),
-                                 os.path.join(a.work, "eval-replies.jsonl"))
+                                 os.path.join(a.work, "eval-replies.jsonl"), a.eval_thinking)
         report["eval"] = res
         # token and logit files for checking a GGUF runtime against transformers
         from train import load
