@@ -40,6 +40,24 @@ def find_tiktoken(work):
     return p
 
 
+THINK_PROMPT = "<|im_start|>assistant\n<think>\n"
+
+
+def encode_as_generated(tok, text):
+    """Tokens of a conversation as a generating runtime sees them: the text up to each generation
+    prompt ('<|im_start|>assistant\\n<think>\\n', thinking on) tokenized apart from what follows.
+    Tokenized whole, an empty think block gives '<think>', '\\n\\n', '</think>' (the Qwen3.5 split
+    regex joins the newlines), a sequence a thinking-on prompt ending in '<think>', '\\n' never
+    leads to; every other training conversation is tokenized whole (history re-rendered by the
+    template, and the thinking-off prompt, tokenize that way)."""
+    parts = text.split(THINK_PROMPT)
+    ids = tok.encode(parts[0], add_special_tokens=False)
+    for p in parts[1:]:
+        ids += tok.encode(THINK_PROMPT, add_special_tokens=False)
+        ids += tok.encode(p, add_special_tokens=False)
+    return ids
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "demo.gguf"))
@@ -134,7 +152,8 @@ def main():
         info = json.load(open(os.path.join(a.work, "vocab.json")))
         tok = AutoTokenizer.from_pretrained(hf_dir)
         texts = [json.loads(l)["text"] for l in open(train_path)]
-        ids = [tok.encode(t, add_special_tokens=False) for t in texts]
+        ids = [encode_as_generated(tok, t) if i % 2 else tok.encode(t, add_special_tokens=False)
+               for i, t in enumerate(texts)]
         print(f"train: {len(ids)} conversations, {sum(map(len, ids))} tokens", file=sys.stderr)
         report["train"] = train.train(a, info, ids, hf_dir)
         report["train"]["threads"] = a.threads
