@@ -26,6 +26,35 @@ struct Activations : ActivationSet<std::vector<float>, std::vector<int32_t>> {
   std::vector<float> logits;  // [Sm, V] last-token logits of several sequences, before the copy out
 };
 
+// What a speculative verify pass (session/speculative.cpp) keeps of every GDN layer so that the
+// recurrent state can be moved to the end of any position of the window afterwards without running
+// the trunk again: per token, the raw conv inputs and the delta-rule inputs. With a copy of the
+// state before the pass, ReplayRecurrent rebuilds the state after any prefix of the window from
+// these alone (a window shift for the conv, the recurrence for the delta rule). Much smaller than
+// one recurrent state per position: per token and layer C + 2*Hk*Dk + Hv*Dv + 2*Hv floats against
+// C*(Kc-1) + Hv*Dv*Dk.
+struct GdnCapture {
+  // Room for `max_tokens` tokens of every GDN layer of `config`. Error: OutOfMemory.
+  Status Init(const ModelConfig& config, int64_t max_tokens);
+  size_t bytes() const { return (data.capacity() + out.capacity()) * sizeof(float); }
+
+  // Layer l's arrays, token-major as the ops read them: conv inputs [Tm, C]; q, k [Tm, Hk, Dk]
+  // (L2-normed, q scaled); v [Tm, Hv, Dv]; g, beta [Tm, Hv] (gated: what GatedDelta reads).
+  float* conv_in(int64_t l) { return data.data() + l * layer_floats; }
+  float* q(int64_t l) { return conv_in(l) + max_tokens * C; }
+  float* k(int64_t l) { return q(l) + max_tokens * Hk * Dk; }
+  float* v(int64_t l) { return k(l) + max_tokens * Hk * Dk; }
+  float* g(int64_t l) { return v(l) + max_tokens * Hv * Dv; }
+  float* beta(int64_t l) { return g(l) + max_tokens * Hv; }
+
+  int64_t max_tokens = 0;  // Tm
+  int64_t n_layers = 0;
+  int64_t C = 0, Kc = 0, Hk = 0, Hv = 0, Dk = 0, Dv = 0;
+  int64_t layer_floats = 0;  // Tm * (C + 2*Hk*Dk + Hv*Dv + 2*Hv)
+  std::vector<float> data;   // [n_layers, layer_floats]
+  std::vector<float> out;    // [Tm, Hv*Dv]: the replay's delta-rule outputs (discarded)
+};
+
 // One sequence's part of a ForwardBatch step: `tokens` run at positions kv->size() .. +T-1.
 struct SequenceStep {
   KvCache* kv = nullptr;
@@ -34,6 +63,9 @@ struct SequenceStep {
   bool all_logits = false;  // logits: [T, V] when true, else [V] for the last token
   float* logits = nullptr;
   Status status;  // out: this sequence's result (kv and rec unchanged unless OK)
+  // Host backends only: records the GDN inputs of the step's tokens (at most capture->max_tokens;
+  // InvalidArgument otherwise, and for kCuda, which has no host activations to read them from).
+  GdnCapture* capture = nullptr;
 };
 
 // One sequence's rows of a ubatch (ForwardBatch's bookkeeping, held in the context's scratch).
@@ -82,6 +114,7 @@ class ForwardContext {
  private:
   ForwardContext(const Model& model, BackendKind kind) : model_(model), kind_(kind) {}
   friend Status ForwardBatch(ForwardContext&, std::span<SequenceStep>);
+  friend Status ReplayRecurrent(ForwardContext&, GdnCapture&, int64_t, int64_t, RecurrentState&);
 
   const Model& model_;
   BackendKind kind_;
@@ -115,5 +148,14 @@ Status Forward(ForwardContext& ctx, KvCache& kv, RecurrentState& rec,
 // runs one sequence; model/backend_choice.h), set on every step. Returns OK when every step
 // succeeded, else the first failed step's status.
 Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps);
+
+// Advances `rec` over tokens [from, to) of a pass recorded in `capture`: `rec` must hold the state
+// before token `from` (the state before the pass, for from == 0). The conv windows shift in the
+// recorded inputs, and the delta rule runs over the recorded q, k, v, g, beta with ctx's backend,
+// the same call the pass made, so the result is bit for bit the state the pass had after token
+// to-1 (the recurrent form of the delta rule is the same whether it runs T tokens at once or one at
+// a time: docs/gated-delta.md). Errors: InvalidArgument (range, shapes, or a kCuda context).
+Status ReplayRecurrent(ForwardContext& ctx, GdnCapture& capture, int64_t from, int64_t to,
+                       RecurrentState& rec);
 
 }  // namespace qwenrt
