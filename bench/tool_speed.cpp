@@ -431,8 +431,8 @@ int RunSpeed(int argc, char** argv) {
   for (int64_t n : a.tg) longest = std::max(longest, n);
   const int64_t deepest = *std::max_element(a.depth.begin(), a.depth.end());
   // No KV growth timed (Create caps it at the context); --mtp's runs need one more token of
-  // context and up to K positions of a last verify pass, and its cost table 16 passes of 1+K.
-  p.initial_capacity = deepest + std::max(longest + a.mtp + 1, 16 * (a.mtp + 1) + 1);
+  // context and up to K positions of a last verify pass, and its cost table 6 passes of 1+K.
+  p.initial_capacity = deepest + std::max(longest + a.mtp + 1, 6 * (a.mtp + 1) + 1);
   auto session = Session::Create(model, p);
   if (!session.ok()) {
     std::fprintf(stderr, "qwenrt-bench: %s\n", session.status().ToString().c_str());
@@ -481,7 +481,7 @@ int RunSpeed(int argc, char** argv) {
     }
     std::span<const int32_t> context(context_tokens.data(), static_cast<size_t>(deepest));
     if (context.empty()) context = one;
-    const int calls = 16;
+    const int calls = 6;
     for (int64_t k = 1; k <= a.mtp; ++k) {
       std::array<double, 3> row{};
       for (int rep = -1; rep < a.reps; ++rep) {  // the mean of the timed reps

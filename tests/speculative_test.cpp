@@ -78,7 +78,8 @@ struct Run {
 struct RunOptions {
   int64_t max_tokens = 20;
   std::vector<int32_t> stop;
-  int64_t stop_after = -1;  // on_token returns false on this many-th token (1-based); -1: never
+  int64_t stop_after = -1;    // on_token returns false on this many-th token (1-based); -1: never
+  int64_t cancel_after = -1;  // on_token sets the cancel flag on this many-th token; -1: never
   DraftSource* draft = nullptr;
   int64_t max_draft = 0;
 };
@@ -93,7 +94,15 @@ Run Generate(Session& s, const RunOptions& ro) {
     return Argmax(logits, V);
   };
   int64_t seen_tokens = 0;
-  if (ro.stop_after > 0) g.on_token = [&](int32_t) { return ++seen_tokens < ro.stop_after; };
+  std::atomic<bool> cancel{false};
+  g.cancel = &cancel;
+  if (ro.stop_after > 0 || ro.cancel_after > 0) {
+    g.on_token = [&](int32_t) {
+      ++seen_tokens;
+      if (seen_tokens == ro.cancel_after) cancel = true;  // lands inside a verify window
+      return ro.stop_after < 0 || seen_tokens < ro.stop_after;
+    };
+  }
   g.draft = ro.draft;
   g.max_draft = ro.max_draft;
   run.status = s.Generate(g, &run.tokens, &run.report);
@@ -237,7 +246,8 @@ void CompareFrom(Session& s, const RunOptions& base_options, int64_t V, uint32_t
       const Run spec = Generate(*spec_s, o);
       RequireSameRun(plain, spec);
       RequireSameSession(*plain_s, *spec_s);
-      if (acceptance == 1.0 && base_options.stop_after < 0 && base_options.stop.empty())
+      if (acceptance == 1.0 && base_options.stop_after < 0 && base_options.stop.empty() &&
+          base_options.cancel_after < 0)
         CHECK(spec.report.accepted > 0);
       if (acceptance == 0.0) CHECK(spec.report.accepted == 0);
       CHECK(spec.report.accepted <= spec.report.drafted);
@@ -265,7 +275,7 @@ TEST_CASE("Speculative greedy Generate equals plain Generate bit for bit") {
       RunOptions o;
       CompareFrom(*s, o, V, 1);
       // Ends: a stop token that greedy decoding reaches (drafts past it are discarded), max_tokens,
-      // on_token returning false.
+      // on_token returning false, a cancel set from on_token (it lands inside a verify window).
       auto probe = s->Fork().value();
       const Run ref = Generate(*probe, o);
       RunOptions stop = o;
@@ -277,6 +287,9 @@ TEST_CASE("Speculative greedy Generate equals plain Generate bit for bit") {
       RunOptions until = o;
       until.stop_after = 7;
       CompareFrom(*s, until, V, 4, false);
+      RunOptions cancelled = o;
+      cancelled.cancel_after = 6;
+      CompareFrom(*s, cancelled, V, 5, false);
     }
   }
 }
