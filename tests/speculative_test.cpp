@@ -184,6 +184,34 @@ TEST_CASE("Verify leaves the session DecodeStep leaves over the accepted tokens"
   }
 }
 
+TEST_CASE("Verify is exact when its pass spans ubatches and without split invariance") {
+  const Variant v = Variants()[1];
+  const int64_t V = v.model->config().n_vocab;
+  for (bool split_invariant : {true, false}) {
+    SessionParams p = Params(v.kind);
+    p.ubatch = 2;  // the 1+k tokens run in pieces: the capture is filled at offsets
+    p.split_invariant = split_invariant;
+    auto base = NewSession(v.model, p);
+    REQUIRE(base->Feed(RandomTokens(9, 2, V), {}, nullptr).ok());
+    const std::vector<int32_t> tokens = RandomTokens(5, 4, V);
+    for (int64_t j = 0; j <= 4; ++j) {
+      INFO("split_invariant " << split_invariant << " j " << j);
+      auto spec = base->Fork().value();
+      auto plain = base->Fork().value();
+      VerifyResult r;
+      const VerifyChooser choose = [&](int64_t i, const float*) -> int32_t {
+        if (i < j) return tokens[static_cast<size_t>(i + 1)];
+        return i + 1 < 5 ? (tokens[static_cast<size_t>(i + 1)] + 1) % static_cast<int32_t>(V) : 0;
+      };
+      REQUIRE(spec->Verify(tokens, choose, &r).ok());
+      REQUIRE(r.accepted == j);
+      for (int64_t i = 0; i <= j; ++i)
+        REQUIRE(plain->DecodeStep(tokens[static_cast<size_t>(i)]).ok());
+      RequireSameSession(*spec, *plain);
+    }
+  }
+}
+
 TEST_CASE("Verify errors and cancellation leave the session as it was") {
   const Variant v = Variants()[0];
   const int64_t V = v.model->config().n_vocab;
