@@ -234,6 +234,18 @@ TEST_CASE("Verify errors and cancellation leave the session as it was") {
   std::atomic<bool> cancel{true};
   CHECK(s->Verify(RandomTokens(3, 1, V), never, &r, &cancel).code() == StatusCode::kCancelled);
   CHECK(Bytes(*s) == before);
+  // Verify's buffers: none before the first pass, then sized by the longest pass so far.
+  CHECK(s->verify_bytes() == 0);
+  const VerifyChooser stop = [](int64_t, const float*) -> int32_t { return -1; };
+  auto fork = s->Fork().value();
+  REQUIRE(fork->Verify(RandomTokens(3, 1, V), stop, &r).ok());
+  const size_t b3 = fork->verify_bytes();
+  CHECK(b3 > fork->state_bytes());
+  REQUIRE(fork->Verify(RandomTokens(5, 1, V), stop, &r).ok());
+  const size_t b5 = fork->verify_bytes();
+  CHECK(b5 > b3);
+  REQUIRE(fork->Verify(RandomTokens(2, 1, V), stop, &r).ok());
+  CHECK(fork->verify_bytes() == b5);
   // The engine's pieces refuse speculation rather than run it wrong.
   testing::RandomDraftSource random(1, V);
   GenerateOptions g;

@@ -292,8 +292,9 @@ class Session {
   // ContextFull, OutOfMemory, Unsupported (kCuda), Cancelled (`cancel` set before the pass).
   Status Verify(std::span<const int32_t> tokens, const VerifyChooser& choose, VerifyResult* result,
                 const std::atomic<bool>* cancel = nullptr);
-  // Memory Verify keeps between calls (the pre-pass state copy and the recorded GDN inputs of
-  // kMaxVerifyDraft + 1 tokens, plus their logits rows); 0 before the first Verify.
+  // Memory Verify keeps between calls (the pre-pass state copy, the recorded GDN inputs and the
+  // logits rows of the longest pass so far, at most kMaxVerifyDraft + 1 tokens); 0 before the
+  // first Verify.
   size_t verify_bytes() const;
 
   // --- stepping (see the file comment); one thread per session at a time, as for Feed ---
@@ -438,7 +439,7 @@ class Session {
   Status WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) const;
   Status GenerateSpeculative(const GenerateOptions& options, std::vector<int32_t>* out,
                              GenerateReport* report);
-  Status PrepareVerify();  // the buffers below, made on the first Verify
+  Status PrepareVerify(int64_t tokens);  // the buffers below, for a pass of `tokens`
 
   std::shared_ptr<const Model> model_;
   SessionParams params_;
@@ -455,8 +456,8 @@ class Session {
   std::vector<float> logits_;  // [rows, V]: what the last Feed returned with all_logits
   int64_t logits_rows_ = 0;    // 0 = logits() is last_logits()
   uint64_t turn_ = 0;          // Feed calls so far (checkpoints remember theirs)
-  // Verify's buffers (bounded by kMaxVerifyDraft): the state before the pass, the pass's GDN
-  // inputs, and its logits [kMaxVerifyDraft + 1, V].
+  // Verify's buffers, sized by the longest pass so far (bounded by kMaxVerifyDraft + 1 tokens): the
+  // state before the pass, the pass's GDN inputs, and its logits [tokens, V].
   std::optional<RecurrentState> verify_backup_;
   std::unique_ptr<GdnCapture> verify_capture_;
   std::vector<float> verify_logits_;

@@ -19,21 +19,24 @@ bool IsCancelled(const std::atomic<bool>* flag) {
 
 }  // namespace
 
-Status Session::PrepareVerify() {
+Status Session::PrepareVerify(int64_t tokens) {
   if (ctx_ == nullptr) QWENRT_RETURN_IF_ERROR(MakeContext());
   if (!verify_backup_) {
     QWENRT_ASSIGN_OR_RETURN(RecurrentState backup, RecurrentState::Create(model_->config()));
     verify_backup_.emplace(std::move(backup));
   }
-  if (!verify_capture_) {
+  // Sized by the longest pass so far (at most kMaxVerifyDraft + 1 tokens), not the largest possible
+  // one: a session drafting 3 tokens holds 4 tokens' worth.
+  if (!verify_capture_ || verify_capture_->max_tokens < tokens) {
     auto capture = std::make_unique<GdnCapture>();
-    QWENRT_RETURN_IF_ERROR(capture->Init(model_->config(), kMaxVerifyDraft + 1));
+    QWENRT_RETURN_IF_ERROR(capture->Init(model_->config(), tokens));
     verify_capture_ = std::move(capture);
   }
-  if (verify_logits_.empty()) {
-    QWENRT_RETURN_IF_ERROR(GuardAlloc(
-        [&] { verify_logits_.resize(static_cast<size_t>((kMaxVerifyDraft + 1) * n_vocab())); },
-        "Verify: cannot allocate the logits of {} positions", kMaxVerifyDraft + 1));
+  const size_t logits = static_cast<size_t>(tokens * n_vocab());
+  if (verify_logits_.size() < logits) {
+    QWENRT_RETURN_IF_ERROR(GuardAlloc([&] { verify_logits_.resize(logits); },
+                                      "Verify: cannot allocate the logits of {} positions",
+                                      tokens));
   }
   return OkStatus();
 }
@@ -60,7 +63,7 @@ Status Session::Verify(std::span<const int32_t> tokens, const VerifyChooser& cho
     return ContextFull("Verify: {} tokens after {} exceed the context of {}", T, size(),
                        max_context_);
   if (IsCancelled(cancel)) return Cancelled("Verify cancelled before its pass");
-  QWENRT_RETURN_IF_ERROR(PrepareVerify());
+  QWENRT_RETURN_IF_ERROR(PrepareVerify(T));
   QWENRT_RETURN_IF_ERROR(MakeRoom(static_cast<size_t>(T)));
   QWENRT_RETURN_IF_ERROR(kv_.Reserve(size() + T));
   QWENRT_RETURN_IF_ERROR(rec_.Fetch());
