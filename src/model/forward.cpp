@@ -35,6 +35,10 @@ void CaptureGdnInputs(const Step& s, GdnCapture& cap, const UbatchSegment& q, in
   const Activations& a = s.a;
   const int64_t qk = cap.Hk * cap.Dk, vd = cap.Hv * cap.Dv, C = cap.C, Hv = cap.Hv;
   const int64_t r = q.row, t = q.first, n = q.T;
+  if (t == 0) {  // the delta-rule state before the pass, read just before GatedDelta reads it
+    const RecurrentState& rec = *q.step->rec;
+    std::copy_n(rec.ssm(slot), cap.ssm_floats, cap.ssm_before(slot));
+  }
   std::copy_n(a.qkv.data() + r * C, n * C, cap.conv_in(slot) + t * C);
   std::copy_n(a.gq.data() + r * qk, n * qk, cap.q(slot) + t * qk);
   std::copy_n(a.gk.data() + r * qk, n * qk, cap.k(slot) + t * qk);
@@ -58,6 +62,10 @@ void GatedDeltaLayer(Step& s, const GatedDeltaWeights& w, int64_t slot) {
   s.be.MatMulMulti(proj, 4, a.xn.data(), proj_out, T);
   for (const UbatchSegment& q :
        s.seqs) {  // y = SiLU(conv(m)), each sequence's window [C, Kc-1] advanced
+    if (q.step->capture != nullptr && q.first == 0) {  // a verify pass keeps the window before
+      const RecurrentState& rec = *q.step->rec;
+      std::copy_n(rec.conv(slot), q.step->capture->conv_floats, q.step->capture->conv_before(slot));
+    }
     s.be.CausalConvSilu(CausalConvShape{q.T, C, c.conv_kernel}, a.qkv.data() + q.row * C, w.conv1d,
                         q.step->rec->conv(slot), a.conv.data() + q.row * C);
   }
@@ -449,11 +457,26 @@ Status GdnCapture::Init(const ModelConfig& c, int64_t max_tokens_in) {
   Dk = c.ssm_dk;
   Dv = c.ssm_dv;
   layer_floats = max_tokens * (C + 2 * Hk * Dk + Hv * Dv + 2 * Hv);
+  conv_floats = RecurrentState::ConvFloats(c);
+  ssm_floats = RecurrentState::SsmFloats(c);
   try {
     data.assign(static_cast<size_t>(n_layers * layer_floats), 0.0f);
+    before.assign(static_cast<size_t>(n_layers * (conv_floats + ssm_floats)), 0.0f);
     out.assign(static_cast<size_t>(max_tokens * Hv * Dv), 0.0f);
   } catch (const std::bad_alloc&) {
     return OutOfMemory("GdnCapture: cannot allocate the inputs of {} tokens", max_tokens);
+  }
+  return OkStatus();
+}
+
+Status RestoreCaptured(GdnCapture& cap, RecurrentState& rec) {
+  if (rec.n_layers() != cap.n_layers || rec.conv_floats() != cap.conv_floats ||
+      rec.ssm_floats() != cap.ssm_floats)
+    return InvalidArgument("RestoreCaptured: the state does not match the capture");
+  QWENRT_RETURN_IF_ERROR(rec.Fetch());
+  for (int64_t l = 0; l < cap.n_layers; ++l) {
+    std::copy_n(cap.conv_before(l), cap.conv_floats, rec.conv(l));
+    std::copy_n(cap.ssm_before(l), cap.ssm_floats, rec.ssm(l));
   }
   return OkStatus();
 }

@@ -28,15 +28,20 @@ struct Activations : ActivationSet<std::vector<float>, std::vector<int32_t>> {
 
 // What a speculative verify pass (session/speculative.cpp) keeps of every GDN layer so that the
 // recurrent state can be moved to the end of any position of the window afterwards without running
-// the trunk again: per token, the raw conv inputs and the delta-rule inputs. With a copy of the
-// state before the pass, ReplayRecurrent rebuilds the state after any prefix of the window from
-// these alone (a window shift for the conv, the recurrence for the delta rule). Much smaller than
-// one recurrent state per position: per token and layer C + 2*Hk*Dk + Hv*Dv + 2*Hv floats against
-// C*(Kc-1) + Hv*Dv*Dk.
+// the trunk again: the state before the pass, and per token the raw conv inputs and the delta-rule
+// inputs. RestoreCaptured puts the state before the pass back and ReplayRecurrent rebuilds the
+// state after any prefix of the window from these alone (a window shift for the conv, the
+// recurrence for the delta rule). Much smaller than one recurrent state per position: one state,
+// plus per token and layer C + 2*Hk*Dk + Hv*Dv + 2*Hv floats against C*(Kc-1) + Hv*Dv*Dk. Each
+// layer's state is copied inside the pass just before the layer's conv / delta rule reads it, so
+// the copy's reads hit the cache the op then reads from, instead of a separate pass over the whole
+// state beforehand.
 struct GdnCapture {
   // Room for `max_tokens` tokens of every GDN layer of `config`. Error: OutOfMemory.
   Status Init(const ModelConfig& config, int64_t max_tokens);
-  size_t bytes() const { return (data.capacity() + out.capacity()) * sizeof(float); }
+  size_t bytes() const {
+    return (data.capacity() + out.capacity() + before.capacity()) * sizeof(float);
+  }
 
   // Layer l's arrays, token-major as the ops read them: conv inputs [Tm, C]; q, k [Tm, Hk, Dk]
   // (L2-normed, q scaled); v [Tm, Hv, Dv]; g, beta [Tm, Hv] (gated: what GatedDelta reads).
@@ -46,13 +51,18 @@ struct GdnCapture {
   float* v(int64_t l) { return k(l) + max_tokens * Hk * Dk; }
   float* g(int64_t l) { return v(l) + max_tokens * Hv * Dv; }
   float* beta(int64_t l) { return g(l) + max_tokens * Hv; }
+  // Layer l's state before the pass: conv window [C, Kc-1], then delta rule [Hv, Dv, Dk].
+  float* conv_before(int64_t l) { return before.data() + l * (conv_floats + ssm_floats); }
+  float* ssm_before(int64_t l) { return conv_before(l) + conv_floats; }
 
   int64_t max_tokens = 0;  // Tm
   int64_t n_layers = 0;
   int64_t C = 0, Kc = 0, Hk = 0, Hv = 0, Dk = 0, Dv = 0;
-  int64_t layer_floats = 0;  // Tm * (C + 2*Hk*Dk + Hv*Dv + 2*Hv)
-  std::vector<float> data;   // [n_layers, layer_floats]
-  std::vector<float> out;    // [Tm, Hv*Dv]: the replay's delta-rule outputs (discarded)
+  int64_t layer_floats = 0;                 // Tm * (C + 2*Hk*Dk + Hv*Dv + 2*Hv)
+  int64_t conv_floats = 0, ssm_floats = 0;  // per layer, as RecurrentState
+  std::vector<float> data;                  // [n_layers, layer_floats]
+  std::vector<float> before;                // [n_layers, conv_floats + ssm_floats]
+  std::vector<float> out;  // [Tm, Hv*Dv]: the replay's delta-rule outputs (discarded)
 };
 
 // One sequence's part of a ForwardBatch step: `tokens` run at positions kv->size() .. +T-1.
@@ -157,5 +167,7 @@ Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps);
 // a time: docs/gated-delta.md). Errors: InvalidArgument (range, shapes, or a kCuda context).
 Status ReplayRecurrent(ForwardContext& ctx, GdnCapture& capture, int64_t from, int64_t to,
                        RecurrentState& rec);
+// Puts the state the captured pass started from back into `rec`. Error: InvalidArgument (shapes).
+Status RestoreCaptured(GdnCapture& capture, RecurrentState& rec);
 
 }  // namespace qwenrt

@@ -292,7 +292,7 @@ class Session {
   // ContextFull, OutOfMemory, Unsupported (kCuda), Cancelled (`cancel` set before the pass).
   Status Verify(std::span<const int32_t> tokens, const VerifyChooser& choose, VerifyResult* result,
                 const std::atomic<bool>* cancel = nullptr);
-  // Memory Verify keeps between calls (the pre-pass state copy, the recorded GDN inputs and the
+  // Memory Verify keeps between calls (the state before the pass, the recorded GDN inputs and the
   // logits rows of the longest pass so far, at most kMaxVerifyDraft + 1 tokens); 0 before the
   // first Verify.
   size_t verify_bytes() const;
@@ -457,8 +457,7 @@ class Session {
   int64_t logits_rows_ = 0;    // 0 = logits() is last_logits()
   uint64_t turn_ = 0;          // Feed calls so far (checkpoints remember theirs)
   // Verify's buffers, sized by the longest pass so far (bounded by kMaxVerifyDraft + 1 tokens): the
-  // state before the pass, the pass's GDN inputs, and its logits [tokens, V].
-  std::optional<RecurrentState> verify_backup_;
+  // pass's GDN inputs and the state before it (forward.h's GdnCapture), and its logits [tokens, V].
   std::unique_ptr<GdnCapture> verify_capture_;
   std::vector<float> verify_logits_;
 };

@@ -21,10 +21,6 @@ bool IsCancelled(const std::atomic<bool>* flag) {
 
 Status Session::PrepareVerify(int64_t tokens) {
   if (ctx_ == nullptr) QWENRT_RETURN_IF_ERROR(MakeContext());
-  if (!verify_backup_) {
-    QWENRT_ASSIGN_OR_RETURN(RecurrentState backup, RecurrentState::Create(model_->config()));
-    verify_backup_.emplace(std::move(backup));
-  }
   // Sized by the longest pass so far (at most kMaxVerifyDraft + 1 tokens), not the largest possible
   // one: a session drafting 3 tokens holds 4 tokens' worth.
   if (!verify_capture_ || verify_capture_->max_tokens < tokens) {
@@ -42,8 +38,7 @@ Status Session::PrepareVerify(int64_t tokens) {
 }
 
 size_t Session::verify_bytes() const {
-  return (verify_backup_ ? verify_backup_->bytes() : 0) +
-         (verify_capture_ ? verify_capture_->bytes() : 0) +
+  return (verify_capture_ ? verify_capture_->bytes() : 0) +
          verify_logits_.capacity() * sizeof(float);
 }
 
@@ -67,13 +62,16 @@ Status Session::Verify(std::span<const int32_t> tokens, const VerifyChooser& cho
   QWENRT_RETURN_IF_ERROR(MakeRoom(static_cast<size_t>(T)));
   QWENRT_RETURN_IF_ERROR(kv_.Reserve(size() + T));
   QWENRT_RETURN_IF_ERROR(rec_.Fetch());
-  // The state before the pass: the replay starts from it when a draft is rejected. Not needed for
-  // one token (nothing to reject).
-  if (T > 1) QWENRT_RETURN_IF_ERROR(verify_backup_->CopyFrom(rec_));
 
   const int64_t n0 = size();
-  SequenceStep step{
-      &kv_, &rec_, tokens, true, verify_logits_.data(), OkStatus(), verify_capture_.get()};
+  // One token has nothing to reject, so nothing to record.
+  SequenceStep step{&kv_,
+                    &rec_,
+                    tokens,
+                    true,
+                    verify_logits_.data(),
+                    OkStatus(),
+                    T > 1 ? verify_capture_.get() : nullptr};
   const Status ran = ForwardBatch(*ctx_, std::span<SequenceStep>(&step, 1));
   if (!ran.ok()) {
     // ForwardBatch validates before it touches kv/rec, and on the host nothing fails after: the
@@ -110,7 +108,7 @@ Status Session::Verify(std::span<const int32_t> tokens, const VerifyChooser& cho
     if (every > 0 && size() % every == 0) TakeCheckpoint(turn_, nullptr);
   } else {
     kv_.Truncate(n0 + keep);
-    rebuilt = rec_.CopyFrom(*verify_backup_);
+    rebuilt = RestoreCaptured(*verify_capture_, rec_);
     int64_t done = 0;
     while (rebuilt.ok() && done < keep) {
       int64_t stop = keep;
