@@ -4,6 +4,12 @@
 //   tgN: decode N tokens one at a time from an empty session, tokens/s;
 //   "ppN @ dD" / "tgN @ dD" (-d D): the same after D random tokens of context (llama-bench's
 //   -d): the session is brought back to exactly those D tokens before every run, untimed.
+//   --mtp K (tg): also greedy Generate with speculative decoding, up to K drafts per verify pass,
+//   next to plain greedy Generate of the same N tokens. Until the MTP head runs, the drafts come
+//   from an oracle (testing/draft_sources.h) that knows the greedy continuation (computed by the
+//   plain run) and gets each draft right with probability --oracle-acceptance A: it drafts at no
+//   cost, so this measures the verify machinery. Also the cost of one verify pass of 1+k tokens
+//   (k = 1..K) against one decode step.
 // Each test: one warm-up run, then -r timed repetitions; the table shows mean ± sd. Not a timed
 // test: numbers depend on the (shared) machine, so compare ratios measured in one run.
 //
@@ -15,6 +21,7 @@
 // for KV pages and scratch that a long-lived session (and llama-bench's context) already has.
 // initial_capacity covers the deepest context plus the longest test, so no KV growth is timed.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +37,8 @@
 #include <vector>
 
 #include "session/session.h"
+#include "session/speculative.h"
+#include "testing/draft_sources.h"
 
 namespace qwenrt::bench {
 namespace {
@@ -65,7 +74,10 @@ const char kSpeedUsage[] =
     "  --chunked   CPU: chunked delta rule (not split-invariant)\n"
     "  --no-pack   load without the packed weight copies (ModelLoadOptions::pack_weights = false)\n"
     "  --cuda-graphs  CUDA: replay decode steps as captured graphs (SessionParams::cuda_graphs)\n"
-    "  --kv-type f32|f16|q8_0  KV cache storage (SessionParams::kv_type; default: the backend's)\n";
+    "  --kv-type f32|f16|q8_0  KV cache storage (SessionParams::kv_type; default: the backend's)\n"
+    "  --mtp K     tg: also speculative greedy decoding with up to K drafts per verify pass\n"
+    "              (K <= 14), and the cost of a verify pass of 1+k tokens vs a decode step\n"
+    "  --oracle-acceptance A  --mtp's drafts: an oracle right with probability A (default 0.8)\n";
 
 struct SpeedArgs {
   std::string model, peer;
@@ -75,6 +87,8 @@ struct SpeedArgs {
   BackendKind backend = BackendKind::kCpu;
   bool json = false, split_invariant = true, cuda_graphs = false, pack = true;
   std::optional<KvType> kv_type;
+  int64_t mtp = 0;  // --mtp: most drafts per verify pass; 0 = no speculative runs
+  double oracle_acceptance = 0.8;
 };
 
 // Zeros are dropped (no test of 0 tokens) unless keep_zero (depth 0: no context).
@@ -144,6 +158,25 @@ bool ParseSpeedArgs(int argc, char** argv, SpeedArgs* a, std::string* err) {
         return false;
       }
       (k == "-t" ? a->threads : a->reps) = static_cast<int>(v2);
+    } else if (k == "--mtp") {
+      if (!value()) return false;
+      char* end = nullptr;
+      const long v2 = std::strtol(v, &end, 10);
+      if (*end != '\0' || v2 < 1 || v2 > kMaxVerifyDraft) {
+        *err = "bad value '" + std::string(v) + "' for --mtp (1.." +
+               std::to_string(kMaxVerifyDraft) + ")";
+        return false;
+      }
+      a->mtp = v2;
+    } else if (k == "--oracle-acceptance") {
+      if (!value()) return false;
+      char* end = nullptr;
+      const double v2 = std::strtod(v, &end);
+      if (*end != '\0' || !(v2 >= 0.0 && v2 <= 1.0)) {
+        *err = "bad value '" + std::string(v) + "' for --oracle-acceptance (0..1)";
+        return false;
+      }
+      a->oracle_acceptance = v2;
     } else if (k == "--kv-type") {
       if (!value()) return false;
       const std::string t = v;
@@ -176,6 +209,7 @@ bool ParseSpeedArgs(int argc, char** argv, SpeedArgs* a, std::string* err) {
     }
   }
   if (a->model.empty()) *err = "-m FILE is required";
+  if (err->empty() && a->mtp > 0 && a->tg.empty()) *err = "--mtp needs decode tests (tg, -n N)";
   return err->empty();
 }
 
@@ -289,6 +323,94 @@ bool RunPeer(const SpeedArgs& a, std::vector<Result>* results, std::string* err)
   return true;
 }
 
+// --mtp: one tg test's speculative and plain greedy runs, and their counts.
+struct MtpResult {
+  std::string test;  // "tg128 mtp3 A0.80"
+  std::vector<double> plain_tps, spec_tps;
+  int64_t drafted = 0, accepted = 0, passes = 0, decoded = 0;
+  bool identical = true;  // the speculative runs emitted the plain run's tokens
+};
+
+double MeanOf(const std::vector<double>& x) {
+  double s = 0;
+  for (double v : x) s += v;
+  return x.empty() ? 0 : s / static_cast<double>(x.size());
+}
+
+// Greedy Generate of n tokens after `context` (at least one token: Generate samples from the
+// logits Feed left); drafts from `draft` when max_draft > 0. Returns seconds.
+StatusOr<double> GenerateOnce(Session& s, std::span<const int32_t> context, int64_t n,
+                              int64_t max_draft, DraftSource* draft, std::vector<int32_t>* out,
+                              GenerateReport* report) {
+  QWENRT_RETURN_IF_ERROR(ToContext(s, context));
+  GenerateOptions g;
+  g.max_tokens = n;
+  g.sampler = [](const float* x, int64_t V) {
+    return static_cast<int32_t>(std::max_element(x, x + V) - x);
+  };
+  g.max_draft = max_draft;
+  g.draft = draft;
+  out->clear();
+  const auto t0 = std::chrono::steady_clock::now();
+  QWENRT_RETURN_IF_ERROR(s.Generate(g, out, report));
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+StatusOr<MtpResult> RunMtp(const SpeedArgs& a, Session& s, const Result& r,
+                           std::span<const int32_t> context) {
+  MtpResult m;
+  m.test = fmt::format("{} mtp{} A{:.2f}", r.test, a.mtp, a.oracle_acceptance);
+  std::vector<int32_t> plain, spec;
+  for (int rep = -1; rep < a.reps; ++rep) {
+    GenerateReport gr;
+    QWENRT_ASSIGN_OR_RETURN(double secs, GenerateOnce(s, context, r.n, 0, nullptr, &plain, &gr));
+    if (rep >= 0) m.plain_tps.push_back(static_cast<double>(plain.size()) / secs);
+  }
+  std::vector<int32_t> truth(context.begin(), context.end());
+  truth.insert(truth.end(), plain.begin(), plain.end());
+  for (int rep = -1; rep < a.reps; ++rep) {
+    testing::OracleDraftSource oracle(truth, a.oracle_acceptance,
+                                      static_cast<uint32_t>(rep + 2) * 7919u, s.n_vocab());
+    GenerateReport gr;
+    QWENRT_ASSIGN_OR_RETURN(double secs, GenerateOnce(s, context, r.n, a.mtp, &oracle, &spec, &gr));
+    m.identical = m.identical && spec == plain;
+    if (rep < 0) continue;
+    m.spec_tps.push_back(static_cast<double>(spec.size()) / secs);
+    m.drafted += gr.drafted;
+    m.accepted += gr.accepted;
+    m.passes += gr.verify_passes;
+    m.decoded += gr.n_decoded;
+  }
+  return m;
+}
+
+// One verify pass of 1+k tokens against one decode step, after `context`: milliseconds per call,
+// averaged over `calls` calls. reject: every draft rejected (the state is rebuilt: pre-pass copy
+// plus one token of delta rule replayed; the session grows by one token per call, as a decode
+// step does); else every draft accepted (no rebuild; it grows by 1+k).
+StatusOr<double> VerifyMs(Session& s, std::span<const int32_t> context, int64_t k, bool reject,
+                          int calls) {
+  QWENRT_RETURN_IF_ERROR(ToContext(s, context));
+  const int64_t V = s.n_vocab();
+  std::vector<int32_t> tokens = RandomTokens(k + 1, V, static_cast<uint32_t>(k));
+  const VerifyChooser choose = [&](int64_t i, const float*) -> int32_t {
+    if (i + 1 >= static_cast<int64_t>(tokens.size())) return 0;
+    return reject ? (tokens[static_cast<size_t>(i + 1)] + 1) % static_cast<int32_t>(V)
+                  : tokens[static_cast<size_t>(i + 1)];
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int c = 0; c < calls; ++c) {
+    if (k == 0) {
+      QWENRT_RETURN_IF_ERROR(s.DecodeStep(tokens[0]));
+      continue;
+    }
+    VerifyResult vr;
+    QWENRT_RETURN_IF_ERROR(s.Verify(tokens, choose, &vr));
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+         calls;
+}
+
 }  // namespace
 
 int RunSpeed(int argc, char** argv) {
@@ -333,7 +455,9 @@ int RunSpeed(int argc, char** argv) {
   for (int64_t n : a.pp) longest = std::max(longest, n);
   for (int64_t n : a.tg) longest = std::max(longest, n);
   const int64_t deepest = *std::max_element(a.depth.begin(), a.depth.end());
-  p.initial_capacity = deepest + longest;  // no KV growth timed (Create caps it at the context)
+  // No KV growth timed (Create caps it at the context); --mtp's runs need one more token of
+  // context and up to K positions of a last verify pass, and its cost table 6 passes of 1+K.
+  p.initial_capacity = deepest + std::max(longest + a.mtp + 1, 6 * (a.mtp + 1) + 1);
   auto session = Session::Create(model, p);
   if (!session.ok()) {
     std::fprintf(stderr, "qwenrt-bench: %s\n", session.status().ToString().c_str());
@@ -361,6 +485,41 @@ int RunSpeed(int argc, char** argv) {
         return 1;
       }
       if (rep >= 0) r.tokens_per_s.push_back(static_cast<double>(r.n) / *secs);
+    }
+  }
+  std::vector<MtpResult> mtp;
+  std::vector<std::array<double, 3>> verify_cost;  // per k = 1..K: decode, reject-all, accept-all
+  if (a.mtp > 0) {
+    // Speculation needs logits to start from: at least one token of context.
+    const std::vector<int32_t> one = RandomTokens(1, V, 0x0e);
+    for (const Result& r : results) {
+      if (r.prefill) continue;
+      std::span<const int32_t> context(context_tokens.data(), static_cast<size_t>(r.depth));
+      if (context.empty()) context = one;
+      auto m = RunMtp(a, **session, r, context);
+      if (!m.ok()) {
+        std::fprintf(stderr, "qwenrt-bench: %s --mtp: %s\n", r.test.c_str(),
+                     m.status().ToString().c_str());
+        return 1;
+      }
+      mtp.push_back(std::move(*m));
+    }
+    std::span<const int32_t> context(context_tokens.data(), static_cast<size_t>(deepest));
+    if (context.empty()) context = one;
+    const int calls = 6;
+    for (int64_t k = 1; k <= a.mtp; ++k) {
+      std::array<double, 3> row{};
+      for (int rep = -1; rep < a.reps; ++rep) {  // the mean of the timed reps
+        for (int which = 0; which < 3; ++which) {
+          auto ms = VerifyMs(**session, context, which == 0 ? 0 : k, which == 1, calls);
+          if (!ms.ok()) {
+            std::fprintf(stderr, "qwenrt-bench: verify cost: %s\n", ms.status().ToString().c_str());
+            return 1;
+          }
+          if (rep >= 0) row[static_cast<size_t>(which)] += *ms / a.reps;
+        }
+      }
+      verify_cost.push_back(row);
     }
   }
   // A peer that fails (a crash of its CPU variant, a file it refuses) leaves "-" in its columns and
@@ -393,6 +552,27 @@ int RunSpeed(int argc, char** argv) {
       }
       out.push_back(std::move(e));
     }
+    for (const MtpResult& m : mtp) {
+      out.push_back({{"model", a.model},
+                     {"backend", BackendName(a.backend)},
+                     {"threads", threads},
+                     {"test", m.test},
+                     {"plain_tokens_per_s", MeanOf(m.plain_tps)},
+                     {"tokens_per_s", MeanOf(m.spec_tps)},
+                     {"speedup", MeanOf(m.spec_tps) / MeanOf(m.plain_tps)},
+                     {"drafted", m.drafted},
+                     {"accepted", m.accepted},
+                     {"verify_passes", m.passes},
+                     {"identical", m.identical}});
+    }
+    for (size_t k = 0; k < verify_cost.size(); ++k) {
+      const auto& c = verify_cost[k];
+      out.push_back({{"model", a.model},
+                     {"test", fmt::format("verify 1+{}", k + 1)},
+                     {"decode_step_ms", c[0]},
+                     {"verify_reject_all_ms", c[1]},
+                     {"verify_accept_all_ms", c[2]}});
+    }
     std::printf("%s\n", out.dump(2).c_str());
     return peer_failed ? 1 : 0;
   }
@@ -410,6 +590,30 @@ int RunSpeed(int argc, char** argv) {
       }
     }
     std::printf("\n");
+  }
+  if (!mtp.empty()) {
+    std::printf(
+        "\n| test | plain greedy t/s | speculative t/s | speedup | acceptance | mean accepted "
+        "per pass | tokens per pass | same tokens |\n|---|---|---|---|---|---|---|---|\n");
+    for (const MtpResult& m : mtp) {
+      const double acc =
+          m.drafted > 0 ? static_cast<double>(m.accepted) / static_cast<double>(m.drafted) : 0;
+      const double per_pass =
+          m.passes > 0 ? static_cast<double>(m.accepted) / static_cast<double>(m.passes) : 0;
+      const double tok_pass =
+          m.passes > 0 ? static_cast<double>(m.decoded) / static_cast<double>(m.passes) : 0;
+      std::printf("| %s | %.2f | %.2f | %.2fx | %.3f | %.2f | %.2f | %s |\n", m.test.c_str(),
+                  MeanOf(m.plain_tps), MeanOf(m.spec_tps), MeanOf(m.spec_tps) / MeanOf(m.plain_tps),
+                  acc, per_pass, tok_pass, m.identical ? "yes" : "NO");
+    }
+    std::printf(
+        "\n| verify pass | decode step ms | verify ms (all rejected) | ratio | verify ms (all "
+        "accepted) | ratio |\n|---|---|---|---|---|---|\n");
+    for (size_t k = 0; k < verify_cost.size(); ++k) {
+      const auto& c = verify_cost[k];
+      std::printf("| 1+%zu | %.3f | %.3f | %.2fx | %.3f | %.2fx |\n", k + 1, c[0], c[1],
+                  c[1] / c[0], c[2], c[2] / c[0]);
+    }
   }
   return peer_failed ? 1 : 0;
 }

@@ -902,5 +902,46 @@ TEST_CASE("MTP: cost of catch-up and drafting next to a decode step", "[.bench]"
   }
 }
 
+
+// The head in the speculative loop (docs/speculative.md, docs/mtp.md): greedy output, and the whole
+// session afterwards (SaveToMemory: transcript, KV with the head's slot, state with its carried
+// row, checkpoints), equal decoding without speculation bit for bit, and drafts are accepted.
+TEST_CASE("MTP: speculative greedy with the head equals plain greedy, head state included",
+          "[mtp]") {
+  auto m = LoadModel();
+  const int64_t V = m->config().n_vocab;
+  for (int64_t every : {int64_t{0}, int64_t{3}}) {
+    for (int64_t k : {int64_t{1}, int64_t{3}}) {
+      INFO("checkpoint_every " << every << " max_draft " << k);
+      SessionParams sp;
+      sp.n_threads = 2;
+      sp.mtp = true;
+      sp.checkpoint_every = every;
+      auto s = Session::Create(m, sp).value();
+      REQUIRE(s->Feed(Tokens(12, 5, V), {}, nullptr).ok());
+      auto spec = s->Fork().value();
+      GenerateOptions o;
+      o.max_tokens = 20;
+      o.sampler = [](const float* l, int64_t n) {
+        return static_cast<int32_t>(std::max_element(l, l + n) - l);
+      };
+      std::vector<int32_t> plain_out, spec_out;
+      REQUIRE(s->Generate(o, &plain_out, nullptr).ok());
+      MtpDraftSource source;
+      o.max_draft = k;
+      o.draft = &source;
+      GenerateReport r;
+      REQUIRE(spec->Generate(o, &spec_out, &r).ok());
+      CHECK(spec_out == plain_out);
+      CHECK(r.drafted > 0);
+      CHECK(spec->SaveToMemory().value() == s->SaveToMemory().value());
+      // The head keeps drafting from the right state: one more draft agrees with the plain one.
+      std::vector<int32_t> a, b;
+      REQUIRE(source.Draft(*s, plain_out.back(), 2, &a).ok());
+      REQUIRE(source.Draft(*spec, plain_out.back(), 2, &b).ok());
+      CHECK(a == b);
+    }
+  }
+}
 }  // namespace
 }  // namespace qwenrt::test

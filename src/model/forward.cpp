@@ -29,6 +29,24 @@ struct Step {
   std::span<const UbatchSegment> seqs;  // each sequence's rows, in row order
 };
 
+// Copies segment q's GDN inputs of GDN layer `slot` into its step's capture (forward.h), at the
+// tokens' indices in the step. The conv inputs (a.qkv) are still intact after GdnSplit.
+void CaptureGdnInputs(const Step& s, GdnCapture& cap, const UbatchSegment& q, int64_t slot) {
+  const Activations& a = s.a;
+  const int64_t qk = cap.Hk * cap.Dk, vd = cap.Hv * cap.Dv, C = cap.C, Hv = cap.Hv;
+  const int64_t r = q.row, t = q.first, n = q.T;
+  if (t == 0) {  // the delta-rule state before the pass, read just before GatedDelta reads it
+    const RecurrentState& rec = *q.step->rec;
+    std::copy_n(rec.ssm(slot), cap.ssm_floats, cap.ssm_before(slot));
+  }
+  std::copy_n(a.qkv.data() + r * C, n * C, cap.conv_in(slot) + t * C);
+  std::copy_n(a.gq.data() + r * qk, n * qk, cap.q(slot) + t * qk);
+  std::copy_n(a.gk.data() + r * qk, n * qk, cap.k(slot) + t * qk);
+  std::copy_n(a.gv.data() + r * vd, n * vd, cap.v(slot) + t * vd);
+  std::copy_n(a.alpha.data() + r * Hv, n * Hv, cap.g(slot) + t * Hv);
+  std::copy_n(a.beta.data() + r * Hv, n * Hv, cap.beta(slot) + t * Hv);
+}
+
 // Gated delta net (qwen35-architecture.md §7): xn -> mix, advancing this layer's conv window and
 // delta-rule state. `slot` indexes the GDN layers of each sequence's recurrent state.
 void GatedDeltaLayer(Step& s, const GatedDeltaWeights& w, int64_t slot) {
@@ -44,6 +62,10 @@ void GatedDeltaLayer(Step& s, const GatedDeltaWeights& w, int64_t slot) {
   s.be.MatMulMulti(proj, 4, a.xn.data(), proj_out, T);
   for (const UbatchSegment& q :
        s.seqs) {  // y = SiLU(conv(m)), each sequence's window [C, Kc-1] advanced
+    if (q.step->capture != nullptr && q.first == 0) {  // a verify pass keeps the window before
+      const RecurrentState& rec = *q.step->rec;
+      std::copy_n(rec.conv(slot), q.step->capture->conv_floats, q.step->capture->conv_before(slot));
+    }
     s.be.CausalConvSilu(CausalConvShape{q.T, C, c.conv_kernel}, a.qkv.data() + q.row * C, w.conv1d,
                         q.step->rec->conv(slot), a.conv.data() + q.row * C);
   }
@@ -51,6 +73,9 @@ void GatedDeltaLayer(Step& s, const GatedDeltaWeights& w, int64_t slot) {
   s.be.GdnSplit(GatedDeltaShape{T, Hk, Hv, Dk, Dv}, a.conv.data(), c.eps,
                 1.0f / std::sqrt(static_cast<float>(Dk)), a.gq.data(), a.gk.data(), a.gv.data(),
                 a.alpha.data(), a.beta.data(), w.ssm_a, w.dt_bias);
+  for (const UbatchSegment& q : s.seqs) {  // a verify pass keeps what the delta rule reads
+    if (q.step->capture != nullptr) CaptureGdnInputs(s, *q.step->capture, q, slot);
+  }
   // Value head h reads key head h % Hk (tiled order, qwen35-architecture.md §5.1). Each sequence
   // advances its own state [Hv, Dv, Dk].
   for (const UbatchSegment& q : s.seqs) {
@@ -373,6 +398,14 @@ Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps) {
       st.status = Unsupported("the CUDA backend keeps its KV cache in f32, not {}",
                               KvTypeName(st.kv->type()));
     }
+    if (st.status.ok() && st.capture != nullptr &&
+        (ctx.cuda_ != nullptr || static_cast<int64_t>(st.tokens.size()) > st.capture->max_tokens ||
+         st.capture->n_layers != c.n_gdn_layers() || st.capture->C != c.conv_channels())) {
+      st.status = InvalidArgument(
+          "ForwardBatch: a GDN capture needs a host backend, a capture made for this model and "
+          "room for the step's {} tokens",
+          st.tokens.size());
+    }
     if (st.status.ok() && ctx.cuda_ != nullptr) {
       st.status = ctx.cuda_->Run(*st.kv, *st.rec, st.tokens, st.all_logits, st.logits);
       return st.status;
@@ -502,6 +535,74 @@ Status ForwardMtp(ForwardContext& ctx, const MtpStep& st) {
       be.MatMul(mw.head, m + (n - 1) * E, st.logits, 1);
     }
     done += n;
+  }
+  return OkStatus();
+}
+
+Status GdnCapture::Init(const ModelConfig& c, int64_t max_tokens_in) {
+  if (max_tokens_in < 1) return InvalidArgument("GdnCapture: max_tokens must be >= 1");
+  max_tokens = max_tokens_in;
+  n_layers = c.n_gdn_layers();
+  C = c.conv_channels();
+  Kc = c.conv_kernel;
+  Hk = c.ssm_hk;
+  Hv = c.ssm_hv;
+  Dk = c.ssm_dk;
+  Dv = c.ssm_dv;
+  layer_floats = max_tokens * (C + 2 * Hk * Dk + Hv * Dv + 2 * Hv);
+  conv_floats = RecurrentState::ConvFloats(c);
+  ssm_floats = RecurrentState::SsmFloats(c);
+  try {
+    data.assign(static_cast<size_t>(n_layers * layer_floats), 0.0f);
+    before.assign(static_cast<size_t>(n_layers * (conv_floats + ssm_floats)), 0.0f);
+    out.assign(static_cast<size_t>(max_tokens * Hv * Dv), 0.0f);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("GdnCapture: cannot allocate the inputs of {} tokens", max_tokens);
+  }
+  return OkStatus();
+}
+
+Status RestoreCaptured(GdnCapture& cap, RecurrentState& rec) {
+  if (rec.n_layers() != cap.n_layers || rec.conv_floats() != cap.conv_floats ||
+      rec.ssm_floats() != cap.ssm_floats)
+    return InvalidArgument("RestoreCaptured: the state does not match the capture");
+  QWENRT_RETURN_IF_ERROR(rec.Fetch());
+  for (int64_t l = 0; l < cap.n_layers; ++l) {
+    std::copy_n(cap.conv_before(l), cap.conv_floats, rec.conv(l));
+    std::copy_n(cap.ssm_before(l), cap.ssm_floats, rec.ssm(l));
+  }
+  return OkStatus();
+}
+
+Status ReplayRecurrent(ForwardContext& ctx, GdnCapture& cap, int64_t from, int64_t to,
+                       RecurrentState& rec) {
+  if (ctx.backend_ == nullptr) return InvalidArgument("ReplayRecurrent: needs a host backend");
+  if (from < 0 || to > cap.max_tokens || from > to)
+    return InvalidArgument("ReplayRecurrent: range [{}, {}) outside the capture", from, to);
+  if (rec.n_layers() != cap.n_layers || rec.conv_floats() != cap.C * (cap.Kc - 1) ||
+      rec.ssm_floats() != cap.Hv * cap.Dv * cap.Dk)
+    return InvalidArgument("ReplayRecurrent: the state does not match the capture");
+  QWENRT_RETURN_IF_ERROR(rec.Fetch());
+  const int64_t n = to - from, K1 = cap.Kc - 1, C = cap.C;
+  if (n == 0) return OkStatus();
+  const int64_t qk = cap.Hk * cap.Dk, vd = cap.Hv * cap.Dv;
+  for (int64_t l = 0; l < cap.n_layers; ++l) {
+    // Conv window [C, Kc-1], oldest first: the last Kc-1 raw inputs, which after n new tokens are
+    // the old window's last Kc-1-n entries followed by the new inputs (the conv op's own rule; it
+    // is data movement only, so exact).
+    float* w = rec.conv(l);
+    const float* x = cap.conv_in(l) + from * C;  // [n, C]
+    for (int64_t ch = 0; ch < C; ++ch) {
+      float* wc = w + ch * K1;
+      for (int64_t j = 0; j < K1; ++j) {
+        const int64_t src = j + n;  // index into [old window (K1 entries), new inputs (n)]
+        wc[j] = src < K1 ? wc[src] : x[(src - K1) * C + ch];
+      }
+    }
+    ctx.backend_->GatedDelta(GatedDeltaShape{n, cap.Hk, cap.Hv, cap.Dk, cap.Dv},
+                             cap.q(l) + from * qk, cap.k(l) + from * qk, cap.v(l) + from * vd,
+                             cap.g(l) + from * cap.Hv, cap.beta(l) + from * cap.Hv, rec.ssm(l),
+                             cap.out.data());
   }
   return OkStatus();
 }

@@ -26,6 +26,45 @@ struct Activations : ActivationSet<std::vector<float>, std::vector<int32_t>> {
   std::vector<float> logits;  // [Sm, V] last-token logits of several sequences, before the copy out
 };
 
+// What a speculative verify pass (session/speculative.cpp) keeps of every GDN layer so that the
+// recurrent state can be moved to the end of any position of the window afterwards without running
+// the trunk again: the state before the pass, and per token the raw conv inputs and the delta-rule
+// inputs. RestoreCaptured puts the state before the pass back and ReplayRecurrent rebuilds the
+// state after any prefix of the window from these alone (a window shift for the conv, the
+// recurrence for the delta rule). Much smaller than one recurrent state per position: one state,
+// plus per token and layer C + 2*Hk*Dk + Hv*Dv + 2*Hv floats against C*(Kc-1) + Hv*Dv*Dk. Each
+// layer's state is copied inside the pass just before the layer's conv / delta rule reads it, so
+// the copy's reads hit the cache the op then reads from, instead of a separate pass over the whole
+// state beforehand.
+struct GdnCapture {
+  // Room for `max_tokens` tokens of every GDN layer of `config`. Error: OutOfMemory.
+  Status Init(const ModelConfig& config, int64_t max_tokens);
+  size_t bytes() const {
+    return (data.capacity() + out.capacity() + before.capacity()) * sizeof(float);
+  }
+
+  // Layer l's arrays, token-major as the ops read them: conv inputs [Tm, C]; q, k [Tm, Hk, Dk]
+  // (L2-normed, q scaled); v [Tm, Hv, Dv]; g, beta [Tm, Hv] (gated: what GatedDelta reads).
+  float* conv_in(int64_t l) { return data.data() + l * layer_floats; }
+  float* q(int64_t l) { return conv_in(l) + max_tokens * C; }
+  float* k(int64_t l) { return q(l) + max_tokens * Hk * Dk; }
+  float* v(int64_t l) { return k(l) + max_tokens * Hk * Dk; }
+  float* g(int64_t l) { return v(l) + max_tokens * Hv * Dv; }
+  float* beta(int64_t l) { return g(l) + max_tokens * Hv; }
+  // Layer l's state before the pass: conv window [C, Kc-1], then delta rule [Hv, Dv, Dk].
+  float* conv_before(int64_t l) { return before.data() + l * (conv_floats + ssm_floats); }
+  float* ssm_before(int64_t l) { return conv_before(l) + conv_floats; }
+
+  int64_t max_tokens = 0;  // Tm
+  int64_t n_layers = 0;
+  int64_t C = 0, Kc = 0, Hk = 0, Hv = 0, Dk = 0, Dv = 0;
+  int64_t layer_floats = 0;                 // Tm * (C + 2*Hk*Dk + Hv*Dv + 2*Hv)
+  int64_t conv_floats = 0, ssm_floats = 0;  // per layer, as RecurrentState
+  std::vector<float> data;                  // [n_layers, layer_floats]
+  std::vector<float> before;                // [n_layers, conv_floats + ssm_floats]
+  std::vector<float> out;  // [Tm, Hv*Dv]: the replay's delta-rule outputs (discarded)
+};
+
 // One sequence's part of a ForwardBatch step: `tokens` run at positions kv->size() .. +T-1.
 struct SequenceStep {
   KvCache* kv = nullptr;
@@ -37,6 +76,9 @@ struct SequenceStep {
   // Optional [T, E]: the final hidden rows after output_norm (what the LM head reads), which the
   // MTP draft head consumes (model/mtp.h). Null (the default) costs nothing.
   float* hidden = nullptr;
+  // Host backends only: records the GDN inputs of the step's tokens (at most capture->max_tokens;
+  // InvalidArgument otherwise, and for kCuda, which has no host activations to read them from).
+  GdnCapture* capture = nullptr;
 };
 
 // One run of an MTP (next-n) block (model/mtp.h, docs/mtp.md): rows t = 0 .. T-1 at positions
@@ -104,6 +146,7 @@ class ForwardContext {
   ForwardContext(const Model& model, BackendKind kind) : model_(model), kind_(kind) {}
   friend Status ForwardBatch(ForwardContext&, std::span<SequenceStep>);
   friend Status ForwardMtp(ForwardContext&, const MtpStep&);
+  friend Status ReplayRecurrent(ForwardContext&, GdnCapture&, int64_t, int64_t, RecurrentState&);
 
   const Model& model_;
   BackendKind kind_;
@@ -145,5 +188,15 @@ Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps);
 // block or slot, bad ids, null buffers, pos < 0), Unsupported (kCuda), ContextFull /
 // OutOfMemory (KV pages).
 Status ForwardMtp(ForwardContext& ctx, const MtpStep& step);
+// Advances `rec` over tokens [from, to) of a pass recorded in `capture`: `rec` must hold the state
+// before token `from` (the state before the pass, for from == 0). The conv windows shift in the
+// recorded inputs, and the delta rule runs over the recorded q, k, v, g, beta with ctx's backend,
+// the same call the pass made, so the result is bit for bit the state the pass had after token
+// to-1 (the recurrent form of the delta rule is the same whether it runs T tokens at once or one at
+// a time: docs/gated-delta.md). Errors: InvalidArgument (range, shapes, or a kCuda context).
+Status ReplayRecurrent(ForwardContext& ctx, GdnCapture& capture, int64_t from, int64_t to,
+                       RecurrentState& rec);
+// Puts the state the captured pass started from back into `rec`. Error: InvalidArgument (shapes).
+Status RestoreCaptured(GdnCapture& capture, RecurrentState& rec);
 
 }  // namespace qwenrt

@@ -8,10 +8,11 @@
 
 #include "base/status.h"
 #include "session/session.h"
+#include "session/speculative.h"
 
 namespace qwenrt {
 
-class MtpDraftSource {
+class MtpDraftSource : public DraftSource {
  public:
   // Up to k drafts of the tokens after `next_token` (the target's pick to follow the transcript):
   // fewer near the end of the context, none (OK) when the session keeps no valid MTP state
@@ -19,7 +20,8 @@ class MtpDraftSource {
   // The session is taken const as the DraftSource interface does: drafting writes only the MTP
   // head's scratch rows past its valid prefix (and may make KV pages for them), nothing a caller
   // can observe through Session's API but kv_bytes(). Errors: Session::DraftMtp's.
-  Status Draft(const Session& session, int32_t next_token, int k, std::vector<int32_t>* drafts);
+  Status Draft(const Session& session, int32_t next_token, int64_t k,
+               std::vector<int32_t>* drafts) override;
 };
 
 }  // namespace qwenrt

@@ -499,6 +499,7 @@ Status Session::EndDecode(const SessionPiece& piece) {
 
 Status Session::Generate(const GenerateOptions& options, std::vector<int32_t>* out,
                          GenerateReport* report) {
+  if (options.max_draft > 0) return GenerateSpeculative(options, out, report);
   GenerateJob job;
   QWENRT_RETURN_IF_ERROR(BeginGenerate(options, out, report, &job));
   SessionPiece piece;
@@ -517,6 +518,12 @@ Status Session::BeginGenerate(const GenerateOptions& options, std::vector<int32_
   if (!options.sampler) return InvalidArgument("Generate: no sampler");
   if (out == nullptr) return InvalidArgument("Generate: null output vector");
   if (!has_logits_) return InvalidArgument("Generate: no logits to sample from (Feed first)");
+  // A verify pass is not one piece of a batched step (its token count and its rollback after the
+  // pass do not fit the piece protocol yet): speculation runs in Session::Generate only.
+  if (options.max_draft > 0)
+    return Unsupported(
+        "Generate: speculative decoding (max_draft > 0) is not supported in batched stepping "
+        "(the engine's pieces); use Session::Generate");
   job->options_ = &options;
   job->out_ = out;
   job->t0_ = std::chrono::steady_clock::now();

@@ -49,7 +49,8 @@
 
 namespace qwenrt {
 
-class ByteSink;  // session_file.h
+class ByteSink;     // session_file.h
+class DraftSource;  // speculative.h
 
 struct SessionParams {
   BackendKind backend = BackendKind::kCpu;
@@ -150,6 +151,15 @@ struct GenerateOptions {
   std::span<const int32_t> stop_tokens;  // sampled, returned, but not evaluated (like <|im_end|>)
   const std::atomic<bool>* cancel = nullptr;  // checked before every token
   std::function<bool(int32_t)> on_token;      // called per sampled token; false = stop after it
+  // Speculative decoding (docs/speculative.md): up to max_draft tokens proposed by `draft` after
+  // each sampled token are checked by one Verify pass; 0 = off. The emitted tokens, the logits the
+  // sampler sees and the session afterwards are bit for bit those of max_draft = 0 (the sampler is
+  // called exactly once per emitted token, in order, on the same logits), so any sampler may be
+  // used; a draft is kept only when it equals what the sampler picks. At most kMaxVerifyDraft.
+  // Session::Generate only: the batching engine's pieces refuse it (Unsupported), and so does
+  // the kCuda backend.
+  int64_t max_draft = 0;
+  DraftSource* draft = nullptr;  // required when max_draft > 0; outlives the call
 };
 
 struct GenerateReport {
@@ -157,7 +167,29 @@ struct GenerateReport {
   int64_t n_decoded = 0;  // tokens evaluated (the transcript grew by this much)
   bool hit_stop = false;  // ended on a stop token
   double decode_ms = 0;
+  // Speculative decoding (max_draft > 0): draft tokens proposed and checked, those accepted (each
+  // saved one decode step), and the verify passes run (one per sampled token that was not itself
+  // an accepted draft).
+  int64_t drafted = 0;
+  int64_t accepted = 0;
+  int64_t verify_passes = 0;
 };
+
+// Most draft tokens one Session::Verify checks: the pass of 1 + k tokens must stay below
+// cpu::kGatedDeltaChunkMinTokens so the delta rule runs its token-serial form, which is bit for bit
+// the same as decoding the tokens one at a time (the chunked form is not).
+inline constexpr int64_t kMaxVerifyDraft = 14;
+
+// What Session::Verify kept: tokens[0 .. accepted] are now in the transcript (accepted drafts plus
+// the first token), and `next` is the token chosen after the last of them (-1 when the chooser
+// stopped without one).
+struct VerifyResult {
+  int64_t accepted = 0;  // j: drafts kept (0 .. k)
+  int32_t next = -1;     // c_j
+};
+// Verify's chooser: given the logits [V] after tokens[0 .. i], returns the target's token c_i, or
+// -1 to keep tokens[0 .. i] and stop there without a next token.
+using VerifyChooser = std::function<int32_t(int64_t i, const float* logits)>;
 
 // The one trace line of a feed, e.g.
 // "prefill 25 tokens from position 780 (checkpoint 780, common prefix 783 of 805)", plus
@@ -253,6 +285,23 @@ class Session {
   // generated so far stay). After any error the transcript is exactly what was evaluated.
   Status Generate(const GenerateOptions& options, std::vector<int32_t>* out,
                   GenerateReport* report);
+
+  // Speculative verification in one forward pass (speculative.cpp, docs/speculative.md).
+  // tokens = [t0, d1 .. dk]: t0 the next token (not yet evaluated), d the drafts (k <=
+  // kMaxVerifyDraft). All 1+k run in one pass with all logits; then for i = 0, 1, ..
+  // c_i = choose(i, logits after tokens[0..i]) and the drafts are accepted while d_{i+1} == c_i.
+  // Afterwards the session holds t0, d1 .. dj (j = result->accepted), its KV truncated there, its
+  // recurrent state (delta rule and conv windows) rebuilt after dj from what the pass recorded
+  // (no second trunk pass), last_logits() = the row of dj, and checkpoints taken as DecodeStep
+  // would have: bit for bit the session that DecodeStep(t0), DecodeStep(d1) .. DecodeStep(dj)
+  // leaves. Errors (the session unchanged): InvalidArgument (empty, too many drafts, token ids),
+  // ContextFull, OutOfMemory, Unsupported (kCuda), Cancelled (`cancel` set before the pass).
+  Status Verify(std::span<const int32_t> tokens, const VerifyChooser& choose, VerifyResult* result,
+                const std::atomic<bool>* cancel = nullptr);
+  // Memory Verify keeps between calls (the state before the pass, the recorded GDN inputs and the
+  // logits rows of the longest pass so far, at most kMaxVerifyDraft + 1 tokens); 0 before the
+  // first Verify.
+  size_t verify_bytes() const;
 
   // --- stepping (see the file comment); one thread per session at a time, as for Feed ---
   // Feed = BeginFeed; while (NextFeedPiece) { run the piece; FeedPieceDone } EndFeed. BeginFeed
@@ -422,6 +471,9 @@ class Session {
   void Trace(const std::string& line) const;
   Status FetchStates();  // device-resident recurrent states (live, checkpoints) to the host
   Status WriteTo(ByteSink* sink, std::span<const uint8_t> chat_state) const;
+  Status GenerateSpeculative(const GenerateOptions& options, std::vector<int32_t>* out,
+                             GenerateReport* report);
+  Status PrepareVerify(int64_t tokens);  // the buffers below, for a pass of `tokens`
 
   std::shared_ptr<const Model> model_;
   SessionParams params_;
@@ -444,6 +496,10 @@ class Session {
   bool mtp_ready_ = true;
   std::vector<float> mtp_rows_;
   MtpDraftScratch mtp_scratch_;
+  // Verify's buffers, sized by the longest pass so far (bounded by kMaxVerifyDraft + 1 tokens): the
+  // pass's GDN inputs and the state before it (forward.h's GdnCapture), and its logits [tokens, V].
+  std::unique_ptr<GdnCapture> verify_capture_;
+  std::vector<float> verify_logits_;
 };
 
 }  // namespace qwenrt
