@@ -902,7 +902,6 @@ TEST_CASE("MTP: cost of catch-up and drafting next to a decode step", "[.bench]"
   }
 }
 
-
 // The head in the speculative loop (docs/speculative.md, docs/mtp.md): greedy output, and the whole
 // session afterwards (SaveToMemory: transcript, KV with the head's slot, state with its carried
 // row, checkpoints), equal decoding without speculation bit for bit, and drafts are accepted.

@@ -227,10 +227,11 @@ typedef struct qwenrt_model_params {
 } qwenrt_model_params;
 
 /* Fills *params with the defaults (no tensor check, no progress callback, mapped file, weights
- * packed where that is faster (pack_weights), default template limits) for the params->struct_size bytes the caller's header knew
- * (set it first, or use QWENRT_INIT); bytes past this library's struct are zeroed. Returns
- * QWENRT_INVALID_ARGUMENT (NULL params; struct_size 0, not a multiple of 4, or smaller than the
- * first version of the struct), *params unchanged then. Thread safety: any thread. */
+ * packed where that is faster (pack_weights), default template limits) for the params->struct_size
+ * bytes the caller's header knew (set it first, or use QWENRT_INIT); bytes past this library's
+ * struct are zeroed. Returns QWENRT_INVALID_ARGUMENT (NULL params; struct_size 0, not a multiple of
+ * 4, or smaller than the first version of the struct), *params unchanged then. Thread safety: any
+ * thread. */
 QWENRT_API qwenrt_status qwenrt_model_params_init(qwenrt_model_params* params);
 
 /* Loads a GGUF model from a file (memory-mapped unless params->read_file).
