@@ -75,15 +75,15 @@ bool Allocate(qwenrt_model* model, const qwenrt_memory_estimate_params& ep, int3
     std::printf("allocated      %d session(s) reserved for %d positions, KV pages written\n",
                 ep.n_sessions, n_ctx);
     // Checkpoints are taken as a conversation goes, so a fresh session holds the rest.
-    const uint64_t sessions = e.total - e.weights;
+    const uint64_t all_sessions = e.total - e.weights;
     const uint64_t no_checkpoints =
-        sessions - static_cast<uint64_t>(ep.n_sessions) * e.checkpoints_per_session;
+        all_sessions - static_cast<uint64_t>(ep.n_sessions) * e.checkpoints_per_session;
     std::printf("resident       %.2f MiB after the model load, %.2f MiB now: +%.2f MiB\n",
                 mib(rss_model), mib(rss), mib(added));
     std::printf(
         "estimate       %.2f MiB for the sessions, %.2f MiB without the checkpoints "
         "(taken as a conversation goes): measured/estimate %.4f\n",
-        mib(sessions), mib(no_checkpoints),
+        mib(all_sessions), mib(no_checkpoints),
         static_cast<double>(added) / static_cast<double>(no_checkpoints));
   }
   for (qwenrt_session* s : sessions) qwenrt_session_free(s);
