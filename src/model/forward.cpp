@@ -170,6 +170,15 @@ void Logits(Step& s, const Weights& w, int64_t first, int64_t rows, float* logit
   s.be.MatMul(w.output, s.a.xn.data(), logits, rows);
 }
 
+// The rotary embedding of the model's full-attention layers (trunk and MTP blocks alike).
+RopeParams RopeOf(const ModelConfig& c) {
+  return RopeParams{.n_dims = c.rope_dims,
+                    .base = c.rope_base,
+                    .freq_scale = c.rope_freq_scale,
+                    .pair_uses_pos = &c.rope_pair_uses_pos,
+                    .yarn = c.rope_yarn};
+}
+
 // One ubatch of s.T <= max_ubatch rows (the segments' tokens, concatenated in row order); each
 // sequence's capacity already reserved. `logits_scratch`: [segments, V] for the last-token logits
 // of several sequences.
@@ -178,11 +187,7 @@ void RunUbatch(ForwardContext& ctx, Step& s, float* logits_scratch) {
   const Weights& w = ctx.model().weights();
   Backend& be = s.be;
   Activations& act = s.a;
-  const RopeParams rope{.n_dims = c.rope_dims,
-                        .base = c.rope_base,
-                        .freq_scale = c.rope_freq_scale,
-                        .pair_uses_pos = &c.rope_pair_uses_pos,
-                        .yarn = c.rope_yarn};
+  const RopeParams rope = RopeOf(c);
   const int64_t T = s.T, E = c.n_embd, V = c.n_vocab;
 
   for (const UbatchSegment& q : s.seqs) {
@@ -415,8 +420,7 @@ Status ForwardBatch(ForwardContext& ctx, std::span<SequenceStep> steps) {
     if (st.status.ok()) n_kv = std::max(n_kv, st.kv->capacity());
   }
   if (n_kv > 0) {
-    const Status reserved =  // grows with the caches only
-        ctx.backend_->Reserve(n_kv, AttentionGroup(c), c.head_dim);
+    const Status reserved = ctx.ReserveAttention(n_kv);  // grows with the caches only
     if (!reserved.ok()) {
       for (SequenceStep& st : steps) {
         if (st.status.ok()) st.status = reserved;
@@ -490,18 +494,14 @@ Status ForwardMtp(ForwardContext& ctx, const MtpStep& st) {
   // Rows at and past the trunk's size are written too (draft steps): make them writable, copying a
   // page a fork shares first.
   QWENRT_RETURN_IF_ERROR(kv.Reserve(st.pos + T, st.pos));
-  QWENRT_RETURN_IF_ERROR(ctx.backend_->Reserve(kv.capacity(), AttentionGroup(c), c.head_dim));
+  QWENRT_RETURN_IF_ERROR(ctx.ReserveAttention(kv.capacity()));
 
   const MtpWeights& mw = w.mtp[static_cast<size_t>(st.block)];
   const LayerWeights& lw = mw.layer;
   const int64_t slot = kv.mtp_slot(st.block);
   Backend& be = *ctx.backend_;
   Activations& act = ctx.act_;
-  const RopeParams rope{.n_dims = c.rope_dims,
-                        .base = c.rope_base,
-                        .freq_scale = c.rope_freq_scale,
-                        .pair_uses_pos = &c.rope_pair_uses_pos,
-                        .yarn = c.rope_yarn};
+  const RopeParams rope = RopeOf(c);
   // FullAttentionLayer reads a sequence's cache and position through its segment.
   SequenceStep seq;
   seq.kv = &kv;
