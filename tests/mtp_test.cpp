@@ -362,6 +362,16 @@ struct Trunk {
     INFO(s.ToString());
     REQUIRE(s.ok());
   }
+  // The trunk over `tokens` and then the head over the whole history, from a fresh cache.
+  struct Outputs {
+    std::vector<float> hidden, logits, mrows, mlogits;
+  };
+  Outputs RunWithHead(const std::vector<int32_t>& tokens) {
+    Outputs o;
+    Run(tokens, &o.hidden, &o.logits);
+    Mtp(tokens, o.hidden, &o.mrows, &o.mlogits);
+    return o;
+  }
 };
 
 std::vector<float> MtpRows(const KvCache& kv, int64_t n) {
@@ -430,9 +440,7 @@ TEST_CASE("MTP: catch-up piece by piece equals one pass over the history, bit fo
   const auto tokens = Tokens(testing::QuickMode() ? 12 : 23, 3, V);
   const int64_t N = static_cast<int64_t>(tokens.size());
   Trunk whole(*m, BackendKind::kCpu, KvType::kF16);
-  std::vector<float> hidden, logits, mrows, mlogits;
-  whole.Run(tokens, &hidden, &logits);
-  whole.Mtp(tokens, hidden, &mrows, &mlogits);
+  const auto [hidden, logits, mrows, mlogits] = whole.RunWithHead(tokens);
 
   SessionParams sp;
   sp.n_threads = 2;
@@ -508,9 +516,7 @@ TEST_CASE("MTP: greedy drafts follow the head and leave the session as it was", 
 
   // The same chain by hand: step 1 fuses h_{n-1} with `next`, later steps the previous m.
   Trunk t(*m, BackendKind::kCpu, KvType::kF16);
-  std::vector<float> hidden, logits, mrows, mlogits;
-  t.Run(tokens, &hidden, &logits);
-  t.Mtp(tokens, hidden, &mrows, &mlogits);
+  const auto [hidden, logits, mrows, mlogits] = t.RunWithHead(tokens);
   std::vector<float> h(hidden.end() - E, hidden.end()), out(E), l(V);
   int32_t tok = next;
   for (int s_ = 0; s_ < 4; ++s_) {
@@ -810,9 +816,7 @@ TEST_CASE("MTP: a MoE head keeps in step bit for bit and drafts", "[mtp]") {
   const auto tokens = Tokens(testing::QuickMode() ? 9 : 17, 10, m->config().n_vocab);
   const int64_t N = static_cast<int64_t>(tokens.size()), D = m->config().n_embd;
   Trunk whole(*m, BackendKind::kCpu, KvType::kF16);
-  std::vector<float> hidden, logits, mrows, mlogits;
-  whole.Run(tokens, &hidden, &logits);
-  whole.Mtp(tokens, hidden, &mrows, &mlogits);
+  const auto [hidden, logits, mrows, mlogits] = whole.RunWithHead(tokens);
   CHECK(std::all_of(mlogits.begin(), mlogits.end(), [](float x) { return std::isfinite(x); }));
   SessionParams sp;
   sp.n_threads = 2;
@@ -849,9 +853,7 @@ TEST_CASE("MTP: logits of a converter-made file, for an outside reference", "[.h
   for (int64_t x; tf >> x;) tokens.push_back(static_cast<int32_t>(x));
   REQUIRE(tokens.size() >= 2);
   Trunk t(**m, BackendKind::kRef);
-  std::vector<float> hidden, logits, mrows, mlogits;
-  t.Run(tokens, &hidden, &logits);
-  t.Mtp(tokens, hidden, &mrows, &mlogits);
+  const auto [hidden, logits, mrows, mlogits] = t.RunWithHead(tokens);
   std::ofstream of(out, std::ios::binary);
   of.write(reinterpret_cast<const char*>(mlogits.data()),
            static_cast<std::streamsize>(mlogits.size() * 4));

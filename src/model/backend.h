@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "base/status.h"
 #include "base/thread_pool.h"
@@ -134,6 +135,12 @@ struct BackendOptions {
 // cannot drift apart.
 int64_t BackendScratchFloats(BackendKind kind, int64_t n_kv, int64_t group, int64_t head_dim,
                              int threads);
+// Grows `scratch` to BackendScratchFloats(kind, n_kv, group, head_dim, threads) floats for a
+// backend's Reserve: freed, then allocated at exactly that size (the contents need not survive,
+// and growing in place would let the vector double, past what the memory estimate counts).
+// Error: OutOfMemory, `scratch` then empty or as before.
+Status GrowBackendScratch(std::vector<float>& scratch, BackendKind kind, int64_t n_kv,
+                          int64_t group, int64_t head_dim, int threads);
 // Query heads per KV head of `c`: the `group` ForwardBatch reserves with.
 inline int64_t AttentionGroup(const ModelConfig& c) {
   return c.n_head_kv > 0 ? c.n_head / c.n_head_kv : 1;

@@ -17,19 +17,7 @@ class CpuBackend final : public Backend {
   CpuBackend(ThreadPool& pool, const BackendOptions& options) : pool_(pool), options_(options) {}
 
   Status Reserve(int64_t n_kv, int64_t group, int64_t head_dim) override {
-    const size_t need = static_cast<size_t>(
-        BackendScratchFloats(BackendKind::kCpu, n_kv, group, head_dim, pool_.size()));
-    try {
-      // Freed, then allocated at exactly `need`: the contents need not survive, and growing in
-      // place would let the vector double (more than the memory estimate counts).
-      if (scratch_.size() < need) {
-        std::vector<float>().swap(scratch_);
-        scratch_.resize(need);
-      }
-    } catch (const std::bad_alloc&) {
-      return OutOfMemory("out of memory for attention scratch over {} positions", n_kv);
-    }
-    return OkStatus();
+    return GrowBackendScratch(scratch_, BackendKind::kCpu, n_kv, group, head_dim, pool_.size());
   }
   size_t scratch_bytes() const override { return scratch_.capacity() * sizeof(float); }
   void Embed(const WeightMatrix& table, const int32_t* tokens, int64_t T, float* x) override {
@@ -142,6 +130,20 @@ const char* BackendName(BackendKind kind) {
       return "cuda";
   }
   return "?";
+}
+
+Status GrowBackendScratch(std::vector<float>& scratch, BackendKind kind, int64_t n_kv,
+                          int64_t group, int64_t head_dim, int threads) {
+  const size_t need =
+      static_cast<size_t>(BackendScratchFloats(kind, n_kv, group, head_dim, threads));
+  if (scratch.size() >= need) return OkStatus();
+  try {
+    std::vector<float>().swap(scratch);
+    scratch.resize(need);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("out of memory for attention scratch over {} positions", n_kv);
+  }
+  return OkStatus();
 }
 
 int64_t BackendScratchFloats(BackendKind kind, int64_t n_kv, int64_t group, int64_t head_dim,

@@ -1,6 +1,5 @@
 // The reference backend: every op scalar and single-threaded, matmuls on dequantized f32 weights.
 // Each method is the ref:: op of the same name.
-#include <new>
 #include <vector>
 
 #include "model/backend.h"
@@ -11,17 +10,7 @@ namespace {
 class RefBackend final : public Backend {
  public:
   Status Reserve(int64_t n_kv, int64_t group, int64_t head_dim) override {
-    const size_t need =
-        static_cast<size_t>(BackendScratchFloats(BackendKind::kRef, n_kv, group, head_dim, 1));
-    try {
-      if (scores_.size() < need) {  // freed first: exactly `need` (see CpuBackend::Reserve)
-        std::vector<float>().swap(scores_);
-        scores_.resize(need);
-      }
-    } catch (const std::bad_alloc&) {
-      return OutOfMemory("out of memory for attention scores over {} positions", n_kv);
-    }
-    return OkStatus();
+    return GrowBackendScratch(scores_, BackendKind::kRef, n_kv, group, head_dim, 1);
   }
   size_t scratch_bytes() const override { return scores_.capacity() * sizeof(float); }
 
