@@ -16,49 +16,16 @@ leaves exactly two parts: the merge that creates the token (rank order = token i
 Added tokens 248044..248076 are the published ones (docs/spec/tokenizer-and-chat.md §2.2); 248077..248319 are the
 converter's [PAD] entries (UNUSED) up to the model's vocab_size.
 """
-import base64
 import struct
 import sys
 
+from qwen35_bpe import ADDED, bpe, byte_map, load_ranks
+
 N_VOCAB = 248320
-ADDED = [
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
-    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
-    "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>",
-    "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
-    "<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>", "<think>", "</think>",
-    "<|audio_start|>", "<|audio_end|>", "<tts_pad>", "<tts_text_bos>", "<tts_text_eod>",
-    "<tts_text_bos_single>", "<|audio_pad|>",
-]
 # HF marks these `special: false`; the converter stores them as USER_DEFINED (tokenizer-and-chat.md §2.2).
 USER_DEFINED = {"<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>",
                 "</think>"}
 NORMAL, CONTROL, USER, UNUSED = 1, 3, 4, 5
-
-
-def byte_map():
-    printable = list(range(0x21, 0x7F)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    m, n = {}, 0
-    for b in range(256):
-        if b in printable:
-            m[b] = chr(b)
-        else:
-            m[b] = chr(0x100 + n)
-            n += 1
-    return m
-
-
-def bpe_parts(ranks, token, max_rank):
-    parts = [bytes([b]) for b in token]
-    while True:
-        best, best_i = None, None
-        for i in range(len(parts) - 1):
-            r = ranks.get(parts[i] + parts[i + 1])
-            if r is not None and r < max_rank and (best is None or r < best):
-                best, best_i = r, i
-        if best is None:
-            return parts
-        parts[best_i:best_i + 2] = [parts[best_i] + parts[best_i + 1]]
 
 
 def gguf_string(s):
@@ -68,11 +35,7 @@ def gguf_string(s):
 
 def main():
     tiktoken_path, template_path, out_path = sys.argv[1:4]
-    ranks = {}
-    for line in open(tiktoken_path, "rb").read().splitlines():
-        if line:
-            tok, rank = line.split()
-            ranks[base64.b64decode(tok)] = int(rank)
+    ranks = load_ranks(tiktoken_path)
     by_id = sorted(ranks.items(), key=lambda kv: kv[1])
     assert [r for _, r in by_id] == list(range(len(by_id))), "ranks must be 0..n-1"
     n_base = len(by_id)
@@ -83,7 +46,7 @@ def main():
     for b, r in by_id:
         if len(b) < 2:
             continue
-        parts = bpe_parts(ranks, b, r)
+        parts = bpe(ranks, b, r)
         if len(parts) != 2:
             unreachable += 1
             continue

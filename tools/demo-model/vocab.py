@@ -11,63 +11,20 @@ order; vocab_size is rounded up to a multiple of 64 (the converter pads with [PA
 real Qwen3.5 files). Pre-tokenizer (Qwen3.5 split regex, NFC, ByteLevel), special tokens and the
 chat template are the real ones.
 """
-import base64
 import json
 import os
 import sys
 import unicodedata
 
-ADDED = [
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
-    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
-    "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>",
-    "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
-    "<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>", "<think>", "</think>",
-    "<|audio_start|>", "<|audio_end|>", "<tts_pad>", "<tts_text_bos>", "<tts_text_eod>",
-    "<tts_text_bos_single>", "<|audio_pad|>",
-]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from qwen35_bpe import ADDED, bpe, byte_map, load_ranks  # noqa: E402  (the repository's scripts/)
+
 NOT_SPECIAL = {"<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
                "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>",
                "<think>", "</think>"}
 ADDITIONAL_SPECIAL = ADDED[1:14]
 PRETOKENIZE_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|"
                      r" ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-
-
-def byte_map():
-    printable = list(range(0x21, 0x7F)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    m, n = {}, 0
-    for b in range(256):
-        if b in printable:
-            m[b] = chr(b)
-        else:
-            m[b] = chr(0x100 + n)
-            n += 1
-    return m
-
-
-def load_ranks(path):
-    ranks = {}
-    with open(path, "rb") as f:
-        for line in f.read().splitlines():
-            if line:
-                tok, rank = line.split()
-                ranks[base64.b64decode(tok)] = int(rank)
-    return ranks
-
-
-def bpe(ranks, piece, max_rank=None):
-    """Parts of `piece` after merging the lowest-ranked adjacent pair (below max_rank) until none."""
-    parts = [bytes([b]) for b in piece]
-    while True:
-        best, best_i = None, None
-        for i in range(len(parts) - 1):
-            r = ranks.get(parts[i] + parts[i + 1])
-            if r is not None and (max_rank is None or r < max_rank) and (best is None or r < best):
-                best, best_i = r, i
-        if best is None:
-            return parts
-        parts[best_i:best_i + 2] = [parts[best_i] + parts[best_i + 1]]
 
 
 def split_special(text):
