@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <set>
 
 #include "model/forward.h"
@@ -943,6 +944,104 @@ TEST_CASE("MTP: speculative greedy with the head equals plain greedy, head state
       CHECK(a == b);
     }
   }
+}
+
+// Softmax sampling at temperature `temp` from a seeded generator (inverse CDF on one uniform).
+SamplerFn TemperatureSampler(uint32_t seed, double temp) {
+  auto rng = std::make_shared<std::mt19937>(seed);
+  return [rng, temp](const float* l, int64_t n) {
+    const float mx = *std::max_element(l, l + n);
+    std::vector<double> p(static_cast<size_t>(n));
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += p[i] = std::exp((l[i] - mx) / temp);
+    double u = std::uniform_real_distribution<double>(0.0, sum)(*rng);
+    for (int64_t i = 0; i < n; ++i)
+      if ((u -= p[i]) < 0) return static_cast<int32_t>(i);
+    return static_cast<int32_t>(n - 1);
+  };
+}
+
+// Drafts one fixed token after a fixed first token, nothing otherwise.
+class FixedDraft : public DraftSource {
+ public:
+  FixedDraft(int32_t after, int32_t draft) : after_(after), draft_(draft) {}
+  Status Draft(const Session&, int32_t next_token, int64_t k,
+               std::vector<int32_t>* drafts) override {
+    drafts->clear();
+    if (next_token == after_ && k > 0 && !used_) drafts->push_back(draft_);
+    used_ = true;
+    return OkStatus();
+  }
+
+ private:
+  int32_t after_, draft_;
+  bool used_ = false;
+};
+
+// Temperature > 0. A draft source that proposes one token d (the MTP head drafts greedily: its
+// draft distribution q is one-hot at d) makes standard speculative rejection sampling accept d
+// with probability min(1, p(d) / q(d)) = p(d) and, on a rejection, sample from
+// norm(max(0, p - q)) = p without d. Verify's rule (the sampler draws from p once per emitted
+// token; the draft is kept when the draw equals it) is that same procedure, so (a) the tokens are
+// those of plain sampling with the same generator, seed for seed (with the real head and with a
+// fixed draft), and (b) a draft is accepted with probability p(d): counted here over many seeds
+// against the expected count, within 4 standard deviations, with d the target's own likeliest
+// token so that p(d) is far from 0 and 1 on this random model.
+TEST_CASE("MTP: temperature sampling with speculation is rejection sampling of one-hot drafts",
+          "[mtp]") {
+  auto m = LoadModel();
+  const int64_t V = m->config().n_vocab;
+  const double temp = 0.2;
+  SessionParams sp;
+  sp.n_threads = 2;
+  sp.mtp = true;
+  auto base = Session::Create(m, sp).value();
+  REQUIRE(base->Feed(Tokens(9, 11, V), {}, nullptr).ok());
+  const int runs = testing::QuickMode() ? 120 : 400;
+  double expected = 0, variance = 0;
+  int64_t accepted = 0, head_drafted = 0;
+  MtpDraftSource head;
+  for (int run = 0; run < runs; ++run) {
+    INFO("seed " << run);
+    const auto seed = static_cast<uint32_t>(run);
+    GenerateOptions o;
+    o.max_tokens = 3;
+    o.sampler = TemperatureSampler(seed, temp);
+    std::vector<int32_t> plain_out;
+    auto plain = base->Fork().value();
+    REQUIRE(plain->Generate(o, &plain_out, nullptr).ok());
+    // The target's distribution after the first token, and its likeliest token d.
+    auto probe = base->Fork().value();
+    REQUIRE(probe->DecodeStep(plain_out[0]).ok());
+    const auto l = probe->last_logits();
+    const auto top = std::max_element(l.begin(), l.end());
+    double sum = 0;
+    for (float x : l) sum += std::exp((x - *top) / temp);
+    const double pd = 1.0 / sum;
+    const auto d = static_cast<int32_t>(top - l.begin());
+    FixedDraft fixed(plain_out[0], d);
+    for (DraftSource* source :
+         {static_cast<DraftSource*>(&head), static_cast<DraftSource*>(&fixed)}) {
+      auto spec = base->Fork().value();
+      o.sampler = TemperatureSampler(seed, temp);
+      o.max_draft = source == &head ? 2 : 1;
+      o.draft = source;
+      GenerateReport r;
+      std::vector<int32_t> spec_out;
+      REQUIRE(spec->Generate(o, &spec_out, &r).ok());
+      REQUIRE(spec_out == plain_out);
+      CHECK(spec->SaveToMemory().value() == plain->SaveToMemory().value());
+      if (source == &head) head_drafted += r.drafted;
+      if (source == &fixed) accepted += r.accepted;
+    }
+    expected += pd;
+    variance += pd * (1 - pd);
+  }
+  INFO("drafts accepted " << accepted << " of " << runs << ", expected " << expected << " +- "
+                          << std::sqrt(variance));
+  CHECK(head_drafted >= runs);
+  CHECK(variance > 0.1 * runs);  // the count can tell: p(d) is neither near 0 nor near 1
+  CHECK(std::abs(static_cast<double>(accepted) - expected) <= 4 * std::sqrt(variance));
 }
 }  // namespace
 }  // namespace qwenrt::test
