@@ -38,6 +38,7 @@ qwenrt_session_params DefaultSessionParams() {
   p.prefill_progress = nullptr;
   p.prefill_progress_user_data = nullptr;
   p.memory_limit = 0;
+  p.max_draft = 0;
   return p;
 }
 

@@ -36,7 +36,9 @@ Status ReadSessionParams(const qwenrt_session_params* in, qwenrt_session_params*
                           kSessionParamsV1Size + 1),
        // Added after kv_type: a struct that ends before it (the first ABI 2 size) keeps 0.
        QWENRT_FIELD_SINCE(qwenrt_session_params, memory_limit,
-                          offsetof(qwenrt_session_params, memory_limit) + 1)},
+                          offsetof(qwenrt_session_params, memory_limit) + 1),
+       QWENRT_FIELD_SINCE(qwenrt_session_params, max_draft,
+                          offsetof(qwenrt_session_params, max_draft) + 1)},
       "params", "qwenrt_session_params"));
   if (out->n_ctx < 0)
     return InvalidArgument("params->n_ctx is {} (0 = the model's trained context)", out->n_ctx);
@@ -54,6 +56,10 @@ Status ReadSessionParams(const qwenrt_session_params* in, qwenrt_session_params*
   }
   if (out->memory_limit > static_cast<uint64_t>(INT64_MAX))
     return InvalidArgument("params->memory_limit {} is above INT64_MAX", out->memory_limit);
+  if (out->max_draft < 0 || out->max_draft > kMaxVerifyDraft) {
+    return InvalidArgument("params->max_draft is {} (0 = off, at most {})", out->max_draft,
+                           kMaxVerifyDraft);
+  }
   return CheckKvTypeField(out->kv_type, "params->kv_type");
 }
 
@@ -74,6 +80,7 @@ SessionParams ToSessionParams(const qwenrt_session_params& p, BackendKind kind) 
 ChatSessionParams ToChatParams(const qwenrt_session_params& p, BackendKind kind) {
   ChatSessionParams c;
   c.session = ToSessionParams(p, kind);
+  c.max_draft = p.max_draft;
   c.history = p.history_mode == QWENRT_HISTORY_TRANSCRIPT ? HistoryMode::kTranscript
                                                           : HistoryMode::kTemplate;
   if (p.log_callback != nullptr) {
@@ -194,6 +201,8 @@ qwenrt_report ToCReport(const TurnReport& t) {
   r.reasoning_tokens = t.reasoning_tokens;
   r.reasoning_budget_hit = t.reasoning_budget_hit ? 1 : 0;
   r.forced_tokens = t.forced_tokens;
+  r.drafted_tokens = t.drafted_tokens;
+  r.accepted_tokens = t.accepted_tokens;
   return r;
 }
 

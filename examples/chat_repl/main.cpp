@@ -55,6 +55,7 @@ struct Options {
   bool think = true;
   std::string reasoning;  // "dim", "show", "hide"; default: dim on a terminal, hide otherwise
   bool trace = false;
+  int max_draft = 0;  // speculative decoding with the model's MTP head; 0 = off
 };
 
 struct Message {
@@ -75,21 +76,25 @@ volatile sig_atomic_t g_interrupted = 0;
 void OnSigint(int) { g_interrupted = 1; }
 
 void Usage(FILE* f) {
-  std::fprintf(f,
-               "usage: chat_repl [options]\n"
-               "  --model PATH        a Qwen3.5 GGUF (default: the embedded tiny fixture model)\n"
-               "  --system TEXT       system prompt\n"
-               "  --max-tokens N      tokens per reply (default 256)\n"
-               "  --temp T            temperature (default 0 = greedy, reproducible)\n"
-               "  --top-k K  --top-p P  --min-p P  --repeat-penalty R  --seed S\n"
-               "  --ctx N             context limit (default: the model's)\n"
-               "  --threads N         CPU threads (default: all)\n"
-               "  --backend auto|cpu|cuda|ref\n"
-               "  --history template|transcript\n"
-               "  --no-think          start with thinking off (/think on|off toggles)\n"
-               "  --reasoning dim|show|hide   how to print reasoning (default: dim on a terminal;\n"
-               "                      through a pipe hidden, with a one-line note per reply)\n"
-               "  --trace             print the session's trace line per step\n");
+  std::fprintf(
+      f,
+      "usage: chat_repl [options]\n"
+      "  --model PATH        a Qwen3.5 GGUF (default: the embedded tiny fixture model)\n"
+      "  --system TEXT       system prompt\n"
+      "  --max-tokens N      tokens per reply (default 256)\n"
+      "  --temp T            temperature (default 0 = greedy, reproducible)\n"
+      "  --top-k K  --top-p P  --min-p P  --repeat-penalty R  --seed S\n"
+      "  --ctx N             context limit (default: the model's)\n"
+      "  --threads N         CPU threads (default: all)\n"
+      "  --backend auto|cpu|cuda|ref\n"
+      "  --history template|transcript\n"
+      "  --no-think          start with thinking off (/think on|off toggles)\n"
+      "  --reasoning dim|show|hide   how to print reasoning (default: dim on a terminal;\n"
+      "                      through a pipe hidden, with a one-line note per reply)\n"
+      "  --trace             print the session's trace line per step\n"
+      "  --max-draft N       speculative decoding: the model's MTP head drafts up to N\n"
+      "                      tokens per verify pass (needs a file with an MTP block;\n"
+      "                      replies are the same as without it; /stats shows acceptance)\n");
 }
 
 void PrintHelp() {
@@ -154,6 +159,9 @@ bool ParseArgs(int argc, char** argv, Options* o) {
     } else if (a == "--ctx") {
       if (!(v = value("--ctx"))) return false;
       o->n_ctx = std::atoi(v);
+    } else if (a == "--max-draft") {
+      if (!(v = value("--max-draft"))) return false;
+      o->max_draft = std::atoi(v);
     } else if (a == "--threads") {
       if (!(v = value("--threads"))) return false;
       o->n_threads = std::atoi(v);
@@ -377,6 +385,7 @@ class Repl {
     sp.n_threads = o_.n_threads;
     sp.backend = o_.backend;
     sp.history_mode = o_.history;
+    sp.max_draft = o_.max_draft;
     if (o_.trace) sp.log_callback = OnTrace;
     sp.prefill_progress = OnPrefill;
     sp.prefill_progress_user_data = &bar_;
@@ -580,6 +589,11 @@ class Repl {
     std::printf("timings: prefill %.2f ms, ttft %.2f ms, decode %.2f ms, %lld tokens, %.1f tok/s\n",
                 r.prefill_ms, r.ttft_ms, r.decode_ms, (long long)r.generated_tokens,
                 r.decode_tokens_per_s);
+    if (o_.max_draft > 0) {
+      std::printf("speculation: max draft %d, %lld drafted, %lld accepted (%.1f%%)\n", o_.max_draft,
+                  (long long)r.drafted_tokens, (long long)r.accepted_tokens,
+                  r.drafted_tokens > 0 ? 100.0 * r.accepted_tokens / r.drafted_tokens : 0.0);
+    }
     std::printf("memory: state %.2f MiB, %d checkpoints %.2f MiB\n", r.state_bytes / 1048576.0,
                 r.n_checkpoints, r.checkpoint_bytes / 1048576.0);
     size_t n = 0;

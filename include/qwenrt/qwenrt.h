@@ -88,8 +88,10 @@
  *   1: params returned by value (qwenrt_*_default_params), qwenrt_model_options, session setters.
  *   2: params initialised by pointer (qwenrt_*_init), load options in qwenrt_model_params, KV type
  *      in qwenrt_session_params, sampling / constraint / tool choice / reasoning budget in
- *      qwenrt_generate_params; the revision-1 functions stay as deprecated shims. */
-#define QWENRT_ABI_VERSION 2
+ *      qwenrt_generate_params; the revision-1 functions stay as deprecated shims.
+ *   3: speculative decoding: qwenrt_session_params.max_draft, qwenrt_report.drafted_tokens and
+ *      accepted_tokens. */
+#define QWENRT_ABI_VERSION 3
 /* Suffix of the shared library's SONAME (libqwenrt.so.1). It changes only when a host built
  * against an older header could no longer run (a function removed or a layout changed). */
 #define QWENRT_SOVERSION 1
@@ -452,6 +454,14 @@ typedef struct qwenrt_session_params {
    * QWENRT_OUT_OF_MEMORY before allocating, the session unchanged (docs/memory.md). Read only when
    * struct_size covers it. */
   uint64_t memory_limit;
+  /* Speculative decoding with the model's MTP (next-n) head (docs/speculative.md): up to this many
+   * drafted tokens checked per verify pass, 0 = off (default), at most 14. Replies are bit for bit
+   * those without it (any sampling, constraints, tool choice, reasoning budget, stop strings);
+   * qwenrt_report says how many drafts were kept. > 0 on a model without an MTP block:
+   * QWENRT_INVALID_ARGUMENT at creation; a session that speculates runs alone (an engine's submit
+   * refuses it with QWENRT_UNSUPPORTED), and on the CPU or REF backend (CUDA: UNSUPPORTED).
+   * Since ABI 3; read only when struct_size covers it. */
+  int32_t max_draft;
 } qwenrt_session_params;
 
 /* Fills *params with the defaults (n_ctx 0 = trained, n_threads 0 = all, AUTO backend, default
@@ -591,6 +601,11 @@ typedef struct qwenrt_report {
   int64_t reasoning_tokens;   /* generated tokens inside <think>...</think> (markers included) */
   int32_t reasoning_budget_hit; /* 1 when max_reasoning_tokens closed the reasoning, else 0 */
   int64_t forced_tokens; /* tokens the constraint forced (the only one allowed), fed unsampled */
+  /* Since ABI 3 (written only when struct_size covers them): speculative decoding
+   * (qwenrt_session_params.max_draft > 0): drafted tokens checked, and those kept (each saved a
+   * decode step); accepted / drafted is the acceptance rate. */
+  int64_t drafted_tokens;
+  int64_t accepted_tokens;
 } qwenrt_report;
 
 /* Fills *report for the last step (all zero, checkpoint_pos -1, before any step).

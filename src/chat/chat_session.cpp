@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "chat/constraint/matcher.h"
+#include "session/mtp_draft.h"
 
 namespace qwenrt {
 namespace {
@@ -124,6 +125,10 @@ class ChatSession::BusyScope {
 StatusOr<std::unique_ptr<ChatSession>> ChatSession::Create(std::shared_ptr<const ChatModel> model,
                                                            ChatSessionParams params) {
   if (model == nullptr) return InvalidArgument("ChatSession: model is null");
+  if (params.max_draft < 0 || params.max_draft > kMaxVerifyDraft)
+    return InvalidArgument("ChatSession: max_draft {} is outside [0, {}]", params.max_draft,
+                           kMaxVerifyDraft);
+  if (params.max_draft > 0) params.session.mtp = true;  // the head drafts
   QWENRT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session,
                           Session::Create(model->model(), params.session));
   return std::unique_ptr<ChatSession>(
@@ -175,6 +180,11 @@ struct ChatTurn::Generation {
   std::vector<int32_t> out;
   GenerateReport report;
   GenerateJob job;
+  // Speculative (ChatSessionParams::max_draft > 0): the reply runs as one Session::Generate with
+  // the head as draft source (alone: NextPiece runs it), `job` unused.
+  MtpDraftSource draft;
+  bool speculative = false;
+  Status speculative_status;
 };
 
 ChatTurn::ChatTurn() = default;
@@ -244,6 +254,7 @@ StatusOr<TurnPlan> ChatSession::PlanChat(const ChatRequest& request) const {
 }
 
 void ChatSession::RunAlone(ChatTurn& turn) {
+  turn.alone_ = true;
   SessionPiece piece;
   while (NextPiece(turn, INT64_MAX, &piece)) {
     session_->RunPiece(piece);
@@ -393,8 +404,16 @@ bool ChatSession::NextPiece(ChatTurn& turn, int64_t max_tokens, SessionPiece* pi
         if (!turn.status_.ok()) return false;
         break;  // kGenerate, or kDone when there is nothing to generate
       }
-      case ChatTurn::Phase::kGenerate:
-        return session_->NextGeneratePiece(turn.g_->job, piece);
+      case ChatTurn::Phase::kGenerate: {
+        ChatTurn::Generation& g = *turn.g_;
+        if (!g.speculative) return session_->NextGeneratePiece(g.job, piece);
+        // A verify pass is not one of the engine's pieces: the whole reply runs here, alone (the
+        // engine refuses speculating sessions at Submit, so this is the one place it runs).
+        g.speculative_status =
+            turn.alone_ ? session_->Generate(g.go, &g.out, &g.report)
+                        : Unsupported("speculative decoding does not run in the batching engine");
+        return false;
+      }
       default:
         return false;
     }
@@ -447,6 +466,9 @@ Status ChatSession::StartGenerate(ChatTurn& turn) {
   const int64_t room = session.max_context() - session.size();
   const int64_t limit = requested < 0 ? room : std::min<int64_t>(requested, room);
   report_.generated_tokens = 0;
+  report_.drafted_tokens = 0;
+  report_.accepted_tokens = 0;
+  report_.verify_passes = 0;
   report_.reasoning_tokens = 0;
   report_.reasoning_budget_hit = false;
   report_.stop_reason = StopReason::kNone;
@@ -561,7 +583,13 @@ Status ChatSession::StartGenerate(ChatTurn& turn) {
     if (reasoning) ++s.reasoning_tokens;  // the closing </think> counts, the opening <think> too
     return go_on;
   };
-  QWENRT_RETURN_IF_ERROR(session.BeginGenerate(go, &g->out, &g->report, &g->job));
+  if (params_.max_draft > 0) {
+    go.max_draft = params_.max_draft;
+    go.draft = &g->draft;
+    g->speculative = true;
+  } else {
+    QWENRT_RETURN_IF_ERROR(session.BeginGenerate(go, &g->out, &g->report, &g->job));
+  }
   turn.g_ = std::move(g);
   turn.phase_ = ChatTurn::Phase::kGenerate;
   return OkStatus();
@@ -573,7 +601,7 @@ Status ChatSession::FinishGenerate(ChatTurn& turn) {
   ChatTurn::Generation& g = *turn.g_;
   Session& session = *session_;
   const GenerateReport& gr = g.report;
-  Status st = session.EndGenerate(g.job);
+  Status st = g.speculative ? g.speculative_status : session.EndGenerate(g.job);
   if (st.code() == StatusCode::kCancelled) cancel_.store(false);
   if (!g.sampler_error.ok()) st = g.sampler_error;
   if (st.code() == StatusCode::kContextFull) st = OkStatus();  // a full context ends the reply
@@ -610,6 +638,9 @@ Status ChatSession::FinishGenerate(ChatTurn& turn) {
   r.decode_ms = total_ms - first_ms;
   r.decode_tokens_per_s =
       gr.n_sampled >= 2 && r.decode_ms > 0 ? (gr.n_sampled - 1) * 1000.0 / r.decode_ms : 0.0;
+  r.drafted_tokens = gr.drafted;
+  r.accepted_tokens = gr.accepted;
+  r.verify_passes = gr.verify_passes;
   RefreshMemory();
   return st;
 }

@@ -53,6 +53,12 @@ struct ChatSessionParams {
   // Passed to every Feed as FeedOptions::progress (done, total per prefill batch; false cancels
   // like Cancel()). May be null.
   std::function<bool(int64_t done, int64_t total)> prefill_progress;
+  // Speculative decoding with the model's MTP head (docs/speculative.md): up to this many drafts
+  // per verify pass, 0 = off. > 0 creates the session with SessionParams::mtp (InvalidArgument when
+  // the model has no MTP block). Every reply is then bit for bit the reply without it (greedy or
+  // seeded sampling, constraints, tool choice, reasoning budget, stop strings, cancel).
+  // At most kMaxVerifyDraft. Run alone only: the batching engine refuses such a session.
+  int64_t max_draft = 0;
 };
 
 // Why a generation ended.
@@ -99,6 +105,11 @@ struct TurnReport {
   double ttft_ms = 0;     // feed + first sampled token
   double decode_ms = 0;
   double decode_tokens_per_s = 0;
+  // Speculative decoding (ChatSessionParams::max_draft > 0): drafts checked and kept, verify
+  // passes.
+  int64_t drafted_tokens = 0;
+  int64_t accepted_tokens = 0;
+  int64_t verify_passes = 0;
   int64_t reasoning_tokens = 0;       // generated inside <think>...</think>
   bool reasoning_budget_hit = false;  // max_reasoning_tokens closed the reasoning
   // Tokens the constraint forced (the only one its mask allowed): fed without sampling. Greedy
@@ -143,6 +154,7 @@ class ChatTurn {
   ChatSession* chat_ = nullptr;
   bool owns_busy_ = false;      // BeginChat took the session's busy flag; EndChat gives it back
   bool then_generate_ = false;  // a Chat turn: the reply follows the feed
+  bool alone_ = false;          // run by ChatSession::RunAlone, not by the batching engine
   Status status_;               // the first error; ends the turn
   // Feed.
   TurnPlan plan_;  // the tokens fed (FeedJob holds them by reference)

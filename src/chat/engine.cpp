@@ -120,6 +120,12 @@ StatusOr<std::shared_ptr<EngineTurn>> Engine::Enqueue(ChatSession& chat, Begin b
     return InvalidArgument("Engine::Submit: the engine batches {} sessions, this one runs on {}",
                            BackendName(params_.backend), BackendName(sp.backend));
   }
+  if (chat.params().max_draft > 0) {
+    return Unsupported(
+        "Engine::Submit: the session speculates (max_draft {}); a verify pass is not one of the "
+        "engine's pieces yet, so it runs alone (ChatSession::Chat)",
+        chat.params().max_draft);
+  }
   if (!sp.split_invariant) {
     return InvalidArgument(
         "Engine::Submit: the session is not split_invariant (its results would depend on the "
