@@ -5,11 +5,16 @@
 //   "ppN @ dD" / "tgN @ dD" (-d D): the same after D random tokens of context (llama-bench's
 //   -d): the session is brought back to exactly those D tokens before every run, untimed.
 //   --mtp K (tg): also greedy Generate with speculative decoding, up to K drafts per verify pass,
-//   next to plain greedy Generate of the same N tokens. Until the MTP head runs, the drafts come
-//   from an oracle (testing/draft_sources.h) that knows the greedy continuation (computed by the
-//   plain run) and gets each draft right with probability --oracle-acceptance A: it drafts at no
-//   cost, so this measures the verify machinery. Also the cost of one verify pass of 1+k tokens
-//   (k = 1..K) against one decode step.
+//   next to plain greedy Generate of the same N tokens. A file with an MTP head: the speculative
+//   runs use a second session kept in step with the head (SessionParams::mtp; the plain runs do not
+//   pay for the head's upkeep) and draft with the head (MtpDraftSource). --oracle-acceptance A then
+//   still runs the head in full for every draft call but replaces its tokens by an oracle's
+//   (testing/draft_sources.h: it knows the greedy continuation, computed by the plain run, and gets
+//   each draft right with probability A), so the head's real cost is measured at a chosen
+//   acceptance; without it the head's own drafts are checked (real acceptance). A file without a
+//   head: the oracle alone (A default 0.8), which drafts at no cost, so only the verify machinery
+//   is measured; the report says which ("draft cost: ..."). Also the cost of one verify pass of
+//   1+k tokens (k = 1..K) against one decode step.
 // Each test: one warm-up run, then -r timed repetitions; the table shows mean ± sd. Not a timed
 // test: numbers depend on the (shared) machine, so compare ratios measured in one run.
 //
@@ -27,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -36,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "session/mtp_draft.h"
 #include "session/session.h"
 #include "session/speculative.h"
 #include "testing/draft_sources.h"
@@ -77,7 +84,10 @@ const char kSpeedUsage[] =
     "  --kv-type f32|f16|q8_0  KV cache storage (SessionParams::kv_type; default: the backend's)\n"
     "  --mtp K     tg: also speculative greedy decoding with up to K drafts per verify pass\n"
     "              (K <= 14), and the cost of a verify pass of 1+k tokens vs a decode step\n"
-    "  --oracle-acceptance A  --mtp's drafts: an oracle right with probability A (default 0.8)\n";
+    "  --oracle-acceptance A  --mtp's drafts: an oracle right with probability A; with an MTP\n"
+    "              head in the file the head still runs in full and only its tokens are replaced;\n"
+    "              without a head the oracle drafts at no cost (default there: 0.8). Without this\n"
+    "              option a file's MTP head drafts on its own (real acceptance)\n";
 
 struct SpeedArgs {
   std::string model, peer;
@@ -88,7 +98,7 @@ struct SpeedArgs {
   bool json = false, split_invariant = true, cuda_graphs = false, pack = true;
   std::optional<KvType> kv_type;
   int64_t mtp = 0;  // --mtp: most drafts per verify pass; 0 = no speculative runs
-  double oracle_acceptance = 0.8;
+  std::optional<double> oracle_acceptance;  // --oracle-acceptance; unset: the head's own drafts
 };
 
 // Zeros are dropped (no test of 0 tokens) unless keep_zero (depth 0: no context).
@@ -325,7 +335,7 @@ bool RunPeer(const SpeedArgs& a, std::vector<Result>* results, std::string* err)
 
 // --mtp: one tg test's speculative and plain greedy runs, and their counts.
 struct MtpResult {
-  std::string test;  // "tg128 mtp3 A0.80"
+  std::string test;  // "tg128 mtp3 A0.80" (oracle tokens), "tg128 mtp3 head" (the head's own)
   std::vector<double> plain_tps, spec_tps;
   int64_t drafted = 0, accepted = 0, passes = 0, decoded = 0;
   bool identical = true;  // the speculative runs emitted the plain run's tokens
@@ -356,23 +366,54 @@ StatusOr<double> GenerateOnce(Session& s, std::span<const int32_t> context, int6
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-StatusOr<MtpResult> RunMtp(const SpeedArgs& a, Session& s, const Result& r,
-                           std::span<const int32_t> context) {
+// Where --mtp's drafts come from and what they cost, for the report.
+struct DraftMode {
+  bool head = false;                 // the file has an MTP head: the speculative session runs it
+  std::optional<double> acceptance;  // oracle tokens right with this probability; unset: the head's
+  std::string Describe() const {
+    const std::string tokens = acceptance
+                                   ? fmt::format("oracle tokens, acceptance {:.2f}", *acceptance)
+                                   : std::string("the head's own tokens");
+    return head ? "draft cost: real MTP head (" + tokens + ")"
+                : "draft cost: none (no MTP head; " + tokens + ")";
+  }
+};
+
+// plain: the session of the plain greedy runs; spec: the speculative runs' (kept in step with the
+// MTP head when mode.head; else the same session).
+StatusOr<MtpResult> RunMtp(const SpeedArgs& a, const DraftMode& mode, Session& plain_s,
+                           Session& spec_s, const Result& r, std::span<const int32_t> context) {
   MtpResult m;
-  m.test = fmt::format("{} mtp{} A{:.2f}", r.test, a.mtp, a.oracle_acceptance);
+  m.test = mode.acceptance ? fmt::format("{} mtp{} A{:.2f}", r.test, a.mtp, *mode.acceptance)
+                           : fmt::format("{} mtp{} head", r.test, a.mtp);
   std::vector<int32_t> plain, spec;
   for (int rep = -1; rep < a.reps; ++rep) {
     GenerateReport gr;
-    QWENRT_ASSIGN_OR_RETURN(double secs, GenerateOnce(s, context, r.n, 0, nullptr, &plain, &gr));
+    QWENRT_ASSIGN_OR_RETURN(double secs,
+                            GenerateOnce(plain_s, context, r.n, 0, nullptr, &plain, &gr));
     if (rep >= 0) m.plain_tps.push_back(static_cast<double>(plain.size()) / secs);
   }
   std::vector<int32_t> truth(context.begin(), context.end());
   truth.insert(truth.end(), plain.begin(), plain.end());
   for (int rep = -1; rep < a.reps; ++rep) {
-    testing::OracleDraftSource oracle(truth, a.oracle_acceptance,
-                                      static_cast<uint32_t>(rep + 2) * 7919u, s.n_vocab());
+    const uint32_t seed = static_cast<uint32_t>(rep + 2) * 7919u;
+    MtpDraftSource head;
+    std::optional<testing::OracleDraftSource> free_oracle;
+    std::optional<testing::CostedOracleDraftSource> costed_oracle;
+    DraftSource* draft = &head;
+    if (mode.acceptance && mode.head) {
+      draft = &costed_oracle.emplace(&head, truth, *mode.acceptance, seed, spec_s.n_vocab());
+    } else if (mode.acceptance) {
+      draft = &free_oracle.emplace(truth, *mode.acceptance, seed, spec_s.n_vocab());
+    }
     GenerateReport gr;
-    QWENRT_ASSIGN_OR_RETURN(double secs, GenerateOnce(s, context, r.n, a.mtp, &oracle, &spec, &gr));
+    QWENRT_ASSIGN_OR_RETURN(double secs,
+                            GenerateOnce(spec_s, context, r.n, a.mtp, draft, &spec, &gr));
+    // A head that drafts nothing (no valid MTP state) would make this a plain run with a wrong
+    // label; with 3+ tokens to generate there is a draft call after a prefilled context.
+    if (mode.head && r.n > 2 && gr.drafted == 0)
+      return InternalError("the MTP head drafted nothing in {} tokens (mtp_ready: {})", r.n,
+                           spec_s.mtp_ready());
     m.identical = m.identical && spec == plain;
     if (rep < 0) continue;
     m.spec_tps.push_back(static_cast<double>(spec.size()) / secs);
@@ -463,6 +504,25 @@ int RunSpeed(int argc, char** argv) {
     std::fprintf(stderr, "qwenrt-bench: %s\n", session.status().ToString().c_str());
     return 1;
   }
+  DraftMode mode;
+  mode.head = !model->weights().mtp.empty();
+  mode.acceptance = a.oracle_acceptance;
+  if (!mode.head && !mode.acceptance) mode.acceptance = 0.8;  // nothing else can draft
+  // The speculative runs' session: with a head, a second one that keeps the head in step (its
+  // upkeep is part of speculation's cost, not of the plain runs').
+  std::unique_ptr<Session> spec_owner;
+  Session* spec_session = session->get();
+  if (a.mtp > 0 && mode.head) {
+    SessionParams sp = p;
+    sp.mtp = true;
+    auto s2 = Session::Create(model, sp);
+    if (!s2.ok()) {
+      std::fprintf(stderr, "qwenrt-bench: MTP session: %s\n", s2.status().ToString().c_str());
+      return 1;
+    }
+    spec_owner = std::move(*s2);
+    spec_session = spec_owner.get();
+  }
   // llama-bench's order: every depth in turn, its pp tests, then its tg tests.
   std::vector<Result> results;
   for (int64_t d : a.depth) {
@@ -496,7 +556,7 @@ int RunSpeed(int argc, char** argv) {
       if (r.prefill) continue;
       std::span<const int32_t> context(context_tokens.data(), static_cast<size_t>(r.depth));
       if (context.empty()) context = one;
-      auto m = RunMtp(a, **session, r, context);
+      auto m = RunMtp(a, mode, **session, *spec_session, r, context);
       if (!m.ok()) {
         std::fprintf(stderr, "qwenrt-bench: %s --mtp: %s\n", r.test.c_str(),
                      m.status().ToString().c_str());
@@ -553,17 +613,21 @@ int RunSpeed(int argc, char** argv) {
       out.push_back(std::move(e));
     }
     for (const MtpResult& m : mtp) {
-      out.push_back({{"model", a.model},
-                     {"backend", BackendName(a.backend)},
-                     {"threads", threads},
-                     {"test", m.test},
-                     {"plain_tokens_per_s", MeanOf(m.plain_tps)},
-                     {"tokens_per_s", MeanOf(m.spec_tps)},
-                     {"speedup", MeanOf(m.spec_tps) / MeanOf(m.plain_tps)},
-                     {"drafted", m.drafted},
-                     {"accepted", m.accepted},
-                     {"verify_passes", m.passes},
-                     {"identical", m.identical}});
+      out.push_back(
+          {{"model", a.model},
+           {"backend", BackendName(a.backend)},
+           {"threads", threads},
+           {"test", m.test},
+           {"draft_cost", mode.head ? "real MTP head" : "none (no MTP head)"},
+           {"oracle_acceptance", mode.acceptance ? nlohmann::ordered_json(*mode.acceptance)
+                                                 : nlohmann::ordered_json(nullptr)},
+           {"plain_tokens_per_s", MeanOf(m.plain_tps)},
+           {"tokens_per_s", MeanOf(m.spec_tps)},
+           {"speedup", MeanOf(m.spec_tps) / MeanOf(m.plain_tps)},
+           {"drafted", m.drafted},
+           {"accepted", m.accepted},
+           {"verify_passes", m.passes},
+           {"identical", m.identical}});
     }
     for (size_t k = 0; k < verify_cost.size(); ++k) {
       const auto& c = verify_cost[k];
@@ -592,6 +656,7 @@ int RunSpeed(int argc, char** argv) {
     std::printf("\n");
   }
   if (!mtp.empty()) {
+    std::printf("\n%s\n", mode.Describe().c_str());
     std::printf(
         "\n| test | plain greedy t/s | speculative t/s | speedup | acceptance | mean accepted "
         "per pass | tokens per pass | same tokens |\n|---|---|---|---|---|---|---|---|\n");

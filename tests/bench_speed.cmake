@@ -37,6 +37,27 @@ if(QWENRT_BUILD_BENCH AND benchmark_FOUND)
              "-DARGS=tg;-m;${_d}/tiny-s1-q4km.gguf;-n;4;-d;${_bad}" -DEXIT=2 "-DERR=bad list '.*' for -d"
              -P ${CMAKE_CURRENT_LIST_FILE})
   endforeach()
+  # --mtp on a tiny synthetic file with an MTP head (made by qwenrt-cli synth, a fixture):
+  # --oracle-acceptance 1 runs the real head on every draft call and hands out the oracle's tokens,
+  # all right: acceptance 1.000, and the report says the head's cost was paid. Without the option
+  # the head's own drafts are checked (random weights: the count, not the rate, is what is known).
+  if(QWENRT_BUILD_EXAMPLES)
+    set(_mtp_file ${CMAKE_CURRENT_BINARY_DIR}/bench-tiny-mtp.gguf)
+    add_test(NAME bench_speed_mtp_synth COMMAND qwenrt-cli synth --shape tiny --mtp --out ${_mtp_file})
+    set_tests_properties(bench_speed_mtp_synth PROPERTIES FIXTURES_SETUP bench_tiny_mtp)
+    add_test(NAME bench_speed_mtp_oracle COMMAND qwenrt-bench tg -m ${_mtp_file} -n 8 -t 2 -r 1 --mtp 2
+             --oracle-acceptance 1)
+    set_tests_properties(bench_speed_mtp_oracle PROPERTIES FIXTURES_REQUIRED bench_tiny_mtp PASS_REGULAR_EXPRESSION
+                         "draft cost: real MTP head \\(oracle tokens.*\\| tg8 mtp2 A1\\.00 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+x \\| 1\\.000 \\| [0-9.]+ \\| [0-9.]+ \\| yes \\|")
+    add_test(NAME bench_speed_mtp_head COMMAND qwenrt-bench tg -m ${_mtp_file} -n 8 -t 2 -r 1 --mtp 2)
+    set_tests_properties(bench_speed_mtp_head PROPERTIES FIXTURES_REQUIRED bench_tiny_mtp PASS_REGULAR_EXPRESSION
+                         "draft cost: real MTP head \\(the head's own tokens\\).*\\| tg8 mtp2 head \\|.*\\| yes \\|")
+  endif()
+  # No head: the zero-cost oracle, said plainly.
+  add_test(NAME bench_speed_mtp_no_head COMMAND qwenrt-bench tg -m ${_d}/tiny-s1-q4km.gguf -n 8 -t 2 -r 1 --mtp 2
+           --oracle-acceptance 1)
+  set_tests_properties(bench_speed_mtp_no_head PROPERTIES PASS_REGULAR_EXPRESSION
+                       "draft cost: none \\(no MTP head.*\\| tg8 mtp2 A1\\.00 \\|.*\\| 1\\.000 \\|")
   add_test(NAME bench_speed_bad_args COMMAND qwenrt-bench pp -m ${_d}/tiny-s1-q4km.gguf -p x)
   add_test(NAME bench_speed_no_model COMMAND qwenrt-bench pp -m ${_d}/no-such.gguf)
   set_tests_properties(bench_speed_bad_args bench_speed_no_model PROPERTIES WILL_FAIL TRUE)

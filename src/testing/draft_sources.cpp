@@ -1,5 +1,7 @@
 #include "testing/draft_sources.h"
 
+#include <algorithm>
+
 #include "session/session.h"
 
 namespace qwenrt::testing {
@@ -20,6 +22,20 @@ void OracleDraftSource::Accepted(const Session& session, std::span<const int32_t
   (void)session;
   (void)tokens;
   ++accepted_calls_;
+}
+
+Status CostedOracleDraftSource::Draft(const Session& session, int32_t next_token, int64_t k,
+                                      std::vector<int32_t>* drafts) {
+  inner_tokens_.clear();
+  QWENRT_RETURN_IF_ERROR(inner_->Draft(session, next_token, k, &inner_tokens_));
+  const int64_t n = std::min<int64_t>(k, static_cast<int64_t>(inner_tokens_.size()));
+  inner_drafts_ += n;
+  return oracle_.Draft(session, next_token, n, drafts);
+}
+
+void CostedOracleDraftSource::Accepted(const Session& session, std::span<const int32_t> tokens) {
+  inner_->Accepted(session, tokens);
+  oracle_.Accepted(session, tokens);
 }
 
 Status RandomDraftSource::Draft(const Session& session, int32_t next_token, int64_t k,

@@ -1,6 +1,7 @@
 // Draft sources for tests and benchmarks of speculative decoding (session/speculative.h), never
 // reachable from the C ABI: an oracle that knows the target's greedy continuation and gets each
-// draft right with a set probability, and one that drafts random tokens.
+// draft right with a set probability (at no cost, or at the cost of a real draft source it wraps),
+// and one that drafts random tokens.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,29 @@ class OracleDraftSource : public DraftSource {
   std::mt19937 rng_;
   int64_t n_vocab_;
   int64_t accepted_calls_ = 0;
+};
+
+// The oracle's tokens at a real draft source's cost: each Draft call first runs `inner` (the MTP
+// head, MtpDraftSource) in full, then hands out as many of the oracle's tokens (OracleDraftSource's
+// rule) as `inner` drafted, in place of its own. Accepted goes to both. A benchmark with it
+// measures speculation with the head's real cost at a chosen acceptance (a random-weight file's
+// head drafts are almost never right). `inner` must outlive this.
+class CostedOracleDraftSource : public DraftSource {
+ public:
+  CostedOracleDraftSource(DraftSource* inner, std::vector<int32_t> truth, double acceptance,
+                          uint32_t seed, int64_t n_vocab)
+      : inner_(inner), oracle_(std::move(truth), acceptance, seed, n_vocab) {}
+  Status Draft(const Session& session, int32_t next_token, int64_t k,
+               std::vector<int32_t>* drafts) override;
+  void Accepted(const Session& session, std::span<const int32_t> tokens) override;
+
+  int64_t inner_drafts() const { return inner_drafts_; }  // tokens `inner` drafted so far
+
+ private:
+  DraftSource* inner_;
+  OracleDraftSource oracle_;
+  std::vector<int32_t> inner_tokens_;  // scratch: inner's drafts, thrown away
+  int64_t inner_drafts_ = 0;
 };
 
 // k tokens uniform in [0, n_vocab), reproducible from `seed`: almost never accepted by a real
