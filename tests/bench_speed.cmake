@@ -49,6 +49,11 @@ if(QWENRT_BUILD_BENCH AND benchmark_FOUND)
              --oracle-acceptance 1)
     set_tests_properties(bench_speed_mtp_oracle PROPERTIES FIXTURES_REQUIRED bench_tiny_mtp PASS_REGULAR_EXPRESSION
                          "draft cost: real MTP head \\(oracle tokens.*\\| tg8 mtp2 A1\\.00 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+x \\| 1\\.000 \\| [0-9.]+ \\| [0-9.]+ \\| yes \\|")
+    # chat_repl --max-draft: a reply through the C ABI with the head drafting, /stats shows counts.
+    add_test(NAME chat_repl_max_draft COMMAND sh -c
+             "printf 'Hello there\\n/stats\\n/quit\\n' | \"$<TARGET_FILE:chat_repl>\" --model ${_mtp_file} --max-draft 2 --max-tokens 8 --no-think --threads 2")
+    set_tests_properties(chat_repl_max_draft PROPERTIES FIXTURES_REQUIRED bench_tiny_mtp PASS_REGULAR_EXPRESSION
+                         "speculation: max draft 2, [1-9][0-9]* drafted, [0-9]+ accepted")
     add_test(NAME bench_speed_mtp_head COMMAND qwenrt-bench tg -m ${_mtp_file} -n 8 -t 2 -r 1 --mtp 2)
     set_tests_properties(bench_speed_mtp_head PROPERTIES FIXTURES_REQUIRED bench_tiny_mtp PASS_REGULAR_EXPRESSION
                          "draft cost: real MTP head \\(the head's own tokens\\).*\\| tg8 mtp2 head \\|.*\\| yes \\|")
