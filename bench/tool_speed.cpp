@@ -42,6 +42,8 @@
 #include <thread>
 #include <vector>
 
+#include "chat/chat_model.h"
+#include "peer_server.h"
 #include "session/mtp_draft.h"
 #include "session/session.h"
 #include "session/speculative.h"
@@ -87,7 +89,12 @@ const char kSpeedUsage[] =
     "  --oracle-acceptance A  --mtp's drafts: an oracle right with probability A; with an MTP\n"
     "              head in the file the head still runs in full and only its tokens are replaced;\n"
     "              without a head the oracle drafts at no cost (default there: 0.8). Without this\n"
-    "              option a file's MTP head drafts on its own (real acceptance)\n";
+    "              option a file's MTP head drafts on its own (real acceptance)\n"
+    "  --chat TEXT --mtp's runs (and the peer's) start after TEXT as one user message through the\n"
+    "              model's chat template (default: one random token)\n"
+    "  --peer DIR with --mtp: also the peer's MTP decoding (DIR/bin/llama-server --spec-type\n"
+    "              draft-mtp --spec-draft-n-max K, over loopback) and its plain decoding through\n"
+    "              the same server build, on the same context, greedy, the same number of tokens\n";
 
 struct SpeedArgs {
   std::string model, peer;
@@ -99,6 +106,7 @@ struct SpeedArgs {
   std::optional<KvType> kv_type;
   int64_t mtp = 0;  // --mtp: most drafts per verify pass; 0 = no speculative runs
   std::optional<double> oracle_acceptance;  // --oracle-acceptance; unset: the head's own drafts
+  std::string chat;  // --chat: the speculative runs start after this user message, rendered
 };
 
 // Zeros are dropped (no test of 0 tokens) unless keep_zero (depth 0: no context).
@@ -178,6 +186,9 @@ bool ParseSpeedArgs(int argc, char** argv, SpeedArgs* a, std::string* err) {
         return false;
       }
       a->mtp = v2;
+    } else if (k == "--chat") {
+      if (!value()) return false;
+      a->chat = v;
     } else if (k == "--oracle-acceptance") {
       if (!value()) return false;
       char* end = nullptr;
@@ -220,6 +231,7 @@ bool ParseSpeedArgs(int argc, char** argv, SpeedArgs* a, std::string* err) {
   }
   if (a->model.empty()) *err = "-m FILE is required";
   if (err->empty() && a->mtp > 0 && a->tg.empty()) *err = "--mtp needs decode tests (tg, -n N)";
+  if (err->empty() && !a->chat.empty() && a->mtp == 0) *err = "--chat needs --mtp K";
   return err->empty();
 }
 
@@ -338,7 +350,12 @@ struct MtpResult {
   std::string test;  // "tg128 mtp3 A0.80" (oracle tokens), "tg128 mtp3 head" (the head's own)
   std::vector<double> plain_tps, spec_tps;
   int64_t drafted = 0, accepted = 0, passes = 0, decoded = 0;
-  bool identical = true;  // the speculative runs emitted the plain run's tokens
+  bool identical = true;                 // the speculative runs emitted the plain run's tokens
+  std::vector<int32_t> context, tokens;  // what the runs started from and the plain greedy tokens
+  // The peer (llama-server) on the same context: plain and MTP greedy decoding.
+  std::vector<double> peer_plain_tps, peer_spec_tps;
+  int64_t peer_drafted = 0, peer_accepted = 0;
+  std::optional<bool> peer_same;  // its greedy tokens equal ours (unset: not measured)
 };
 
 double MeanOf(const std::vector<double>& x) {
@@ -393,6 +410,8 @@ StatusOr<MtpResult> RunMtp(const SpeedArgs& a, const DraftMode& mode, Session& p
                             GenerateOnce(plain_s, context, r.n, 0, nullptr, &plain, &gr));
     if (rep >= 0) m.plain_tps.push_back(static_cast<double>(plain.size()) / secs);
   }
+  m.context.assign(context.begin(), context.end());
+  m.tokens = plain;
   std::vector<int32_t> truth(context.begin(), context.end());
   truth.insert(truth.end(), plain.begin(), plain.end());
   for (int rep = -1; rep < a.reps; ++rep) {
@@ -423,6 +442,53 @@ StatusOr<MtpResult> RunMtp(const SpeedArgs& a, const DraftMode& mode, Session& p
     m.decoded += gr.n_decoded;
   }
   return m;
+}
+
+// --peer with --mtp: llama-server's greedy decoding of as many tokens after the same context,
+// plain and with its MTP drafting (--spec-type draft-mtp, up to K drafts), one warm-up and
+// a.reps timed requests each; its own timings (predicted tokens/s, drafts made and accepted).
+bool RunPeerMtp(const SpeedArgs& a, std::vector<MtpResult>* mtp, std::string* err) {
+  int64_t ctx = 0;
+  for (const MtpResult& m : *mtp) {
+    ctx = std::max<int64_t>(ctx, static_cast<int64_t>(m.context.size() + m.tokens.size()));
+  }
+  const int threads =
+      a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  for (const bool spec : {false, true}) {
+    std::vector<std::string> args = {"-c", std::to_string(ctx + a.mtp + 64), "--no-webui"};
+    if (spec) {
+      args.insert(args.end(),
+                  {"--spec-type", "draft-mtp", "--spec-draft-n-max", std::to_string(a.mtp)});
+    }
+    PeerServer server;
+    if (!server.Start(a.peer, a.model, threads, args, 120.0, err)) return false;
+    for (MtpResult& m : *mtp) {
+      const nlohmann::json body = {{"prompt", m.context},  {"n_predict", m.tokens.size()},
+                                   {"temperature", 0.0},   {"top_k", 1},
+                                   {"ignore_eos", true},   {"cache_prompt", false},
+                                   {"return_tokens", true}};
+      for (int rep = -1; rep < a.reps; ++rep) {
+        nlohmann::json reply;
+        if (!server.Post("/completion", body, &reply, err)) return false;
+        const auto& t = reply["timings"];
+        if (!t.is_object()) {
+          *err = "llama-server's reply has no timings";
+          return false;
+        }
+        if (reply.contains("tokens") && reply["tokens"].is_array() && !reply["tokens"].empty()) {
+          const bool same = reply["tokens"].get<std::vector<int32_t>>() == m.tokens;
+          m.peer_same = m.peer_same.value_or(true) && same;
+        }
+        if (rep < 0) continue;
+        (spec ? m.peer_spec_tps : m.peer_plain_tps).push_back(t.value("predicted_per_second", 0.0));
+        if (spec) {
+          m.peer_drafted += t.value("draft_n", int64_t{0});
+          m.peer_accepted += t.value("draft_n_accepted", int64_t{0});
+        }
+      }
+    }
+  }
+  return true;
 }
 
 // One verify pass of 1+k tokens against one decode step, after `context`: milliseconds per call,
@@ -485,6 +551,20 @@ int RunSpeed(int argc, char** argv) {
                "qwenrt-bench: resident weights %.1f MiB (released file pages %.1f MiB); %s\n",
                static_cast<double>(model->resident_weight_bytes()) / (1 << 20),
                static_cast<double>(model->released_bytes()) / (1 << 20), ProcMemory().c_str());
+  // --chat: the context of the depth-0 speculative runs, one user message through the template.
+  std::vector<int32_t> chat_context;
+  if (!a.chat.empty()) {
+    auto chat_model = ChatModel::Create(model);
+    ChatRequest req;
+    req.messages.push_back({Role::kUser, a.chat, std::nullopt, {}});
+    StatusOr<std::string> text =
+        chat_model.ok() ? (*chat_model)->Render(req) : StatusOr<std::string>(chat_model.status());
+    if (!text.ok()) {
+      std::fprintf(stderr, "qwenrt-bench: --chat: %s\n", text.status().ToString().c_str());
+      return 1;
+    }
+    chat_context = (*chat_model)->tokenizer().Encode(*text, /*parse_special=*/true);
+  }
   SessionParams p;
   p.backend = a.backend;
   p.n_threads = a.threads;
@@ -498,7 +578,8 @@ int RunSpeed(int argc, char** argv) {
   const int64_t deepest = *std::max_element(a.depth.begin(), a.depth.end());
   // No KV growth timed (Create caps it at the context); --mtp's runs need one more token of
   // context and up to K positions of a last verify pass, and its cost table 6 passes of 1+K.
-  p.initial_capacity = deepest + std::max(longest + a.mtp + 1, 6 * (a.mtp + 1) + 1);
+  p.initial_capacity = std::max<int64_t>(deepest, static_cast<int64_t>(chat_context.size())) +
+                       std::max(longest + a.mtp + 1, 6 * (a.mtp + 1) + 1);
   auto session = Session::Create(model, p);
   if (!session.ok()) {
     std::fprintf(stderr, "qwenrt-bench: %s\n", session.status().ToString().c_str());
@@ -551,7 +632,8 @@ int RunSpeed(int argc, char** argv) {
   std::vector<std::array<double, 3>> verify_cost;  // per k = 1..K: decode, reject-all, accept-all
   if (a.mtp > 0) {
     // Speculation needs logits to start from: at least one token of context.
-    const std::vector<int32_t> one = RandomTokens(1, V, 0x0e);
+    std::vector<int32_t> one = RandomTokens(1, V, 0x0e);
+    if (!chat_context.empty()) one = chat_context;
     for (const Result& r : results) {
       if (r.prefill) continue;
       std::span<const int32_t> context(context_tokens.data(), static_cast<size_t>(r.depth));
@@ -587,6 +669,10 @@ int RunSpeed(int argc, char** argv) {
   bool peer_failed = false;
   if (!a.peer.empty() && !RunPeer(a, &results, &err)) {
     std::fprintf(stderr, "qwenrt-bench: %s\n", err.c_str());
+    peer_failed = true;
+  }
+  if (!a.peer.empty() && !mtp.empty() && !RunPeerMtp(a, &mtp, &err)) {
+    std::fprintf(stderr, "qwenrt-bench: peer MTP: %s\n", err.c_str());
     peer_failed = true;
   }
   const int threads = (*session)->params().n_threads > 0
@@ -628,6 +714,15 @@ int RunSpeed(int argc, char** argv) {
            {"accepted", m.accepted},
            {"verify_passes", m.passes},
            {"identical", m.identical}});
+      if (!m.peer_spec_tps.empty()) {
+        auto& e = out.back();
+        e["peer_plain_tokens_per_s"] = MeanOf(m.peer_plain_tps);
+        e["peer_tokens_per_s"] = MeanOf(m.peer_spec_tps);
+        e["peer_drafted"] = m.peer_drafted;
+        e["peer_accepted"] = m.peer_accepted;
+        e["ratio_vs_peer"] = MeanOf(m.spec_tps) / MeanOf(m.peer_spec_tps);
+        e["peer_same_tokens"] = m.peer_same.value_or(false);
+      }
     }
     for (size_t k = 0; k < verify_cost.size(); ++k) {
       const auto& c = verify_cost[k];
@@ -670,6 +765,22 @@ int RunSpeed(int argc, char** argv) {
       std::printf("| %s | %.2f | %.2f | %.2fx | %.3f | %.2f | %.2f | %s |\n", m.test.c_str(),
                   MeanOf(m.plain_tps), MeanOf(m.spec_tps), MeanOf(m.spec_tps) / MeanOf(m.plain_tps),
                   acc, per_pass, tok_pass, m.identical ? "yes" : "NO");
+    }
+    if (!mtp.front().peer_spec_tps.empty()) {
+      std::printf(
+          "\nllama.cpp (llama-server, the same context and number of tokens, greedy):\n\n| test | "
+          "plain t/s | MTP t/s | speedup | acceptance | qwenrt MTP / llama.cpp MTP | same tokens "
+          "|\n|---|---|---|---|---|---|---|\n");
+      for (const MtpResult& m : mtp) {
+        const double acc = m.peer_drafted > 0 ? static_cast<double>(m.peer_accepted) /
+                                                    static_cast<double>(m.peer_drafted)
+                                              : 0;
+        std::printf("| %s | %.2f | %.2f | %.2fx | %.3f | %.2fx | %s |\n", m.test.c_str(),
+                    MeanOf(m.peer_plain_tps), MeanOf(m.peer_spec_tps),
+                    MeanOf(m.peer_spec_tps) / MeanOf(m.peer_plain_tps), acc,
+                    MeanOf(m.spec_tps) / MeanOf(m.peer_spec_tps),
+                    !m.peer_same ? "-" : (*m.peer_same ? "yes" : "no"));
+      }
     }
     std::printf(
         "\n| verify pass | decode step ms | verify ms (all rejected) | ratio | verify ms (all "

@@ -63,7 +63,20 @@ if(QWENRT_BUILD_BENCH AND benchmark_FOUND)
            --oracle-acceptance 1)
   set_tests_properties(bench_speed_mtp_no_head PROPERTIES PASS_REGULAR_EXPRESSION
                        "draft cost: none \\(no MTP head.*\\| tg8 mtp2 A1\\.00 \\|.*\\| 1\\.000 \\|")
+  # The peer's MTP decoding through its llama-server over loopback, next to ours on the same
+  # context (--chat renders one user message through the file's template). Only where the peer's
+  # tools are (../shared/peer, an instrument the project never ships).
+  set(_peer ${PROJECT_SOURCE_DIR}/../shared/peer)
+  if(QWENRT_BUILD_EXAMPLES AND EXISTS ${_peer}/bin/llama-server)
+    add_test(NAME bench_speed_mtp_peer COMMAND qwenrt-bench tg -m ${_mtp_file} -n 8 -t 2 -r 1 --mtp 2
+             --chat "What is the capital of Kenya?" --peer ${_peer})
+    set_tests_properties(bench_speed_mtp_peer PROPERTIES FIXTURES_REQUIRED bench_tiny_mtp TIMEOUT 300
+                         PASS_REGULAR_EXPRESSION
+                         "llama.cpp \\(llama-server.*\\| tg8 mtp2 head \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+x \\| [0-9.]+ \\| [0-9.]+x \\| (yes|no) \\|")
+  endif()
+  add_test(NAME bench_speed_chat_needs_mtp COMMAND qwenrt-bench tg -m ${_d}/tiny-s1-q4km.gguf --chat hi)
   add_test(NAME bench_speed_bad_args COMMAND qwenrt-bench pp -m ${_d}/tiny-s1-q4km.gguf -p x)
   add_test(NAME bench_speed_no_model COMMAND qwenrt-bench pp -m ${_d}/no-such.gguf)
-  set_tests_properties(bench_speed_bad_args bench_speed_no_model PROPERTIES WILL_FAIL TRUE)
+  set_tests_properties(bench_speed_bad_args bench_speed_no_model bench_speed_chat_needs_mtp PROPERTIES
+                     WILL_FAIL TRUE)
 endif()

@@ -11,6 +11,7 @@ max |logit difference|, top-1 agreement and the two perplexities; writes work/qw
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -30,7 +31,9 @@ def main():
     ap.add_argument("--export", type=int, default=0, metavar="N",
                     help="also write the first N held-out tokens and transformers' logits for them "
                          "to tests/data/tokens/demo-heldout.txt and "
-                         "tests/data/logits/demo-f32.heldout.hf.f32 (the ctest demo_model_test)")
+                         "tests/data/logits/demo-f32.heldout.hf.f32 (the ctest demo_model_test), "
+                         "and the held-out prompts to tests/data/demo/eval-prompts.jsonl "
+                         "(demo_eval_test)")
     a = ap.parse_args()
     from evaluate import compare
     info = json.load(open(os.path.join(a.work, "vocab.json")))
@@ -53,6 +56,9 @@ def main():
         hf = np.fromfile(os.path.join(a.work, "heldout.hf.f32"), dtype="<f4").reshape(-1, V)
         hf[:a.export].astype("<f4").tofile(os.path.join(data_dir, "logits",
                                                         "demo-f32.heldout.hf.f32"))
+        os.makedirs(os.path.join(data_dir, "demo"), exist_ok=True)
+        shutil.copy(os.path.join(a.work, "eval-prompts.jsonl"),
+                    os.path.join(data_dir, "demo", "eval-prompts.jsonl"))
 
 
 if __name__ == "__main__":

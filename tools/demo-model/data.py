@@ -91,6 +91,59 @@ JSON_CAPITAL_Q = ["Reply in JSON with keys country and capital: what is the capi
 OPS = {"plus": lambda a, b: a + b, "minus": lambda a, b: a - b, "times": lambda a, b: a * b}
 
 
+# Share of arithmetic answers that carry their written working as reasoning (a <think> block
+# when the turn is rendered with thinking); the rest answer directly, so both modes are learned.
+REASONING_ARITH = 0.75
+# Share of conversations that offer the two tools.
+TOOLS_FRACTION = 0.25
+
+
+def working(a, op, b):
+    """Column arithmetic written out, ones first, one single-digit fact per step: what a small
+    model can learn to generalise to problems it never saw (an answer-first sum must carry in its
+    head). Products of factors <= 12 are recalled facts, written with the larger factor first so
+    that '9 times 12' reuses the '12 times 9' it learned; a product by one digit is done in
+    columns like a sum."""
+    c = OPS[op](a, b)
+    if op == "times" and a <= 12 and b <= 12:
+        hi, lo = max(a, b), min(a, b)
+        pre = f"{a} times {b} is {hi} times {lo}. " if a < b else ""
+        return f"{pre}{hi} times {lo} is {c}. So {a} times {b} is {c}."
+    da = [int(d) for d in reversed(str(a))]
+    steps, carry = [], 0
+    if op == "times":  # b is one digit here (a follow-up "times 2")
+        for d in da:
+            v = d * b + carry
+            expr = f"{d} times {b}" + (f" plus {carry}" if carry else "")
+            carry = v // 10
+            steps.append(f"{expr} is {v}, write {v % 10}" + (f" carry {carry}" if carry else "") + ".")
+        if carry:
+            steps.append(f"Then write {carry}.")
+    else:
+        db = [int(d) for d in reversed(str(b))]
+        n = max(len(da), len(db))
+        da += [0] * (n - len(da))
+        db += [0] * (n - len(db))
+        for x, y in zip(da, db):
+            if op == "plus":
+                v = x + y + carry
+                expr = f"{x} plus {y}" + (f" plus {carry}" if carry else "")
+                carry = v // 10
+                steps.append(f"{expr} is {v}, write {v % 10}" + (f" carry {carry}" if carry else "") + ".")
+            else:
+                x2 = x - carry
+                left = f"{x} minus {carry}" if carry else f"{x}"
+                if x2 < y:
+                    steps.append(f"{left} minus {y}: borrow, {x2 + 10} minus {y} is {x2 + 10 - y}, write {x2 + 10 - y}.")
+                    carry = 1
+                else:
+                    steps.append(f"{left} minus {y} is {x2 - y}, write {x2 - y}.")
+                    carry = 0
+        if carry and op == "plus":
+            steps.append(f"Then write {carry}.")
+    return " ".join(steps) + f" So {a} {op} {b} is {c}."
+
+
 def held_out(key, frac):
     """Deterministic split by key: True for about `frac` of the keys."""
     h = int(hashlib.sha256(repr(key).encode()).hexdigest()[:8], 16)
@@ -134,8 +187,8 @@ class Gen:
         c = OPS[op](a, b)
         ans = f"{a} {op} {b} is {c}."
         msg = {"role": "assistant", "content": ans}
-        if self.r.random() < 0.25:
-            msg["reasoning_content"] = f"The user asks for {a} {op} {b}. That is {c}."
+        if self.r.random() < REASONING_ARITH:
+            msg["reasoning_content"] = working(a, op, b)
         return ARITH_Q[q].format(a=a, op=op, b=b), msg, {"number": c}, ("num", c)
 
     def followup_arith(self, prev):
@@ -147,8 +200,10 @@ class Gen:
             if 0 <= c <= 999:
                 break
         user = self.r.choice([f"And {op} {b}?", f"Now {op} {b}.", f"And what if I {op} {b}?"])
-        ans = f"{c0} {op} {b} is {c}."
-        return user, {"role": "assistant", "content": ans}, {"number": c}, ("num", c)
+        msg = {"role": "assistant", "content": f"{c0} {op} {b} is {c}."}
+        if self.r.random() < REASONING_ARITH:
+            msg["reasoning_content"] = f"The previous result is {c0}. " + working(c0, op, b)
+        return user, msg, {"number": c}, ("num", c)
 
     def capital(self):
         def make(r):
@@ -237,7 +292,7 @@ class Gen:
         r = self.r
         msgs = []
         sysm = r.choice(SYSTEMS)
-        tools = TOOLS if r.random() < 0.12 else None
+        tools = TOOLS if r.random() < TOOLS_FRACTION else None
         if sysm:
             msgs.append({"role": "system", "content": sysm})
         n_turns = r.choice([1, 2, 2, 3, 3])

@@ -3,6 +3,7 @@ first-draft acceptance and perplexity on held-out conversations; token/logit fil
 GGUF runtime (qwenrt-cli eval) against transformers."""
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -57,7 +58,7 @@ def check(fam, reply, exp):
 
 
 @torch.no_grad()
-def greedy(trunk, ids, im_end, max_new=80):
+def greedy(trunk, ids, im_end, max_new=200):
     out = trunk.generate(torch.tensor([ids]), max_new_tokens=max_new, do_sample=False,
                          eos_token_id=im_end, pad_token_id=im_end)
     return out[0, len(ids):].tolist()
@@ -137,6 +138,15 @@ def compare(a_path, b_path, n_vocab, tokens=None):
     return out
 
 
+def write_prompts(prompts, path):
+    """The held-out prompts and what each answer must contain, for a runtime's own evaluation
+    (tests/demo_eval_test.cpp reads this file through qwenrt's chat layer)."""
+    with open(path, "w") as f:
+        for fam, msgs, tools, exp in prompts:
+            f.write(json.dumps({"family": fam, "messages": msgs, "tools": tools, "expected": exp},
+                               sort_keys=True) + "\n")
+
+
 def run(model_dir, tmpl, seed, n_per_family, n_convs, out_json, log_path=None, thinking=False):
     from transformers import AutoTokenizer
     from train import load
@@ -148,14 +158,19 @@ def run(model_dir, tmpl, seed, n_per_family, n_convs, out_json, log_path=None, t
     assistant_id = tok.encode("assistant", add_special_tokens=False)[0]
     t0 = time.time()
     log = []
-    acc, counts = accuracy(trunk, tok, tmpl, data.eval_prompts(seed + 7, n_per_family), im_end, log,
-                           thinking)
+    prompts = data.eval_prompts(seed + 7, n_per_family)
+    write_prompts(prompts, os.path.join(os.path.dirname(out_json), "eval-prompts.jsonl"))
+    acc, counts = accuracy(trunk, tok, tmpl, prompts, im_end, log, thinking)
+    # the other mode too: Qwen3.5 thinks by default; hosts may turn it off (enable_thinking=false)
+    acc_other, _ = accuracy(trunk, tok, tmpl, prompts, im_end, None, not thinking)
     t_acc = time.time() - t0
     convs = data.make_split(seed + 11, "test", n_convs)
     seqs = [tok.encode(data.render(tmpl, m, t), add_special_tokens=False) for _, m, t, _ in convs]
     weights = [loss_weights(s, im_start, im_end, assistant_id, 0.0) for s in seqs]
     tf = teacher_forced(trunk, mtp, seqs, weights)
-    res = {"thinking": thinking, "accuracy": acc, "counts": counts, **tf, "seconds_accuracy": t_acc,
+    res = {"thinking": thinking, "accuracy": acc, "counts": counts,
+           "accuracy_thinking_" + ("off" if thinking else "on"): acc_other, **tf,
+           "seconds_accuracy": t_acc,
            "seconds_total": time.time() - t0}
     with open(out_json, "w") as f:
         json.dump(res, f, indent=2)

@@ -70,23 +70,24 @@ def main():
                                                         "convert_hf_to_gguf.py"))
     ap.add_argument("--outtype", default="f32", help="f32 | bf16 | f16 (converter --outtype)")
     ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--n-train", type=int, default=12000, help="training conversations")
+    ap.add_argument("--n-train", type=int, default=40000, help="training conversations")
     ap.add_argument("--n-test", type=int, default=300, help="held-out conversations (perplexity, MTP)")
     ap.add_argument("--n-eval", type=int, default=30, help="held-out prompts per task family")
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--ff", type=int, default=384)
-    ap.add_argument("--steps", type=int, default=700)
+    ap.add_argument("--steps", type=int, default=5000)
     ap.add_argument("--batch-tokens", type=int, default=2048)
     ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--mtp-weight", type=float, default=0.5)
     ap.add_argument("--other-weight", type=float, default=0.1,
                     help="loss weight of non-assistant tokens (assistant tokens weigh 1)")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--eval-thinking", action="store_true",
-                    help="evaluate with thinking on (prompt ends '<think>\\n'); default: off "
-                         "(prompt ends with the empty think block, as most training turns)")
+    ap.add_argument("--eval-thinking-off", action="store_true",
+                    help="report thinking off (prompt ends with the empty think block) as the main "
+                         "figures; default: thinking on (prompt ends '<think>\\n', Qwen3.5's "
+                         "default). Both modes are measured.")
     ap.add_argument("--max-minutes", type=float, default=0,
                     help="stop training after this long (0: no limit; the figures then depend on speed)")
     a = ap.parse_args()
@@ -162,7 +163,7 @@ def main():
         import evaluate
         res, seqs = evaluate.run(hf_dir, tmpl, a.seed, a.n_eval, a.n_test,
                                  os.path.join(a.work, "eval.json"),
-                                 os.path.join(a.work, "eval-replies.jsonl"), a.eval_thinking)
+                                 os.path.join(a.work, "eval-replies.jsonl"), not a.eval_thinking_off)
         report["eval"] = res
         # token and logit files for checking a GGUF runtime against transformers
         from train import load
