@@ -44,6 +44,7 @@
 
 #include "chat/chat_model.h"
 #include "peer_server.h"
+#include "session/draft_policy.h"
 #include "session/mtp_draft.h"
 #include "session/session.h"
 #include "session/speculative.h"
@@ -90,6 +91,8 @@ const char kSpeedUsage[] =
     "              head in the file the head still runs in full and only its tokens are replaced;\n"
     "              without a head the oracle drafts at no cost (default there: 0.8). Without this\n"
     "              option a file's MTP head drafts on its own (real acceptance)\n"
+    "  --adaptive  --mtp's speculative runs choose 0..K drafts per pass (DraftLengthPolicy, the\n"
+    "              chat layer's default; one policy per test, learning from the warm-up run on)\n"
     "  --chat TEXT --mtp's runs (and the peer's) start after TEXT as one user message through the\n"
     "              model's chat template (default: one random token)\n"
     "  --peer DIR with --mtp: also the peer's MTP decoding (DIR/bin/llama-server --spec-type\n"
@@ -106,7 +109,8 @@ struct SpeedArgs {
   std::optional<KvType> kv_type;
   int64_t mtp = 0;  // --mtp: most drafts per verify pass; 0 = no speculative runs
   std::optional<double> oracle_acceptance;  // --oracle-acceptance; unset: the head's own drafts
-  std::string chat;  // --chat: the speculative runs start after this user message, rendered
+  std::string chat;       // --chat: the speculative runs start after this user message, rendered
+  bool adaptive = false;  // --adaptive: the draft length per pass from a DraftLengthPolicy
 };
 
 // Zeros are dropped (no test of 0 tokens) unless keep_zero (depth 0: no context).
@@ -186,6 +190,8 @@ bool ParseSpeedArgs(int argc, char** argv, SpeedArgs* a, std::string* err) {
         return false;
       }
       a->mtp = v2;
+    } else if (k == "--adaptive") {
+      a->adaptive = true;
     } else if (k == "--chat") {
       if (!value()) return false;
       a->chat = v;
@@ -368,7 +374,7 @@ double MeanOf(const std::vector<double>& x) {
 // logits Feed left); drafts from `draft` when max_draft > 0. Returns seconds.
 StatusOr<double> GenerateOnce(Session& s, std::span<const int32_t> context, int64_t n,
                               int64_t max_draft, DraftSource* draft, std::vector<int32_t>* out,
-                              GenerateReport* report) {
+                              GenerateReport* report, DraftLengthPolicy* policy = nullptr) {
   QWENRT_RETURN_IF_ERROR(ToContext(s, context));
   GenerateOptions g;
   g.max_tokens = n;
@@ -377,6 +383,7 @@ StatusOr<double> GenerateOnce(Session& s, std::span<const int32_t> context, int6
   };
   g.max_draft = max_draft;
   g.draft = draft;
+  g.draft_policy = policy;
   out->clear();
   const auto t0 = std::chrono::steady_clock::now();
   QWENRT_RETURN_IF_ERROR(s.Generate(g, out, report));
@@ -403,6 +410,8 @@ StatusOr<MtpResult> RunMtp(const SpeedArgs& a, const DraftMode& mode, Session& p
   MtpResult m;
   m.test = mode.acceptance ? fmt::format("{} mtp{} A{:.2f}", r.test, a.mtp, *mode.acceptance)
                            : fmt::format("{} mtp{} head", r.test, a.mtp);
+  if (a.adaptive) m.test += " adaptive";
+  DraftLengthPolicy policy(a.mtp);
   std::vector<int32_t> plain, spec;
   for (int rep = -1; rep < a.reps; ++rep) {
     GenerateReport gr;
@@ -426,8 +435,8 @@ StatusOr<MtpResult> RunMtp(const SpeedArgs& a, const DraftMode& mode, Session& p
       draft = &free_oracle.emplace(truth, *mode.acceptance, seed, spec_s.n_vocab());
     }
     GenerateReport gr;
-    QWENRT_ASSIGN_OR_RETURN(double secs,
-                            GenerateOnce(spec_s, context, r.n, a.mtp, draft, &spec, &gr));
+    QWENRT_ASSIGN_OR_RETURN(double secs, GenerateOnce(spec_s, context, r.n, a.mtp, draft, &spec,
+                                                      &gr, a.adaptive ? &policy : nullptr));
     // A head that drafts nothing (no valid MTP state) would make this a plain run with a wrong
     // label; with 3+ tokens to generate there is a draft call after a prefilled context.
     if (mode.head && r.n > 2 && gr.drafted == 0)

@@ -54,6 +54,10 @@ if(QWENRT_BUILD_BENCH AND benchmark_FOUND)
              "printf 'Hello there\\n/stats\\n/quit\\n' | \"$<TARGET_FILE:chat_repl>\" --model ${_mtp_file} --max-draft 2 --max-tokens 8 --no-think --threads 2")
     set_tests_properties(chat_repl_max_draft PROPERTIES FIXTURES_REQUIRED bench_tiny_mtp PASS_REGULAR_EXPRESSION
                          "speculation: max draft 2, [1-9][0-9]* drafted, [0-9]+ accepted")
+    add_test(NAME bench_speed_mtp_adaptive COMMAND qwenrt-bench tg -m ${_mtp_file} -n 16 -t 2 -r 1 --mtp 3
+             --adaptive)
+    set_tests_properties(bench_speed_mtp_adaptive PROPERTIES FIXTURES_REQUIRED bench_tiny_mtp PASS_REGULAR_EXPRESSION
+                         "\\| tg16 mtp3 head adaptive \\|.*\\| yes \\|")
     add_test(NAME bench_speed_mtp_head COMMAND qwenrt-bench tg -m ${_mtp_file} -n 8 -t 2 -r 1 --mtp 2)
     set_tests_properties(bench_speed_mtp_head PROPERTIES FIXTURES_REQUIRED bench_tiny_mtp PASS_REGULAR_EXPRESSION
                          "draft cost: real MTP head \\(the head's own tokens\\).*\\| tg8 mtp2 head \\|.*\\| yes \\|")

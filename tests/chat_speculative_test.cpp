@@ -65,11 +65,13 @@ struct Outcome {
 
 // Two turns of one conversation on a session with `max_draft` (the head kept in step either way,
 // so the saved sessions compare byte for byte).
-Outcome Converse(int64_t max_draft, const GenerateRequest& gen, const Json& tools, bool thinking) {
+Outcome Converse(int64_t max_draft, const GenerateRequest& gen, const Json& tools, bool thinking,
+                 bool adaptive = false) {
   ChatSessionParams p;
   p.session.n_threads = 2;
   p.session.mtp = true;
   p.max_draft = max_draft;
+  p.adaptive_draft = adaptive;
   auto chat = ChatSession::Create(TinyWithHead(), p).value();
   Outcome o;
   ChatRequest req;
@@ -110,6 +112,17 @@ void CheckSame(const GenerateRequest& gen, const Json& tools = nullptr, bool thi
     CHECK(spec.saved == plain.saved);
     CHECK(spec.drafted > 0);
   }
+  // The adaptive draft length (DraftLengthPolicy: 0..3 per pass, chosen from measured costs, so
+  // timing-dependent) changes only how fast.
+  const Outcome adaptive = Converse(3, gen, tools, thinking, /*adaptive=*/true);
+  CHECK(adaptive.content == plain.content);
+  CHECK(adaptive.reasoning == plain.reasoning);
+  CHECK(adaptive.calls == plain.calls);
+  CHECK(adaptive.stops == plain.stops);
+  CHECK(adaptive.generated == plain.generated);
+  CHECK(adaptive.transcript == plain.transcript);
+  CHECK(adaptive.saved == plain.saved);
+  CHECK(adaptive.drafted > 0);  // its first pass drafts the maximum
 }
 
 GenerateRequest Greedy(int64_t max_tokens) {

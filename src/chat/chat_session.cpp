@@ -138,6 +138,8 @@ StatusOr<std::unique_ptr<ChatSession>> ChatSession::Create(std::shared_ptr<const
 ChatSession::ChatSession(std::shared_ptr<const ChatModel> model, ChatSessionParams params,
                          std::unique_ptr<Session> session)
     : model_(std::move(model)), params_(std::move(params)), session_(std::move(session)) {
+  if (params_.max_draft > 0 && params_.adaptive_draft)
+    draft_policy_ = std::make_unique<DraftLengthPolicy>(params_.max_draft);
   report_.feed.checkpoint_pos = -1;
 }
 
@@ -586,6 +588,7 @@ Status ChatSession::StartGenerate(ChatTurn& turn) {
   if (params_.max_draft > 0) {
     go.max_draft = params_.max_draft;
     go.draft = &g->draft;
+    go.draft_policy = draft_policy_.get();
     g->speculative = true;
   } else {
     QWENRT_RETURN_IF_ERROR(session.BeginGenerate(go, &g->out, &g->report, &g->job));

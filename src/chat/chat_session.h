@@ -40,6 +40,7 @@
 #include "chat/reply_stream.h"
 #include "chat/sampler.h"
 #include "chat/turn_planner.h"
+#include "session/draft_policy.h"
 #include "session/session.h"
 #include "text/json.h"
 
@@ -59,6 +60,10 @@ struct ChatSessionParams {
   // seeded sampling, constraints, tool choice, reasoning budget, stop strings, cancel).
   // At most kMaxVerifyDraft. Run alone only: the batching engine refuses such a session.
   int64_t max_draft = 0;
+  // With max_draft > 0: each verify pass drafts 0..max_draft tokens, as the session's
+  // DraftLengthPolicy finds fastest from the acceptance and pass costs it has measured (so
+  // speculation that does not pay falls back to plain decoding); false: max_draft every pass.
+  bool adaptive_draft = true;
 };
 
 // Why a generation ended.
@@ -258,6 +263,7 @@ class ChatSession {
   std::shared_ptr<const ChatModel> model_;
   ChatSessionParams params_;
   std::unique_ptr<Session> session_;
+  std::unique_ptr<DraftLengthPolicy> draft_policy_;  // max_draft > 0 and adaptive_draft
   std::atomic<bool> cancel_{false};
   mutable std::atomic<bool> busy_{false};
   TurnReport report_;

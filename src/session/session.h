@@ -49,8 +49,9 @@
 
 namespace qwenrt {
 
-class ByteSink;     // session_file.h
-class DraftSource;  // speculative.h
+class ByteSink;           // session_file.h
+class DraftSource;        // speculative.h
+class DraftLengthPolicy;  // draft_policy.h
 
 struct SessionParams {
   BackendKind backend = BackendKind::kCpu;
@@ -160,6 +161,10 @@ struct GenerateOptions {
   // the kCuda backend.
   int64_t max_draft = 0;
   DraftSource* draft = nullptr;  // required when max_draft > 0; outlives the call
+  // Adaptive draft length (draft_policy.h): each pass asks the policy for its drafts (at most
+  // max_draft) and tells it what the pass paid. Null: max_draft every pass. Outlives the call; a
+  // host keeps one per session so it learns across calls.
+  DraftLengthPolicy* draft_policy = nullptr;
 };
 
 struct GenerateReport {

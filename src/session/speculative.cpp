@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/guard_alloc.h"
+#include "session/draft_policy.h"
 #include "session/session.h"
 
 namespace qwenrt {
@@ -191,8 +192,12 @@ Status Session::GenerateSpeculative(const GenerateOptions& options, std::vector<
   int32_t pending = status.ok() ? sample(last_logits_.data(), size()) : -1;
   while (pending >= 0) {
     // Drafts past max_tokens or the context could never be emitted: not asked for.
+    const int64_t want = options.draft_policy != nullptr
+                             ? std::min(options.draft_policy->Next(), options.max_draft)
+                             : options.max_draft;
     const int64_t k = std::max<int64_t>(
-        0, std::min({options.max_draft, options.max_tokens - sampled, max_context_ - size() - 1}));
+        0, std::min({want, options.max_tokens - sampled, max_context_ - size() - 1}));
+    const auto pass_t0 = std::chrono::steady_clock::now();
     drafts.clear();
     if (k > 0) {
       status = options.draft->Draft(*this, pending, k, &drafts);
@@ -220,6 +225,16 @@ Status Session::GenerateSpeculative(const GenerateOptions& options, std::vector<
     }
     ++r.verify_passes;
     r.accepted += vr.accepted;
+    if (options.draft_policy != nullptr) {
+      // Drafts checked: up to the first wrong one, or, where generation ended in the pass (stop,
+      // max_tokens), only those accepted.
+      const int64_t n_drafts = static_cast<int64_t>(batch.size()) - 1;
+      const int64_t checked = vr.next < 0 ? vr.accepted : std::min(vr.accepted + 1, n_drafts);
+      options.draft_policy->Record(
+          n_drafts, checked, vr.accepted,
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - pass_t0)
+              .count());
+    }
     options.draft->Accepted(
         *this, std::span<const int32_t>(batch.data(), static_cast<size_t>(vr.accepted + 1)));
     pending = vr.next;
