@@ -455,7 +455,9 @@ typedef struct qwenrt_session_params {
    * struct_size covers it. */
   uint64_t memory_limit;
   /* Speculative decoding with the model's MTP (next-n) head (docs/speculative.md): up to this many
-   * drafted tokens checked per verify pass, 0 = off (default), at most 14. Replies are bit for bit
+   * drafted tokens checked per verify pass, 0 = off (default), at most 14; the session picks 0 up
+   * to this many per pass from the acceptance and pass costs it measures (drafting that does not
+   * pay falls back to plain decoding). Replies are bit for bit
    * those without it (any sampling, constraints, tool choice, reasoning budget, stop strings);
    * qwenrt_report says how many drafts were kept. > 0 on a model without an MTP block:
    * QWENRT_INVALID_ARGUMENT at creation; a session that speculates runs alone (an engine's submit
