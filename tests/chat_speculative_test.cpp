@@ -97,32 +97,29 @@ Outcome Converse(int64_t max_draft, const GenerateRequest& gen, const Json& tool
   return o;
 }
 
+// Everything observable equals plain decoding's, and the run did speculate.
+void CheckSameOutcome(const Outcome& spec, const Outcome& plain) {
+  CHECK(spec.content == plain.content);
+  CHECK(spec.reasoning == plain.reasoning);
+  CHECK(spec.calls == plain.calls);
+  CHECK(spec.stops == plain.stops);
+  CHECK(spec.generated == plain.generated);
+  CHECK(spec.transcript == plain.transcript);
+  CHECK(spec.saved == plain.saved);
+  CHECK(spec.drafted > 0);
+}
+
 void CheckSame(const GenerateRequest& gen, const Json& tools = nullptr, bool thinking = false) {
   const Outcome plain = Converse(0, gen, tools, thinking);
   CHECK(plain.drafted == 0);
   for (int64_t k : {1, 3}) {
     INFO("max_draft " << k);
-    const Outcome spec = Converse(k, gen, tools, thinking);
-    CHECK(spec.content == plain.content);
-    CHECK(spec.reasoning == plain.reasoning);
-    CHECK(spec.calls == plain.calls);
-    CHECK(spec.stops == plain.stops);
-    CHECK(spec.generated == plain.generated);
-    CHECK(spec.transcript == plain.transcript);
-    CHECK(spec.saved == plain.saved);
-    CHECK(spec.drafted > 0);
+    CheckSameOutcome(Converse(k, gen, tools, thinking), plain);
   }
   // The adaptive draft length (DraftLengthPolicy: 0..3 per pass, chosen from measured costs, so
-  // timing-dependent) changes only how fast.
-  const Outcome adaptive = Converse(3, gen, tools, thinking, /*adaptive=*/true);
-  CHECK(adaptive.content == plain.content);
-  CHECK(adaptive.reasoning == plain.reasoning);
-  CHECK(adaptive.calls == plain.calls);
-  CHECK(adaptive.stops == plain.stops);
-  CHECK(adaptive.generated == plain.generated);
-  CHECK(adaptive.transcript == plain.transcript);
-  CHECK(adaptive.saved == plain.saved);
-  CHECK(adaptive.drafted > 0);  // its first pass drafts the maximum
+  // timing-dependent) changes only how fast; its first pass drafts the maximum.
+  INFO("adaptive, max_draft 3");
+  CheckSameOutcome(Converse(3, gen, tools, thinking, /*adaptive=*/true), plain);
 }
 
 GenerateRequest Greedy(int64_t max_tokens) {
