@@ -78,6 +78,12 @@ if(QWENRT_BUILD_BENCH AND benchmark_FOUND)
                          PASS_REGULAR_EXPRESSION
                          "llama.cpp \\(llama-server.*\\| tg8 mtp2 head \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+x \\| [0-9.]+ \\| [0-9.]+x \\| (yes|no) \\|")
   endif()
+  # The trained demo model's own head on a chat prompt: real acceptance (>= 0.9 with one draft per
+  # pass; 1.000 measured), and the emitted tokens are plain greedy's.
+  add_test(NAME bench_speed_mtp_demo COMMAND qwenrt-bench tg -m ${_d}/demo-f32.gguf -n 32 -t 2 -r 1 --mtp 1
+           --chat "What is 37 plus 45?")
+  set_tests_properties(bench_speed_mtp_demo PROPERTIES PASS_REGULAR_EXPRESSION
+                       "\\| tg32 mtp1 head \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+x \\| (0\\.9|1\\.0)[0-9]* \\|.*\\| yes \\|")
   add_test(NAME bench_speed_chat_needs_mtp COMMAND qwenrt-bench tg -m ${_d}/tiny-s1-q4km.gguf --chat hi)
   add_test(NAME bench_speed_bad_args COMMAND qwenrt-bench pp -m ${_d}/tiny-s1-q4km.gguf -p x)
   add_test(NAME bench_speed_no_model COMMAND qwenrt-bench pp -m ${_d}/no-such.gguf)

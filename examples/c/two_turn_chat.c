@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   qwenrt_model* model = NULL;
   qwenrt_session* session = NULL;
   qwenrt_message msgs[3] = {
-      {sizeof(qwenrt_message), QWENRT_ROLE_USER, "Hello! Who are you?", NULL, NULL, 0}};
+      {sizeof(qwenrt_message), QWENRT_ROLE_USER, "What is the capital of Kenya?", NULL, NULL, 0}};
   qwenrt_chat chat;
   qwenrt_generate_params gp;
   qwenrt_report r1 = {.struct_size = sizeof(qwenrt_report)};
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
 
   msgs[1] = (qwenrt_message){sizeof(qwenrt_message), QWENRT_ROLE_ASSISTANT, reply, NULL, NULL, 0};
   msgs[2] =
-      (qwenrt_message){sizeof(qwenrt_message), QWENRT_ROLE_USER, "Tell me more.", NULL, NULL, 0};
+      (qwenrt_message){sizeof(qwenrt_message), QWENRT_ROLE_USER, "And of Ghana?", NULL, NULL, 0};
   chat.n_messages = 3;
   printf("\nturn 2: ");
   CHECK(qwenrt_session_chat(session, &chat, NULL, &gp, &r2));

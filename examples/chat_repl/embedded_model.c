@@ -1,6 +1,6 @@
-/* The tiny fixture model (tests/data/tiny-s1-q4km.gguf) embedded in chat_repl with the assembler's
- * .incbin, so the REPL runs with no --model argument. QWENRT_EMBED_PATH is set by CMakeLists.txt.
- * Needs GCC or Clang (GNU assembler syntax). */
+/* The demo model (tests/data/demo-f32.gguf, trained by tools/demo-model/) embedded in chat_repl
+ * with the assembler's .incbin, so the REPL runs with no --model argument. QWENRT_EMBED_PATH is set
+ * by CMakeLists.txt. Needs GCC or Clang (GNU assembler syntax). */
 #ifndef QWENRT_EMBED_PATH
 #error "QWENRT_EMBED_PATH must name the GGUF file to embed"
 #endif

@@ -1,8 +1,9 @@
 // chat_repl: an interactive chat over the qwenrt C API (it includes only qwenrt/qwenrt.h). Streams
 // the reply as it is generated (reasoning dimmed, shown or hidden), prints a one-line report after
 // every turn (reused / prefilled tokens, time to first token, tokens/s), and has commands to toggle
-// thinking, save / load / fork / reset the session. Without --model it runs on the embedded tiny
-// fixture model (random weights: it says so at startup). Reads stdin line by line, so it can be
+// thinking, save / load / fork / reset the session. Without --model it runs on the embedded demo
+// model (a few million parameters trained in tools/demo-model/: it says so at startup). Reads
+// stdin line by line, so it can be
 // scripted through a pipe (no prompt is printed then; reasoning is hidden and a one-line note says
 // how much).
 #include <qwenrt/qwenrt.h>
@@ -79,7 +80,7 @@ void Usage(FILE* f) {
   std::fprintf(
       f,
       "usage: chat_repl [options]\n"
-      "  --model PATH        a Qwen3.5 GGUF (default: the embedded tiny fixture model)\n"
+      "  --model PATH        a Qwen3.5 GGUF (default: the embedded demo model)\n"
       "  --system TEXT       system prompt\n"
       "  --max-tokens N      tokens per reply (default 256)\n"
       "  --temp T            temperature (default 0 = greedy, reproducible)\n"
@@ -443,7 +444,7 @@ class Repl {
     b.messages.push_back(std::move(reply));
     ++b.turns;
     // A reply that printed nothing still says what it was, so a piped run shows the model's output:
-    // reasoning hidden by default, or (the embedded fixture's greedy replies) only whitespace,
+    // reasoning hidden by default, or (a random-weight model's greedy replies) only whitespace,
     // which the reply stream trims.
     if (stream_.hidden_chars > 0) {
       std::printf("(reasoning: %zu chars hidden; --reasoning show prints it)\n",
@@ -660,7 +661,7 @@ int main(int argc, char** argv) {
   info.struct_size = sizeof info;
   if (qwenrt_model_get_info(model, &info) == QWENRT_OK) {
     std::fprintf(stderr, "qwenrt %s: %s model %s (%s), /help for commands\n", qwenrt_version(),
-                 info.arch, o.model.empty() ? "(embedded tiny fixture)" : o.model.c_str(),
+                 info.arch, o.model.empty() ? "(embedded demo model)" : o.model.c_str(),
                  info.fingerprint);
   }
   // What one session will hold at --ctx, before it is created (docs/memory.md).
@@ -680,9 +681,10 @@ int main(int argc, char** argv) {
   }
   if (o.model.empty()) {
     std::fprintf(stderr,
-                 "note: the embedded fixture model has random weights: its replies are noise or "
-                 "only whitespace; the reuse the [turn N] lines report is real (--model PATH "
-                 "loads a real Qwen3.5 GGUF)\n");
+                 "note: the embedded demo model has 1.6M parameters, trained for trying qwenrt: "
+                 "greetings, small arithmetic, capitals, spelling backwards, JSON and two tools "
+                 "(get_weather, calculator); not a general assistant (--model PATH loads a real "
+                 "Qwen3.5 GGUF)\n");
   }
 
   struct sigaction sa {};

@@ -164,7 +164,7 @@ static class Program {
       gp.max_tokens = args.Length > 1 ? int.Parse(args[1]) : 16;
       gp.callback = Marshal.GetFunctionPointerForDelegate(OnPiece);
 
-      IntPtr q1 = Qwenrt.Utf8("Hello! Who are you?"), q2 = Qwenrt.Utf8("Tell me more.");
+      IntPtr q1 = Qwenrt.Utf8("What is the capital of Kenya?"), q2 = Qwenrt.Utf8("And of Ghana?");
       Console.Write("turn 1: ");
       Qwenrt.Report r1, r2;
       string reply1 = Turn(session, new[] { Msg(Qwenrt.ROLE_USER, q1) }, ref gp, out r1);

@@ -93,8 +93,8 @@ func main() {
 	gp.max_tokens = C.int32_t(maxTokens)
 	C.set_callback(&gp)
 
-	q1 := C.CString("Hello! Who are you?")
-	q2 := C.CString("Tell me more.")
+	q1 := C.CString("What is the capital of Kenya?")
+	q2 := C.CString("And of Ghana?")
 	defer C.free(unsafe.Pointer(q1))
 	defer C.free(unsafe.Pointer(q2))
 	fmt.Print("turn 1: ")

@@ -4,7 +4,7 @@ execute_process(COMMAND ${GO} build -o ${OUT} . WORKING_DIRECTORY ${SRC} RESULT_
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "go build failed")
 endif()
-execute_process(COMMAND ${OUT} ${MODEL} 16 RESULT_VARIABLE rc)
+execute_process(COMMAND ${OUT} ${MODEL} 48 RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "the Go example failed (${rc})")
 endif()

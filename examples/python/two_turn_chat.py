@@ -52,10 +52,10 @@ def main():
         assert reply == "".join(pieces), (reply, pieces)  # the reply is what was streamed
         return reply, report
 
-    history = [q.message(q.ROLE_USER, "Hello! Who are you?")]
+    history = [q.message(q.ROLE_USER, "What is the capital of Kenya?")]
     reply1, r1 = turn(history)
     print("turn 1: %r (prompt %d, prefilled %d)" % (reply1, r1.prompt_tokens, r1.prefilled_tokens))
-    history += [q.message(q.ROLE_ASSISTANT, reply1), q.message(q.ROLE_USER, "Tell me more.")]
+    history += [q.message(q.ROLE_ASSISTANT, reply1), q.message(q.ROLE_USER, "And of Ghana?")]
     reply2, r2 = turn(history)
     print("turn 2: %r (prompt %d, reused %d, prefilled %d, ttft %.2f ms)" %
           (reply2, r2.prompt_tokens, r2.reused_tokens, r2.prefilled_tokens, r2.ttft_ms))

@@ -8,7 +8,7 @@ execute_process(COMMAND ${CARGO} build --quiet --offline --release WORKING_DIREC
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cargo build failed")
 endif()
-execute_process(COMMAND ${WORK}/target/release/two_turn_chat ${MODEL} 16 RESULT_VARIABLE rc)
+execute_process(COMMAND ${WORK}/target/release/two_turn_chat ${MODEL} 48 RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "the Rust example failed (${rc})")
 endif()

@@ -45,7 +45,11 @@ def main():
                                os.path.join(a.work, "heldout.tokens.txt"), "--out", f,
                                "--backend", be, "--threads", a.threads])
         out[be] = compare(f, os.path.join(a.work, "heldout.hf.f32"), info["vocab_size"], toks)
-        print(be, json.dumps(out[be]))
+        print(be, "vs transformers:", json.dumps(out[be]))
+        alt = os.path.join(a.work, "heldout.hf.llama-l2.f32")
+        if os.path.exists(alt):  # transformers with the GGUF runtimes' L2 norm (evaluate.py)
+            out[be + "_llama_l2"] = compare(f, alt, info["vocab_size"], toks)
+            print(be, "vs transformers with llama.cpp's L2 norm:", json.dumps(out[be + "_llama_l2"]))
     with open(os.path.join(a.work, "qwenrt-check.json"), "w") as fh:
         json.dump(out, fh, indent=2)
     if a.export:
@@ -56,6 +60,11 @@ def main():
         hf = np.fromfile(os.path.join(a.work, "heldout.hf.f32"), dtype="<f4").reshape(-1, V)
         hf[:a.export].astype("<f4").tofile(os.path.join(data_dir, "logits",
                                                         "demo-f32.heldout.hf.f32"))
+        alt = os.path.join(a.work, "heldout.hf.llama-l2.f32")
+        if os.path.exists(alt):
+            hl = np.fromfile(alt, dtype="<f4").reshape(-1, V)
+            hl[:a.export].astype("<f4").tofile(os.path.join(data_dir, "logits",
+                                                            "demo-f32.heldout.hf-llama-l2.f32"))
         os.makedirs(os.path.join(data_dir, "demo"), exist_ok=True)
         shutil.copy(os.path.join(a.work, "eval-prompts.jsonl"),
                     os.path.join(data_dir, "demo", "eval-prompts.jsonl"))

@@ -111,12 +111,30 @@ def teacher_forced(trunk, mtp, seqs, weights):
             "mtp_accept": acc / n_d, "mtp_ref_match": agree_ref / n_d, "mtp_positions": n_d}
 
 
+def l2norm_llama(x, dim=-1, eps=1e-6):
+    """The GDN q/k L2 norm as llama.cpp (and qwenrt, docs/spec/qwen35-architecture.md section 15)
+    computes it: x / max(||x||, eps). transformers computes x * rsqrt(sum(x^2) + eps); the two
+    differ where a q or k head vector is short (first tokens of a small model)."""
+    return x / torch.sqrt((x * x).sum(dim=dim, keepdim=True)).clamp_min(eps)
+
+
 @torch.no_grad()
 def dump_logits(trunk, ids, tok_path, logits_path):
+    """transformers' logits for `ids` (as is), and beside them (LOGITS.llama-l2.f32) the same
+    model with the GGUF runtimes' L2 norm, which separates a runtime's own error from that
+    convention."""
+    import transformers.models.qwen3_5.modeling_qwen3_5 as hf_qwen
     with open(tok_path, "w") as f:
         f.write(" ".join(map(str, ids)) + "\n")
     logits = trunk(input_ids=torch.tensor([ids])).logits[0].float().numpy()
     logits.astype("<f4").tofile(logits_path)
+    hf_l2 = hf_qwen.l2norm
+    hf_qwen.l2norm = l2norm_llama
+    try:
+        alt = trunk(input_ids=torch.tensor([ids])).logits[0].float().numpy()
+    finally:
+        hf_qwen.l2norm = hf_l2
+    alt.astype("<f4").tofile(logits_path[:-len(".f32")] + ".llama-l2.f32")
     return logits.shape
 
 

@@ -182,8 +182,8 @@ fn run() -> Result<(), String> {
     gp.max_tokens = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(16);
     gp.callback = Some(on_piece);
 
-    let q1 = CString::new("Hello! Who are you?").unwrap();
-    let q2 = CString::new("Tell me more.").unwrap();
+    let q1 = CString::new("What is the capital of Kenya?").unwrap();
+    let q2 = CString::new("And of Ghana?").unwrap();
     print!("turn 1: ");
     let (reply1, r1) = turn(session, &[message(ROLE_USER, &q1)], &gp)?;
     let a1 = CString::new(reply1).map_err(|e| e.to_string())?;
