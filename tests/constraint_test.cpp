@@ -420,6 +420,34 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
   auto pat = Schema(R"({"type": "string", "pattern": "^[a-z]+-\\d{2}$"})");
   CHECK(Matches(pat, "\"abc-12\""));
   CHECK_FALSE(Matches(pat, "\"abc-123\""));
+  // pattern with minLength/maxLength: exact where the pattern is one repeated character, whose
+  // repetition bounds meet the lengths; other patterns with lengths are refused.
+  auto id =
+      Schema(R"({"type": "string", "pattern": "^[a-z0-9_-]+$", "minLength": 3, "maxLength": 5})");
+  CHECK(Matches(id, "\"abc\""));
+  CHECK(Matches(id, "\"ab-_9\""));
+  CHECK_FALSE(Matches(id, "\"ab\""));
+  CHECK_FALSE(Matches(id, "\"abcdef\""));
+  CHECK_FALSE(Matches(id, "\"ABC\""));
+  auto digits = Schema(R"({"type": "string", "pattern": "^\\d{4,}?$", "maxLength": 6})");
+  CHECK(Matches(digits, "\"1234\""));
+  CHECK(Matches(digits, "\"123456\""));
+  CHECK_FALSE(Matches(digits, "\"123\""));
+  CHECK_FALSE(Matches(digits, "\"1234567\""));
+  auto any2 = Schema(R"({"type": "string", "pattern": "^.*$", "maxLength": 2})");
+  CHECK(Matches(any2, "\"ab\""));
+  CHECK(Matches(any2, "\"\""));
+  CHECK_FALSE(Matches(any2, "\"abc\""));
+  CHECK(
+      SchemaError(R"({"type": "string", "pattern": "^x{5}$", "maxLength": 3})").find("maxLength") !=
+      std::string::npos);
+  CHECK(SchemaError(R"({"type": "string", "pattern": "^[a-z]+@[a-z]+$", "maxLength": 10})")
+            .find("pattern") != std::string::npos);
+  CHECK(SchemaError(R"({"type": "string", "pattern": "[a-z]+", "maxLength": 5})").find("pattern") !=
+        std::string::npos);
+  CHECK(SchemaError(R"({"type": "string", "pattern": "^\\b+$", "maxLength": 5})").find("pattern") !=
+        std::string::npos);
+
   auto search = Schema(R"({"type": "string", "pattern": "ab+c"})");
   CHECK(Matches(search, "\"xx abbbc \\\"yy\""));
   CHECK_FALSE(Matches(search, "\"ac\""));
@@ -482,6 +510,19 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
   CHECK(Matches(all, R"({"b": "x", "a": 1, "c": null})"));
   CHECK_FALSE(Matches(all, R"({"a": 1})"));
   CHECK_FALSE(Matches(all, R"({"a": "1", "b": "x"})"));
+
+  // allOf members that differ only in annotations do not conflict: vendor extensions ("x-..."),
+  // editors' keywords and the standard annotations constrain nothing.
+  auto annotated = Schema(
+      R"({"allOf": [{"type": "string", "maxLength": 3, "x-intellij-html-description": "<b>a</b>",
+      "markdownDescription": "a", "title": "A"}, {"x-intellij-html-description": "<i>b</i>",
+      "markdownDescription": "b", "title": "B", "enumDescriptions": ["x"]}]})");
+  CHECK(Matches(annotated, R"("abc")"));
+  CHECK_FALSE(Matches(annotated, R"("abcd")"));
+  CHECK_FALSE(Matches(annotated, "1"));
+  // A constraining keyword that differs still conflicts.
+  CHECK(SchemaError(R"({"allOf": [{"pattern": "^a"}, {"pattern": "^b"}]})").find("pattern") !=
+        std::string::npos);
 
   // additionalProperties sees only its own schema's properties: merging would widen it.
   CHECK(SchemaError(R"({"allOf": [{"properties": {"a": {}}, "additionalProperties": false},

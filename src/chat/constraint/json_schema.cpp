@@ -43,6 +43,15 @@ const std::set<std::string>& Annotations() {
   return k;
 }
 
+bool IsAnnotation(std::string_view keyword) {
+  static const std::set<std::string, std::less<>> editor = {
+      "markdownEnumDescriptions", "enumDescriptions", "deprecationMessage",
+      "defaultSnippets",          "doNotSuggest",     "patternErrorMessage",
+      "suggestSortText",          "enumNames"};
+  return Annotations().count(std::string(keyword)) > 0 || keyword.substr(0, 2) == "x-" ||
+         editor.count(keyword) > 0;
+}
+
 // Keywords that constrain instances but which this compiler does not enforce.
 const std::set<std::string>& Unsupported() {
   static const std::set<std::string> k = {"not",
@@ -178,7 +187,7 @@ std::string SchemaCompiler::CompileInner(const Json& s, const std::string& ptr) 
     if (!s["$ref"].is_string()) Error(ptr, "$ref", "not a string");
     bool siblings = false;
     for (auto it = s.begin(); it != s.end(); ++it) {
-      if (it.key() != "$ref" && !Annotations().count(it.key())) siblings = true;
+      if (it.key() != "$ref" && !IsAnnotation(it.key())) siblings = true;
     }
     if (siblings) {
       Json merged = Json::object();
@@ -223,8 +232,7 @@ std::string SchemaCompiler::CompileInner(const Json& s, const std::string& ptr) 
     siblings.erase(kw);
     bool plain =
         true;  // no sibling constrains: compile branches as they are (keeps $ref rules shared)
-    for (auto it = siblings.begin(); it != siblings.end(); ++it)
-      plain &= Annotations().count(it.key()) > 0;
+    for (auto it = siblings.begin(); it != siblings.end(); ++it) plain &= IsAnnotation(it.key());
     std::vector<Json> merged;
     for (size_t i = 0; i < branches.size(); ++i) {
       if (plain && !one) {
@@ -286,7 +294,7 @@ std::string SchemaCompiler::CompileInner(const Json& s, const std::string& ptr) 
     }
     for (auto it = s.begin(); it != s.end(); ++it) {
       const std::string& k = it.key();
-      if (k == "const" || k == "enum" || k == "type" || Annotations().count(k)) continue;
+      if (k == "const" || k == "enum" || k == "type" || IsAnnotation(k)) continue;
       // Other keywords would have to be checked against each value.
       if (k == "minLength" || k == "maxLength" || k == "pattern" || k == "format" ||
           k == "minimum" || k == "maximum" || k == "properties" || k == "required" ||

@@ -104,7 +104,7 @@ void SchemaCompiler::Merge(Json* a, const Json& b_in, const std::string& ptr) {
   }
   for (auto it = b.begin(); it != b.end(); ++it) {
     const std::string& k = it.key();
-    if (Annotations().count(k)) continue;
+    if (IsAnnotation(k)) continue;
     if (!a->contains(k)) {
       (*a)[k] = it.value();
     } else if ((*a)[k] == it.value()) {

@@ -1,12 +1,86 @@
 // JSON Schema compiler: strings, their length, pattern and format (see json_schema_compiler.h).
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "chat/constraint/json_schema_compiler.h"
 #include "chat/constraint/regex_gbnf.h"
 
 namespace qwenrt::schema {
+namespace {
+
+// `pattern` as "^A{m,n}$" when it is "^A<q>$": one atom A that matches exactly one character (a
+// class [...], '.', \d \D \w \W \s \S, an escaped punctuation character, or a plain ASCII
+// character) under one quantifier q ("", *, +, ?, {m}, {m,}, {m,n}, each maybe lazy). *n = -1: no
+// upper bound. Such a pattern's strings are A repeated m..n times, so minLength and maxLength
+// intersect with m..n exactly (a length counts characters, as the repetition does).
+bool SingleAtomRepeat(std::string_view p, std::string* atom, int64_t* m, int64_t* n) {
+  if (p.size() < 3 || p.front() != '^' || p.back() != '$') return false;
+  size_t i = 1;
+  if (p[i] == '[') {
+    size_t j = i + 1;
+    if (j < p.size() && p[j] == '^') ++j;
+    if (j < p.size() && p[j] == ']') ++j;  // a leading ']' is a member
+    while (j < p.size() && p[j] != ']') j += p[j] == '\\' ? 2 : 1;
+    if (j >= p.size() - 1) return false;
+    *atom = std::string(p.substr(i, j + 1 - i));
+    i = j + 1;
+  } else if (p[i] == '\\') {
+    if (i + 2 >= p.size()) return false;
+    const char c = p[i + 1];
+    const bool cls = std::string_view("dDwWsS").find(c) != std::string_view::npos;
+    const bool punct = (c >= 0x21 && c <= 0x7e) && !std::isalnum(static_cast<unsigned char>(c));
+    if (!cls && !punct) return false;  // \b, backreferences, \x.., \u..., \p{..}: not one char here
+    *atom = std::string(p.substr(i, 2));
+    i += 2;
+  } else {
+    const char c = p[i];
+    if (static_cast<unsigned char>(c) >= 0x80 ||
+        std::string_view("()|*+?{}]^$").find(c) != std::string_view::npos)
+      return false;
+    *atom = std::string(1, c);
+    ++i;
+  }
+  const std::string_view q = p.substr(i, p.size() - 1 - i);  // up to the final '$'
+  std::string_view rest;
+  if (q.empty()) {
+    *m = *n = 1;
+  } else if (q[0] == '*' || q[0] == '+' || q[0] == '?') {
+    *m = q[0] == '+' ? 1 : 0;
+    *n = q[0] == '?' ? 1 : -1;
+    rest = q.substr(1);
+  } else if (q[0] == '{') {
+    const size_t close = q.find('}');
+    if (close == std::string_view::npos) return false;
+    const std::string body(q.substr(1, close - 1));
+    const size_t comma = body.find(',');
+    auto number = [](const std::string& t, int64_t* v) {
+      if (t.empty() || t.size() > 6 || t.find_first_not_of("0123456789") != std::string::npos)
+        return false;
+      *v = std::stoll(t);
+      return true;
+    };
+    if (comma == std::string::npos) {
+      if (!number(body, m)) return false;
+      *n = *m;
+    } else {
+      if (!number(body.substr(0, comma), m)) return false;
+      const std::string hi = body.substr(comma + 1);
+      *n = -1;
+      if (!hi.empty() && !number(hi, n)) return false;
+      if (*n >= 0 && *n < *m) return false;
+    }
+    rest = q.substr(close + 1);
+  } else {
+    return false;
+  }
+  return rest.empty() || rest == "?";  // a lazy quantifier matches the same strings
+}
+
+}  // namespace
 
 std::string SchemaCompiler::CompileString(const Json& s, const std::string& ptr) {
   const bool has_len = s.contains("minLength") || s.contains("maxLength");
@@ -35,10 +109,26 @@ std::string SchemaCompiler::CompileString(const Json& s, const std::string& ptr)
     return NewRule("\"\\\"\" " + g + " \"\\\"\"");
   }
   if (s.contains("pattern")) {
-    if (has_len) Error(ptr, "pattern", "together with minLength/maxLength");
     if (!s["pattern"].is_string()) Error(ptr, "pattern", "must be a string");
+    std::string pattern = s["pattern"].get<std::string>();
+    if (has_len) {
+      // Exact only where the pattern is one repeated character: its length bounds then meet
+      // minLength/maxLength. Any other pattern with lengths would need the product automaton.
+      std::string atom;
+      int64_t m = 0, n = -1;
+      if (!SingleAtomRepeat(pattern, &atom, &m, &n))
+        Error(ptr, "pattern", "together with minLength/maxLength");
+      const int64_t lo = std::max(m, count("minLength", 0));
+      int64_t hi = count("maxLength", -1);
+      if (n >= 0) hi = hi >= 0 ? std::min(hi, n) : n;
+      if (hi >= 0 && hi < lo)
+        Error(ptr, "maxLength", "the pattern's repetition and the lengths exclude every string",
+              true);
+      pattern =
+          "^" + atom + "{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : "") + "}$";
+    }
     std::string g;
-    Status st = RegexToGbnf(s["pattern"].get<std::string>(), RegexMode::kJsonString, &g);
+    Status st = RegexToGbnf(pattern, RegexMode::kJsonString, &g);
     if (!st.ok()) Error(ptr, "pattern", st.message());
     return NewRule("\"\\\"\" " + g + " \"\\\"\"");
   }
