@@ -641,8 +641,7 @@ int RunSpeed(int argc, char** argv) {
   std::vector<std::array<double, 3>> verify_cost;  // per k = 1..K: decode, reject-all, accept-all
   if (a.mtp > 0) {
     // Speculation needs logits to start from: at least one token of context.
-    std::vector<int32_t> one = RandomTokens(1, V, 0x0e);
-    if (!chat_context.empty()) one = chat_context;
+    const std::vector<int32_t> one = chat_context.empty() ? RandomTokens(1, V, 0x0e) : chat_context;
     for (const Result& r : results) {
       if (r.prefill) continue;
       std::span<const int32_t> context(context_tokens.data(), static_cast<size_t>(r.depth));

@@ -14,42 +14,42 @@
 
 namespace qwenrt::schema {
 
-// Keywords that never constrain instances (annotations, identifiers, vocabularies).
-const std::set<std::string>& Annotations() {
-  static const std::set<std::string> k = {"title",
-                                          "description",
-                                          "default",
-                                          "examples",
-                                          "example",
-                                          "$schema",
-                                          "$id",
-                                          "id",
-                                          "$comment",
-                                          "readOnly",
-                                          "writeOnly",
-                                          "deprecated",
-                                          "$defs",
-                                          "definitions",
-                                          "contentMediaType",
-                                          "contentEncoding",
-                                          "discriminator",
-                                          "xml",
-                                          "externalDocs",
-                                          "nullable_annotation",
-                                          "$anchor",
-                                          "$vocabulary",
-                                          "markdownDescription",
-                                          "errorMessage"};
-  return k;
-}
-
 bool IsAnnotation(std::string_view keyword) {
-  static const std::set<std::string, std::less<>> editor = {
-      "markdownEnumDescriptions", "enumDescriptions", "deprecationMessage",
-      "defaultSnippets",          "doNotSuggest",     "patternErrorMessage",
-      "suggestSortText",          "enumNames"};
-  return Annotations().count(std::string(keyword)) > 0 || keyword.substr(0, 2) == "x-" ||
-         editor.count(keyword) > 0;
+  // Keywords that never constrain instances: annotations, identifiers, vocabularies, and the
+  // editors' annotation keywords (VS Code's markdownDescription and friends).
+  static const std::set<std::string, std::less<>> k = {"title",
+                                                       "description",
+                                                       "default",
+                                                       "examples",
+                                                       "example",
+                                                       "$schema",
+                                                       "$id",
+                                                       "id",
+                                                       "$comment",
+                                                       "readOnly",
+                                                       "writeOnly",
+                                                       "deprecated",
+                                                       "$defs",
+                                                       "definitions",
+                                                       "contentMediaType",
+                                                       "contentEncoding",
+                                                       "discriminator",
+                                                       "xml",
+                                                       "externalDocs",
+                                                       "nullable_annotation",
+                                                       "$anchor",
+                                                       "$vocabulary",
+                                                       "markdownDescription",
+                                                       "errorMessage",
+                                                       "markdownEnumDescriptions",
+                                                       "enumDescriptions",
+                                                       "deprecationMessage",
+                                                       "defaultSnippets",
+                                                       "doNotSuggest",
+                                                       "patternErrorMessage",
+                                                       "suggestSortText",
+                                                       "enumNames"};
+  return k.count(keyword) > 0 || keyword.substr(0, 2) == "x-";
 }
 
 // Keywords that constrain instances but which this compiler does not enforce.

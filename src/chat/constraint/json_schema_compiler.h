@@ -42,11 +42,10 @@ struct Fail {
   bool unsatisfiable;  // the schema matches nothing (an optional place for it can be dropped)
 };
 
-// Keywords that never constrain instances (annotations, identifiers, vocabularies).
-const std::set<std::string>& Annotations();
-// A keyword of Annotations(), a vendor extension ("x-" prefix, which JSON Schema leaves to
-// annotations), or one of the editors' annotation keywords (VS Code's markdownDescription and
-// friends): it constrains nothing, so allOf members that differ in it do not conflict.
+// A keyword that never constrains instances: an annotation, identifier or vocabulary (title,
+// $id, $defs, ...), one of the editors' annotation keywords (VS Code's markdownDescription and
+// friends) or a vendor extension ("x-" prefix, which JSON Schema leaves to annotations). Compiling
+// ignores it, and allOf members that differ in it do not conflict.
 bool IsAnnotation(std::string_view keyword);
 // Keywords that constrain instances but which this compiler does not enforce.
 const std::set<std::string>& Unsupported();
