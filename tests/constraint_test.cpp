@@ -408,6 +408,43 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
   CHECK_FALSE(Matches(h, "\"v1\""));
   CHECK_FALSE(Matches(h, "\"v20994\""));
 
+  // enum / const beside other keywords: the values the rest of the schema accepts, nothing else.
+  auto en_len = Schema(R"({"enum": ["AB", "ABC", "ABCDE", 7], "minLength": 3, "maxLength": 4})");
+  CHECK(Matches(en_len, R"("ABC")"));
+  CHECK(Matches(en_len, "7"));  // length keywords leave numbers alone
+  CHECK_FALSE(Matches(en_len, R"("AB")"));
+  CHECK_FALSE(Matches(en_len, R"("ABCDE")"));
+  auto en_min =
+      Schema(R"({"allOf": [{"enum": [2.6, 0.5, "x"]}, {"not": {"not": {"minimum": 1}}}]})");
+  CHECK(Matches(en_min, "2.6"));
+  CHECK(Matches(en_min, R"("x")"));
+  CHECK_FALSE(Matches(en_min, "0.5"));
+  auto en_obj = Schema(R"({"enum": [{"foo": 1, "bar": 2}, {"foo": "s"}, {"baz": 1}],
+      "properties": {"foo": {"type": "integer"}}, "required": ["foo"]})");
+  CHECK(Matches(en_obj, R"({"foo": 1, "bar": 2})"));
+  CHECK_FALSE(Matches(en_obj, R"({"foo": "s"})"));
+  CHECK_FALSE(Matches(en_obj, R"({"baz": 1})"));
+  auto en_pat = Schema(R"({"const": "aaa", "pattern": "^a*$"})");
+  CHECK(Matches(en_pat, R"("aaa")"));
+  CHECK(SchemaError(R"({"const": "aab", "pattern": "^a*$"})").find("no value matches") !=
+        std::string::npos);
+  auto en_items =
+      Schema(R"({"enum": [[1, 2], [1], "s"], "items": {"type": "integer"}, "minItems": 2})");
+  CHECK(Matches(en_items, "[1, 2]"));
+  CHECK(Matches(en_items, R"("s")"));
+  CHECK_FALSE(Matches(en_items, "[1]"));
+  auto en_count = Schema(R"({"enum": [{"a": 1}, {"a": 1, "b": 2}, {}, "s"], "minProperties": 1,
+      "maxProperties": 1})");
+  CHECK(Matches(en_count, R"({"a": 1})"));
+  CHECK(Matches(en_count, R"("s")"));
+  CHECK_FALSE(Matches(en_count, R"({"a": 1, "b": 2})"));
+  CHECK_FALSE(Matches(en_count, "{}"));
+  // A keyword the rest cannot enforce is still refused, by name.
+  CHECK(SchemaError(R"({"enum": ["a", "b"], "pattern": "(?=a)a"})").find("pattern") !=
+        std::string::npos);
+  CHECK(SchemaError(R"({"enum": [{"a": 1}], "dependencies": {"a": ["b"]}})").find("dependencies") !=
+        std::string::npos);
+
   auto str = Schema(R"({"type": "string", "minLength": 2, "maxLength": 3})");
   CHECK(Matches(str, "\"ab\""));
   CHECK(Matches(str, "\"a\\nb\""));
@@ -502,6 +539,55 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
   CHECK(Matches(one, "null"));
   CHECK(SchemaError(R"({"oneOf": [{"type": "integer"}, {"type": "number"}]})").find("oneOf") !=
         std::string::npos);
+
+  // minProperties / maxProperties over other keys only.
+  auto at_least = Schema(R"({"type": "object", "minProperties": 1})");
+  CHECK(Matches(at_least, R"({"a": 1})"));
+  CHECK(Matches(at_least, R"({"a": 1, "b": [2]})"));
+  CHECK_FALSE(Matches(at_least, "{}"));
+  auto two_three = Schema(R"({"type": "object", "minProperties": 2, "maxProperties": 3,
+      "additionalProperties": {"type": "integer"}})");
+  CHECK_FALSE(Matches(two_three, R"({"a": 1})"));
+  CHECK(Matches(two_three, R"({"a": 1, "b": 2})"));
+  CHECK(Matches(two_three, R"({"a": 1, "b": 2, "c": 3})"));
+  CHECK_FALSE(Matches(two_three, R"({"a": 1, "b": 2, "c": 3, "d": 4})"));
+  CHECK_FALSE(Matches(two_three, R"({"a": 1, "b": "2"})"));
+  auto at_most = Schema(R"({"type": "object", "maxProperties": 1})");
+  CHECK(Matches(at_most, "{}"));
+  CHECK(Matches(at_most, R"({"a": null})"));
+  CHECK_FALSE(Matches(at_most, R"({"a": null, "b": null})"));
+  CHECK(Matches(Schema(R"({"type": "object", "maxProperties": 0})"), "{}"));
+  CHECK_FALSE(Matches(Schema(R"({"type": "object", "maxProperties": 0})"), R"({"a": 1})"));
+  CHECK(SchemaError(R"({"type": "object", "minProperties": 3, "maxProperties": 2})")
+            .find("minProperties") != std::string::npos);
+  // Beside declared properties they are still refused.
+  CHECK(SchemaError(R"({"type": "object", "properties": {"a": {}}, "minProperties": 2})")
+            .find("minProperties") != std::string::npos);
+
+  // oneOf over required lists: exactly one list present, compiled by presence pattern.
+  auto shape = Schema(R"({"type": "object", "properties": {"radius": {"type": "number"},
+      "length": {"type": "number"}, "width": {"type": "number"}},
+      "oneOf": [{"required": ["radius"]}, {"required": ["length", "width"]}]})");
+  CHECK(Matches(shape, R"({"radius": 1})"));
+  CHECK(Matches(shape, R"({"length": 1, "width": 2})"));
+  CHECK(Matches(shape, R"({"width": 2, "length": 1, "note": "x"})"));
+  CHECK(Matches(shape, R"({"radius": 1, "width": 2})"));  // width alone satisfies no list
+  CHECK_FALSE(Matches(shape, R"({"radius": 1, "length": 1, "width": 2})"));  // both lists
+  CHECK_FALSE(Matches(shape, R"({"length": 1})"));                           // neither
+  CHECK_FALSE(Matches(shape, R"({"radius": "1"})"));  // the siblings still apply
+  // Without a type, a non-object matches every branch, so none of oneOf; objects as above.
+  auto untyped = Schema(R"({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]})");
+  CHECK(Matches(untyped, R"({"a": 1})"));
+  CHECK(Matches(untyped, R"({"b": [], "c": 1})"));
+  CHECK_FALSE(Matches(untyped, R"({"a": 1, "b": 2})"));
+  CHECK_FALSE(Matches(untyped, R"({})"));
+  CHECK_FALSE(Matches(untyped, R"("a")"));
+  // A sibling's required key removes the patterns without it.
+  auto req = Schema(R"({"required": ["a"], "oneOf": [{"required": ["a"]}, {"required": ["b"]}]})");
+  CHECK(Matches(req, R"({"a": 1})"));
+  CHECK_FALSE(Matches(req, R"({"a": 1, "b": 1})"));
+  CHECK(SchemaError(R"({"type": "string", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]})")
+            .find("oneOf") != std::string::npos);
 
   auto all = Schema(
       R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
@@ -609,8 +695,10 @@ TEST_CASE("JSON Schema: multipleOf on integers is exact", "[constraint]") {
         std::string::npos);
   CHECK(SchemaError(R"({"type": "integer", "multipleOf": 3, "minimum": 5})").find("multipleOf") !=
         std::string::npos);
-  CHECK(SchemaError(R"({"enum": [3, 4], "multipleOf": 3})").find("multipleOf") !=
-        std::string::npos);
+  // Beside enum, multipleOf keeps the values it accepts.
+  auto en = Schema(R"({"enum": [3, 4, 9], "multipleOf": 3})");
+  CHECK(Matches(en, "9"));
+  CHECK_FALSE(Matches(en, "4"));
 }
 
 TEST_CASE("partial UTF-8 across tokens and tokens spanning terminals", "[constraint]") {

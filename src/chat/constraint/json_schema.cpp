@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "chat/constraint/json_schema_compiler.h"
+#include "chat/constraint/matcher.h"
 
 namespace qwenrt::schema {
 
@@ -128,17 +131,20 @@ constexpr int kMaxSchemaDepth = 512;
 
 StatusOr<std::string> SchemaCompiler::Run() {
   try {
-    const std::string r = Compile(root_, "");
-    std::string out = "root ::= " + r + "\n";
-    out += compact_ ? "ws ::= \"\"\n" : "ws ::= [ \\t\\n\\r]*\n";
-    out += kBaseRules;
-    out += rules_;
-    return out;
+    return GrammarText(Compile(root_, ""));
   } catch (const Fail& f) {
     return f.status;
   } catch (const Json::TypeError&) {
     return InvalidArgument("schema: a keyword has a value of the wrong type");
   }
+}
+
+std::string SchemaCompiler::GrammarText(const std::string& start) const {
+  std::string out = "root ::= " + start + "\n";
+  out += compact_ ? "ws ::= \"\"\n" : "ws ::= [ \\t\\n\\r]*\n";
+  out += kBaseRules;
+  out += rules_;
+  return out;
 }
 
 void SchemaCompiler::Error(const std::string& ptr, const std::string& kw, const std::string& what,
@@ -234,16 +240,18 @@ std::string SchemaCompiler::CompileInner(const Json& s, const std::string& ptr) 
         true;  // no sibling constrains: compile branches as they are (keeps $ref rules shared)
     for (auto it = siblings.begin(); it != siblings.end(); ++it) plain &= IsAnnotation(it.key());
     std::vector<Json> merged;
-    for (size_t i = 0; i < branches.size(); ++i) {
-      if (plain && !one) {
-        merged.push_back(branches[i]);
-        continue;
+    if (!one || !OneOfByPresence(siblings, branches, ptr, &merged)) {
+      for (size_t i = 0; i < branches.size(); ++i) {
+        if (plain && !one) {
+          merged.push_back(branches[i]);
+          continue;
+        }
+        Json m = siblings;
+        Merge(&m, branches[i], ptr + "/" + kw + "/" + std::to_string(i));
+        merged.push_back(m);
       }
-      Json m = siblings;
-      Merge(&m, branches[i], ptr + "/" + kw + "/" + std::to_string(i));
-      merged.push_back(m);
+      if (one) CheckDisjoint(merged, ptr);
     }
-    if (one) CheckDisjoint(merged, ptr);
     std::string body;
     for (size_t i = 0; i < merged.size(); ++i) {
       const std::string b = CompileOrNever(merged[i], ptr + "/" + kw + "/" + std::to_string(i));
@@ -292,18 +300,13 @@ std::string SchemaCompiler::CompileInner(const Json& s, const std::string& ptr) 
       if (s.contains("const") && s["enum"].empty()) Error(ptr, "enum", "empty enum");
       if (s.contains("const") && values.empty()) values.push_back(s["const"]);
     }
-    for (auto it = s.begin(); it != s.end(); ++it) {
-      const std::string& k = it.key();
-      if (k == "const" || k == "enum" || k == "type" || IsAnnotation(k)) continue;
-      // Other keywords would have to be checked against each value.
-      if (k == "minLength" || k == "maxLength" || k == "pattern" || k == "format" ||
-          k == "minimum" || k == "maximum" || k == "properties" || k == "required" ||
-          k == "items" || k == "minItems" || k == "maxItems" || k == "additionalProperties" ||
-          k == "exclusiveMinimum" || k == "exclusiveMaximum" || k == "prefixItems" ||
-          k == "multipleOf") {
-        Error(ptr, k, "together with enum/const is not supported");
-      }
-    }
+    Json rest = s;
+    rest.erase("const");
+    rest.erase("enum");
+    bool constrained = false;
+    for (auto it = rest.begin(); it != rest.end(); ++it)
+      constrained |= it.key() != "type" && !IsAnnotation(it.key());
+    if (constrained) values = KeepAccepted(values, rest, ptr);
     std::string body;
     int count = 0;
     for (const auto& v : values) {
@@ -319,6 +322,57 @@ std::string SchemaCompiler::CompileInner(const Json& s, const std::string& ptr) 
   for (size_t i = 0; i < types.size(); ++i)
     body += (i ? " | " : "") + CompileType(s, types[i], ptr);
   return NewRule(body);
+}
+
+// const / enum beside other keywords: a value stays when the grammar of the rest of the schema
+// accepts its compact JSON text. That grammar enforces the rest exactly or does not compile (the
+// refusal is the rest's own error), so every kept value is valid. A valid value it rejects (an
+// integral float where the rest says "integer", object keys in another order than the declared
+// one) is dropped: a choice lost, never an invalid value let through. minProperties and
+// maxProperties, which no grammar here enforces, are counted on the values themselves.
+std::vector<Json> SchemaCompiler::KeepAccepted(const std::vector<Json>& values, const Json& rest,
+                                               const std::string& ptr) {
+  // Counts of properties no grammar here enforces, but a value's are plain to check.
+  auto bound = [&](const char* k) -> std::optional<size_t> {
+    if (!rest.contains(k)) return std::nullopt;
+    const Json& b = rest[k];
+    if (!b.is_number_integer() || b.get<int64_t>() < 0)
+      Error(ptr, k, "must be a non-negative integer");
+    return static_cast<size_t>(b.get<int64_t>());
+  };
+  const std::optional<size_t> min_props = bound("minProperties"),
+                              max_props = bound("maxProperties");
+  Json grammar_part = rest;
+  grammar_part.erase("minProperties");
+  grammar_part.erase("maxProperties");
+  auto counts_ok = [&](const Json& v) {
+    if (!v.is_object()) return true;
+    return (!min_props || v.size() >= *min_props) && (!max_props || v.size() <= *max_props);
+  };
+  SchemaCompiler child(root_, /*compact=*/true);
+  child.depth_ = depth_;
+  std::string text;
+  try {
+    text = child.GrammarText(child.Compile(grammar_part, ptr));
+  } catch (const Fail& f) {
+    if (!f.unsatisfiable) throw;
+    return {};
+  }
+  auto grammar = Grammar::FromGbnf(text);
+  if (!grammar.ok()) Error(ptr, "enum", "the rest of the schema: " + grammar.status().message());
+  // A byte-level check of short texts: small automaton budgets, and a value the matcher gives up
+  // on is dropped like a rejected one.
+  Matcher::Limits limits;
+  limits.max_nodes = 1 << 18;
+  limits.max_sets = 1 << 12;
+  limits.mask_cache_bytes = 0;
+  Matcher m(*grammar, SingleByteTrie(), limits);
+  std::vector<Json> kept;
+  for (const Json& v : values) {
+    m.Reset();
+    if (counts_ok(v) && m.AcceptBytes(v.dump()) && m.CanEnd()) kept.push_back(v);
+  }
+  return kept;
 }
 
 // A JSON value as json.dumps would print it, with JSON whitespace allowed between tokens.

@@ -1,5 +1,6 @@
 // JSON Schema compiler: `not` in its exact forms, and the disjointness check oneOf is compiled
 // under (see json_schema_compiler.h).
+#include <cstdint>
 #include <set>
 #include <string>
 #include <utility>
@@ -168,6 +169,93 @@ void SchemaCompiler::CheckDisjoint(const std::vector<Json>& branches, const std:
       }
     }
   }
+}
+
+}  // namespace qwenrt::schema
+
+namespace qwenrt::schema {
+
+// oneOf whose branches only name required properties ({"required": [...]}, two or more of them):
+// an object is valid when exactly one branch's list is all present. Over the keys the lists name
+// (K), each presence pattern P ⊆ K that satisfies exactly one list becomes a branch of its own —
+// the siblings, an object, P required, K \ P forbidden — so the branches are disjoint by
+// construction and compile like anyOf. A non-object matches every branch (required only speaks
+// of objects), hence none of oneOf. More than kMaxPresenceKeys keys: not rewritten (the
+// disjointness check then refuses it).
+bool SchemaCompiler::OneOfByPresence(const Json& siblings, const Json& branches,
+                                     const std::string& ptr, std::vector<Json>* out) {
+  constexpr size_t kMaxPresenceKeys = 8;
+  if (branches.size() < 2 || siblings.contains("anyOf")) return false;
+  std::vector<std::set<std::string>> lists;
+  std::set<std::string> keys;
+  for (const auto& b : branches) {
+    if (!b.is_object() || !b.contains("required") || !b["required"].is_array()) return false;
+    for (auto it = b.begin(); it != b.end(); ++it)
+      if (it.key() != "required" && !IsAnnotation(it.key())) return false;
+    std::set<std::string> list;
+    for (const auto& k : b["required"]) {
+      if (!k.is_string()) return false;
+      list.insert(k.get<std::string>());
+    }
+    keys.insert(list.begin(), list.end());
+    lists.push_back(std::move(list));
+  }
+  if (keys.size() > kMaxPresenceKeys) return false;
+  if (siblings.contains("type")) {
+    const Json& t = siblings["type"];
+    bool object = t == "object";
+    if (t.is_array())
+      for (const auto& x : t) object |= x == "object";
+    if (!object) Error(ptr, "oneOf", "every branch matches a non-object", true);
+  }
+  const std::vector<std::string> k(keys.begin(), keys.end());
+  // Patterns the siblings rule out: one without a key they require, one with a key they forbid.
+  auto possible = [&](uint32_t mask) {
+    const bool closed = siblings.contains("additionalProperties") &&
+                        siblings["additionalProperties"] == false &&
+                        !siblings.contains("patternProperties");
+    for (size_t i = 0; i < k.size(); ++i) {
+      const bool present = mask >> i & 1;
+      bool required = false;
+      if (siblings.contains("required") && siblings["required"].is_array())
+        for (const auto& r : siblings["required"]) required |= r == k[i];
+      const Json* p = siblings.contains("properties") && siblings["properties"].is_object() &&
+                              siblings["properties"].contains(k[i])
+                          ? &siblings["properties"][k[i]]
+                          : nullptr;
+      if (!present && required) return false;
+      if (present && ((p != nullptr && *p == false) || (p == nullptr && closed))) return false;
+    }
+    return true;
+  };
+  for (uint32_t mask = 0; mask < (1u << k.size()); ++mask) {
+    if (!possible(mask)) continue;
+    int satisfied = 0;
+    for (const auto& list : lists) {
+      bool all = true;
+      for (size_t i = 0; i < k.size(); ++i)
+        if (!(mask >> i & 1)) all &= list.count(k[i]) == 0;
+      satisfied += all;
+    }
+    if (satisfied != 1) continue;
+    Json m = siblings;
+    m["type"] = "object";
+    if (!m.contains("required")) m["required"] = Json::array();
+    if (!m.contains("properties")) m["properties"] = Json::object();
+    if (!m["required"].is_array() || !m["properties"].is_object()) return false;
+    for (size_t i = 0; i < k.size(); ++i) {
+      if (mask >> i & 1) {
+        bool have = false;
+        for (const auto& r : m["required"]) have |= r == k[i];
+        if (!have) m["required"].push_back(k[i]);
+      } else {
+        m["properties"][k[i]] = false;
+      }
+    }
+    out->push_back(std::move(m));
+  }
+  if (out->empty()) Error(ptr, "oneOf", "no object satisfies exactly one branch", true);
+  return true;
 }
 
 }  // namespace qwenrt::schema

@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -19,6 +21,7 @@
 
 #include "base/status.h"
 #include "chat/constraint/number_range.h"
+#include "chat/constraint/token_trie.h"
 #include "text/json.h"
 
 namespace qwenrt::schema {
@@ -53,6 +56,8 @@ std::string GbnfLiteral(std::string_view bytes);
 const char* TypeOf(const Json& v);
 bool TypeMatches(const std::string& type, const Json& v);
 std::string PointerEscape(const std::string& key);
+// The 256 single bytes as tokens: for matching short texts byte by byte (KeyMatches, enum values).
+const std::shared_ptr<const TokenTrie>& SingleByteTrie();
 
 // Compiles one schema document to GBNF text: one rule per schema node (memoised by JSON pointer for
 // $ref, so recursive schemas become recursive rules). Errors are thrown as Fail inside and returned
@@ -72,6 +77,10 @@ class SchemaCompiler {
   std::string Compile(const Json& s, const std::string& ptr);
   std::string CompileInner(const Json& s, const std::string& ptr);
   std::string ValueLiteral(const Json& v);
+  std::vector<Json> KeepAccepted(const std::vector<Json>& values, const Json& rest,
+                                 const std::string& ptr);
+  // The whole grammar text: `root ::= start`, the whitespace and lexical rules, the rules so far.
+  std::string GrammarText(const std::string& start) const;
   std::string CompileType(const Json& s, const std::string& type, const std::string& ptr);
 
   // json_schema_refs.cpp
@@ -82,6 +91,8 @@ class SchemaCompiler {
   std::string CompileNot(const Json& s, const std::string& ptr);
   bool ObjectsDisjoint(const Json& a, const Json& b);
   void CheckDisjoint(const std::vector<Json>& branches, const std::string& ptr);
+  bool OneOfByPresence(const Json& siblings, const Json& branches, const std::string& ptr,
+                       std::vector<Json>* out);
 
   // json_schema_numbers.cpp
   std::string CompileNumber(const Json& s, bool integer, const std::string& ptr);
@@ -102,6 +113,8 @@ class SchemaCompiler {
   // already written (2^n of them), each property at most once, the end only once every required one
   // is there; other keys may come anywhere.
   static constexpr size_t kMaxFreeOrder = 6;
+  // minProperties / maxProperties over other keys only: repetition bounds up to this.
+  static constexpr int64_t kMaxCountedProperties = 64;
   struct KeyValue {
     std::string rule;  // `"key" ws ":" ws value`
     bool required;

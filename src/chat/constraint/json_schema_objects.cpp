@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -122,22 +123,49 @@ std::string SchemaCompiler::FreeOrderObject(const std::vector<KeyValue>& kvs,
   return NewRule("\"{\" ws " + name(0, true) + " ws \"}\"");
 }
 
+const std::shared_ptr<const TokenTrie>& SingleByteTrie() {
+  static const std::shared_ptr<const TokenTrie> bytes = [] {
+    std::vector<std::string> t;
+    for (int b = 0; b < 256; ++b) t.push_back(std::string(1, static_cast<char>(b)));
+    return *TokenTrie::FromTokens(std::move(t));
+  }();
+  return bytes;
+}
+
 // Does the JSON-encoded key content match the pattern expression `g` (a kJsonString regex)?
 bool SchemaCompiler::KeyMatches(const std::string& g, const std::string& key) {
   auto grammar = Grammar::FromGbnf("root ::= " + g + "\nws ::= \"\"\n" + kBaseRules);
   if (!grammar.ok()) return true;  // be conservative
-  static const auto bytes = [] {
-    std::vector<std::string> t;
-    for (int b = 0; b < 256; ++b) t.push_back(std::string(1, static_cast<char>(b)));
-    return *TokenTrie::FromTokens(t);
-  }();
-  Matcher m(*grammar, bytes);
+  Matcher m(*grammar, SingleByteTrie());
   return m.AcceptBytes(key) && m.CanEnd();
 }
 
 std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr) {
+  // Only other keys (nothing declared, required or patterned): a count of them is a repetition.
+  auto names_none = [&](const char* k) {
+    return !s.contains(k) || (s[k].is_object() && s[k].empty()) ||
+           (s[k].is_array() && s[k].empty());
+  };
+  const bool only_other_keys =
+      names_none("properties") && names_none("required") && names_none("patternProperties") &&
+      !(s.contains("additionalProperties") && s["additionalProperties"] == false);
+  auto count_bound = [&](const char* k) -> std::optional<int64_t> {
+    if (!s.contains(k)) return std::nullopt;
+    if (!s[k].is_number_integer() || s[k].get<int64_t>() < 0)
+      Error(ptr, k, "must be a non-negative integer");
+    if (s[k].get<int64_t>() > kMaxCountedProperties)
+      Error(ptr, k, "above " + std::to_string(kMaxCountedProperties) + " is not supported");
+    return s[k].get<int64_t>();
+  };
+  std::optional<int64_t> min_other, max_other;
+  if (only_other_keys) {
+    min_other = count_bound("minProperties");
+    max_other = count_bound("maxProperties");
+    if (min_other && max_other && *min_other > *max_other)
+      Error(ptr, "minProperties", "above maxProperties", true);
+  }
   for (const char* k : {"minProperties", "maxProperties"}) {
-    if (s.contains(k)) {
+    if (s.contains(k) && !only_other_keys) {
       std::set<Json> distinct;
       if (s.contains("required") && s["required"].is_array())
         distinct.insert(s["required"].begin(), s["required"].end());
@@ -245,6 +273,21 @@ std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr)
     extra_kv = kv;
     tail_rest = NewRule("(ws \",\" ws " + kv + ")*");
     tail_first = NewRule("(" + kv + " " + tail_rest + ")?");
+    if (min_other || max_other) {
+      // n other keys, lo <= n <= hi (a key written twice counts twice: JSON leaves duplicates
+      // undefined, and the grammar never needs them).
+      const int64_t lo = min_other.value_or(0);
+      const std::string more = "(ws \",\" ws " + kv + ")";
+      const std::string hi_more =
+          max_other ? std::to_string(std::max<int64_t>(*max_other - 1, 0)) : std::string();
+      if (max_other && *max_other == 0) {
+        tail_first = NewRule("\"\"");
+      } else if (lo == 0) {
+        tail_first = NewRule("(" + kv + " " + more + "{0," + hi_more + "})?");
+      } else {
+        tail_first = NewRule(kv + " " + more + "{" + std::to_string(lo - 1) + "," + hi_more + "}");
+      }
+    }
   }
   if (props.size() >= 2 && props.size() <= kMaxFreeOrder)
     return FreeOrderObject(props_kv(props), extra_kv);
