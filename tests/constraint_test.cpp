@@ -439,6 +439,23 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
   CHECK(Matches(en_count, R"("s")"));
   CHECK_FALSE(Matches(en_count, R"({"a": 1, "b": 2})"));
   CHECK_FALSE(Matches(en_count, "{}"));
+  // A chain of definitions, each with two enums beside keywords that name the next: each check
+  // compiles the rest again (2^30 compiles); one budget per document refuses it quickly instead.
+  Json chain = Json::object();
+  chain["$defs"] = Json::object();
+  for (int i = 0; i < 30; ++i) {
+    Json site = ParseJson(R"({"enum": [{}], "properties": {"p": {}}})");
+    site["properties"]["p"] = i + 1 < 30
+                                  ? Json::object({{"$ref", "#/$defs/d" + std::to_string(i + 1)}})
+                                  : ParseJson(R"({"type": "integer"})");
+    Json d = Json::object();
+    d["properties"] = Json::object();
+    d["properties"]["x"] = site;
+    d["properties"]["y"] = site;
+    chain["$defs"]["d" + std::to_string(i)] = d;
+  }
+  chain["$ref"] = "#/$defs/d0";
+  CHECK(SchemaError(chain.dump()).find("checks beside other keywords") != std::string::npos);
   // A keyword the rest cannot enforce is still refused, by name.
   CHECK(SchemaError(R"({"enum": ["a", "b"], "pattern": "(?=a)a"})").find("pattern") !=
         std::string::npos);

@@ -349,8 +349,13 @@ std::vector<Json> SchemaCompiler::KeepAccepted(const std::vector<Json>& values, 
     if (!v.is_object()) return true;
     return (!min_props || v.size() >= *min_props) && (!max_props || v.size() <= *max_props);
   };
+  if (--*checks_left_ < 0)
+    Error(ptr, "enum",
+          "more than " + std::to_string(kMaxValueChecks) +
+              " enum/const checks beside other keywords in one schema");
   SchemaCompiler child(root_, /*compact=*/true);
   child.depth_ = depth_;
+  child.checks_left_ = checks_left_;
   std::string text;
   try {
     text = child.GrammarText(child.Compile(grammar_part, ptr));

@@ -132,6 +132,12 @@ class SchemaCompiler {
   int n_ = 0;
   int depth_ = 0;
   int merge_depth_ = 0;
+  // KeepAccepted compiles the rest of the schema in a child compiler, which can meet more enums
+  // beside keywords through $ref: one budget for the whole document bounds that work (a hostile
+  // schema would otherwise multiply it per level).
+  static constexpr int kMaxValueChecks = 256;
+  int own_checks_left_ = kMaxValueChecks;
+  int* checks_left_ = &own_checks_left_;
 };
 
 }  // namespace qwenrt::schema
