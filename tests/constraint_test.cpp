@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "chat/constraint/grammar.h"
+#include "chat/constraint/json_schema_validate.h"
 #include "chat/constraint/matcher.h"
 #include "chat/constraint/number_range.h"
 #include "chat/constraint/token_trie.h"
@@ -439,12 +440,13 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
   CHECK(Matches(en_count, R"("s")"));
   CHECK_FALSE(Matches(en_count, R"({"a": 1, "b": 2})"));
   CHECK_FALSE(Matches(en_count, "{}"));
-  // A chain of definitions, each with two enums beside keywords that name the next: each check
-  // compiles the rest again (2^30 compiles); one budget per document refuses it quickly instead.
+  // A chain of definitions, each with two enums beside keywords that name the next and that the
+  // validator cannot decide (format): each check compiles the rest again (2^30 compiles); one
+  // budget per document refuses it quickly instead.
   Json chain = Json::object();
   chain["$defs"] = Json::object();
   for (int i = 0; i < 30; ++i) {
-    Json site = ParseJson(R"({"enum": [{}], "properties": {"p": {}}})");
+    Json site = ParseJson(R"({"enum": [{}], "format": "email", "properties": {"p": {}}})");
     site["properties"]["p"] = i + 1 < 30
                                   ? Json::object({{"$ref", "#/$defs/d" + std::to_string(i + 1)}})
                                   : ParseJson(R"({"type": "integer"})");
@@ -459,8 +461,8 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
   // A keyword the rest cannot enforce is still refused, by name.
   CHECK(SchemaError(R"({"enum": ["a", "b"], "pattern": "(?=a)a"})").find("pattern") !=
         std::string::npos);
-  CHECK(SchemaError(R"({"enum": [{"a": 1}], "dependencies": {"a": ["b"]}})").find("dependencies") !=
-        std::string::npos);
+  CHECK(SchemaError(R"({"enum": [{"a": 1}], "unevaluatedProperties": false})")
+            .find("unevaluatedProperties") != std::string::npos);
 
   auto str = Schema(R"({"type": "string", "minLength": 2, "maxLength": 3})");
   CHECK(Matches(str, "\"ab\""));
@@ -537,6 +539,93 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
         std::string::npos);
 }
 
+TEST_CASE("JSON Schema validator: valid, invalid, or unknown", "[constraint]") {
+  using schema::Verdict;
+  auto check = [](const char* schema_text, const char* value_text) {
+    const Json root = ParseJson(schema_text);
+    return schema::Validate(root, root, ParseJson(value_text));
+  };
+  CHECK(check(R"({"type": "integer"})", "2.0") == Verdict::kValid);
+  CHECK(check(R"({"type": "integer"})", "2.5") == Verdict::kInvalid);
+  CHECK(check(R"({"type": ["string", "null"]})", "null") == Verdict::kValid);
+  CHECK(check(R"({"enum": [1, "a"]})", "1.0") == Verdict::kValid);
+  CHECK(check(R"({"minLength": 2})", R"("éé")") == Verdict::kValid);  // code points
+  CHECK(check(R"({"maxLength": 1})", R"("éé")") == Verdict::kInvalid);
+  CHECK(check(R"({"pattern": "^a+$"})", R"("aaa")") == Verdict::kValid);
+  CHECK(check(R"({"pattern": "b"})", R"("abc")") == Verdict::kValid);  // a search
+  CHECK(check(R"({"pattern": "^a+$"})", R"("aab")") == Verdict::kInvalid);
+  CHECK(check(R"({"pattern": "^a+$"})", R"("a\"")") == Verdict::kUnknown);   // escaped text
+  CHECK(check(R"x({"pattern": "(?=a)"})x", R"("a")") == Verdict::kUnknown);  // not translated
+  CHECK(check(R"({"minimum": 1.5, "exclusiveMaximum": 3})", "3") == Verdict::kInvalid);
+  CHECK(check(R"({"minimum": 1, "exclusiveMinimum": true})", "1") == Verdict::kInvalid);  // draft 4
+  CHECK(check(R"({"multipleOf": 3})", "9") == Verdict::kValid);
+  CHECK(check(R"({"multipleOf": 3})", "10") == Verdict::kInvalid);
+  CHECK(check(R"({"multipleOf": 0.1})", "0.3") == Verdict::kUnknown);  // binary fractions
+  CHECK(check(R"({"properties": {"a": {"type": "string"}}, "required": ["a"],
+      "additionalProperties": false})",
+              R"({"a": "x"})") == Verdict::kValid);
+  CHECK(check(R"({"properties": {"a": {}}, "additionalProperties": false})", R"({"b": 1})") ==
+        Verdict::kInvalid);
+  CHECK(
+      check(R"({"patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": false})",
+            R"({"xa": 1, "xb": "s"})") == Verdict::kInvalid);
+  CHECK(check(R"({"propertyNames": {"maxLength": 2}})", R"({"abc": 1})") == Verdict::kInvalid);
+  CHECK(check(R"({"dependencies": {"a": ["b"]}})", R"({"a": 1})") == Verdict::kInvalid);
+  CHECK(check(R"({"dependentSchemas": {"a": {"required": ["c"]}}})", R"({"a": 1, "c": 2})") ==
+        Verdict::kValid);
+  CHECK(check(R"({"items": [{"type": "integer"}], "additionalItems": false})", "[1, 2]") ==
+        Verdict::kInvalid);
+  CHECK(check(R"({"prefixItems": [{"type": "integer"}], "items": {"type": "string"}})",
+              R"([1, "a"])") == Verdict::kValid);
+  CHECK(check(R"({"uniqueItems": true})", "[1, 1.0]") == Verdict::kInvalid);
+  CHECK(check(R"({"contains": {"type": "string"}, "maxContains": 1})", R"(["a", "b"])") ==
+        Verdict::kInvalid);
+  CHECK(check(R"({"oneOf": [{"minimum": 1}, {"minimum": 2}]})", "3") == Verdict::kInvalid);
+  CHECK(check(R"({"oneOf": [{"minimum": 1}, {"format": "email"}]})", "0") == Verdict::kUnknown);
+  CHECK(check(R"({"not": {"type": "null"}})", "1") == Verdict::kValid);
+  CHECK(check(R"({"if": {"minimum": 5}, "then": {"multipleOf": 5}, "else": {"maximum": 0}})",
+              "7") == Verdict::kInvalid);
+  CHECK(check(R"({"format": "email"})", R"("a@b.c")") == Verdict::kUnknown);
+  CHECK(check(R"({"format": "email"})", "1") == Verdict::kUnknown);
+  CHECK(check(R"({"$defs": {"n": {"type": "integer"}}, "$ref": "#/$defs/n"})", "1") ==
+        Verdict::kValid);
+  // $ref siblings: drafts disagree, so certain only when both readings agree.
+  CHECK(check(R"({"$defs": {"n": {"type": "integer"}}, "$ref": "#/$defs/n", "minimum": 5})", "1") ==
+        Verdict::kUnknown);
+  CHECK(check(R"({"$ref": "#"})", "1") == Verdict::kUnknown);  // a cycle: out of budget
+  CHECK(check(R"({"$ref": "other.json#/a"})", "1") == Verdict::kUnknown);
+  CHECK(check(R"({"x-vendor": 1, "frobnicate": 2})", "1") == Verdict::kValid);  // ignored
+}
+
+TEST_CASE("JSON Schema: not beside enum/const, and not merged by allOf", "[constraint]") {
+  auto g =
+      Schema(R"({"allOf": [{"enum": ["a", "bb", 3, {"foo": 1}]}, {"not": {"minLength": 2}}]})");
+  CHECK(Matches(g, R"("a")"));
+  CHECK_FALSE(Matches(g, R"("bb")"));
+  CHECK_FALSE(Matches(g, "3"));  // minLength holds for every non-string: not excludes it
+  CHECK_FALSE(Matches(g, R"({"foo": 1})"));
+  auto props = Schema(R"({"enum": [{"foo": 1}, {"bar": 2}], "not": {"required": ["foo"]}})");
+  CHECK(Matches(props, R"({"bar": 2})"));
+  CHECK_FALSE(Matches(props, R"({"foo": 1})"));
+  auto two =
+      Schema(R"({"enum": [1, 2, 3], "allOf": [{"not": {"const": 1}}, {"not": {"const": 3}}]})");
+  CHECK(Matches(two, "2"));
+  CHECK_FALSE(Matches(two, "1"));
+  CHECK_FALSE(Matches(two, "3"));
+  CHECK(SchemaError(R"({"const": "a", "not": {"format": "email"}})").find("cannot decide") !=
+        std::string::npos);
+  CHECK(SchemaError(R"({"const": "a", "not": {"type": "string"}})").find("excludes every") !=
+        std::string::npos);
+  // Without enum/const, not of a general schema is still refused.
+  CHECK(SchemaError(R"({"type": "string", "not": {"minLength": 2}})").find("not") !=
+        std::string::npos);
+  // enum beside a keyword no grammar here enforces, decided on the values.
+  auto pp = Schema(R"({"enum": [{"ab": 1}, {"ab": "x"}], "patternProperties": {"^a": {"type":
+      "integer"}, "b$": {"minimum": 0}}})");
+  CHECK(Matches(pp, R"({"ab": 1})"));
+  CHECK_FALSE(Matches(pp, R"({"ab": "x"})"));
+}
+
 TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword", "[constraint]") {
   auto tree =
       Schema(R"({"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
@@ -580,6 +669,29 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
   // Beside declared properties they are still refused.
   CHECK(SchemaError(R"({"type": "object", "properties": {"a": {}}, "minProperties": 2})")
             .find("minProperties") != std::string::npos);
+
+  // Property dependencies.
+  auto dep = Schema(R"({"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+      "dependencies": {"a": ["b"]}})");
+  CHECK(Matches(dep, R"({"a": 1, "b": 2})"));
+  CHECK(Matches(dep, R"({"b": 2, "a": 1})"));
+  CHECK(Matches(dep, R"({"b": 1})"));
+  CHECK(Matches(dep, R"({"c": 1, "x": 0})"));
+  CHECK_FALSE(Matches(dep, R"({"a": 1})"));
+  CHECK_FALSE(Matches(dep, R"({"c": 1, "a": 1})"));
+  auto dep_req = Schema(R"({"type": "object", "properties": {"p1": {}, "p2": {}, "p3": {}, "p4": {},
+      "p5": {}, "p6": {}, "p7": {}}, "required": ["p1"], "dependentRequired": {"p1": ["p7"],
+      "p7": ["p6"]}, "additionalProperties": false})");
+  CHECK(Matches(dep_req, R"({"p1": 1, "p6": 1, "p7": 1})"));
+  CHECK_FALSE(Matches(dep_req, R"({"p1": 1, "p7": 1})"));  // p7 requires p6, to a fixed point
+  auto dep_undeclared = Schema(R"({"type": "object", "dependencies": {"shape": ["circle"]}})");
+  CHECK(Matches(dep_undeclared, R"({"z": 1})"));
+  CHECK_FALSE(Matches(dep_undeclared, R"({"shape": 1})"));  // kept out (sound restriction)
+  CHECK(SchemaError(R"({"type": "object", "dependencies": {"a": {"required": ["b"]}}})")
+            .find("dependencies") != std::string::npos);
+  CHECK(SchemaError(R"({"type": "object", "properties": {"p1": {}, "p2": {}, "p3": {}, "p4": {},
+      "p5": {}, "p6": {}, "p7": {}}, "dependencies": {"p1": ["p2"]}})")
+            .find("dependencies") != std::string::npos);
 
   // oneOf over required lists: exactly one list present, compiled by presence pattern.
   auto shape = Schema(R"({"type": "object", "properties": {"radius": {"type": "number"},

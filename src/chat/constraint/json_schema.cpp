@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "chat/constraint/json_schema_compiler.h"
+#include "chat/constraint/json_schema_validate.h"
 #include "chat/constraint/matcher.h"
 
 namespace qwenrt::schema {
@@ -61,9 +61,7 @@ const std::set<std::string>& Unsupported() {
                                           "if",
                                           "then",
                                           "else",
-                                          "dependentRequired",
                                           "dependentSchemas",
-                                          "dependencies",
                                           "propertyNames",
                                           "unevaluatedProperties",
                                           "unevaluatedItems",
@@ -324,59 +322,61 @@ std::string SchemaCompiler::CompileInner(const Json& s, const std::string& ptr) 
   return NewRule(body);
 }
 
-// const / enum beside other keywords: a value stays when the grammar of the rest of the schema
-// accepts its compact JSON text. That grammar enforces the rest exactly or does not compile (the
-// refusal is the rest's own error), so every kept value is valid. A valid value it rejects (an
+// const / enum beside other keywords: the values valid under the rest of the schema. The
+// validator decides each value where it can (json_schema_validate.h); the rest are run through
+// the rest's own grammar, which enforces it exactly or does not compile (the refusal is then the
+// rest's own error), so every kept value is valid. A valid value that grammar rejects (an
 // integral float where the rest says "integer", object keys in another order than the declared
-// one) is dropped: a choice lost, never an invalid value let through. minProperties and
-// maxProperties, which no grammar here enforces, are counted on the values themselves.
+// one) is dropped: a choice lost, never an invalid value let through.
 std::vector<Json> SchemaCompiler::KeepAccepted(const std::vector<Json>& values, const Json& rest,
                                                const std::string& ptr) {
-  // Counts of properties no grammar here enforces, but a value's are plain to check.
-  auto bound = [&](const char* k) -> std::optional<size_t> {
-    if (!rest.contains(k)) return std::nullopt;
-    const Json& b = rest[k];
-    if (!b.is_number_integer() || b.get<int64_t>() < 0)
-      Error(ptr, k, "must be a non-negative integer");
-    return static_cast<size_t>(b.get<int64_t>());
-  };
-  const std::optional<size_t> min_props = bound("minProperties"),
-                              max_props = bound("maxProperties");
-  Json grammar_part = rest;
-  grammar_part.erase("minProperties");
-  grammar_part.erase("maxProperties");
-  auto counts_ok = [&](const Json& v) {
-    if (!v.is_object()) return true;
-    return (!min_props || v.size() >= *min_props) && (!max_props || v.size() <= *max_props);
-  };
   if (--*checks_left_ < 0)
     Error(ptr, "enum",
           "more than " + std::to_string(kMaxValueChecks) +
               " enum/const checks beside other keywords in one schema");
-  SchemaCompiler child(root_, /*compact=*/true);
-  child.depth_ = depth_;
-  child.checks_left_ = checks_left_;
-  std::string text;
-  try {
-    text = child.GrammarText(child.Compile(grammar_part, ptr));
-  } catch (const Fail& f) {
-    if (!f.unsatisfiable) throw;
-    return {};
-  }
-  auto grammar = Grammar::FromGbnf(text);
-  if (!grammar.ok()) Error(ptr, "enum", "the rest of the schema: " + grammar.status().message());
-  // A byte-level check of short texts: small automaton budgets, and a value the matcher gives up
-  // on is dropped like a rejected one.
-  Matcher::Limits limits;
-  limits.max_nodes = 1 << 18;
-  limits.max_sets = 1 << 12;
-  limits.mask_cache_bytes = 0;
-  Matcher m(*grammar, SingleByteTrie(), limits);
-  std::vector<Json> kept;
+  std::vector<Verdict> verdicts;
+  bool undecided = false;
   for (const Json& v : values) {
-    m.Reset();
-    if (counts_ok(v) && m.AcceptBytes(v.dump()) && m.CanEnd()) kept.push_back(v);
+    verdicts.push_back(Validate(root_, rest, v));
+    undecided |= verdicts.back() == Verdict::kUnknown;
   }
+  if (undecided) {
+    SchemaCompiler child(root_, /*compact=*/true);
+    child.depth_ = depth_;
+    child.checks_left_ = checks_left_;
+    std::string text;
+    bool none = false;
+    try {
+      text = child.GrammarText(child.Compile(rest, ptr));
+    } catch (const Fail& f) {
+      if (!f.unsatisfiable) throw;
+      none = true;
+    }
+    std::shared_ptr<const Grammar> grammar;
+    if (!none) {
+      auto g = Grammar::FromGbnf(text);
+      if (!g.ok()) Error(ptr, "enum", "the rest of the schema: " + g.status().message());
+      grammar = *g;
+    }
+    // A byte-level check of short texts: small automaton budgets, and a value the matcher gives
+    // up on is dropped like a rejected one.
+    Matcher::Limits limits;
+    limits.max_nodes = 1 << 18;
+    limits.max_sets = 1 << 12;
+    limits.mask_cache_bytes = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (verdicts[i] != Verdict::kUnknown) continue;
+      bool ok = false;
+      if (grammar != nullptr) {
+        Matcher m(grammar, SingleByteTrie(), limits);
+        ok = m.AcceptBytes(values[i].dump()) && m.CanEnd();
+      }
+      verdicts[i] = ok ? Verdict::kValid : Verdict::kInvalid;
+    }
+  }
+  std::vector<Json> kept;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (verdicts[i] == Verdict::kValid) kept.push_back(values[i]);
   return kept;
 }
 

@@ -7,13 +7,15 @@
 #include <vector>
 
 #include "chat/constraint/json_schema_compiler.h"
+#include "chat/constraint/json_schema_validate.h"
 
 namespace qwenrt::schema {
 
 // The exact forms of `not`: not false (nothing excluded), not true / {} (nothing left),
 // not {not: X} (X itself, merged like allOf), not {type: T} (T removed from the types; removing
 // "integer" while "number" stays would leave non-integral numbers only, which is not compiled).
-// Anything else stays an error naming `not`.
+// Beside enum / const, any `not`: the values its schema rejects, decided one by one by the
+// validator (json_schema_validate.h). Anything else stays an error naming `not`.
 std::string SchemaCompiler::CompileNot(const Json& s, const std::string& ptr) {
   const Json n = s["not"];
   Json rest = s;
@@ -25,6 +27,32 @@ std::string SchemaCompiler::CompileNot(const Json& s, const std::string& ptr) {
     Error(ptr, "not", "excludes every instance", true);
   if (only("not")) {
     Merge(&rest, n["not"], at + "/not");
+    return Compile(rest, ptr);
+  }
+  if (rest.contains("enum") || rest.contains("const")) {
+    // Beside enum / const: the values `not`'s schema rejects, decided value by value.
+    if (rest.contains("enum") && !rest["enum"].is_array()) Error(ptr, "enum", "must be an array");
+    std::vector<Json> values;  // const ∩ enum
+    if (rest.contains("const")) values.push_back(rest["const"]);
+    if (rest.contains("enum")) {
+      std::vector<Json> in_enum;
+      for (const auto& v : rest["enum"]) {
+        bool listed = !rest.contains("const");
+        for (const auto& c : values) listed |= c == v;
+        if (listed) in_enum.push_back(v);
+      }
+      values = std::move(in_enum);
+    }
+    Json kept = Json::array();
+    for (const Json& v : values) {
+      const Verdict r = Validate(root_, n, v);
+      if (r == Verdict::kUnknown)
+        Error(ptr, "not", "cannot decide whether " + v.dump() + " matches its schema");
+      if (r == Verdict::kInvalid) kept.push_back(v);
+    }
+    if (kept.empty()) Error(ptr, "not", "excludes every enum/const value", true);
+    rest.erase("const");
+    rest["enum"] = kept;
     return Compile(rest, ptr);
   }
   if (only("type")) {
@@ -65,7 +93,8 @@ std::string SchemaCompiler::CompileNot(const Json& s, const std::string& ptr) {
     rest["type"] = std::move(left);
     return Compile(rest, ptr);
   }
-  Error(ptr, "not", "not supported (only not: false / true / {not: ...} / {type: ...})");
+  Error(ptr, "not",
+        "not supported (only not: false / true / {not: ...} / {type: ...}, or beside enum/const)");
 }
 
 // Both are object-only schemas and no object satisfies both: a property `a` requires is forbidden

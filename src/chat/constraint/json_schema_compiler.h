@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -56,6 +57,11 @@ std::string GbnfLiteral(std::string_view bytes);
 const char* TypeOf(const Json& v);
 bool TypeMatches(const std::string& type, const Json& v);
 std::string PointerEscape(const std::string& key);
+// A local $ref ("#", "#/json/pointer", percent-decoded) inside `root`: the schema it names and, in
+// *decoded, its pointer; null with the reason in *why otherwise (other documents, anchors,
+// unresolved pointers).
+const Json* ResolveLocalRef(const Json& root, const std::string& ref, std::string* decoded,
+                            std::string* why);
 // The 256 single bytes as tokens: for matching short texts byte by byte (KeyMatches, enum values).
 const std::shared_ptr<const TokenTrie>& SingleByteTrie();
 
@@ -121,7 +127,10 @@ class SchemaCompiler {
   };
   template <class P>
   std::vector<KeyValue> props_kv(const std::vector<P>& props);
-  std::string FreeOrderObject(const std::vector<KeyValue>& kvs, const std::string& extra_kv);
+  // `implied`: (trigger bit, bits): once the trigger is written, the object ends only after those
+  // (property dependencies).
+  std::string FreeOrderObject(const std::vector<KeyValue>& kvs, const std::string& extra_kv,
+                              const std::vector<std::pair<uint32_t, uint32_t>>& implied);
   static bool KeyMatches(const std::string& g, const std::string& key);
   std::string CompileObject(const Json& s, const std::string& ptr);
 

@@ -94,8 +94,9 @@ std::vector<SchemaCompiler::KeyValue> SchemaCompiler::props_kv(const std::vector
   return out;
 }
 
-std::string SchemaCompiler::FreeOrderObject(const std::vector<KeyValue>& kvs,
-                                            const std::string& extra_kv) {
+std::string SchemaCompiler::FreeOrderObject(
+    const std::vector<KeyValue>& kvs, const std::string& extra_kv,
+    const std::vector<std::pair<uint32_t, uint32_t>>& implied) {
   const size_t n = kvs.size();
   const uint32_t full = (1u << n) - 1;
   uint32_t required = 0;
@@ -115,8 +116,10 @@ std::string SchemaCompiler::FreeOrderObject(const std::vector<KeyValue>& kvs,
         alt(sep + kvs[i].rule + " " + name(m | (1u << i), false));
       }
       if (!extra_kv.empty()) alt(sep + extra_kv + " " + name(m, false));
-      if ((m & required) == required) alt("\"\"");
-      if (body.empty()) body = "\"\"";  // unreachable: m == full always satisfies required
+      bool can_end = (m & required) == required;
+      for (auto [trigger, need] : implied) can_end &= !(m & trigger) || (m & need) == need;
+      if (can_end) alt("\"\"");
+      if (body.empty()) body = "\"\"";  // unreachable: m == full satisfies everything
       rules_ += name(m, first) + " ::= " + body + "\n";
     }
   }
@@ -202,6 +205,35 @@ std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr)
         required_order.push_back(r.get<std::string>());
     }
   }
+  // Property dependencies (draft 4-7 `dependencies` with lists, 2019+ `dependentRequired`):
+  // trigger -> the keys its presence requires. A required trigger makes its list required (to a
+  // fixed point); an undeclared trigger is kept out of the other keys (a sound restriction: it
+  // never appears); a declared optional one is tracked by the any-order object (FreeOrderObject),
+  // or refused where the properties come in a fixed order.
+  std::map<std::string, std::vector<std::string>> depends;
+  for (const char* k : {"dependencies", "dependentRequired"}) {
+    if (!s.contains(k)) continue;
+    if (!s[k].is_object()) Error(ptr, k, "must be an object");
+    for (auto it = s[k].begin(); it != s[k].end(); ++it) {
+      if (!it.value().is_array()) Error(ptr, k, "schema dependencies are not supported");
+      for (const auto& d : it.value()) {
+        if (!d.is_string()) Error(ptr, k, "must list property names");
+        depends[it.key()].push_back(d.get<std::string>());
+      }
+    }
+  }
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& [trigger, keys] : depends) {
+      if (!required.count(trigger)) continue;
+      for (const auto& d : keys) {
+        if (required.insert(d).second) {
+          required_order.push_back(d);
+          grew = true;
+        }
+      }
+    }
+  }
   std::vector<std::string> known;  // encoded keys without quotes
   std::set<std::string> seen;
   Json additional = s.contains("additionalProperties") ? s["additionalProperties"] : Json(true);
@@ -238,6 +270,37 @@ std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr)
     const std::string e = encode(r);
     known.push_back(e.substr(1, e.size() - 2));
     props.push_back({e, Compile(additional, ptr + "/additionalProperties"), true});
+  }
+  // The optional triggers whose lists are not all required: as bits over `props` (any order).
+  std::vector<std::pair<uint32_t, uint32_t>> implied;  // (trigger bit, bits it requires)
+  for (const auto& [trigger, keys] : depends) {
+    if (required.count(trigger)) continue;
+    bool pending = false;
+    for (const auto& d : keys) pending |= !required.count(d);
+    if (!pending) continue;
+    const std::string e = encode(trigger);
+    auto index_of = [&](const std::string& enc) -> int {
+      for (size_t i = 0; i < props.size(); ++i)
+        if (props[i].key == enc) return static_cast<int>(i);
+      return -1;
+    };
+    const int t = index_of(e);
+    if (t < 0) {
+      if (!seen.count(trigger) && s.contains("patternProperties"))
+        Error(ptr, "dependencies", "a trigger that patternProperties may match");
+      known.push_back(e.substr(1, e.size() - 2));  // never written as another key
+      continue;
+    }
+    if (props.size() > kMaxFreeOrder)
+      Error(ptr, "dependencies",
+            "an optional trigger among more than " + std::to_string(kMaxFreeOrder) + " properties");
+    uint32_t need = 0;
+    for (const auto& d : keys) {
+      const int i = index_of(encode(d));
+      if (i < 0) Error(ptr, "dependencies", "'" + d + "' is not a declared property");
+      need |= 1u << i;
+    }
+    implied.emplace_back(1u << t, need);
   }
   std::string tail_rest = NewRule("\"\"");
   std::string tail_first = tail_rest;
@@ -289,8 +352,8 @@ std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr)
       }
     }
   }
-  if (props.size() >= 2 && props.size() <= kMaxFreeOrder)
-    return FreeOrderObject(props_kv(props), extra_kv);
+  if ((props.size() >= 2 && props.size() <= kMaxFreeOrder) || !implied.empty())
+    return FreeOrderObject(props_kv(props), extra_kv, implied);
   std::string rest = tail_rest, first = tail_first;
   for (int64_t i = static_cast<int64_t>(props.size()) - 1; i >= 0; --i) {
     const std::string kv =

@@ -9,10 +9,12 @@
 
 namespace qwenrt::schema {
 
-const Json& SchemaCompiler::Resolve(const std::string& ref, const std::string& ptr,
-                                    std::string* target) {
-  if (ref.empty() || ref[0] != '#')
-    Error(ptr, "$ref", "only local references (#...) are supported: " + ref);
+const Json* ResolveLocalRef(const Json& root, const std::string& ref, std::string* decoded,
+                            std::string* why) {
+  if (ref.empty() || ref[0] != '#') {
+    *why = "only local references (#...) are supported: " + ref;
+    return nullptr;
+  }
   std::string p = ref.substr(1);
   // Percent-decoding of the fragment.
   std::string dec;
@@ -25,8 +27,11 @@ const Json& SchemaCompiler::Resolve(const std::string& ref, const std::string& p
       dec.push_back(p[i]);
     }
   }
-  if (!dec.empty() && dec[0] != '/') Error(ptr, "$ref", "anchors are not supported: " + ref);
-  const Json* cur = &root_;
+  if (!dec.empty() && dec[0] != '/') {
+    *why = "anchors are not supported: " + ref;
+    return nullptr;
+  }
+  const Json* cur = &root;
   size_t i = 1;
   while (i <= dec.size() && !dec.empty()) {
     size_t j = dec.find('/', i);
@@ -43,17 +48,26 @@ const Json& SchemaCompiler::Resolve(const std::string& ref, const std::string& p
     }
     if (cur->is_object() && cur->contains(key)) {
       cur = &(*cur)[key];
-    } else if (cur->is_array() && !key.empty() &&
+    } else if (cur->is_array() && !key.empty() && key.size() < 10 &&
                key.find_first_not_of("0123456789") == std::string::npos &&
                std::stoul(key) < cur->size()) {
       cur = &(*cur)[std::stoul(key)];
     } else {
-      Error(ptr, "$ref", "unresolved reference " + ref);
+      *why = "unresolved reference " + ref;
+      return nullptr;
     }
     i = j + 1;
   }
-  *target = dec;
-  return *cur;
+  *decoded = dec;
+  return cur;
+}
+
+const Json& SchemaCompiler::Resolve(const std::string& ref, const std::string& ptr,
+                                    std::string* target) {
+  std::string why;
+  const Json* t = ResolveLocalRef(root_, ref, target, &why);
+  if (t == nullptr) Error(ptr, "$ref", why);
+  return *t;
 }
 
 // allOf-style merge of b into a; conflicts are errors.
@@ -166,6 +180,9 @@ void SchemaCompiler::Merge(Json* a, const Json& b_in, const std::string& ptr) {
     } else if ((k == "maximum" || k == "exclusiveMaximum" || k == "maxLength" || k == "maxItems") &&
                it.value().is_number() && (*a)[k].is_number()) {
       if (it.value().get<double>() < (*a)[k].get<double>()) (*a)[k] = it.value();
+    } else if (k == "not") {
+      // not A and not B: not (A or B).
+      (*a)[k] = Json::object({{"anyOf", Json::array({(*a)[k], it.value()})}});
     } else {
       Error(ptr, "allOf", "conflicting '" + k + "'");
     }
