@@ -45,6 +45,12 @@ bool Matches(const std::shared_ptr<const Grammar>& g, std::string_view text) {
   return m.AcceptBytes(text) && m.CanEnd();
 }
 
+// `text` can be continued to a match (the matcher accepts it as a prefix).
+bool Prefix(const std::shared_ptr<const Grammar>& g, std::string_view text) {
+  Matcher m(g, ByteTrie());
+  return m.AcceptBytes(text);
+}
+
 std::shared_ptr<const Grammar> Gbnf(const std::string& text) {
   auto g = Grammar::FromGbnf(text);
   INFO(text);
@@ -665,6 +671,19 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
   CHECK(Matches(Schema(R"({"type": "object", "maxProperties": 0})"), "{}"));
   CHECK_FALSE(Matches(Schema(R"({"type": "object", "maxProperties": 0})"), R"({"a": 1})"));
   CHECK(SchemaError(R"({"type": "object", "minProperties": 3, "maxProperties": 2})")
+            .find("minProperties") != std::string::npos);
+  // Where only the declared properties may appear, the any-order object counts them.
+  auto closed_min = Schema(R"({"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+      "additionalProperties": false, "minProperties": 1})");
+  CHECK(Matches(closed_min, R"({"b": 1})"));
+  CHECK_FALSE(Matches(closed_min, "{}"));
+  auto closed_max = Schema(R"({"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+      "required": ["a"], "additionalProperties": false, "maxProperties": 2})");
+  CHECK(Matches(closed_max, R"({"b": 1, "a": 1})"));
+  CHECK_FALSE(Matches(closed_max, R"({"a": 1, "b": 1, "c": 1})"));
+  CHECK_FALSE(Prefix(closed_max, R"({"b": 1, "c")"));  // a is still due: no room for c
+  CHECK(SchemaError(R"({"type": "object", "properties": {"a": {}}, "additionalProperties": false,
+      "minProperties": 2})")
             .find("minProperties") != std::string::npos);
   // Beside declared properties they are still refused.
   CHECK(SchemaError(R"({"type": "object", "properties": {"a": {}}, "minProperties": 2})")

@@ -127,10 +127,17 @@ class SchemaCompiler {
   };
   template <class P>
   std::vector<KeyValue> props_kv(const std::vector<P>& props);
-  // `implied`: (trigger bit, bits): once the trigger is written, the object ends only after those
-  // (property dependencies).
+  // What the any-order object enforces beyond `required`, over sets of written properties.
+  struct ObjectLimits {
+    // (trigger bit, bits): once the trigger is written, the object ends only after those
+    // (property dependencies).
+    std::vector<std::pair<uint32_t, uint32_t>> implied;
+    // minProperties / maxProperties where only the declared properties may appear.
+    int64_t min_count = 0;
+    int64_t max_count = INT64_MAX;
+  };
   std::string FreeOrderObject(const std::vector<KeyValue>& kvs, const std::string& extra_kv,
-                              const std::vector<std::pair<uint32_t, uint32_t>>& implied);
+                              const ObjectLimits& limits, const std::string& ptr);
   static bool KeyMatches(const std::string& g, const std::string& key);
   std::string CompileObject(const Json& s, const std::string& ptr);
 

@@ -94,32 +94,51 @@ std::vector<SchemaCompiler::KeyValue> SchemaCompiler::props_kv(const std::vector
   return out;
 }
 
-std::string SchemaCompiler::FreeOrderObject(
-    const std::vector<KeyValue>& kvs, const std::string& extra_kv,
-    const std::vector<std::pair<uint32_t, uint32_t>>& implied) {
+std::string SchemaCompiler::FreeOrderObject(const std::vector<KeyValue>& kvs,
+                                            const std::string& extra_kv, const ObjectLimits& limits,
+                                            const std::string& ptr) {
   const size_t n = kvs.size();
   const uint32_t full = (1u << n) - 1;
   uint32_t required = 0;
   for (size_t i = 0; i < n; ++i)
     if (kvs[i].required) required |= 1u << i;
+  auto count = [](uint32_t m) { return static_cast<int64_t>(__builtin_popcount(m)); };
+  auto can_end = [&](uint32_t m) {
+    bool ok =
+        (m & required) == required && count(m) >= limits.min_count && count(m) <= limits.max_count;
+    for (auto [trigger, need] : limits.implied) ok &= !(m & trigger) || (m & need) == need;
+    return ok;
+  };
+  // A set of written properties is live when some superset of it can end: the grammar never
+  // enters a set from which the object cannot be closed.
+  std::vector<bool> live(full + 1, false);
+  for (uint32_t m = 0; m <= full; ++m) {
+    for (uint32_t sup = m;; sup = (sup + 1) | m) {
+      if (can_end(sup)) {
+        live[m] = true;
+        break;
+      }
+      if (sup == full) break;
+    }
+  }
+  if (!live[0]) Error(ptr, "minProperties", "no set of the properties satisfies the object", true);
   const std::string base = "o" + std::to_string(n_++) + "x";
   auto name = [&](uint32_t m, bool first) {
     return base + std::to_string(m) + (first ? "f" : "r");
   };
   for (uint32_t m = 0; m <= full; ++m) {
+    if (!live[m]) continue;
     for (bool first : {true, false}) {
       const std::string sep = first ? "" : "ws \",\" ws ";
       std::string body;
       auto alt = [&](const std::string& a) { body += (body.empty() ? "" : " | ") + a; };
       for (size_t i = 0; i < n; ++i) {
-        if (m & (1u << i)) continue;
+        if ((m & (1u << i)) || !live[m | (1u << i)]) continue;
         alt(sep + kvs[i].rule + " " + name(m | (1u << i), false));
       }
       if (!extra_kv.empty()) alt(sep + extra_kv + " " + name(m, false));
-      bool can_end = (m & required) == required;
-      for (auto [trigger, need] : implied) can_end &= !(m & trigger) || (m & need) == need;
-      if (can_end) alt("\"\"");
-      if (body.empty()) body = "\"\"";  // unreachable: m == full satisfies everything
+      if (can_end(m)) alt("\"\"");
+      if (body.empty()) body = "\"\"";  // unreachable: a live set can end or grow
       rules_ += name(m, first) + " ::= " + body + "\n";
     }
   }
@@ -167,8 +186,16 @@ std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr)
     if (min_other && max_other && *min_other > *max_other)
       Error(ptr, "minProperties", "above maxProperties", true);
   }
+  // Only the declared properties may appear: their count is the set the any-order object tracks.
+  const bool closed = s.contains("additionalProperties") && s["additionalProperties"] == false &&
+                      names_none("patternProperties");
+  ObjectLimits limits;
+  if (closed && !only_other_keys) {
+    limits.min_count = count_bound("minProperties").value_or(0);
+    limits.max_count = count_bound("maxProperties").value_or(INT64_MAX);
+  }
   for (const char* k : {"minProperties", "maxProperties"}) {
-    if (s.contains(k) && !only_other_keys) {
+    if (s.contains(k) && !only_other_keys && !closed) {
       std::set<Json> distinct;
       if (s.contains("required") && s["required"].is_array())
         distinct.insert(s["required"].begin(), s["required"].end());
@@ -272,7 +299,6 @@ std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr)
     props.push_back({e, Compile(additional, ptr + "/additionalProperties"), true});
   }
   // The optional triggers whose lists are not all required: as bits over `props` (any order).
-  std::vector<std::pair<uint32_t, uint32_t>> implied;  // (trigger bit, bits it requires)
   for (const auto& [trigger, keys] : depends) {
     if (required.count(trigger)) continue;
     bool pending = false;
@@ -291,16 +317,13 @@ std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr)
       known.push_back(e.substr(1, e.size() - 2));  // never written as another key
       continue;
     }
-    if (props.size() > kMaxFreeOrder)
-      Error(ptr, "dependencies",
-            "an optional trigger among more than " + std::to_string(kMaxFreeOrder) + " properties");
     uint32_t need = 0;
     for (const auto& d : keys) {
       const int i = index_of(encode(d));
       if (i < 0) Error(ptr, "dependencies", "'" + d + "' is not a declared property");
       need |= 1u << i;
     }
-    implied.emplace_back(1u << t, need);
+    limits.implied.emplace_back(1u << t, need);
   }
   std::string tail_rest = NewRule("\"\"");
   std::string tail_first = tail_rest;
@@ -352,8 +375,14 @@ std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr)
       }
     }
   }
-  if ((props.size() >= 2 && props.size() <= kMaxFreeOrder) || !implied.empty())
-    return FreeOrderObject(props_kv(props), extra_kv, implied);
+  const bool counted =
+      limits.min_count > 0 || limits.max_count < static_cast<int64_t>(props.size());
+  if ((counted || !limits.implied.empty()) && props.size() > kMaxFreeOrder)
+    Error(ptr, counted ? "minProperties" : "dependencies",
+          "needs the properties in any order, which is only compiled for up to " +
+              std::to_string(kMaxFreeOrder));
+  if ((props.size() >= 2 && props.size() <= kMaxFreeOrder) || counted || !limits.implied.empty())
+    return FreeOrderObject(props_kv(props), extra_kv, limits, ptr);
   std::string rest = tail_rest, first = tail_first;
   for (int64_t i = static_cast<int64_t>(props.size()) - 1; i >= 0; --i) {
     const std::string kv =

@@ -126,19 +126,38 @@ class Validator {
   // Keywords that apply only to other types (and so pass this value), or that every validator
   // ignores; anything else (format, unevaluated*, dynamic references) is left undecided.
   static bool Known(const std::string& k) {
-    static const char* const kKnown[] = {
-        "properties",      "required",      "additionalProperties", "patternProperties",
-        "propertyNames",   "minProperties", "maxProperties",        "dependencies",
-        "dependentRequired", "dependentSchemas", "items",           "prefixItems",
-        "additionalItems", "minItems",      "maxItems",             "uniqueItems",
-        "contains",        "minContains",   "maxContains",          "minLength",
-        "maxLength",       "pattern",       "minimum",              "maximum",
-        "exclusiveMinimum", "exclusiveMaximum", "multipleOf"};
+    static const char* const kKnown[] = {"properties",
+                                         "required",
+                                         "additionalProperties",
+                                         "patternProperties",
+                                         "propertyNames",
+                                         "minProperties",
+                                         "maxProperties",
+                                         "dependencies",
+                                         "dependentRequired",
+                                         "dependentSchemas",
+                                         "items",
+                                         "prefixItems",
+                                         "additionalItems",
+                                         "minItems",
+                                         "maxItems",
+                                         "uniqueItems",
+                                         "contains",
+                                         "minContains",
+                                         "maxContains",
+                                         "minLength",
+                                         "maxLength",
+                                         "pattern",
+                                         "minimum",
+                                         "maximum",
+                                         "exclusiveMinimum",
+                                         "exclusiveMaximum",
+                                         "multipleOf"};
     for (const char* known : kKnown)
       if (k == known) return true;
-    static const char* const kUndecided[] = {"format",       "unevaluatedProperties",
+    static const char* const kUndecided[] = {"format",           "unevaluatedProperties",
                                              "unevaluatedItems", "$dynamicRef",
-                                             "$recursiveRef", "contentSchema"};
+                                             "$recursiveRef",    "contentSchema"};
     for (const char* u : kUndecided)
       if (k == u) return false;
     return true;  // an unknown keyword: validators ignore it
