@@ -101,14 +101,19 @@ TOOLS_FRACTION = 0.25
 def working(a, op, b):
     """Column arithmetic written out, ones first, one single-digit fact per step: what a small
     model can learn to generalise to problems it never saw (an answer-first sum must carry in its
-    head). Products of factors <= 12 are recalled facts, written with the larger factor first so
-    that '9 times 12' reuses the '12 times 9' it learned; a product by one digit is done in
-    columns like a sum."""
+    head). A product of factors <= 12 walks the smaller factor's row up to the larger one
+    ('6 times 1 is 6, 6 times 2 is 12, ...'): every step but the last is a row entry that other
+    products' workings also write, so a held-out '9 times 9' is the next entry of a row the model
+    has seen continue past it in '9 times 11', not a fact it must have memorised. A product by one
+    digit is done in columns like a sum."""
     c = OPS[op](a, b)
     if op == "times" and a <= 12 and b <= 12:
-        hi, lo = max(a, b), min(a, b)
-        pre = f"{a} times {b} is {hi} times {lo}. " if a < b else ""
-        return f"{pre}{hi} times {lo} is {c}. So {a} times {b} is {c}."
+        lo, hi = min(a, b), max(a, b)
+        if lo <= 1:
+            steps = f"{lo} times {hi} is {c}."
+        else:
+            steps = ", ".join(f"{lo} times {k} is {lo * k}" for k in range(1, hi + 1)) + "."
+        return f"{steps} So {a} times {b} is {c}."
     da = [int(d) for d in reversed(str(a))]
     steps, carry = [], 0
     if op == "times":  # b is one digit here (a follow-up "times 2")

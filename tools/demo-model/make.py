@@ -70,20 +70,20 @@ def main():
                                                         "convert_hf_to_gguf.py"))
     ap.add_argument("--outtype", default="f32", help="f32 | bf16 | f16 (converter --outtype)")
     ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--n-train", type=int, default=40000, help="training conversations")
+    ap.add_argument("--n-train", type=int, default=80000, help="training conversations")
     ap.add_argument("--n-test", type=int, default=300, help="held-out conversations (perplexity, MTP)")
     ap.add_argument("--n-eval", type=int, default=30, help="held-out prompts per task family")
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--ff", type=int, default=384)
-    ap.add_argument("--steps", type=int, default=5000)
+    ap.add_argument("--steps", type=int, default=8000)
     ap.add_argument("--batch-tokens", type=int, default=2048)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--mtp-weight", type=float, default=0.5)
     ap.add_argument("--other-weight", type=float, default=0.1,
                     help="loss weight of non-assistant tokens (assistant tokens weigh 1)")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--eval-thinking-off", action="store_true",
                     help="report thinking off (prompt ends with the empty think block) as the main "
                          "figures; default: thinking on (prompt ends '<think>\\n', Qwen3.5's "
