@@ -566,7 +566,15 @@ TEST_CASE("JSON Schema validator: valid, invalid, or unknown", "[constraint]") {
   CHECK(check(R"({"minimum": 1, "exclusiveMinimum": true})", "1") == Verdict::kInvalid);  // draft 4
   CHECK(check(R"({"multipleOf": 3})", "9") == Verdict::kValid);
   CHECK(check(R"({"multipleOf": 3})", "10") == Verdict::kInvalid);
-  CHECK(check(R"({"multipleOf": 0.1})", "0.3") == Verdict::kUnknown);  // binary fractions
+  // multipleOf on the decimals the document wrote, not on binary doubles.
+  CHECK(check(R"({"multipleOf": 0.1})", "0.3") == Verdict::kValid);
+  CHECK(check(R"({"multipleOf": 0.0001})", "0.0075") == Verdict::kValid);
+  CHECK(check(R"({"multipleOf": 0.0001})", "0.00751") == Verdict::kInvalid);
+  CHECK(check(R"({"multipleOf": 1.5})", "4.5") == Verdict::kValid);
+  CHECK(check(R"({"multipleOf": 1.5})", "4") == Verdict::kInvalid);
+  CHECK(check(R"({"multipleOf": 1.5})", "0") == Verdict::kValid);
+  CHECK(check(R"({"multipleOf": 0.01})", "-12e-2") == Verdict::kValid);
+  CHECK(check(R"({"multipleOf": 0.01})", "1e300") == Verdict::kUnknown);  // beyond 18 digits
   CHECK(check(R"({"properties": {"a": {"type": "string"}}, "required": ["a"],
       "additionalProperties": false})",
               R"({"a": "x"})") == Verdict::kValid);

@@ -50,6 +50,47 @@ bool IsInteger(const Json& v) {
   return std::isfinite(d) && std::floor(d) == d;
 }
 
+// A number as the decimal its shortest text spells, mantissa x 10^-scale with |mantissa| < 10^18:
+// JSON Schema's multipleOf is arithmetic on the numbers the document wrote (0.0075 is a multiple
+// of 0.0001), which binary doubles cannot do. False when it does not fit.
+bool Decimal(const Json& v, int64_t* mantissa, int* scale) {
+  const std::string t = v.dump();
+  int64_t m = 0;
+  int sc = 0, digits = 0, exp = 0;
+  bool neg = false, frac = false;
+  size_t i = 0;
+  if (i < t.size() && t[i] == '-') neg = true, ++i;
+  for (; i < t.size() && t[i] != 'e' && t[i] != 'E'; ++i) {
+    if (t[i] == '.') {
+      frac = true;
+      continue;
+    }
+    if (t[i] < '0' || t[i] > '9') return false;
+    if (m == 0 && t[i] == '0') {
+      if (frac) ++sc;
+      continue;
+    }
+    if (++digits > 17) return false;
+    m = m * 10 + (t[i] - '0');
+    if (frac) ++sc;
+  }
+  if (i < t.size()) {
+    const std::string e = t.substr(i + 1);
+    if (e.empty() || e.size() > 4) return false;
+    exp = std::stoi(e);
+  }
+  sc -= exp;
+  for (; sc < 0; ++sc) {  // 12e3: a whole number
+    if (m > 99'999'999'999'999'999 / 10) return false;
+    m *= 10;
+  }
+  while (sc > 0 && m % 10 == 0 && m != 0) m /= 10, --sc;
+  if (sc > 18) return false;
+  *mantissa = neg ? -m : m;
+  *scale = m == 0 ? 0 : sc;
+  return true;
+}
+
 size_t CodePoints(const std::string& s) {
   size_t n = 0;
   for (unsigned char c : s) n += (c & 0xC0) != 0x80;
@@ -385,9 +426,20 @@ class Validator {
       if (!x.is_number() || !ExactDouble(x) || x.get<double>() <= 0) return kUnknown;
       const double m = x.get<double>();
       if (IsInteger(v) && std::floor(m) == m) return Of(std::fmod(d, m) == 0);
-      const double q = d / m, off = std::fabs(q - std::round(q));
-      if (off > 1e-6) return kInvalid;  // far from a multiple whatever the rounding
-      return kUnknown;                  // binary fractions cannot say exactly
+      // On the decimals: value / divisor is whole when value x 10^s is a whole multiple of
+      // divisor x 10^s at the larger scale s.
+      int64_t vm = 0, dm = 0;
+      int vs = 0, ds = 0;
+      if (!Decimal(v, &vm, &vs) || !Decimal(x, &dm, &ds) || dm <= 0) return kUnknown;
+      for (; vs < ds; ++vs) {
+        if (vm > INT64_MAX / 10 || vm < INT64_MIN / 10) return kUnknown;
+        vm *= 10;
+      }
+      for (; ds < vs; ++ds) {
+        if (dm > INT64_MAX / 10) return kUnknown;
+        dm *= 10;
+      }
+      return Of(vm % dm == 0);
     }
     if (x.is_boolean()) return kValid;  // draft 4's exclusive flags, read with their bound
     if (!x.is_number() || !ExactDouble(x)) return kUnknown;

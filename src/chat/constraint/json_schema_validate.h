@@ -11,7 +11,8 @@
 // keywords (minimum / maximum and their exclusive forms of every draft, multipleOf). Unknown:
 // format (an annotation or an assertion depending on the validator), unevaluated*, remote or
 // anchor references, a pattern this library's regex translation refuses or a string it cannot
-// see through (characters JSON must escape), multipleOf beyond exact arithmetic, numbers beyond
+// see through (characters JSON must escape), multipleOf on decimals beyond 18 digits (it is
+// decided on the decimals the document wrote: 0.0075 is a multiple of 0.0001), numbers beyond
 // 2^53, a walk past its budget (a $ref cycle, a hostile document).
 #pragma once
 
