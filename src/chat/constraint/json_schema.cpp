@@ -358,17 +358,11 @@ std::vector<Json> SchemaCompiler::KeepAccepted(const std::vector<Json>& values, 
       if (!g.ok()) Error(ptr, "enum", "the rest of the schema: " + g.status().message());
       grammar = *g;
     }
-    // A byte-level check of short texts: small automaton budgets, and a value the matcher gives
-    // up on is dropped like a rejected one.
-    Matcher::Limits limits;
-    limits.max_nodes = 1 << 18;
-    limits.max_sets = 1 << 12;
-    limits.mask_cache_bytes = 0;
     for (size_t i = 0; i < values.size(); ++i) {
       if (verdicts[i] != Verdict::kUnknown) continue;
       bool ok = false;
       if (grammar != nullptr) {
-        Matcher m(grammar, SingleByteTrie(), limits);
+        Matcher m(grammar, SingleByteTrie(), ShortTextLimits());
         ok = m.AcceptBytes(values[i].dump()) && m.CanEnd();
       }
       verdicts[i] = ok ? Verdict::kValid : Verdict::kInvalid;

@@ -200,10 +200,6 @@ void SchemaCompiler::CheckDisjoint(const std::vector<Json>& branches, const std:
   }
 }
 
-}  // namespace qwenrt::schema
-
-namespace qwenrt::schema {
-
 // oneOf whose branches only name required properties ({"required": [...]}, two or more of them):
 // an object is valid when exactly one branch's list is all present. Over the keys the lists name
 // (K), each presence pattern P ⊆ K that satisfies exactly one list becomes a branch of its own —

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "chat/constraint/matcher.h"
 #include "chat/constraint/number_range.h"
 #include "chat/constraint/token_trie.h"
 #include "text/json.h"
@@ -62,6 +63,9 @@ std::string PointerEscape(const std::string& key);
 // unresolved pointers).
 const Json* ResolveLocalRef(const Json& root, const std::string& ref, std::string* decoded,
                             std::string* why);
+// Matcher budgets for checking one short text (an enum value, a string under `pattern`):
+// small, and a text the matcher gives up on counts as rejected.
+Matcher::Limits ShortTextLimits();
 // The 256 single bytes as tokens: for matching short texts byte by byte (KeyMatches, enum values).
 const std::shared_ptr<const TokenTrie>& SingleByteTrie();
 

@@ -145,6 +145,14 @@ std::string SchemaCompiler::FreeOrderObject(const std::vector<KeyValue>& kvs,
   return NewRule("\"{\" ws " + name(0, true) + " ws \"}\"");
 }
 
+Matcher::Limits ShortTextLimits() {
+  Matcher::Limits limits;
+  limits.max_nodes = 1 << 18;
+  limits.max_sets = 1 << 12;
+  limits.mask_cache_bytes = 0;
+  return limits;
+}
+
 const std::shared_ptr<const TokenTrie>& SingleByteTrie() {
   static const std::shared_ptr<const TokenTrie> bytes = [] {
     std::vector<std::string> t;

@@ -258,11 +258,7 @@ class Validator {
       it = patterns_.emplace(regex, g).first;
     }
     if (it->second == nullptr) return kUnknown;
-    Matcher::Limits limits;
-    limits.max_nodes = 1 << 18;
-    limits.max_sets = 1 << 12;
-    limits.mask_cache_bytes = 0;
-    Matcher m(it->second, SingleByteTrie(), limits);
+    Matcher m(it->second, SingleByteTrie(), ShortTextLimits());
     const bool ok = m.AcceptBytes(text) && m.CanEnd();
     if (m.failed()) return kUnknown;
     return Of(ok);
