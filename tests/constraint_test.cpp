@@ -482,8 +482,8 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
   auto pat = Schema(R"({"type": "string", "pattern": "^[a-z]+-\\d{2}$"})");
   CHECK(Matches(pat, "\"abc-12\""));
   CHECK_FALSE(Matches(pat, "\"abc-123\""));
-  // pattern with minLength/maxLength: exact where the pattern is one repeated character, whose
-  // repetition bounds meet the lengths; other patterns with lengths are refused.
+  // pattern with minLength/maxLength: one repeated character meets the lengths in its repetition
+  // bounds; any other pattern runs in step with a character counter (regex_product.h).
   auto id =
       Schema(R"({"type": "string", "pattern": "^[a-z0-9_-]+$", "minLength": 3, "maxLength": 5})");
   CHECK(Matches(id, "\"abc\""));
@@ -503,13 +503,8 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
   CHECK(
       SchemaError(R"({"type": "string", "pattern": "^x{5}$", "maxLength": 3})").find("maxLength") !=
       std::string::npos);
-  CHECK(SchemaError(R"({"type": "string", "pattern": "^[a-z]+@[a-z]+$", "maxLength": 10})")
-            .find("pattern") != std::string::npos);
-  CHECK(SchemaError(R"({"type": "string", "pattern": "[a-z]+", "maxLength": 5})").find("pattern") !=
-        std::string::npos);
   CHECK(SchemaError(R"({"type": "string", "pattern": "^\\b+$", "maxLength": 5})").find("pattern") !=
         std::string::npos);
-
   auto search = Schema(R"({"type": "string", "pattern": "ab+c"})");
   CHECK(Matches(search, "\"xx abbbc \\\"yy\""));
   CHECK_FALSE(Matches(search, "\"ac\""));
@@ -543,6 +538,72 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
   CHECK_FALSE(Matches(email, "\"a@b\""));
   CHECK(SchemaError(R"({"type": "string", "format": "color"})").find("format") !=
         std::string::npos);
+}
+
+TEST_CASE("JSON Schema: pattern, format and lengths together are one product automaton",
+          "[constraint]") {
+  // A pattern that is not one repeated character, with both lengths: the count is exact.
+  auto at = Schema(R"({"type": "string", "pattern": "^[a-z]+@[a-z]+$", "maxLength": 7,
+                       "minLength": 5})");
+  CHECK(Matches(at, "\"ab@cd\""));
+  CHECK(Matches(at, "\"abc@def\""));
+  CHECK_FALSE(Matches(at, "\"a@b\""));       // 3 characters
+  CHECK_FALSE(Matches(at, "\"abcd@efg\""));  // 8 characters
+  CHECK_FALSE(Matches(at, "\"abcdefg\""));   // the pattern's '@' is missing
+  // Search semantics: an unanchored pattern pads with any string character, escapes counting as
+  // one character each.
+  auto hex =
+      Schema(R"({"type": "string", "pattern": "[0-9a-f]+", "minLength": 3, "maxLength": 3})");
+  CHECK(Matches(hex, "\"x1y\""));
+  CHECK(Matches(hex, "\"\\n\\\"f\""));
+  CHECK_FALSE(Matches(hex, "\"xyz\""));
+  CHECK_FALSE(Matches(hex, "\"x1yz\""));
+  // Only a lower bound: the counter saturates, long strings still match.
+  auto slug = Schema(R"({"type": "string", "pattern": "^[a-z]+(?:-[a-z0-9]+)*$", "minLength": 4})");
+  CHECK(Matches(slug, "\"ab-c\""));
+  CHECK(Matches(slug, "\"abcdefghij-klmnopqrstuvwxyz-0123456789\""));
+  CHECK_FALSE(Matches(slug, "\"a-b\""));
+  CHECK_FALSE(Matches(slug, "\"ab-\""));
+  // A format beside lengths and a pattern: all three at once.
+  auto mail = Schema(R"({"type": "string", "format": "email", "maxLength": 9})");
+  CHECK(Matches(mail, "\"a@b.c\""));
+  CHECK(Matches(mail, "\"ab@cd.ef\""));
+  CHECK_FALSE(Matches(mail, "\"abcd@de.fg\""));  // 10 characters
+  CHECK_FALSE(Matches(mail, "\"a@b\""));         // not an email
+  auto https =
+      Schema(R"({"type": "string", "allOf": [{"format": "uri"}, {"pattern": "^https://"}]})");
+  CHECK(Matches(https, "\"https://x.org/a?b=1\""));
+  CHECK_FALSE(Matches(https, "\"http://x.org\""));
+  CHECK_FALSE(Matches(https, "\"ftp://x.org\""));
+  auto zip =
+      Schema(R"({"type": "string", "pattern": "^([0-9]{5})(-([0-9]{4}))?$", "minLength": 6})");
+  CHECK(Matches(zip, "\"12345-6789\""));
+  CHECK_FALSE(Matches(zip, "\"12345\""));
+  // allOf's patterns all hold.
+  auto two =
+      Schema(R"({"type": "string", "allOf": [{"pattern": "^[a-z0-9]*$"}, {"pattern": "[0-9]"},
+                                                    {"pattern": "^a"}]})");
+  CHECK(Matches(two, "\"ab1\""));
+  CHECK_FALSE(Matches(two, "\"abc\""));
+  CHECK_FALSE(Matches(two, "\"b1\""));
+  CHECK_FALSE(Matches(two, "\"a-1\""));
+  // No string at all: an unsatisfiable branch (dropped by anyOf), an error on its own.
+  CHECK(SchemaError(R"({"type": "string", "pattern": "^[a-z]{2}-[a-z]{2}$", "maxLength": 4})")
+            .find("no string") != std::string::npos);
+  auto either = Schema(R"({"anyOf": [{"type": "string", "pattern": "^a-b+$", "maxLength": 2},
+                                     {"type": "integer"}]})");
+  CHECK(Matches(either, "7"));
+  CHECK_FALSE(Matches(either, "\"a-\""));
+  // Counted repetitions unroll: past the automaton's limits it is a clear error, not a hang.
+  CHECK(SchemaError(R"({"type": "string", "pattern": "^(a{1000}){1000}$", "maxLength": 5})")
+            .find("too") != std::string::npos);
+  CHECK(SchemaError(R"({"type": "string", "pattern": "^(\\S+\\s+){0,99}\\S+$", "maxLength": 5000})")
+            .find("too large") != std::string::npos);
+  CHECK(SchemaError(R"({"type": "string", "pattern": "^(a?){4000}$", "maxLength": 5})")
+            .find("too many") != std::string::npos);
+  CHECK(SchemaError(R"({"type": "string", "allOf": [{"pattern": "^a{0,4000}$"},
+                                                    {"pattern": "^b{0,4000}$"}], "minLength": 1})")
+            .find("no string") != std::string::npos);
 }
 
 TEST_CASE("JSON Schema validator: valid, invalid, or unknown", "[constraint]") {

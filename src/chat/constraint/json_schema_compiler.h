@@ -110,6 +110,8 @@ class SchemaCompiler {
 
   // json_schema_strings.cpp
   std::string CompileString(const Json& s, const std::string& ptr);
+  std::string CompileRegexProduct(const std::vector<std::string>& regexes, int64_t min_len,
+                                  int64_t max_len, const std::string& ptr, const char* kw);
   static const std::set<std::string>& KnownFormats();
   static Json WithoutFormat(const Json& s);
   static std::string FormatRegex(const std::string& f);

@@ -180,6 +180,14 @@ void SchemaCompiler::Merge(Json* a, const Json& b_in, const std::string& ptr) {
     } else if ((k == "maximum" || k == "exclusiveMaximum" || k == "maxLength" || k == "maxItems") &&
                it.value().is_number() && (*a)[k].is_number()) {
       if (it.value().get<double>() < (*a)[k].get<double>()) (*a)[k] = it.value();
+    } else if (k == "pattern" && it.value().is_string()) {
+      // Both patterns hold: a list, which only a merge writes (a schema's own `pattern` must be
+      // a string), compiled as one product automaton.
+      Json list = (*a)[k].is_array() ? (*a)[k] : Json::array({(*a)[k]});
+      bool have = false;
+      for (const auto& x : list) have |= x == it.value();
+      if (!have) list.push_back(it.value());
+      (*a)[k] = list;
     } else if (k == "not") {
       // not A and not B: not (A or B).
       (*a)[k] = Json::object({{"anyOf", Json::array({(*a)[k], it.value()})}});

@@ -1,4 +1,6 @@
 // JSON Schema compiler: strings, their length, pattern and format (see json_schema_compiler.h).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -8,6 +10,7 @@
 
 #include "chat/constraint/json_schema_compiler.h"
 #include "chat/constraint/regex_gbnf.h"
+#include "chat/constraint/regex_product.h"
 
 namespace qwenrt::schema {
 namespace {
@@ -91,12 +94,24 @@ std::string SchemaCompiler::CompileString(const Json& s, const std::string& ptr)
     if (v < 0 || v > 100000) Error(ptr, k, "out of range");
     return static_cast<int64_t>(v);
   };
+  // The patterns: a schema's own is a string; allOf's merge (Merge) lists several.
+  std::vector<std::string> patterns;
+  if (s.contains("pattern")) {
+    const Json& p = s["pattern"];
+    for (const Json& x : p.is_array() ? p : Json::array({p})) {
+      if (!x.is_string()) Error(ptr, "pattern", "must be a string");
+      patterns.push_back(x.get<std::string>());
+    }
+  }
+  const int64_t min_len = count("minLength", 0), max_len = count("maxLength", -1);
+  if (max_len >= 0 && max_len < min_len) Error(ptr, "maxLength", "less than minLength", true);
   if (s.contains("format")) {
     const std::string f = s["format"].is_string() ? s["format"].get<std::string>() : "";
-    if ((has_len || s.contains("pattern")) && !FormatRegex(f).empty()) {
-      Error(ptr, "format", "together with pattern/minLength/maxLength");
-    }
     std::string re = FormatRegex(f);
+    if ((has_len || !patterns.empty()) && !re.empty()) {
+      patterns.insert(patterns.begin(), re);
+      return CompileRegexProduct(patterns, min_len, max_len, ptr, "format");
+    }
     if (re.empty() && KnownFormats().count(f))
       Error(ptr, "format", "format '" + f + "' is not supported");
     // A format no validator knows is an annotation (JSON Schema 2020-12 §7.2.1): it asserts
@@ -108,18 +123,19 @@ std::string SchemaCompiler::CompileString(const Json& s, const std::string& ptr)
     if (!st.ok()) Error(ptr, "format", st.message());
     return NewRule("\"\\\"\" " + g + " \"\\\"\"");
   }
-  if (s.contains("pattern")) {
-    if (!s["pattern"].is_string()) Error(ptr, "pattern", "must be a string");
-    std::string pattern = s["pattern"].get<std::string>();
+  if (patterns.size() > 1) return CompileRegexProduct(patterns, min_len, max_len, ptr, "pattern");
+  if (!patterns.empty()) {
+    std::string pattern = patterns[0];
     if (has_len) {
-      // Exact only where the pattern is one repeated character: its length bounds then meet
-      // minLength/maxLength. Any other pattern with lengths would need the product automaton.
+      // Where the pattern is one repeated character its length bounds meet minLength/maxLength
+      // in one counted repetition (which the matcher walks fast); any other pattern runs in step
+      // with a character counter.
       std::string atom;
       int64_t m = 0, n = -1;
       if (!SingleAtomRepeat(pattern, &atom, &m, &n))
-        Error(ptr, "pattern", "together with minLength/maxLength");
-      const int64_t lo = std::max(m, count("minLength", 0));
-      int64_t hi = count("maxLength", -1);
+        return CompileRegexProduct({pattern}, min_len, max_len, ptr, "pattern");
+      const int64_t lo = std::max(m, min_len);
+      int64_t hi = max_len;
       if (n >= 0) hi = hi >= 0 ? std::min(hi, n) : n;
       if (hi >= 0 && hi < lo)
         Error(ptr, "maxLength", "the pattern's repetition and the lengths exclude every string",
@@ -133,10 +149,25 @@ std::string SchemaCompiler::CompileString(const Json& s, const std::string& ptr)
     return NewRule("\"\\\"\" " + g + " \"\\\"\"");
   }
   if (!has_len) return "jstring";
-  const int64_t lo = count("minLength", 0), hi = count("maxLength", -1);
-  if (hi >= 0 && hi < lo) Error(ptr, "maxLength", "less than minLength");
-  return NewRule("\"\\\"\" jchar{" + std::to_string(lo) + "," +
-                 (hi >= 0 ? std::to_string(hi) : "") + "} \"\\\"\"");
+  return NewRule("\"\\\"\" jchar{" + std::to_string(min_len) + "," +
+                 (max_len >= 0 ? std::to_string(max_len) : "") + "} \"\\\"\"");
+}
+
+// A string every regex matches (search semantics, as `pattern`) with min_len..max_len characters.
+std::string SchemaCompiler::CompileRegexProduct(const std::vector<std::string>& regexes,
+                                                int64_t min_len, int64_t max_len,
+                                                const std::string& ptr, const char* kw) {
+  RegexProductLimits limits;
+  limits.min_len = min_len;
+  limits.max_len = max_len;
+  std::string start;
+  const Status st = RegexProductGbnf(
+      regexes, limits, [&] { return fmt::format("s{}", n_++); }, &rules_, &start);
+  if (!st.ok()) Error(ptr, kw, st.message());
+  if (rules_.size() > (64u << 20)) Error("", "schema", "grammar too large");
+  if (start.empty())
+    Error(ptr, kw, "no string matches the pattern, format and lengths together", true);
+  return NewRule("\"\\\"\" " + start + " \"\\\"\"");
 }
 
 // Formats Python's jsonschema checker asserts; any other format name is only an annotation.

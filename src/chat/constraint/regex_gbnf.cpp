@@ -1,15 +1,51 @@
-// Regex -> GBNF translation by recursive descent; character sets are built as code point ranges and
-// printed as GBNF classes, so negation and the JSON-string restriction are exact set operations.
+// Regex -> GBNF: the parsed tree (regex_ast.h) printed as one parenthesised expression.
 #include "chat/constraint/regex_gbnf.h"
 
 #include <fmt/format.h>
 
-#include "chat/constraint/utf8_ranges.h"
-
 namespace qwenrt {
 namespace {
 
-std::string ClassText(const CodepointRanges& n) {
+std::string Print(const Regex& re, int i) {
+  const RegexNode& n = re.nodes[i];
+  switch (n.kind) {
+    case RegexNode::kEmpty:
+      return "\"\"";
+    case RegexNode::kSet:
+      return GbnfClass(n.set);
+    case RegexNode::kJsonChar:
+      return "jchar";
+    case RegexNode::kConcat:
+    case RegexNode::kAlt: {
+      std::string out = "(";
+      for (size_t k = 0; k < n.kids.size(); ++k) {
+        if (k) out += n.kind == RegexNode::kAlt ? " | " : " ";
+        out += Print(re, n.kids[k]);
+      }
+      return out + ")";
+    }
+    case RegexNode::kRepeat: {
+      std::string q;
+      if (n.min == 0 && n.max < 0) {
+        q = "*";
+      } else if (n.min == 1 && n.max < 0) {
+        q = "+";
+      } else if (n.min == 0 && n.max == 1) {
+        q = "?";
+      } else if (n.max == n.min) {
+        q = fmt::format("{{{}}}", n.min);
+      } else {
+        q = n.max < 0 ? fmt::format("{{{},}}", n.min) : fmt::format("{{{},{}}}", n.min, n.max);
+      }
+      return fmt::format("({}){}", Print(re, n.kids[0]), q);
+    }
+  }
+  return "\"\"";
+}
+
+}  // namespace
+
+std::string GbnfClass(const CodepointRanges& normalized) {
   std::string out = "[";
   auto esc = [&](uint32_t cp) {
     if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9')) {
@@ -18,7 +54,7 @@ std::string ClassText(const CodepointRanges& n) {
       out += fmt::format("\\U{:08X}", cp);
     }
   };
-  for (auto [lo, hi] : n) {
+  for (auto [lo, hi] : normalized) {
     esc(lo);
     if (hi != lo) {
       out.push_back('-');
@@ -29,373 +65,11 @@ std::string ClassText(const CodepointRanges& n) {
   return out;
 }
 
-CodepointRanges Digits() { return {{'0', '9'}}; }
-CodepointRanges Word() { return {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}; }
-CodepointRanges Space() {
-  return NormalizeRanges({{'\t', '\r'},
-                          {' ', ' '},
-                          {0xA0, 0xA0},
-                          {0x1680, 0x1680},
-                          {0x2000, 0x200A},
-                          {0x2028, 0x2029},
-                          {0x202F, 0x202F},
-                          {0x205F, 0x205F},
-                          {0x3000, 0x3000},
-                          {0xFEFF, 0xFEFF}});
-}
-
-CodepointRanges AsciiComplement(const CodepointRanges& r) {
-  CodepointRanges out;
-  for (auto [lo, hi] : ComplementRanges(NormalizeRanges(r))) {
-    if (lo <= 0x7F) out.push_back({lo, std::min<uint32_t>(hi, 0x7F)});
-  }
-  return out;
-}
-
-class RegexParser {
- public:
-  RegexParser(std::string_view s, RegexMode mode) : s_(s), mode_(mode) {}
-
-  Status Run(std::string* out) {
-    std::string body;
-    QWENRT_RETURN_IF_ERROR(Alternatives(true, &body));
-    if (p_ < s_.size()) return Err("unbalanced ')'");
-    out->append(body);
-    return OkStatus();
-  }
-
- private:
-  Status Err(const std::string& what) const {
-    return InvalidArgument("regex: {} at offset {}", what, p_);
-  }
-
-  // The set after the JSON-string restriction (mode kJsonString).
-  CodepointRanges Restrict(CodepointRanges n) const {
-    n = NormalizeRanges(std::move(n));
-    if (mode_ != RegexMode::kJsonString) return n;
-    CodepointRanges out;
-    for (auto [lo, hi] : n) {
-      // remove 0..0x1F, '"' (0x22), '\' (0x5C)
-      const std::pair<uint32_t, uint32_t> keep[] = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x10FFFF}};
-      for (auto [a, b] : keep) {
-        const uint32_t l = std::max(lo, a), h = std::min(hi, b);
-        if (l <= h) out.push_back({l, h});
-      }
-    }
-    return NormalizeRanges(out);
-  }
-
-  Status SetAtom(CodepointRanges n, std::string* out) {
-    n = Restrict(std::move(n));
-    if (n.empty()) return Err("character that a JSON string must escape");
-    *out += ClassText(n);
-    return OkStatus();
-  }
-
-  Status Alternatives(bool top, std::string* out) {
-    std::vector<std::string> branches;
-    while (true) {
-      std::string b;
-      QWENRT_RETURN_IF_ERROR(Branch(top, &b));
-      branches.push_back(std::move(b));
-      if (p_ < s_.size() && s_[p_] == '|') {
-        ++p_;
-        continue;
-      }
-      break;
-    }
-    *out += "(";
-    for (size_t i = 0; i < branches.size(); ++i) {
-      if (i) *out += " | ";
-      *out += branches[i];
-    }
-    *out += ")";
-    return OkStatus();
-  }
-
-  Status Branch(bool top, std::string* out) {
-    bool anchored_start = false, anchored_end = false;
-    if (p_ < s_.size() && s_[p_] == '^') {
-      if (!top) return Err("'^' inside a group");
-      anchored_start = true;
-      ++p_;
-    }
-    std::string seq;
-    while (p_ < s_.size() && s_[p_] != '|' && s_[p_] != ')') {
-      if (s_[p_] == '$') {
-        ++p_;
-        if (!top || (p_ < s_.size() && s_[p_] != '|' && s_[p_] != ')'))
-          return Err("'$' not at the end");
-        anchored_end = true;
-        break;
-      }
-      if (s_[p_] == '^') return Err("'^' not at the start");
-      std::string atom;
-      QWENRT_RETURN_IF_ERROR(Atom(&atom));
-      QWENRT_RETURN_IF_ERROR(Quantifier(&atom));
-      seq += " " + atom;
-    }
-    if (mode_ == RegexMode::kJsonString && top) {
-      if (!anchored_start) seq = " jchar*" + seq;
-      if (!anchored_end) seq += " jchar*";
-    }
-    *out += seq.empty() ? "\"\"" : seq;
-    return OkStatus();
-  }
-
-  Status Quantifier(std::string* atom) {
-    if (p_ >= s_.size()) return OkStatus();
-    const char c = s_[p_];
-    std::string q;
-    if (c == '*' || c == '+' || c == '?') {
-      q = std::string(1, c);
-      ++p_;
-    } else if (c == '{') {
-      size_t e = p_ + 1;
-      std::string a, b;
-      bool comma = false;
-      while (e < s_.size() && s_[e] >= '0' && s_[e] <= '9') a += s_[e++];
-      if (e < s_.size() && s_[e] == ',') {
-        comma = true;
-        ++e;
-        while (e < s_.size() && s_[e] >= '0' && s_[e] <= '9') b += s_[e++];
-      }
-      if (a.empty() && comma && e < s_.size() && s_[e] == '}')
-        return Err("quantifier {,n}");                                     // Python: {0,n}
-      if (a.empty() || e >= s_.size() || s_[e] != '}') return OkStatus();  // a literal '{'
-      if (a.size() > 6 || b.size() > 6) return Err("repetition count too large");
-      q = "{" + a + (comma ? "," + b : "") + "}";
-      p_ = e + 1;
-    } else {
-      return OkStatus();
-    }
-    if (p_ < s_.size() && s_[p_] == '?')
-      ++p_;  // lazy: same language
-    else if (p_ < s_.size() && s_[p_] == '+')
-      return Err("possessive quantifier");
-    if (p_ < s_.size() && (s_[p_] == '*' || s_[p_] == '+' || s_[p_] == '?' || s_[p_] == '{')) {
-      // a{2}{3} is legal in some engines; keep the grammar exact by grouping.
-      *atom = "(" + *atom + q + ")";
-      return Quantifier(atom);
-    }
-    *atom = "(" + *atom + ")" + q;
-    return OkStatus();
-  }
-
-  Status ReadCodepoint(uint32_t* cp) {
-    const unsigned char c = static_cast<unsigned char>(s_[p_]);
-    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (len == 0 || p_ + len > s_.size()) return Err("invalid UTF-8");
-    uint32_t v = len == 1 ? c : len == 2 ? (c & 31) : len == 3 ? (c & 15) : (c & 7);
-    for (int i = 1; i < len; ++i) v = (v << 6) | (static_cast<unsigned char>(s_[p_ + i]) & 63);
-    p_ += len;
-    *cp = v;
-    return OkStatus();
-  }
-
-  Status Hex(int n, uint32_t* v) {
-    *v = 0;
-    for (int i = 0; i < n; ++i) {
-      if (p_ >= s_.size() || !isxdigit(static_cast<unsigned char>(s_[p_])))
-        return Err("bad hex escape");
-      const char c = s_[p_++];
-      *v = *v * 16 + static_cast<uint32_t>(isdigit(static_cast<unsigned char>(c))
-                                               ? c - '0'
-                                               : (tolower(c) - 'a' + 10));
-    }
-    return OkStatus();
-  }
-
-  // An escape after '\' (p_ at the character after it): a set (*is_set) or one code point.
-  Status Escape(bool in_class, CodepointRanges* set, bool* is_set, uint32_t* cp) {
-    if (p_ >= s_.size()) return Err("trailing '\\'");
-    const char e = s_[p_++];
-    *is_set = true;
-    switch (e) {
-      case 'd':
-        *set = Digits();
-        return OkStatus();
-      // Negated escapes stay within ASCII: Python's `re` (what validators run) gives \d \w \s
-      // Unicode meaning, so a non-ASCII character may be a "digit" there; ASCII is exact for both.
-      case 'D':
-        *set = AsciiComplement(Digits());
-        return OkStatus();
-      case 'w':
-        *set = Word();
-        return OkStatus();
-      case 'W':
-        *set = AsciiComplement(Word());
-        return OkStatus();
-      case 's':
-        *set = Space();
-        return OkStatus();
-      case 'S':
-        *set = AsciiComplement(Space());
-        return OkStatus();
-      default:
-        break;
-    }
-    *is_set = false;
-    switch (e) {
-      case 'n':
-        *cp = '\n';
-        return OkStatus();
-      case 'r':
-        *cp = '\r';
-        return OkStatus();
-      case 't':
-        *cp = '\t';
-        return OkStatus();
-      case 'f':
-        *cp = '\f';
-        return OkStatus();
-      case 'v':
-        *cp = '\v';
-        return OkStatus();
-      case '0':
-        *cp = 0;
-        return OkStatus();
-      case 'x':
-        return Hex(2, cp);
-      case 'u':
-        if (p_ < s_.size() && s_[p_] == '{') return Err("\\u{...} escape");
-        return Hex(4, cp);
-      case 'b':
-        if (in_class) {
-          *cp = '\b';
-          return OkStatus();
-        }
-        return Err("word boundary \\b");
-      case 'B':
-        return Err("word boundary \\B");
-      case 'p':
-      case 'P':
-        return Err("Unicode property escape");
-      case 'c':
-        return Err("control escape \\c");
-      case 'k':
-        return Err("backreference");
-      default:
-        if (e >= '1' && e <= '9') return Err("backreference");
-        if (isalnum(static_cast<unsigned char>(e)))
-          return Err(std::string("unknown escape \\") + e);
-        --p_;
-        return ReadCodepoint(cp);
-    }
-  }
-
-  Status Atom(std::string* out) {
-    const char c = s_[p_];
-    if (c == '(') {
-      ++p_;
-      if (p_ < s_.size() && s_[p_] == '?') {
-        ++p_;
-        if (p_ < s_.size() && s_[p_] == ':') {
-          ++p_;
-        } else if (p_ + 1 < s_.size() && s_[p_] == '<' && s_[p_ + 1] != '=' && s_[p_ + 1] != '!') {
-          while (p_ < s_.size() && s_[p_] != '>') ++p_;
-          ++p_;
-        } else if (p_ + 1 < s_.size() && s_[p_] == 'P' && s_[p_ + 1] == '<') {
-          while (p_ < s_.size() && s_[p_] != '>') ++p_;
-          ++p_;
-        } else if (p_ < s_.size() && (s_[p_] == '=' || s_[p_] == '!' || s_[p_] == '<')) {
-          return Err("lookaround");
-        } else {
-          return Err("group flags");
-        }
-      }
-      QWENRT_RETURN_IF_ERROR(Alternatives(false, out));
-      if (p_ >= s_.size() || s_[p_] != ')') return Err("missing ')'");
-      ++p_;
-      return OkStatus();
-    }
-    if (c == '[') return Class(out);
-    if (c == '.') {
-      ++p_;
-      return SetAtom(
-          ComplementRanges(NormalizeRanges({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}})), out);
-    }
-    if (c == '*' || c == '+' || c == '?') return Err("nothing to repeat");
-    uint32_t cp = 0;
-    if (c == '\\') {
-      ++p_;
-      CodepointRanges set;
-      bool is_set;
-      QWENRT_RETURN_IF_ERROR(Escape(false, &set, &is_set, &cp));
-      if (is_set) return SetAtom(std::move(set), out);
-    } else {
-      QWENRT_RETURN_IF_ERROR(ReadCodepoint(&cp));
-    }
-    return SetAtom({{cp, cp}}, out);
-  }
-
-  Status Class(std::string* out) {
-    ++p_;
-    bool negate = false;
-    if (p_ < s_.size() && s_[p_] == '^') {
-      negate = true;
-      ++p_;
-    }
-    CodepointRanges ranges;
-    bool first = true;
-    bool class_escape = false;  // \d \w \s inside: their meaning differs between regex engines
-    while (true) {
-      if (p_ >= s_.size()) return Err("unterminated class");
-      if (s_[p_] == ']' && !first) {
-        ++p_;
-        break;
-      }
-      if (s_[p_] == ']' && first) {  // JS: [] matches nothing, []...] is not a thing
-        ++p_;
-        if (!negate) return Err("empty class");
-        return SetAtom({{0, 0x10FFFF}}, out);
-      }
-      first = false;
-      uint32_t lo = 0;
-      CodepointRanges set;
-      bool is_set = false;
-      if (s_[p_] == '\\') {
-        ++p_;
-        QWENRT_RETURN_IF_ERROR(Escape(true, &set, &is_set, &lo));
-      } else if (s_[p_] == '[' && p_ + 1 < s_.size() && s_[p_ + 1] == ':') {
-        return Err("POSIX class");
-      } else {
-        QWENRT_RETURN_IF_ERROR(ReadCodepoint(&lo));
-      }
-      if (is_set) {
-        ranges.insert(ranges.end(), set.begin(), set.end());
-        class_escape = true;
-        continue;
-      }
-      uint32_t hi = lo;
-      if (p_ + 1 < s_.size() && s_[p_] == '-' && s_[p_ + 1] != ']') {
-        ++p_;
-        if (s_[p_] == '\\') {
-          ++p_;
-          QWENRT_RETURN_IF_ERROR(Escape(true, &set, &is_set, &hi));
-          if (is_set) return Err("class range with a class escape");
-        } else {
-          QWENRT_RETURN_IF_ERROR(ReadCodepoint(&hi));
-        }
-        if (hi < lo) return Err("class range out of order");
-      }
-      ranges.push_back({lo, hi});
-    }
-    CodepointRanges n = NormalizeRanges(std::move(ranges));
-    if (negate) n = class_escape ? AsciiComplement(n) : ComplementRanges(n);
-    return SetAtom(std::move(n), out);
-  }
-
-  std::string_view s_;
-  RegexMode mode_;
-  size_t p_ = 0;
-};
-
-}  // namespace
-
 Status RegexToGbnf(std::string_view regex, RegexMode mode, std::string* out) {
-  RegexParser p(regex, mode);
-  return p.Run(out);
+  Regex re;
+  QWENRT_RETURN_IF_ERROR(ParseRegex(regex, mode, &re));
+  out->append(fmt::format("({})", Print(re, re.root)));
+  return OkStatus();
 }
 
 }  // namespace qwenrt
