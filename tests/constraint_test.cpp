@@ -805,6 +805,24 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
   CHECK_FALSE(Matches(req, R"({"a": 1, "b": 1})"));
   CHECK(SchemaError(R"({"type": "string", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]})")
             .find("oneOf") != std::string::npos);
+  // Branches that say which keys are absent too (not/anyOf/allOf/oneOf over required lists).
+  auto pick = Schema(R"({"type": "object", "oneOf": [
+      {"required": ["l", "w"], "not": {"required": ["b", "h"]}},
+      {"required": ["b", "h"], "not": {"required": ["l", "w"]}},
+      {"anyOf": [{"required": ["r"]}, {"required": ["d"]}], "not": {"anyOf": [{"required": ["l"]},
+       {"required": ["b"]}]}}]})");
+  CHECK(Matches(pick, R"({"l": 1, "w": 2})"));
+  CHECK(Matches(pick, R"({"l": 1, "w": 2, "b": 3})"));
+  CHECK(Matches(pick, R"({"d": 1})"));
+  CHECK(Matches(pick, R"({"w": 1, "r": 2})"));
+  CHECK_FALSE(Matches(pick, R"({"l": 1, "w": 2, "b": 3, "h": 4})"));  // neither of the two
+  CHECK(Matches(pick, R"({"l": 1, "w": 2, "r": 3, "h": 4})"));  // r's branch forbids l
+  CHECK_FALSE(Matches(pick, R"({"b": 1, "r": 2})"));  // r's branch forbids b, b's needs h
+  CHECK_FALSE(Matches(pick, R"({})"));
+  // A non-object makes every `required` hold: here it satisfies exactly the `not` branch, so
+  // non-objects are valid and the object-only rewrite does not apply (the overlap check refuses).
+  CHECK(SchemaError(R"({"oneOf": [{"required": ["a"]}, {"not": {"required": ["b"]}}]})")
+            .find("oneOf") != std::string::npos);
 
   auto all = Schema(
       R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},

@@ -200,40 +200,93 @@ void SchemaCompiler::CheckDisjoint(const std::vector<Json>& branches, const std:
   }
 }
 
-// oneOf whose branches only name required properties ({"required": [...]}, two or more of them):
-// an object is valid when exactly one branch's list is all present. Over the keys the lists name
-// (K), each presence pattern P ⊆ K that satisfies exactly one list becomes a branch of its own —
-// the siblings, an object, P required, K \ P forbidden — so the branches are disjoint by
-// construction and compile like anyOf. A non-object matches every branch (required only speaks
-// of objects), hence none of oneOf. More than kMaxPresenceKeys keys: not rewritten (the
-// disjointness check then refuses it).
+namespace {
+
+// A schema that speaks only of which keys an object has: `required` lists under `not`, `anyOf`,
+// `allOf` and `oneOf` (annotations aside). Collects the keys it names; false for anything else.
+bool PresenceFormula(const Json& b, int depth, std::set<std::string>* keys) {
+  if (!b.is_object() || b.empty() || depth > 8) return false;
+  for (auto it = b.begin(); it != b.end(); ++it) {
+    const std::string& kw = it.key();
+    const Json& v = it.value();
+    if (IsAnnotation(kw)) continue;
+    if (kw == "required") {
+      if (!v.is_array()) return false;
+      for (const auto& k : v) {
+        if (!k.is_string()) return false;
+        keys->insert(k.get<std::string>());
+      }
+    } else if (kw == "not") {
+      if (!PresenceFormula(v, depth + 1, keys)) return false;
+    } else if (kw == "anyOf" || kw == "allOf" || kw == "oneOf") {
+      if (!v.is_array() || v.empty()) return false;
+      for (const auto& x : v)
+        if (!PresenceFormula(x, depth + 1, keys)) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The formula's value for an object whose present keys (of k) are the bits of `mask`; for a
+// non-object (object = false) every `required` holds.
+bool Holds(const Json& b, const std::vector<std::string>& k, uint32_t mask, bool object) {
+  bool all = true;
+  for (auto it = b.begin(); it != b.end() && all; ++it) {
+    const std::string& kw = it.key();
+    const Json& v = it.value();
+    if (kw == "required" && object) {
+      for (const auto& r : v) {
+        const std::string key = r.get<std::string>();
+        for (size_t i = 0; i < k.size(); ++i)
+          if (k[i] == key) all = all && (mask >> i & 1);
+      }
+    } else if (kw == "not") {
+      all = !Holds(v, k, mask, object);
+    } else if (kw == "anyOf" || kw == "allOf" || kw == "oneOf") {
+      int n = 0;
+      for (const auto& x : v) n += Holds(x, k, mask, object);
+      all = kw == "anyOf" ? n > 0 : kw == "allOf" ? n == static_cast<int>(v.size()) : n == 1;
+    }
+  }
+  return all;
+}
+
+}  // namespace
+
+// oneOf whose branches only speak of which keys are present (PresenceFormula: `required` lists,
+// maybe under not/anyOf/allOf/oneOf, two or more branches): over the keys they name (K), each
+// presence pattern P ⊆ K that satisfies exactly one branch becomes a branch of its own — the
+// siblings, an object, P required, K \ P forbidden — so the branches are disjoint by construction
+// and compile like anyOf. A non-object makes every `required` hold; when that satisfies exactly
+// one branch, non-objects are valid too and the rewrite (objects only) applies only where the
+// siblings allow objects alone. More than kMaxPresenceKeys keys: not rewritten (the disjointness
+// check then refuses it).
 bool SchemaCompiler::OneOfByPresence(const Json& siblings, const Json& branches,
                                      const std::string& ptr, std::vector<Json>* out) {
   constexpr size_t kMaxPresenceKeys = 8;
   if (branches.size() < 2 || siblings.contains("anyOf")) return false;
-  std::vector<std::set<std::string>> lists;
   std::set<std::string> keys;
-  for (const auto& b : branches) {
-    if (!b.is_object() || !b.contains("required") || !b["required"].is_array()) return false;
-    for (auto it = b.begin(); it != b.end(); ++it)
-      if (it.key() != "required" && !IsAnnotation(it.key())) return false;
-    std::set<std::string> list;
-    for (const auto& k : b["required"]) {
-      if (!k.is_string()) return false;
-      list.insert(k.get<std::string>());
-    }
-    keys.insert(list.begin(), list.end());
-    lists.push_back(std::move(list));
-  }
+  for (const auto& b : branches)
+    if (!PresenceFormula(b, 0, &keys)) return false;
   if (keys.size() > kMaxPresenceKeys) return false;
+  const std::vector<std::string> k(keys.begin(), keys.end());
+  auto satisfied = [&](uint32_t mask, bool object) {
+    int n = 0;
+    for (const auto& b : branches) n += Holds(b, k, mask, object);
+    return n;
+  };
+  bool object = true, only_object = false;
   if (siblings.contains("type")) {
     const Json& t = siblings["type"];
-    bool object = t == "object";
+    object = t == "object";
+    only_object = object;
     if (t.is_array())
       for (const auto& x : t) object |= x == "object";
-    if (!object) Error(ptr, "oneOf", "every branch matches a non-object", true);
   }
-  const std::vector<std::string> k(keys.begin(), keys.end());
+  if (satisfied(0, false) == 1 && !only_object) return false;
+  if (!object) Error(ptr, "oneOf", "every branch speaks of objects only", true);
   // Patterns the siblings rule out: one without a key they require, one with a key they forbid.
   auto possible = [&](uint32_t mask) {
     const bool closed = siblings.contains("additionalProperties") &&
@@ -254,15 +307,7 @@ bool SchemaCompiler::OneOfByPresence(const Json& siblings, const Json& branches,
     return true;
   };
   for (uint32_t mask = 0; mask < (1u << k.size()); ++mask) {
-    if (!possible(mask)) continue;
-    int satisfied = 0;
-    for (const auto& list : lists) {
-      bool all = true;
-      for (size_t i = 0; i < k.size(); ++i)
-        if (!(mask >> i & 1)) all &= list.count(k[i]) == 0;
-      satisfied += all;
-    }
-    if (satisfied != 1) continue;
+    if (!possible(mask) || satisfied(mask, true) != 1) continue;
     Json m = siblings;
     m["type"] = "object";
     if (!m.contains("required")) m["required"] = Json::array();
