@@ -523,7 +523,13 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
   CHECK(Matches(neg, "-2.5"));
   CHECK_FALSE(Matches(neg, "-2"));
   CHECK_FALSE(Matches(neg, "-5.1"));
-  CHECK(SchemaError(R"({"type": "number", "minimum": 0.5})").find("minimum") != std::string::npos);
+  auto tiny = Schema(R"({"type": "number", "minimum": 1e-7, "maximum": 4.294967295})");
+  CHECK(Matches(tiny, "0.0000001"));
+  CHECK(Matches(tiny, "4.294967295"));
+  CHECK_FALSE(Matches(tiny, "0.00000009"));
+  CHECK_FALSE(Matches(tiny, "4.2949672951"));
+  CHECK(SchemaError(R"({"type": "number", "minimum": 1e-70})").find("minimum") !=
+        std::string::npos);
 
   auto dt = Schema(R"({"type": "string", "format": "date-time"})");
   CHECK(Matches(dt, "\"2024-02-28T13:45:00Z\""));
@@ -537,6 +543,85 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
   CHECK(Matches(email, "\"a.b+c@example.co.uk\""));
   CHECK_FALSE(Matches(email, "\"a@b\""));
   CHECK(SchemaError(R"({"type": "string", "format": "color"})").find("format") !=
+        std::string::npos);
+}
+
+TEST_CASE("JSON Schema: non-integral number bounds compare the decimals written", "[constraint]") {
+  // Every number from -3 to 3 in steps of 0.005, spelled with 1 to 4 fraction digits (trailing
+  // zeros too) and without a fraction where it has none, against bounds of every kind; the truth
+  // is an integer comparison in thousandths of thousandths.
+  struct Case {
+    const char* schema;
+    std::optional<int64_t> lo, hi;  // in 1e-6
+    bool lo_excl, hi_excl;
+  };
+  const Case cases[] = {
+      {R"({"type": "number", "minimum": 0.5})", 500000, std::nullopt, false, false},
+      {R"({"type": "number", "exclusiveMinimum": 0.5})", 500000, std::nullopt, true, false},
+      {R"({"type": "number", "minimum": -1.25, "maximum": 2.05})", -1250000, 2050000, false, false},
+      {R"({"type": "number", "exclusiveMinimum": -1.25, "exclusiveMaximum": 2.05})", -1250000,
+       2050000, true, true},
+      {R"({"type": "number", "minimum": 1.105, "maximum": 1.13})", 1105000, 1130000, false, false},
+      {R"({"type": "number", "exclusiveMaximum": -0.015})", std::nullopt, -15000, false, true},
+      {R"({"type": "number", "minimum": -0.5, "exclusiveMaximum": 0})", -500000, 0, false, true},
+      {R"({"type": "number", "minimum": 0.1, "maximum": 0.1})", 100000, 100000, false, false},
+      {R"({"type": "integer", "minimum": -2.5, "exclusiveMaximum": 1.5})", -2500000, 1500000, false,
+       true},
+  };
+  for (const Case& c : cases) {
+    INFO(c.schema);
+    auto g = Schema(c.schema);
+    const bool integer = std::string(c.schema).find("integer") != std::string::npos;
+    for (int64_t v = -3000; v <= 3000; v += 5) {  // v in thousandths
+      const int64_t micro = v * 1000;
+      const bool in = (!c.lo || (c.lo_excl ? micro > *c.lo : micro >= *c.lo)) &&
+                      (!c.hi || (c.hi_excl ? micro < *c.hi : micro <= *c.hi));
+      const int64_t a = v < 0 ? -v : v;
+      const std::string sign = v < 0 ? "-" : "";  // 0 is never written "-0"
+      const std::string ip = std::to_string(a / 1000);
+      std::string frac = fmt::format("{:03d}", a % 1000);
+      while (frac.size() > 1 && frac.back() == '0') frac.pop_back();
+      std::vector<std::string> spellings;
+      if (a % 1000 == 0) spellings.push_back(sign + ip);
+      if (!integer) {  // integers are written without a fraction
+        spellings.push_back(sign + ip + "." + frac);
+        spellings.push_back(sign + ip + "." + frac + "0");
+      }
+      for (const auto& text : spellings) {
+        INFO(text);
+        CHECK(Matches(g, text) == in);
+      }
+    }
+  }
+}
+
+TEST_CASE("JSON Schema: multipleOf 10^-n on numbers caps the fraction digits", "[constraint]") {
+  auto money = Schema(R"({"type": "number", "multipleOf": 0.01, "minimum": 0,
+                          "maximum": 99999999999.99})");
+  for (const char* ok : {"10.99", "10.0", "10", "10.990", "0", "0.01", "99999999999.99"}) {
+    INFO(ok);
+    CHECK(Matches(money, ok));
+  }
+  for (const char* bad : {"10.001", "-0.01", "99999999999.995", "100000000000", "0.001"}) {
+    INFO(bad);
+    CHECK_FALSE(Matches(money, bad));
+  }
+  auto tenth = Schema(R"({"type": "number", "multipleOf": 0.1})");
+  CHECK(Matches(tenth, "-3.5"));
+  CHECK(Matches(tenth, "12"));
+  CHECK_FALSE(Matches(tenth, "3.55"));
+  auto above = Schema(R"({"type": "number", "multipleOf": 1e-1, "exclusiveMinimum": 0.05})");
+  CHECK(Matches(above, "0.1"));
+  CHECK(Matches(above, "7.30"));
+  CHECK_FALSE(Matches(above, "0.05"));
+  CHECK_FALSE(Matches(above, "0.0"));
+  CHECK_FALSE(Matches(above, "-1"));
+  auto whole = Schema(R"({"type": "integer", "multipleOf": 0.01, "maximum": 3})");
+  CHECK(Matches(whole, "3"));
+  CHECK(Matches(whole, "-40"));
+  CHECK_FALSE(Matches(whole, "4"));
+  // Other fractions (0.25, 0.05) stay refused.
+  CHECK(SchemaError(R"({"type": "number", "multipleOf": 0.25})").find("multipleOf") !=
         std::string::npos);
 }
 
@@ -816,7 +901,7 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
   CHECK(Matches(pick, R"({"d": 1})"));
   CHECK(Matches(pick, R"({"w": 1, "r": 2})"));
   CHECK_FALSE(Matches(pick, R"({"l": 1, "w": 2, "b": 3, "h": 4})"));  // neither of the two
-  CHECK(Matches(pick, R"({"l": 1, "w": 2, "r": 3, "h": 4})"));  // r's branch forbids l
+  CHECK(Matches(pick, R"({"l": 1, "w": 2, "r": 3, "h": 4})"));        // r's branch forbids l
   CHECK_FALSE(Matches(pick, R"({"b": 1, "r": 2})"));  // r's branch forbids b, b's needs h
   CHECK_FALSE(Matches(pick, R"({})"));
   // A non-object makes every `required` hold: here it satisfies exactly the `not` branch, so

@@ -1,5 +1,7 @@
 // JSON Schema compiler: numbers and integers, their bounds and multipleOf (see
 // json_schema_compiler.h).
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -10,6 +12,21 @@
 #include "chat/constraint/json_schema_compiler.h"
 
 namespace qwenrt::schema {
+namespace {
+
+// n when v is 10^-n (n >= 1) in its shortest decimal spelling, else -1.
+int PowerOfTenth(double v) {
+  const std::string t = fmt::format("{}", v);
+  if (t.rfind("1e-", 0) == 0 && t.size() > 3 && t.size() <= 5 &&
+      t.find_first_not_of("0123456789", 3) == std::string::npos)
+    return std::stoi(t.substr(3));
+  if (t.rfind("0.", 0) != 0 || t.back() != '1') return -1;
+  const std::string frac = t.substr(2);
+  if (frac.find_first_not_of('0') != frac.size() - 1) return -1;
+  return static_cast<int>(frac.size());
+}
+
+}  // namespace
 
 std::string SchemaCompiler::CompileNumber(const Json& s, bool integer, const std::string& ptr) {
   NumberBounds b;
@@ -37,12 +54,19 @@ std::string SchemaCompiler::CompileNumber(const Json& s, bool integer, const std
   } else if (s.contains("exclusiveMaximum") && s["exclusiveMaximum"] == true) {
     b.hi_exclusive = true;
   }
-  if (s.contains("multipleOf")) return CompileMultiple(s, b, ptr);
+  if (s.contains("multipleOf")) {
+    // multipleOf 10^-n (0.1, 0.01, ...): every integer, and numbers with at most n fraction
+    // digits before trailing zeros, compared as the decimals written (10.99 is a multiple of 0.01,
+    // as the document means it, though 10.99 / 0.01 is not integral in binary floating point).
+    const int n = s["multipleOf"].is_number() ? PowerOfTenth(s["multipleOf"].get<double>()) : -1;
+    if (n < 0) return CompileMultiple(s, b, ptr);
+    if (!integer) b.fraction_digits = n;
+  }
   auto r = NumberGbnf(integer, b);
   if (!r.ok())
     Error(ptr, r.status().message().substr(0, r.status().message().find(':')),
           r.status().message());
-  if (!b.lo && !b.hi) return integer ? "jinteger" : "jnumber";
+  if (!b.lo && !b.hi && b.fraction_digits < 0) return integer ? "jinteger" : "jnumber";
   return NewRule(*r);
 }
 

@@ -1,7 +1,9 @@
 // JSON numbers within bounds as GBNF: an integer range becomes digit-by-digit alternatives over the
-// canonical decimal form; a bounded number splits into integer-part ranges times a fraction kind
-// (any / all zeros / not all zeros), which is exact for integral bounds. Bounded numbers drop the
-// exponent form (a sound restriction); non-integral number bounds are rejected.
+// canonical decimal form; a bounded number splits into integer-part ranges times a range of
+// fraction digits by value (10.25 <= x: integer part 11 or more with any fraction, or 10 with a
+// fraction of at least .25), compared as the decimals written, exactly. Bounds are read as their
+// shortest decimal spelling (0.1, not 0.1000000000000000055); one that needs an exponent is an
+// error. Bounded numbers drop the exponent form and "-0" (sound restrictions).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,7 @@ namespace qwenrt {
 struct NumberBounds {
   std::optional<double> lo, hi;
   bool lo_exclusive = false, hi_exclusive = false;
+  int fraction_digits = -1;  // >= 0: at most this many before trailing zeros (multipleOf 10^-n)
 };
 
 // A GBNF expression for an integer (`integer`) or number in the bounds. Errors name the keyword.
