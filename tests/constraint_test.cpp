@@ -909,6 +909,16 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
   CHECK(SchemaError(R"({"oneOf": [{"required": ["a"]}, {"not": {"required": ["b"]}}]})")
             .find("oneOf") != std::string::npos);
 
+  // allOf of two anyOf: the anyOf of the pairs; pairs that cannot hold (types apart) drop out.
+  auto pairs = Schema(R"({"allOf": [
+      {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}]},
+      {"anyOf": [{"type": "integer", "maximum": 9}, {"type": "string", "maxLength": 2}]}]})");
+  CHECK(Matches(pairs, "7"));
+  CHECK(Matches(pairs, "\"ab\""));
+  CHECK_FALSE(Matches(pairs, "10"));
+  CHECK_FALSE(Matches(pairs, "-1"));
+  CHECK_FALSE(Matches(pairs, "\"abc\""));
+
   auto all = Schema(
       R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
       {"properties": {"b": {"type": "string"}}, "required": ["b"]}]})");

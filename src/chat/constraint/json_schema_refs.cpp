@@ -188,6 +188,15 @@ void SchemaCompiler::Merge(Json* a, const Json& b_in, const std::string& ptr) {
       for (const auto& x : list) have |= x == it.value();
       if (!have) list.push_back(it.value());
       (*a)[k] = list;
+    } else if (k == "anyOf" && it.value().is_array() && (*a)[k].is_array() &&
+               (*a)[k].size() * it.value().size() <= 64) {
+      // (A1 or A2) and (B1 or B2): (A1 and B1) or (A1 and B2) or ... — each pair an allOf, merged
+      // when its branch compiles (a pair that cannot hold drops out of the anyOf there).
+      Json product = Json::array();
+      for (const auto& x : (*a)[k])
+        for (const auto& y : it.value())
+          product.push_back(Json::object({{"allOf", Json::array({x, y})}}));
+      (*a)[k] = product;
     } else if (k == "not") {
       // not A and not B: not (A or B).
       (*a)[k] = Json::object({{"anyOf", Json::array({(*a)[k], it.value()})}});
