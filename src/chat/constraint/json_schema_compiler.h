@@ -138,7 +138,8 @@ class SchemaCompiler {
     // (trigger bit, bits): once the trigger is written, the object ends only after those
     // (property dependencies).
     std::vector<std::pair<uint32_t, uint32_t>> implied;
-    // minProperties / maxProperties where only the declared properties may appear.
+    // minProperties / maxProperties: the declared properties written plus the other keys (those
+    // of extra_kv, counted up to the bound that matters).
     int64_t min_count = 0;
     int64_t max_count = INT64_MAX;
   };

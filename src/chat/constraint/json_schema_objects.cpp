@@ -94,6 +94,10 @@ std::vector<SchemaCompiler::KeyValue> SchemaCompiler::props_kv(const std::vector
   return out;
 }
 
+// The properties in any order: one state per set m of declared properties written and count e of
+// other keys written (capped where the count bounds stop caring: at maxProperties when there is
+// one, else at minProperties), so that required, counted and dependent properties are all checked
+// by construction.
 std::string SchemaCompiler::FreeOrderObject(const std::vector<KeyValue>& kvs,
                                             const std::string& extra_kv, const ObjectLimits& limits,
                                             const std::string& ptr) {
@@ -102,47 +106,63 @@ std::string SchemaCompiler::FreeOrderObject(const std::vector<KeyValue>& kvs,
   uint32_t required = 0;
   for (size_t i = 0; i < n; ++i)
     if (kvs[i].required) required |= 1u << i;
-  auto count = [](uint32_t m) { return static_cast<int64_t>(__builtin_popcount(m)); };
-  auto can_end = [&](uint32_t m) {
-    bool ok =
-        (m & required) == required && count(m) >= limits.min_count && count(m) <= limits.max_count;
+  const bool bounded = limits.max_count < INT64_MAX;
+  const int64_t cap = extra_kv.empty() ? 0
+                      : bounded        ? std::min(limits.max_count, kMaxCountedProperties)
+                                       : std::min(limits.min_count, kMaxCountedProperties);
+  auto count = [](uint32_t m, int64_t e) {
+    return static_cast<int64_t>(__builtin_popcount(m)) + e;
+  };
+  auto can_end = [&](uint32_t m, int64_t e) {
+    bool ok = (m & required) == required && count(m, e) >= limits.min_count &&
+              count(m, e) <= limits.max_count;
     for (auto [trigger, need] : limits.implied) ok &= !(m & trigger) || (m & need) == need;
     return ok;
   };
-  // A set of written properties is live when some superset of it can end: the grammar never
-  // enters a set from which the object cannot be closed.
-  std::vector<bool> live(full + 1, false);
-  for (uint32_t m = 0; m <= full; ++m) {
-    for (uint32_t sup = m;; sup = (sup + 1) | m) {
-      if (can_end(sup)) {
-        live[m] = true;
-        break;
-      }
-      if (sup == full) break;
+  // Another key moves e up (saturating without a maximum; never past it with one).
+  auto more = [&](int64_t e) { return bounded ? e + 1 : std::min(e + 1, cap); };
+  auto id = [&](uint32_t m, int64_t e) { return static_cast<size_t>(m) * (cap + 1) + e; };
+  // A state is live when some state reachable from it (supersets, more other keys) can end: the
+  // grammar never enters one from which the object cannot be closed.
+  std::vector<bool> live((full + 1) * static_cast<size_t>(cap + 1), false);
+  for (uint32_t m = full + 1; m-- > 0;) {
+    for (int64_t e = cap; e >= 0; --e) {
+      bool l = can_end(m, e);
+      for (size_t i = 0; i < n && !l; ++i)
+        if (!(m & (1u << i))) l = live[id(m | (1u << i), e)];
+      if (!l && !extra_kv.empty() && more(e) <= cap && more(e) != e &&
+          (!bounded || count(m, e) < limits.max_count))
+        l = live[id(m, more(e))];
+      live[id(m, e)] = l;
     }
   }
-  if (!live[0]) Error(ptr, "minProperties", "no set of the properties satisfies the object", true);
+  if (!live[id(0, 0)])
+    Error(ptr, "minProperties", "no set of the properties satisfies the object", true);
   const std::string base = "o" + std::to_string(n_++) + "x";
-  auto name = [&](uint32_t m, bool first) {
-    return base + std::to_string(m) + (first ? "f" : "r");
+  auto name = [&](uint32_t m, int64_t e, bool first) {
+    return base + std::to_string(m) + (cap ? "e" + std::to_string(e) : "") + (first ? "f" : "r");
   };
   for (uint32_t m = 0; m <= full; ++m) {
-    if (!live[m]) continue;
-    for (bool first : {true, false}) {
-      const std::string sep = first ? "" : "ws \",\" ws ";
-      std::string body;
-      auto alt = [&](const std::string& a) { body += (body.empty() ? "" : " | ") + a; };
-      for (size_t i = 0; i < n; ++i) {
-        if ((m & (1u << i)) || !live[m | (1u << i)]) continue;
-        alt(sep + kvs[i].rule + " " + name(m | (1u << i), false));
+    for (int64_t e = 0; e <= cap; ++e) {
+      if (!live[id(m, e)]) continue;
+      for (bool first : {true, false}) {
+        const std::string sep = first ? "" : "ws \",\" ws ";
+        std::string body;
+        auto alt = [&](const std::string& a) { body += (body.empty() ? "" : " | ") + a; };
+        for (size_t i = 0; i < n; ++i) {
+          if ((m & (1u << i)) || !live[id(m | (1u << i), e)]) continue;
+          alt(sep + kvs[i].rule + " " + name(m | (1u << i), e, false));
+        }
+        if (!extra_kv.empty() && (!bounded || count(m, e) < limits.max_count) &&
+            (more(e) > cap ? false : live[id(m, more(e))]))
+          alt(sep + extra_kv + " " + name(m, more(e), false));
+        if (can_end(m, e)) alt("\"\"");
+        if (body.empty()) body = "\"\"";  // unreachable: a live state can end or grow
+        rules_ += name(m, e, first) + " ::= " + body + "\n";
       }
-      if (!extra_kv.empty()) alt(sep + extra_kv + " " + name(m, false));
-      if (can_end(m)) alt("\"\"");
-      if (body.empty()) body = "\"\"";  // unreachable: a live set can end or grow
-      rules_ += name(m, first) + " ::= " + body + "\n";
     }
   }
-  return NewRule("\"{\" ws " + name(0, true) + " ws \"}\"");
+  return NewRule("\"{\" ws " + name(0, 0, true) + " ws \"}\"");
 }
 
 Matcher::Limits ShortTextLimits() {
@@ -198,6 +218,7 @@ std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr)
   const bool closed = s.contains("additionalProperties") && s["additionalProperties"] == false &&
                       names_none("patternProperties");
   ObjectLimits limits;
+  const char* open_counted = nullptr;  // the keyword that made an open object counted
   if (closed && !only_other_keys) {
     limits.min_count = count_bound("minProperties").value_or(0);
     limits.max_count = count_bound("maxProperties").value_or(INT64_MAX);
@@ -223,7 +244,10 @@ std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr)
       }
       if (std::string(k) == "minProperties" && s[k].is_number() && s[k].get<double>() <= 0)
         continue;
-      Error(ptr, k, "not supported");
+      // Declared properties beside other keys: the any-order object counts both.
+      limits.min_count = count_bound("minProperties").value_or(0);
+      limits.max_count = count_bound("maxProperties").value_or(INT64_MAX);
+      open_counted = k;
     }
   }
   struct Prop {
@@ -383,10 +407,14 @@ std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr)
       }
     }
   }
-  const bool counted =
-      limits.min_count > 0 || limits.max_count < static_cast<int64_t>(props.size());
+  const bool counted = limits.min_count > 0 ||
+                       limits.max_count < static_cast<int64_t>(props.size()) ||
+                       (limits.max_count < INT64_MAX && !extra_kv.empty());
   if ((counted || !limits.implied.empty()) && props.size() > kMaxFreeOrder)
-    Error(ptr, counted ? "minProperties" : "dependencies",
+    Error(ptr,
+          open_counted ? open_counted
+          : counted    ? "minProperties"
+                       : "dependencies",
           "needs the properties in any order, which is only compiled for up to " +
               std::to_string(kMaxFreeOrder));
   if ((props.size() >= 2 && props.size() <= kMaxFreeOrder) || counted || !limits.implied.empty())
