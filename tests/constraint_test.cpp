@@ -867,6 +867,25 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
       "e": {}, "f": {}, "g": {}}, "minProperties": 2})")
             .find("minProperties") != std::string::npos);
 
+  // Dependencies among more properties than the any-order object takes: schema order, with the
+  // written dependency properties tracked.
+  auto many = Schema(R"({"type": "object", "properties": {"a": {}, "b": {}, "c": {}, "d": {},
+      "e": {}, "f": {}, "g": {}}, "additionalProperties": false,
+      "dependencies": {"b": ["f"], "e": ["a"]}})");
+  CHECK(Matches(many, R"({"a": 1, "e": 2})"));
+  CHECK(Matches(many, R"({"b": 1, "c": 2, "f": 3})"));
+  CHECK(Matches(many, R"({"f": 1, "g": 2})"));
+  CHECK(Matches(many, "{}"));
+  CHECK_FALSE(Matches(many, R"({"e": 1})"));
+  CHECK_FALSE(Matches(many, R"({"b": 1, "g": 2})"));
+  CHECK_FALSE(Prefix(many, R"({"b": 1, "g")"));  // f was due before g
+  auto many_req = Schema(R"({"type": "object", "properties": {"a": {}, "b": {}, "c": {}, "d": {},
+      "e": {}, "f": {}, "g": {}}, "required": ["e"], "dependencies": {"e": ["a", "g"]}})");
+  CHECK(Matches(many_req, R"({"a": 1, "e": 2, "g": 3})"));
+  CHECK(Matches(many_req, R"({"a": 1, "e": 2, "g": 3, "zz": 4})"));
+  CHECK_FALSE(Matches(many_req, R"({"e": 2, "g": 3})"));
+  CHECK_FALSE(Matches(many_req, R"({"a": 1, "e": 2})"));
+
   // Property dependencies.
   auto dep = Schema(R"({"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
       "dependencies": {"a": ["b"]}})");
@@ -887,8 +906,8 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
   CHECK(SchemaError(R"({"type": "object", "dependencies": {"a": {"required": ["b"]}}})")
             .find("dependencies") != std::string::npos);
   CHECK(SchemaError(R"({"type": "object", "properties": {"p1": {}, "p2": {}, "p3": {}, "p4": {},
-      "p5": {}, "p6": {}, "p7": {}}, "dependencies": {"p1": ["p2"]}})")
-            .find("dependencies") != std::string::npos);
+      "p5": {}, "p6": {}, "p7": {}}, "dependencies": {"p1": ["p2"]}, "minProperties": 2})")
+            .find("minProperties") != std::string::npos);
 
   // oneOf over required lists: exactly one list present, compiled by presence pattern.
   auto shape = Schema(R"({"type": "object", "properties": {"radius": {"type": "number"},

@@ -145,6 +145,10 @@ class SchemaCompiler {
   };
   std::string FreeOrderObject(const std::vector<KeyValue>& kvs, const std::string& extra_kv,
                               const ObjectLimits& limits, const std::string& ptr);
+  std::string OrderedObject(const std::vector<KeyValue>& kvs, const std::string& tail_first,
+                            const std::string& tail_rest,
+                            const std::vector<std::pair<uint32_t, uint32_t>>& implied,
+                            const std::string& ptr);
   static bool KeyMatches(const std::string& g, const std::string& key);
   std::string CompileObject(const Json& s, const std::string& ptr);
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -163,6 +164,51 @@ std::string SchemaCompiler::FreeOrderObject(const std::vector<KeyValue>& kvs,
     }
   }
   return NewRule("\"{\" ws " + name(0, 0, true) + " ws \"}\"");
+}
+
+// More declared properties than the any-order object takes, with property dependencies: the
+// properties in schema order (the sound restriction of every ordered object), one state per
+// position and set of dependency properties written. A trigger is written only after its needs
+// that come before it; a need that comes after a written trigger cannot be skipped. States from
+// which the object cannot end are never entered.
+std::string SchemaCompiler::OrderedObject(const std::vector<KeyValue>& kvs,
+                                          const std::string& tail_first,
+                                          const std::string& tail_rest,
+                                          const std::vector<std::pair<uint32_t, uint32_t>>& implied,
+                                          const std::string& ptr) {
+  const size_t n = kvs.size();
+  uint32_t tracked = 0;  // the properties dependencies speak of
+  for (auto [trigger, need] : implied) tracked |= trigger | need;
+  if (__builtin_popcount(tracked) > 12)
+    Error(ptr, "dependencies", "more than 12 properties involved in dependencies");
+  std::map<std::tuple<size_t, uint32_t, bool>, std::string> memo;  // "" once known dead
+  std::function<std::string(size_t, uint32_t, bool)> state = [&](size_t i, uint32_t w, bool first) {
+    if (i == n) return first ? tail_first : tail_rest;
+    const auto key = std::make_tuple(i, w, first);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    const uint32_t bit = i < 32 ? 1u << i : 0;
+    std::string body;
+    bool can_write = true, can_skip = !kvs[i].required;
+    for (auto [trigger, need] : implied) {
+      if (trigger == bit && (need & (bit - 1) & ~w) != 0) can_write = false;  // a need was skipped
+      if ((w & trigger) && (need & bit)) can_skip = false;  // a written trigger needs this one
+    }
+    if (can_write) {
+      const std::string next = state(i + 1, w | (bit & tracked), false);
+      if (!next.empty()) body = (first ? "" : "ws \",\" ws ") + kvs[i].rule + " " + next;
+    }
+    if (can_skip) {
+      const std::string next = state(i + 1, w, first);
+      if (!next.empty()) body += (body.empty() ? "" : " | ") + next;
+    }
+    std::string name = body.empty() ? "" : NewRule(body);
+    memo[key] = name;
+    return name;
+  };
+  const std::string start = state(0, 0, true);
+  if (start.empty())
+    Error(ptr, "dependencies", "no set of the properties satisfies the dependencies", true);
+  return NewRule("\"{\" ws " + start + " ws \"}\"");
 }
 
 Matcher::Limits ShortTextLimits() {
@@ -343,6 +389,7 @@ std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr)
       return -1;
     };
     const int t = index_of(e);
+    if (t >= 32) Error(ptr, "dependencies", "a trigger past the 32nd property");
     if (t < 0) {
       if (!seen.count(trigger) && s.contains("patternProperties"))
         Error(ptr, "dependencies", "a trigger that patternProperties may match");
@@ -353,6 +400,7 @@ std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr)
     for (const auto& d : keys) {
       const int i = index_of(encode(d));
       if (i < 0) Error(ptr, "dependencies", "'" + d + "' is not a declared property");
+      if (i >= 32) Error(ptr, "dependencies", "a dependency past the 32nd property");
       need |= 1u << i;
     }
     limits.implied.emplace_back(1u << t, need);
@@ -410,6 +458,8 @@ std::string SchemaCompiler::CompileObject(const Json& s, const std::string& ptr)
   const bool counted = limits.min_count > 0 ||
                        limits.max_count < static_cast<int64_t>(props.size()) ||
                        (limits.max_count < INT64_MAX && !extra_kv.empty());
+  if (!counted && !limits.implied.empty() && props.size() > kMaxFreeOrder)
+    return OrderedObject(props_kv(props), tail_first, tail_rest, limits.implied, ptr);
   if ((counted || !limits.implied.empty()) && props.size() > kMaxFreeOrder)
     Error(ptr,
           open_counted ? open_counted
