@@ -288,24 +288,21 @@ bool SchemaCompiler::OneOfByPresence(const Json& siblings, const Json& branches,
   if (satisfied(0, false) == 1 && !only_object) return false;
   if (!object) Error(ptr, "oneOf", "every branch speaks of objects only", true);
   // Patterns the siblings rule out: one without a key they require, one with a key they forbid.
-  auto possible = [&](uint32_t mask) {
-    const bool closed = siblings.contains("additionalProperties") &&
-                        siblings["additionalProperties"] == false &&
-                        !siblings.contains("patternProperties");
-    for (size_t i = 0; i < k.size(); ++i) {
-      const bool present = mask >> i & 1;
-      bool required = false;
-      if (siblings.contains("required") && siblings["required"].is_array())
-        for (const auto& r : siblings["required"]) required |= r == k[i];
-      const Json* p = siblings.contains("properties") && siblings["properties"].is_object() &&
-                              siblings["properties"].contains(k[i])
-                          ? &siblings["properties"][k[i]]
-                          : nullptr;
-      if (!present && required) return false;
-      if (present && ((p != nullptr && *p == false) || (p == nullptr && closed))) return false;
-    }
-    return true;
-  };
+  const bool closed = siblings.contains("additionalProperties") &&
+                      siblings["additionalProperties"] == false &&
+                      !siblings.contains("patternProperties");
+  uint32_t must = 0, never = 0;  // bits of k
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (siblings.contains("required") && siblings["required"].is_array())
+      for (const auto& r : siblings["required"])
+        if (r == k[i]) must |= 1u << i;
+    const Json* p = siblings.contains("properties") && siblings["properties"].is_object() &&
+                            siblings["properties"].contains(k[i])
+                        ? &siblings["properties"][k[i]]
+                        : nullptr;
+    if ((p != nullptr && *p == false) || (p == nullptr && closed)) never |= 1u << i;
+  }
+  auto possible = [&](uint32_t mask) { return (mask & must) == must && (mask & never) == 0; };
   for (uint32_t mask = 0; mask < (1u << k.size()); ++mask) {
     if (!possible(mask) || satisfied(mask, true) != 1) continue;
     Json m = siblings;
