@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -544,6 +546,83 @@ TEST_CASE("JSON Schema: arrays, enums, const, strings, numbers, formats", "[cons
   CHECK_FALSE(Matches(email, "\"a@b\""));
   CHECK(SchemaError(R"({"type": "string", "format": "color"})").find("format") !=
         std::string::npos);
+}
+
+TEST_CASE("property: random patterns, pairs of them and lengths against std::regex",
+          "[constraint]") {
+  // The product automaton (regex_product.h) against ECMAScript search semantics and a length
+  // check, on every string over {a, b, c} up to 5 characters, for seeded random patterns (groups,
+  // classes, '.', alternation, every quantifier form, anchors), one or two at once (allOf).
+  std::mt19937 rng(2026);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint32_t>(n)); };
+  std::function<std::string(int)> alt;
+  auto atom = [&](int depth) -> std::string {
+    switch (pick(depth > 0 ? 5 : 4)) {
+      case 0:
+        return "a";
+      case 1:
+        return "b";
+      case 2:
+        return "[ab]";
+      case 3:
+        return ".";
+      default:
+        return "(" + alt(depth - 1) + ")";
+    }
+  };
+  const char* quantifiers[] = {"", "", "?", "*", "+", "{0,2}", "{1,3}", "{2}", "{2,}"};
+  alt = [&](int depth) {
+    std::string out;
+    for (int b = 0, nb = 1 + pick(2); b < nb; ++b) {
+      if (b) out += "|";
+      for (int i = 0, n = 1 + pick(3); i < n; ++i) out += atom(depth) + quantifiers[pick(9)];
+    }
+    return out;
+  };
+  auto pattern = [&] { return std::string(pick(2) ? "^" : "") + alt(2) + (pick(2) ? "$" : ""); };
+  std::vector<std::string> strings = {""};
+  for (size_t i = 0; i < strings.size() && strings[i].size() < 5; ++i)
+    for (char c : {'a', 'b', 'c'}) strings.push_back(strings[i] + c);
+  for (int round = 0; round < 120; ++round) {
+    std::vector<std::string> pats = {pattern()};
+    if (round % 2) pats.push_back(pattern());
+    const int lo = pick(4), hi = pick(3) ? lo + pick(4) : -1;
+    Json schema = Json::object({{"type", "string"}, {"minLength", lo}});
+    if (hi >= 0) schema["maxLength"] = hi;
+    if (pats.size() == 1) {
+      schema["pattern"] = pats[0];
+    } else {
+      schema["allOf"] =
+          Json::array({Json::object({{"pattern", pats[0]}}), Json::object({{"pattern", pats[1]}})});
+    }
+    std::string text;
+    schema.AppendPython(&text);
+    INFO(text);
+    auto g = Grammar::FromJsonSchema(text);
+    std::vector<std::regex> res;
+    for (const auto& p : pats) res.emplace_back(p, std::regex::ECMAScript);
+    if (!g.ok()) {  // only where no string at all meets them
+      INFO(g.status().message());
+      CHECK(g.status().message().find("no string") != std::string::npos);
+      for (const auto& str : strings) {
+        bool want =
+            static_cast<int>(str.size()) >= lo && (hi < 0 || static_cast<int>(str.size()) <= hi);
+        for (const auto& re : res) want = want && std::regex_search(str, re);
+        CHECK_FALSE(want);
+      }
+      continue;
+    }
+    Matcher m(*g, ByteTrie());
+    for (const auto& str : strings) {
+      bool want =
+          static_cast<int>(str.size()) >= lo && (hi < 0 || static_cast<int>(str.size()) <= hi);
+      for (const auto& re : res) want = want && std::regex_search(str, re);
+      m.Reset();
+      const std::string quoted = "\"" + str + "\"";
+      INFO(quoted);
+      CHECK((m.AcceptBytes(quoted) && m.CanEnd()) == want);
+    }
+  }
 }
 
 TEST_CASE("JSON Schema: non-integral number bounds compare the decimals written", "[constraint]") {

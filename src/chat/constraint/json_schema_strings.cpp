@@ -138,8 +138,8 @@ std::string SchemaCompiler::CompileString(const Json& s, const std::string& ptr)
       int64_t hi = max_len;
       if (n >= 0) hi = hi >= 0 ? std::min(hi, n) : n;
       if (hi >= 0 && hi < lo)
-        Error(ptr, "maxLength", "the pattern's repetition and the lengths exclude every string",
-              true);
+        Error(ptr, "maxLength",
+              "no string: the pattern's repetition and the lengths exclude every one", true);
       pattern =
           "^" + atom + "{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : "") + "}$";
     }
