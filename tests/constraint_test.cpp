@@ -743,6 +743,23 @@ TEST_CASE("JSON Schema: pattern, format and lengths together are one product aut
       Schema(R"({"type": "string", "pattern": "^([0-9]{5})(-([0-9]{4}))?$", "minLength": 6})");
   CHECK(Matches(zip, "\"12345-6789\""));
   CHECK_FALSE(Matches(zip, "\"12345\""));
+  // oneOf of string branches whose languages share no string: disjoint by their product.
+  auto num_text = Schema(R"({"oneOf": [{"type": "string", "pattern": "^-?\\d+/\\d+$"},
+      {"type": "string", "pattern": "^0x[0-9a-f]+$"}, {"type": "integer"},
+      {"type": "string", "format": "date"}]})");
+  CHECK(Matches(num_text, "\"-4/7\""));
+  CHECK(Matches(num_text, "\"0x1f\""));
+  CHECK(Matches(num_text, "\"2024-02-28\""));
+  CHECK(Matches(num_text, "3"));
+  CHECK_FALSE(Matches(num_text, "\"0x\""));
+  auto by_length = Schema(R"({"oneOf": [{"type": "string", "maxLength": 3},
+      {"type": "string", "minLength": 4, "pattern": "^[a-z]+$"}]})");
+  CHECK(Matches(by_length, "\"ABC\""));
+  CHECK(Matches(by_length, "\"abcd\""));
+  CHECK_FALSE(Matches(by_length, "\"ABCD\""));
+  CHECK(SchemaError(R"({"oneOf": [{"type": "string", "pattern": "^a"},
+      {"type": "string", "pattern": "b$"}]})")
+            .find("overlap") != std::string::npos);  // "ab" matches both
   // allOf's patterns all hold.
   auto two =
       Schema(R"({"type": "string", "allOf": [{"pattern": "^[a-z0-9]*$"}, {"pattern": "[0-9]"},

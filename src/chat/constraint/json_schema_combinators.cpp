@@ -1,5 +1,8 @@
 // JSON Schema compiler: `not` in its exact forms, and the disjointness check oneOf is compiled
 // under (see json_schema_compiler.h).
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -8,6 +11,7 @@
 
 #include "chat/constraint/json_schema_compiler.h"
 #include "chat/constraint/json_schema_validate.h"
+#include "chat/constraint/regex_product.h"
 
 namespace qwenrt::schema {
 
@@ -144,6 +148,56 @@ bool SchemaCompiler::ObjectsDisjoint(const Json& a, const Json& b) {
 }
 
 // oneOf is only compiled when its branches cannot both match one instance.
+// No string meets both branches' string keywords (pattern, format, minLength, maxLength): their
+// product automaton (regex_product.h) is empty. False where a branch says more of strings than
+// those keywords, or the product is past small limits.
+bool SchemaCompiler::StringsDisjoint(const Json& a, const Json& b) {
+  std::vector<std::string> regexes;
+  int64_t lo = 0, hi = -1;
+  for (const Json* x : {&a, &b}) {
+    if (!x->is_object()) return false;
+    for (const char* k : {"not", "anyOf", "oneOf", "allOf", "$ref", "if", "enum", "const",
+                          "$dynamicRef", "$recursiveRef"})
+      if (x->contains(k)) return false;
+    if (x->contains("pattern")) {
+      const Json& p = (*x)["pattern"];
+      for (const Json& r : p.is_array() ? p : Json::array({p})) {
+        if (!r.is_string()) return false;
+        regexes.push_back(r.get<std::string>());
+      }
+    }
+    if (x->contains("format") && (*x)["format"].is_string()) {
+      const std::string f = (*x)["format"].get<std::string>();
+      const std::string re = FormatRegex(f);
+      if (!re.empty())
+        regexes.push_back(re);
+      else if (KnownFormats().count(f))
+        return false;
+    }
+    for (const char* k : {"minLength", "maxLength"}) {
+      if (!x->contains(k)) continue;
+      if (!(*x)[k].is_number_integer() || (*x)[k].get<int64_t>() < 0) return false;
+      const int64_t v = (*x)[k].get<int64_t>();
+      if (std::string(k) == "minLength")
+        lo = std::max(lo, v);
+      else
+        hi = hi < 0 ? v : std::min(hi, v);
+    }
+  }
+  if (hi >= 0 && hi < lo) return true;
+  if (hi > 100000 || lo > 100000) return false;
+  RegexProductLimits limits;
+  limits.min_len = lo;
+  limits.max_len = hi;
+  limits.max_states = 4096;
+  limits.max_transitions = 65536;
+  std::string scratch, start;
+  int n = 0;
+  const Status st = RegexProductGbnf(
+      regexes, limits, [&] { return fmt::format("t{}", n++); }, &scratch, &start);
+  return st.ok() && start.empty();
+}
+
 void SchemaCompiler::CheckDisjoint(const std::vector<Json>& branches, const std::string& ptr) {
   auto types_of = [](const Json& b) {
     std::set<std::string> s;
@@ -194,7 +248,8 @@ void SchemaCompiler::CheckDisjoint(const std::vector<Json>& branches, const std:
         continue;
       const auto a = types_of(branches[i]), b = types_of(branches[j]);
       for (const auto& t : a) {
-        if (b.count(t)) Error(ptr, "oneOf", "branches may overlap (both allow " + t + ")");
+        if (!b.count(t) || (t == "string" && StringsDisjoint(branches[i], branches[j]))) continue;
+        Error(ptr, "oneOf", "branches may overlap (both allow " + t + ")");
       }
     }
   }

@@ -110,6 +110,7 @@ class SchemaCompiler {
 
   // json_schema_strings.cpp
   std::string CompileString(const Json& s, const std::string& ptr);
+  bool StringsDisjoint(const Json& a, const Json& b);
   std::string CompileRegexProduct(const std::vector<std::string>& regexes, int64_t min_len,
                                   int64_t max_len, const std::string& ptr, const char* kw);
   static const std::set<std::string>& KnownFormats();
