@@ -625,6 +625,55 @@ TEST_CASE("property: random patterns, pairs of them and lengths against std::reg
   }
 }
 
+TEST_CASE("JSON Schema: if / then / else through the negation of a simple if", "[constraint]") {
+  // A discriminator property: then where it holds, else where it is present and differs.
+  auto member = Schema(R"({"type": "object", "properties": {"isMember": {"type": "boolean"},
+      "n": {"type": "string"}}, "required": ["isMember"],
+      "if": {"properties": {"isMember": {"const": true}}},
+      "then": {"properties": {"n": {"minLength": 3, "maxLength": 3}}},
+      "else": {"properties": {"n": {"minLength": 5}}}})");
+  CHECK(Matches(member, R"({"isMember": true, "n": "abc"})"));
+  CHECK(Matches(member, R"({"isMember": false, "n": "abcdef"})"));
+  CHECK(Matches(member, R"({"isMember": false})"));
+  CHECK_FALSE(Matches(member, R"({"isMember": true, "n": "abcdef"})"));
+  CHECK_FALSE(Matches(member, R"({"isMember": false, "n": "abc"})"));
+  // An enum discriminator that need not be there: absent, the if holds.
+  auto needs = Schema(R"({"type": "object", "properties": {"c": {"type": "string"}},
+      "if": {"properties": {"c": {"enum": ["ghi"]}}}, "then": {"required": ["a", "b", "c"]},
+      "else": {"required": ["a", "c"]}})");
+  CHECK(Matches(needs, R"({"c": "ghi", "a": 1, "b": 2})"));
+  CHECK(Matches(needs, R"({"c": "xyz", "a": 1})"));
+  CHECK(Matches(needs, R"({"a": 1, "b": 2, "c": "ghi"})"));
+  CHECK_FALSE(Matches(needs, R"({"c": "ghi", "a": 1})"));
+  CHECK_FALSE(Matches(needs, R"({"c": "gh", "b": 1})"));
+  // Bounds and counts.
+  auto num = Schema(R"({"type": "number", "if": {"maximum": 5}, "then": {"minimum": 5},
+      "else": {"minimum": 9, "exclusiveMaximum": 11}})");
+  CHECK(Matches(num, "5"));
+  CHECK(Matches(num, "9.5"));
+  CHECK_FALSE(Matches(num, "4"));
+  CHECK_FALSE(Matches(num, "7"));
+  CHECK_FALSE(Matches(num, "11"));
+  auto items = Schema(R"({"type": "array", "if": {"minItems": 1}, "then": {"minItems": 2},
+      "else": {"maxItems": 0}})");
+  CHECK(Matches(items, "[]"));
+  CHECK(Matches(items, "[1, 2]"));
+  CHECK_FALSE(Matches(items, "[1]"));
+  // then / else without if assert nothing; an if of another kind is refused.
+  auto loose = Schema(R"({"type": "integer", "then": {"minimum": 3}})");
+  CHECK(Matches(loose, "1"));
+  CHECK(SchemaError(R"({"if": {"pattern": "a"}, "then": {"minLength": 2}})").find("if") !=
+        std::string::npos);
+  // A string other than listed ones (the negation of a string enum).
+  auto other = Schema(R"({"type": "string", "not": {"enum": ["a", "bc"]}})");
+  CHECK(Matches(other, "\"b\""));
+  CHECK(Matches(other, "\"abc\""));
+  CHECK(Matches(other, "\"\""));
+  CHECK_FALSE(Matches(other, "\"a\""));
+  CHECK_FALSE(Matches(other, "\"bc\""));
+  CHECK_FALSE(Matches(other, "\"\\u0061\""));  // "a" spelled with an escape
+}
+
 TEST_CASE("JSON Schema: non-integral number bounds compare the decimals written", "[constraint]") {
   // Every number from -3 to 3 in steps of 0.005, spelled with 1 to 4 fraction digits (trailing
   // zeros too) and without a fraction where it has none, against bounds of every kind; the truth

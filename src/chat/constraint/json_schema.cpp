@@ -211,6 +211,7 @@ std::string SchemaCompiler::CompileInner(const Json& s, const std::string& ptr) 
     rules_ += name + " ::= " + body + "\n";
     return name;
   }
+  if (s.contains("if") || s.contains("then") || s.contains("else")) return CompileIf(s, ptr);
   if (s.contains("not")) return CompileNot(s, ptr);
   for (auto it = s.begin(); it != s.end(); ++it) {
     if (Unsupported().count(it.key())) {
@@ -245,7 +246,21 @@ std::string SchemaCompiler::CompileInner(const Json& s, const std::string& ptr) 
           continue;
         }
         Json m = siblings;
-        Merge(&m, branches[i], ptr + "/" + kw + "/" + std::to_string(i));
+        const size_t rules_size = rules_.size();
+        const auto refs = ref_rules_;
+        const int depth = depth_, merge_depth = merge_depth_;
+        try {
+          Merge(&m, branches[i], ptr + "/" + kw + "/" + std::to_string(i));
+        } catch (const Fail& f) {
+          // A branch nothing satisfies beside the siblings (types apart, say) never matches: it
+          // adds nothing to anyOf and never counts for oneOf.
+          if (!f.unsatisfiable) throw;
+          rules_.resize(rules_size);
+          ref_rules_ = refs;
+          depth_ = depth;
+          merge_depth_ = merge_depth;
+          continue;
+        }
         merged.push_back(m);
       }
       if (one) CheckDisjoint(merged, ptr);

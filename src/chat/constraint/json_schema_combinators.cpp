@@ -59,6 +59,21 @@ std::string SchemaCompiler::CompileNot(const Json& s, const std::string& ptr) {
     rest["enum"] = kept;
     return Compile(rest, ptr);
   }
+  if (rest.size() == 1 && rest.contains("type") && rest["type"] == "string" && n.is_object() &&
+      n.size() == 1 && (n.contains("enum") || n.contains("const"))) {
+    // A string other than the listed ones: the other-key automaton (strings written without
+    // escapes, so no listed string slips through spelled otherwise).
+    const Json list = n.contains("const") ? Json::array({n["const"]}) : n["enum"];
+    if (!list.is_array()) Error(at, "enum", "must be an array");
+    std::vector<std::string> excluded;
+    for (const Json& v : list) {
+      if (!v.is_string()) continue;  // not a string: excludes no string
+      std::string e;
+      v.AppendPython(&e);
+      excluded.push_back(e.substr(1, e.size() - 2));
+    }
+    return NewRule("\"\\\"\" " + OtherKey(excluded) + " \"\\\"\"");
+  }
   if (only("type")) {
     std::set<std::string> excluded;
     if (n["type"].is_string()) {

@@ -99,6 +99,7 @@ class SchemaCompiler {
 
   // json_schema_combinators.cpp
   std::string CompileNot(const Json& s, const std::string& ptr);
+  std::string CompileIf(const Json& s, const std::string& ptr);
   bool ObjectsDisjoint(const Json& a, const Json& b);
   void CheckDisjoint(const std::vector<Json>& branches, const std::string& ptr);
   bool OneOfByPresence(const Json& siblings, const Json& branches, const std::string& ptr,
