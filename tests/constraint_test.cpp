@@ -1072,6 +1072,18 @@ TEST_CASE("JSON Schema: combinators, $ref recursion, errors naming the keyword",
   CHECK_FALSE(Matches(untyped, R"({"a": 1, "b": 2})"));
   CHECK_FALSE(Matches(untyped, R"({})"));
   CHECK_FALSE(Matches(untyped, R"("a")"));
+  // Object branches with values that may overlap, told apart by their required keys (a sound
+  // restriction: an object with both lists present is refused even where its values fail one).
+  auto couch = Schema(R"({"type": "object", "oneOf": [
+      {"properties": {"error": {"type": "string"}, "reason": {"type": "string"}},
+       "required": ["error", "reason"]},
+      {"properties": {"id": {"type": "string"}, "ok": {"type": "boolean"}}, "required": ["id", "ok"]}]})");
+  CHECK(Matches(couch, R"({"error": "x", "reason": "y"})"));
+  CHECK(Matches(couch, R"({"id": "a", "ok": true, "rev": "1"})"));
+  CHECK(Matches(couch, R"({"error": "x", "reason": "y", "id": "a"})"));
+  CHECK_FALSE(Matches(couch, R"({"error": "x", "reason": "y", "id": "a", "ok": true})"));
+  CHECK_FALSE(Matches(couch, R"({"error": "x", "id": "a"})"));
+  CHECK_FALSE(Matches(couch, R"({"id": "a", "ok": "yes"})"));
   // A sibling's required key removes the patterns without it.
   auto req = Schema(R"({"required": ["a"], "oneOf": [{"required": ["a"]}, {"required": ["b"]}]})");
   CHECK(Matches(req, R"({"a": 1})"));

@@ -263,7 +263,16 @@ std::string SchemaCompiler::CompileInner(const Json& s, const std::string& ptr) 
         }
         merged.push_back(m);
       }
-      if (one) CheckDisjoint(merged, ptr);
+      if (one) {
+        try {
+          CheckDisjoint(merged, ptr);
+        } catch (const Fail& f) {
+          // Branches that may overlap: object branches told apart by their required keys.
+          std::vector<Json> by_required;
+          if (f.unsatisfiable || !OneOfByRequired(siblings, branches, ptr, &by_required)) throw;
+          merged = std::move(by_required);
+        }
+      }
     }
     std::string body;
     for (size_t i = 0; i < merged.size(); ++i) {

@@ -270,6 +270,90 @@ void SchemaCompiler::CheckDisjoint(const std::vector<Json>& branches, const std:
   }
 }
 
+// oneOf of object branches that each require keys and whose values may overlap: each presence
+// pattern P of the required keys (K, at most kMaxKeys) under which exactly one branch's list is
+// all present becomes that branch with P required and K \ P forbidden. A sound restriction: every
+// object it accepts meets that branch and misses a required key of every other, so exactly one
+// holds; an object with several branches' lists present whose values fail all but one of them is
+// refused (it is valid). Applies where only objects are meant (type object on the siblings or on
+// every branch) and no branch's list contains another's.
+bool SchemaCompiler::OneOfByRequired(const Json& siblings, const Json& branches,
+                                     const std::string& ptr, std::vector<Json>* out) {
+  constexpr size_t kMaxKeys = 8, kMaxBranches = 32;
+  if (branches.size() < 2) return false;
+  const bool sibling_object = siblings.contains("type") && siblings["type"] == "object";
+  std::vector<std::set<std::string>> lists;
+  std::set<std::string> keys;
+  for (const auto& b : branches) {
+    if (!b.is_object() || !b.contains("required") || !b["required"].is_array() ||
+        b["required"].empty())
+      return false;
+    if (!sibling_object && !(b.contains("type") && b["type"] == "object")) return false;
+    std::set<std::string> list;
+    for (const auto& k : b["required"]) {
+      if (!k.is_string()) return false;
+      list.insert(k.get<std::string>());
+    }
+    keys.insert(list.begin(), list.end());
+    lists.push_back(std::move(list));
+  }
+  if (keys.size() > kMaxKeys) return false;
+  // A list inside another: every object with the larger one meets both, so that branch could never
+  // be written (the values decide there, not the keys): not rewritten.
+  for (size_t i = 0; i < lists.size(); ++i)
+    for (size_t j = 0; j < lists.size(); ++j)
+      if (i != j &&
+          std::includes(lists[j].begin(), lists[j].end(), lists[i].begin(), lists[i].end()))
+        return false;
+  const std::vector<std::string> k(keys.begin(), keys.end());
+  std::vector<Json> result;
+  for (uint32_t mask = 0; mask < (1u << k.size()); ++mask) {
+    int only = -1, n = 0;
+    for (size_t i = 0; i < lists.size(); ++i) {
+      bool all = true;
+      for (size_t j = 0; j < k.size(); ++j)
+        if (!(mask >> j & 1) && lists[i].count(k[j])) all = false;
+      if (all) {
+        only = static_cast<int>(i);
+        ++n;
+      }
+    }
+    if (n != 1) continue;
+    Json m = siblings;
+    const size_t rules_size = rules_.size();
+    const auto refs = ref_rules_;
+    const int depth = depth_, merge_depth = merge_depth_;
+    try {
+      Merge(&m, branches[only], ptr + "/oneOf/" + std::to_string(only));
+    } catch (const Fail& f) {
+      if (!f.unsatisfiable) throw;
+      rules_.resize(rules_size);
+      ref_rules_ = refs;
+      depth_ = depth;
+      merge_depth_ = merge_depth;
+      continue;
+    }
+    m["type"] = "object";
+    if (!m.contains("required")) m["required"] = Json::array();
+    if (!m.contains("properties")) m["properties"] = Json::object();
+    if (!m["required"].is_array() || !m["properties"].is_object()) return false;
+    for (size_t j = 0; j < k.size(); ++j) {
+      if (mask >> j & 1) {
+        bool have = false;
+        for (const auto& r : m["required"]) have |= r == k[j];
+        if (!have) m["required"].push_back(k[j]);
+      } else {
+        m["properties"][k[j]] = false;
+      }
+    }
+    result.push_back(std::move(m));
+    if (result.size() > kMaxBranches) return false;
+  }
+  if (result.empty()) Error(ptr, "oneOf", "no object satisfies exactly one branch", true);
+  *out = std::move(result);
+  return true;
+}
+
 namespace {
 
 // A schema that speaks only of which keys an object has: `required` lists under `not`, `anyOf`,

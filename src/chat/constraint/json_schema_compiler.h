@@ -102,6 +102,8 @@ class SchemaCompiler {
   std::string CompileIf(const Json& s, const std::string& ptr);
   bool ObjectsDisjoint(const Json& a, const Json& b);
   void CheckDisjoint(const std::vector<Json>& branches, const std::string& ptr);
+  bool OneOfByRequired(const Json& siblings, const Json& branches, const std::string& ptr,
+                       std::vector<Json>* out);
   bool OneOfByPresence(const Json& siblings, const Json& branches, const std::string& ptr,
                        std::vector<Json>* out);
 
