@@ -207,11 +207,11 @@ TEST_CASE("demo model: held-out accuracy through qwenrt, thinking on (the templa
           "[demo][eval]") {
   const Tally t = Evaluate(/*thinking=*/true, /*constrained=*/false, 0);
   WARN("thinking on, unconstrained (right/asked):\n" << t.Table());
-  // Issue 26's bar for arithmetic is 0.9: NOT met by the shipped file (23/30 = 0.77, the same as
-  // transformers on these prompts; tools/demo-model/README.md says why). The check below guards
+  // Issue 26's bar for arithmetic is 0.9: NOT met by the shipped file (25/30 = 0.83, the same as
+  // transformers on these prompts; tools/demo-model/README.md says why). The checks below guard
   // what it does reach.
-  CHECK(t.Rate("arith") >= 0.7);
-  CHECK(t.Rate("followup") >= 0.8);
+  CHECK(t.Rate("arith") >= 0.8);
+  CHECK(t.Rate("followup") >= 0.9);
   CHECK(t.Rate("capital") >= 0.9);
   CHECK(t.Rate("reverse") >= 0.9);
   CHECK(t.Rate("tool_answer") >= 0.9);

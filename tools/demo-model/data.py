@@ -101,18 +101,22 @@ TOOLS_FRACTION = 0.25
 def working(a, op, b):
     """Column arithmetic written out, ones first, one single-digit fact per step: what a small
     model can learn to generalise to problems it never saw (an answer-first sum must carry in its
-    head). A product of factors <= 12 walks the smaller factor's row up to the larger one
-    ('6 times 1 is 6, 6 times 2 is 12, ...'): every step but the last is a row entry that other
-    products' workings also write, so a held-out '9 times 9' is the next entry of a row the model
-    has seen continue past it in '9 times 11', not a fact it must have memorised. A product by one
-    digit is done in columns like a sum."""
+    head). A product of factors <= 12 walks the smaller factor's row while counting the larger one
+    down ('6 times 7: count 7 down, adding 6 each time: 7 gives 6, 6 gives 12, ..., 1 gives 42'):
+    every row entry is one other products' workings also write, so a held-out '9 times 9' is a row
+    the model has seen continue past it in '9 times 11', not a fact it must have memorised. The
+    count runs down rather than up because where a row stops must not be a per-product fact: a row
+    counted up ('6 times 7 is 42, 6 times 8 is 48') stops at a factor only the held-out product's
+    own working ever stopped at, and run 3's model ran past it; every countdown stops at '1 gives'.
+    A product by one digit is done in columns like a sum."""
     c = OPS[op](a, b)
     if op == "times" and a <= 12 and b <= 12:
         lo, hi = min(a, b), max(a, b)
         if lo <= 1:
             steps = f"{lo} times {hi} is {c}."
         else:
-            steps = ", ".join(f"{lo} times {k} is {lo * k}" for k in range(1, hi + 1)) + "."
+            steps = (f"{lo} times {hi}: count {hi} down, adding {lo} each time: "
+                     + ", ".join(f"{hi - k + 1} gives {lo * k}" for k in range(1, hi + 1)) + ".")
         return f"{steps} So {a} times {b} is {c}."
     da = [int(d) for d in reversed(str(a))]
     steps, carry = [], 0
