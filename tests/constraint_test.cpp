@@ -659,6 +659,19 @@ TEST_CASE("JSON Schema: if / then / else through the negation of a simple if", "
   CHECK(Matches(items, "[]"));
   CHECK(Matches(items, "[1, 2]"));
   CHECK_FALSE(Matches(items, "[1]"));
+  // A keyword of one type holds for every other type: an untyped if's negation is only that type
+  // failing it (a number meets minLength, so it must meet then).
+  auto vacuous = Schema(R"({"if": {"minLength": 3}, "then": {"type": "string"}})");
+  CHECK(Matches(vacuous, "\"abcd\""));
+  CHECK(Matches(vacuous, "\"ab\""));
+  CHECK_FALSE(Matches(vacuous, "5"));
+  CHECK_FALSE(Matches(vacuous, "null"));
+  auto keyed = Schema(R"({"if": {"properties": {"k": {"const": 1}}}, "then": {"required": ["k"]},
+      "else": {"type": "object"}})");
+  CHECK(Matches(keyed, R"({"k": 1})"));
+  CHECK(Matches(keyed, R"({"k": 2})"));
+  CHECK_FALSE(Matches(keyed, R"({})"));  // k absent: the if holds, then wants k
+  CHECK(Matches(keyed, "7"));            // a non-object meets the if and then (vacuously)
   // then / else without if assert nothing; an if of another kind is refused.
   auto loose = Schema(R"({"type": "integer", "then": {"minimum": 3}})");
   CHECK(Matches(loose, "1"));

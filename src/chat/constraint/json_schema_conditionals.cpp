@@ -84,9 +84,11 @@ bool Negation(const Json& x, Json* out) {
   auto count = [&](const char* k) {
     return s.size() == 1 && s.contains(k) && s[k].is_number_integer() && s[k].get<int64_t>() >= 0;
   };
-  auto typed = [&](const std::string& t, Json rest) {  // non-t instances, or t ones meeting rest
+  // A keyword of one type (a bound, a length, `required`) holds for every instance of another
+  // type, so its negation is instances of that type failing it, and nothing else.
+  auto typed = [&](const std::string& t, Json rest) {
     rest["type"] = t;
-    return Json::object({{"anyOf", Json::array({OtherTypes(t), rest})}});
+    return rest;
   };
   const std::pair<const char*, const char*> bounds[] = {{"minimum", "exclusiveMaximum"},
                                                         {"maximum", "exclusiveMinimum"},
@@ -136,7 +138,7 @@ bool Negation(const Json& x, Json* out) {
   if (s.contains("properties") && s["properties"].is_object() && s["properties"].size() == 1 &&
       s.size() <= 3) {
     // {properties: {k: V}} (maybe type object, required [k]) fails for an object with k present
-    // and not meeting V, or (when required) without k.
+    // and not meeting V, or (when required) without k, and (with type object) for a non-object.
     const std::string key = s["properties"].begin().key();
     const Json& v = s["properties"].begin().value();
     const bool required = s.contains("required") && s["required"] == Json::array({key});
@@ -148,8 +150,10 @@ bool Negation(const Json& x, Json* out) {
     Json any = Json::array({Json::object(
         {{"required", Json::array({key})}, {"properties", Json::object({{key, not_v}})}})});
     if (required) any.push_back(Json::object({{"properties", Json::object({{key, false}})}}));
-    Json objects = typed("object", Json::object({{"anyOf", any}}));
-    *out = object_type ? Json::object({{"type", "object"}, {"anyOf", any}}) : objects;
+    // Without `type: object` the if holds for every non-object; with it, non-objects fail it.
+    const Json failing = typed("object", Json::object({{"anyOf", any}}));
+    *out = object_type ? Json::object({{"anyOf", Json::array({OtherTypes("object"), failing})}})
+                       : failing;
     return true;
   }
   return false;
