@@ -150,20 +150,39 @@ void SchemaCompiler::Error(const std::string& ptr, const std::string& kw, const 
   throw Fail{InvalidArgument("{}: {}: {}", ptr.empty() ? "#" : "#" + ptr, kw, what), unsatisfiable};
 }
 
+SchemaCompiler::Mark SchemaCompiler::Save() const {
+  return {rules_.size(), ref_rules_, depth_, merge_depth_};
+}
+
+void SchemaCompiler::Restore(const Mark& m) {
+  rules_.resize(m.rules_size);
+  ref_rules_ = m.ref_rules;
+  depth_ = m.depth;
+  merge_depth_ = m.merge_depth;
+}
+
 // Compiles `s`, or returns "" when it matches nothing; rules of a failed attempt are dropped.
 std::string SchemaCompiler::CompileOrNever(const Json& s, const std::string& ptr) {
-  const size_t rules_size = rules_.size();
-  const auto refs = ref_rules_;
-  const int depth = depth_, merge_depth = merge_depth_;
+  const Mark mark = Save();
   try {
     return Compile(s, ptr);
   } catch (const Fail& f) {
     if (!f.unsatisfiable) throw;
-    rules_.resize(rules_size);
-    ref_rules_ = refs;
-    depth_ = depth;
-    merge_depth_ = merge_depth;
+    Restore(mark);
     return "";
+  }
+}
+
+// Merges b into *a, or returns false (the compiler as before) when nothing satisfies both.
+bool SchemaCompiler::MergeOrNever(Json* a, const Json& b, const std::string& ptr) {
+  const Mark mark = Save();
+  try {
+    Merge(a, b, ptr);
+    return true;
+  } catch (const Fail& f) {
+    if (!f.unsatisfiable) throw;
+    Restore(mark);
+    return false;
   }
 }
 
@@ -245,23 +264,11 @@ std::string SchemaCompiler::CompileInner(const Json& s, const std::string& ptr) 
           merged.push_back(branches[i]);
           continue;
         }
+        // A branch nothing satisfies beside the siblings (types apart, say) never matches: it
+        // adds nothing to anyOf and never counts for oneOf.
         Json m = siblings;
-        const size_t rules_size = rules_.size();
-        const auto refs = ref_rules_;
-        const int depth = depth_, merge_depth = merge_depth_;
-        try {
-          Merge(&m, branches[i], ptr + "/" + kw + "/" + std::to_string(i));
-        } catch (const Fail& f) {
-          // A branch nothing satisfies beside the siblings (types apart, say) never matches: it
-          // adds nothing to anyOf and never counts for oneOf.
-          if (!f.unsatisfiable) throw;
-          rules_.resize(rules_size);
-          ref_rules_ = refs;
-          depth_ = depth;
-          merge_depth_ = merge_depth;
-          continue;
-        }
-        merged.push_back(m);
+        if (MergeOrNever(&m, branches[i], ptr + "/" + kw + "/" + std::to_string(i)))
+          merged.push_back(m);
       }
       if (one) {
         try {

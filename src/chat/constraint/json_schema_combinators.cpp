@@ -270,6 +270,29 @@ void SchemaCompiler::CheckDisjoint(const std::vector<Json>& branches, const std:
   }
 }
 
+namespace {
+
+// *m as an object with the keys of k in `mask` required and the others forbidden; false when its
+// required/properties are not a list/an object.
+bool WithPresence(const std::vector<std::string>& k, uint32_t mask, Json* m) {
+  (*m)["type"] = "object";
+  if (!m->contains("required")) (*m)["required"] = Json::array();
+  if (!m->contains("properties")) (*m)["properties"] = Json::object();
+  if (!(*m)["required"].is_array() || !(*m)["properties"].is_object()) return false;
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (mask >> i & 1) {
+      bool have = false;
+      for (const auto& r : (*m)["required"]) have |= r == k[i];
+      if (!have) (*m)["required"].push_back(k[i]);
+    } else {
+      (*m)["properties"][k[i]] = false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 // oneOf of object branches that each require keys and whose values may overlap: each presence
 // pattern P of the required keys (K, at most kMaxKeys) under which exactly one branch's list is
 // all present becomes that branch with P required and K \ P forbidden. A sound restriction: every
@@ -320,32 +343,8 @@ bool SchemaCompiler::OneOfByRequired(const Json& siblings, const Json& branches,
     }
     if (n != 1) continue;
     Json m = siblings;
-    const size_t rules_size = rules_.size();
-    const auto refs = ref_rules_;
-    const int depth = depth_, merge_depth = merge_depth_;
-    try {
-      Merge(&m, branches[only], ptr + "/oneOf/" + std::to_string(only));
-    } catch (const Fail& f) {
-      if (!f.unsatisfiable) throw;
-      rules_.resize(rules_size);
-      ref_rules_ = refs;
-      depth_ = depth;
-      merge_depth_ = merge_depth;
-      continue;
-    }
-    m["type"] = "object";
-    if (!m.contains("required")) m["required"] = Json::array();
-    if (!m.contains("properties")) m["properties"] = Json::object();
-    if (!m["required"].is_array() || !m["properties"].is_object()) return false;
-    for (size_t j = 0; j < k.size(); ++j) {
-      if (mask >> j & 1) {
-        bool have = false;
-        for (const auto& r : m["required"]) have |= r == k[j];
-        if (!have) m["required"].push_back(k[j]);
-      } else {
-        m["properties"][k[j]] = false;
-      }
-    }
+    if (!MergeOrNever(&m, branches[only], ptr + "/oneOf/" + std::to_string(only))) continue;
+    if (!WithPresence(k, mask, &m)) return false;
     result.push_back(std::move(m));
     if (result.size() > kMaxBranches) return false;
   }
@@ -460,19 +459,7 @@ bool SchemaCompiler::OneOfByPresence(const Json& siblings, const Json& branches,
   for (uint32_t mask = 0; mask < (1u << k.size()); ++mask) {
     if (!possible(mask) || satisfied(mask, true) != 1) continue;
     Json m = siblings;
-    m["type"] = "object";
-    if (!m.contains("required")) m["required"] = Json::array();
-    if (!m.contains("properties")) m["properties"] = Json::object();
-    if (!m["required"].is_array() || !m["properties"].is_object()) return false;
-    for (size_t i = 0; i < k.size(); ++i) {
-      if (mask >> i & 1) {
-        bool have = false;
-        for (const auto& r : m["required"]) have |= r == k[i];
-        if (!have) m["required"].push_back(k[i]);
-      } else {
-        m["properties"][k[i]] = false;
-      }
-    }
+    if (!WithPresence(k, mask, &m)) return false;
     out->push_back(std::move(m));
   }
   if (out->empty()) Error(ptr, "oneOf", "no object satisfies exactly one branch", true);

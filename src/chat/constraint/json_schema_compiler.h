@@ -82,7 +82,16 @@ class SchemaCompiler {
   // json_schema.cpp: the rule table, the dispatch by keyword, const / enum values, type lists.
   [[noreturn]] static void Error(const std::string& ptr, const std::string& kw,
                                  const std::string& what, bool unsatisfiable = false);
+  // What a failed attempt rolls back: rules written, $ref rules, depths.
+  struct Mark {
+    size_t rules_size;
+    std::map<std::string, std::string> ref_rules;
+    int depth, merge_depth;
+  };
+  Mark Save() const;
+  void Restore(const Mark& m);
   std::string CompileOrNever(const Json& s, const std::string& ptr);
+  bool MergeOrNever(Json* a, const Json& b, const std::string& ptr);
   std::string NewRule(const std::string& body);
   std::string Compile(const Json& s, const std::string& ptr);
   std::string CompileInner(const Json& s, const std::string& ptr);
